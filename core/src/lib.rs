@@ -1,0 +1,32 @@
+//! The YaMoR domain model shared by every yamor crate.
+//!
+//! Nothing here knows about physics, networks or storage: this crate is the
+//! vocabulary the simulator, the host agents, the organizer and the optimizers
+//! speak.
+//!
+//! # Layout
+//! - [`config`]: the robot configuration of thesis appendix C.4 (`yamorconfig`
+//!   XML): modules with their oscillator parameters and limit angles, CPG
+//!   links, the Bluetooth tree.
+//! - [`morphology`]: how modules are physically assembled: modules, passive
+//!   modules and connector-to-connector connections (the vocabulary of the
+//!   C.2.7 transformation scripts).
+//! - [`cpg`]: the coupled oscillator network of thesis equation set 6.1 and
+//!   its fixed-step RK4 integrator.
+//! - [`error`]: errors that name the file, the element and the problem.
+//!
+//! Units are SI and radians everywhere inside; the XML keeps the thesis'
+//! attribute names and units.
+
+pub mod config;
+pub mod cpg;
+pub mod error;
+pub mod morphology;
+mod xml;
+
+pub use config::{CpgLink, IdAttribute, ModuleConfig, RobotConfig};
+pub use error::{Problem, XmlError};
+pub use morphology::{Connection, Connector, Morphology, MorphologyModule};
+
+/// A module identifier as written in the XML files (`id` / `realid`).
+pub type ModuleId = u32;
