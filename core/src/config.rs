@@ -107,9 +107,14 @@ impl RobotConfig {
                 },
             ));
         }
-        let lists = src.children(root, &["modulelist"])?;
-        let [list] = lists[..] else {
-            return Err(src.invalid(root, Problem::MissingElement("modulelist")));
+        let list = match src.children(root, &["modulelist"])?[..] {
+            [list] => list,
+            [] => return Err(src.invalid(root, Problem::MissingElement("modulelist"))),
+            [_, second, ..] => {
+                return Err(
+                    src.invalid(second, Problem::UnexpectedElement("modulelist".to_owned()))
+                );
+            }
         };
         let mut config = RobotConfig::default();
         let mut module_nodes = Vec::new();
@@ -208,7 +213,10 @@ impl RobotConfig {
     }
 }
 
-fn read_id(src: &Source<'_>, node: roxmltree::Node<'_, '_>) -> Result<(ModuleId, IdAttribute), XmlError> {
+fn read_id(
+    src: &Source<'_>,
+    node: roxmltree::Node<'_, '_>,
+) -> Result<(ModuleId, IdAttribute), XmlError> {
     let id = node
         .attribute("id")
         .map(|text| src.unsigned_value(node, "id", text))
@@ -257,10 +265,9 @@ fn read_module(
         match child.tag_name().name() {
             "bluetooth" => {
                 if module.bluetooth_to.is_some() {
-                    return Err(src.invalid(
-                        child,
-                        Problem::UnexpectedElement("second <bluetooth>".to_owned()),
-                    ));
+                    return Err(
+                        src.invalid(child, Problem::UnexpectedElement("bluetooth".to_owned()))
+                    );
                 }
                 module.bluetooth_to = Some(src.unsigned(child, "to")?);
             }

@@ -40,7 +40,11 @@ impl Source<'_> {
             .ok_or_else(|| self.invalid(node, Problem::MissingAttribute(name)))
     }
 
-    pub fn finite(&self, node: roxmltree::Node<'_, '_>, name: &'static str) -> Result<f64, XmlError> {
+    pub fn finite(
+        &self,
+        node: roxmltree::Node<'_, '_>,
+        name: &'static str,
+    ) -> Result<f64, XmlError> {
         let text = self.required(node, name)?;
         self.finite_value(node, name, text)
     }
@@ -74,7 +78,11 @@ impl Source<'_> {
         }
     }
 
-    pub fn unsigned(&self, node: roxmltree::Node<'_, '_>, name: &'static str) -> Result<u32, XmlError> {
+    pub fn unsigned(
+        &self,
+        node: roxmltree::Node<'_, '_>,
+        name: &'static str,
+    ) -> Result<u32, XmlError> {
         let text = self.required(node, name)?;
         self.unsigned_value(node, name, text)
     }
@@ -182,8 +190,7 @@ impl XmlOut {
     }
 
     pub fn finish(self) -> String {
-        let mut text =
-            String::from_utf8(self.writer.into_inner()).expect("quick-xml writes UTF-8");
+        let mut text = String::from_utf8(self.writer.into_inner()).expect("quick-xml writes UTF-8");
         text.push('\n');
         text
     }

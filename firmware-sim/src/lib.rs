@@ -1,1 +1,30 @@
-//! wip
+//! The simulated YaMoR robot.
+//!
+//! Module firmware (control flags, limit angles, CPG parameters, the
+//! oscillators of thesis 6.1) runs inside a rapier3d world; a Webots-style
+//! supervisor answers the special commands of thesis 5.4; the bridge serves
+//! both over TCP with the SNP framing of `docs/snp.md`.
+//!
+//! # Layout
+//! - [`snp`]: the framed binary wire format and its total decoder.
+//! - [`firmware`]: what one module does with each SNP message.
+//! - [`geometry`]: module dimensions, masses, servo figures and connector
+//!   frames; the placement rule of thesis 5.4.2.
+//! - [`physics`]: the rapier world: rigid clusters joined by servo hinges.
+//! - [`sim`]: [`Simulation`], the device loop (read sensors → integrate
+//!   oscillators → write servos → step) and the supervisor commands.
+//! - [`evaluate`]: gait evaluation as in thesis 6.2.1 and trajectories.
+//! - [`bridge`]: the TCP server playing the YaMoR Webots Bridge.
+//! - [`robots`]: the example robots of `examples/robots`, embedded.
+
+pub mod bridge;
+pub mod evaluate;
+pub mod firmware;
+pub mod geometry;
+pub mod physics;
+pub mod robots;
+pub mod sim;
+pub mod snp;
+
+pub use evaluate::{Evaluation, EvaluationSpec, evaluate};
+pub use sim::{SimError, SimSettings, Simulation};

@@ -1,1 +1,236 @@
-fn main() {}
+//! `yamor`: the command line of the yamor cluster. Thin glue over the
+//! library crates; see `yamor --help`.
+
+use anyhow::{Context, Result, bail};
+use clap::{Args, Parser, Subcommand};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+use yamor_core::{Morphology, RobotConfig};
+use yamor_firmware_sim::robots::{EXAMPLES, ExampleRobot};
+use yamor_firmware_sim::{EvaluationSpec, SimSettings, evaluate};
+
+#[derive(Parser)]
+#[command(name = "yamor", version, about = "Teach modular YaMoR robots to walk")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Walk a robot with a gait, print its velocity (thesis 6.2.1) and write the trajectory as CSV.
+    Sim(SimArgs),
+    /// Serve the simulated robot as a YaMoR Webots Bridge over TCP (thesis 5.4).
+    Bridge(BridgeArgs),
+    /// Measure simulation speed on the quadruped: steps per second and real-time factor.
+    Bench(BenchArgs),
+    /// List the embedded example robots.
+    Robots,
+}
+
+#[derive(Args)]
+struct RobotArgs {
+    /// An embedded example (quadruped, snake, trebuchet, dog, wheel) or a morphology XML file.
+    #[arg(default_value = "quadruped")]
+    robot: String,
+    /// Gait (yamorconfig XML); defaults to the example's gait or `gait.xml` beside the morphology file.
+    #[arg(long)]
+    gait: Option<PathBuf>,
+    /// Physics step and firmware tick in seconds.
+    #[arg(long, default_value_t = yamor_firmware_sim::sim::DEFAULT_DT)]
+    dt: f64,
+    /// Ground friction coefficient.
+    #[arg(long, default_value_t = 0.8)]
+    friction: f64,
+    /// Seed of the oscillators' initial phases.
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+}
+
+impl RobotArgs {
+    fn settings(&self) -> SimSettings {
+        SimSettings {
+            dt: self.dt,
+            ground_friction: self.friction,
+            seed: self.seed,
+            ..SimSettings::default()
+        }
+    }
+
+    fn load(&self) -> Result<(Morphology, RobotConfig)> {
+        let gait = |default: &dyn Fn() -> Result<RobotConfig>| match &self.gait {
+            Some(path) => Ok(RobotConfig::from_file(path)?),
+            None => default(),
+        };
+        if let Some(example) = ExampleRobot::named(&self.robot) {
+            return Ok((example.morphology()?, gait(&|| Ok(example.gait()?))?));
+        }
+        let path = Path::new(&self.robot);
+        if !path.exists() {
+            let names: Vec<_> = EXAMPLES.iter().map(|e| e.name).collect();
+            bail!(
+                "`{}` is neither an example robot ({}) nor a file",
+                self.robot,
+                names.join(", ")
+            );
+        }
+        let morphology = Morphology::from_file(path)?;
+        let beside = path.with_file_name("gait.xml");
+        let gait = gait(&|| {
+            RobotConfig::from_file(&beside)
+                .with_context(|| format!("no --gait given and {} is unusable", beside.display()))
+        })?;
+        Ok((morphology, gait))
+    }
+}
+
+#[derive(Args)]
+struct SimArgs {
+    #[command(flatten)]
+    robot: RobotArgs,
+    /// Length of the walk in seconds; the velocity is measured from 8 s to the end.
+    #[arg(long, default_value_t = 20.0)]
+    seconds: f64,
+    /// Where to write the trajectory of the central module.
+    #[arg(long, default_value = "trajectory.csv")]
+    csv: PathBuf,
+}
+
+#[derive(Args)]
+struct BridgeArgs {
+    #[command(flatten)]
+    robot: RobotArgs,
+    /// Address to listen on (the thesis' bridge used port 2223).
+    #[arg(long, default_value = "127.0.0.1:2223")]
+    listen: String,
+}
+
+#[derive(Args)]
+struct BenchArgs {
+    /// Length of each benchmark walk in seconds.
+    #[arg(long, default_value_t = 20.0)]
+    seconds: f64,
+    /// Number of timed walks (the best and the median are reported).
+    #[arg(long, default_value_t = 5)]
+    runs: usize,
+}
+
+fn main() -> Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| "info".into()),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    match Cli::parse().command {
+        Command::Sim(args) => sim(args),
+        Command::Bridge(args) => bridge(args),
+        Command::Bench(args) => bench(args),
+        Command::Robots => {
+            for example in EXAMPLES {
+                let morphology = example.morphology()?;
+                println!(
+                    "{:<10} {} modules, central {}",
+                    example.name,
+                    morphology.modules.len(),
+                    morphology.central
+                );
+            }
+            Ok(())
+        }
+    }
+}
+
+fn sim(args: SimArgs) -> Result<()> {
+    let (morphology, gait) = args.robot.load()?;
+    let spec = EvaluationSpec::lasting(args.seconds)?;
+    let evaluation = evaluate(&morphology, &gait, args.robot.settings(), spec)?;
+    let file = std::fs::File::create(&args.csv)
+        .with_context(|| format!("creating {}", args.csv.display()))?;
+    evaluation.write_csv(std::io::BufWriter::new(file))?;
+    println!(
+        "velocity {:.4} m/s ({:.2} cm/s): {:.3} m from t={:.1}s to t={:.1}s",
+        evaluation.velocity,
+        evaluation.velocity * 100.0,
+        evaluation.distance,
+        evaluation.start.t,
+        evaluation.end.t
+    );
+    println!(
+        "{} physics steps in {:.3} s wall: {:.0}x real time; trajectory in {}",
+        evaluation.physics_steps,
+        evaluation.wall_time.as_secs_f64(),
+        evaluation.real_time_factor(),
+        args.csv.display()
+    );
+    Ok(())
+}
+
+fn bridge(args: BridgeArgs) -> Result<()> {
+    let (morphology, _) = args.robot.load()?;
+    let settings = args.robot.settings();
+    let runtime = tokio::runtime::Runtime::new()?;
+    runtime.block_on(async {
+        let listener = tokio::net::TcpListener::bind(&args.listen)
+            .await
+            .with_context(|| format!("binding {}", args.listen))?;
+        tracing::info!(address = %listener.local_addr()?, "bridge listening");
+        let shutdown = async {
+            let _ = tokio::signal::ctrl_c().await;
+        };
+        yamor_firmware_sim::bridge::serve(listener, morphology, settings, shutdown).await?;
+        anyhow::Ok(())
+    })
+}
+
+fn bench(args: BenchArgs) -> Result<()> {
+    if args.runs == 0 {
+        bail!("--runs must be at least 1");
+    }
+    let example = ExampleRobot::named("quadruped").expect("embedded");
+    let (morphology, gait) = (example.morphology()?, example.gait()?);
+    let spec = EvaluationSpec::lasting(args.seconds)?;
+    let settings = SimSettings::default();
+    println!(
+        "quadruped, {} s walk, dt = {:.5} s, one core, {} runs",
+        args.seconds, settings.dt, args.runs
+    );
+    let mut times = Vec::new();
+    let mut last = None;
+    for _ in 0..args.runs {
+        let started = Instant::now();
+        let evaluation = evaluate(&morphology, &gait, settings, spec)?;
+        times.push(started.elapsed().as_secs_f64());
+        last = Some(evaluation);
+    }
+    let evaluation = last.expect("at least one run");
+    times.sort_by(f64::total_cmp);
+    let (best, median) = (times[0], times[times.len() / 2]);
+    let steps = evaluation.physics_steps as f64;
+    println!(
+        "best   {:.4} s: {:>9.0} steps/s, {:>6.0}x real time",
+        best,
+        steps / best,
+        args.seconds / best
+    );
+    println!(
+        "median {:.4} s: {:>9.0} steps/s, {:>6.0}x real time",
+        median,
+        steps / median,
+        args.seconds / median
+    );
+    let half = SimSettings {
+        dt: settings.dt / 2.0,
+        ..settings
+    };
+    let fine = evaluate(&morphology, &gait, half, spec)?;
+    println!(
+        "gait at dt: {:.2} cm/s; at dt/2: {:.2} cm/s (ratio {:.3}); final position differs by {:.1} mm",
+        evaluation.velocity * 100.0,
+        fine.velocity * 100.0,
+        evaluation.velocity / fine.velocity,
+        1000.0 * (evaluation.end.x - fine.end.x).hypot(evaluation.end.y - fine.end.y)
+    );
+    Ok(())
+}
