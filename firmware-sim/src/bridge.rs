@@ -22,9 +22,7 @@
 //! paced to the wall clock, as the thesis' Webots did.
 
 use crate::sim::{SimError, SimSettings, Simulation};
-use crate::snp::{
-    BridgeFrame, BridgeMessage, Frame, FrameDecoder, HOST, SnpFrame,
-};
+use crate::snp::{BridgeFrame, BridgeMessage, Frame, FrameDecoder, HOST, SnpFrame};
 use std::future::Future;
 use std::sync::mpsc as std_mpsc;
 use std::time::{Duration, Instant};
@@ -96,7 +94,10 @@ pub async fn serve(
     Ok(())
 }
 
-async fn handle_client(stream: TcpStream, requests: std_mpsc::Sender<Request>) -> std::io::Result<()> {
+async fn handle_client(
+    stream: TcpStream,
+    requests: std_mpsc::Sender<Request>,
+) -> std::io::Result<()> {
     let (mut reader, mut writer) = stream.into_split();
     let (reply_tx, mut reply_rx) = mpsc::unbounded_channel::<Frame>();
     let write_task = tokio::spawn(async move {
@@ -133,7 +134,8 @@ async fn handle_client(stream: TcpStream, requests: std_mpsc::Sender<Request>) -
                     }
                 }
                 Err(error) => {
-                    let _ = reply_tx.send(error_frame(0, error_code::MALFORMED, &error.to_string()));
+                    let _ =
+                        reply_tx.send(error_frame(0, error_code::MALFORMED, &error.to_string()));
                 }
             }
         }
@@ -206,7 +208,12 @@ fn run_simulation(mut sim: Simulation, inbox: std_mpsc::Receiver<Request>) {
     }
 }
 
-fn handle_request(sim: &mut Simulation, request: Request, timers: &mut Vec<Timer>, real_time: &mut bool) {
+fn handle_request(
+    sim: &mut Simulation,
+    request: Request,
+    timers: &mut Vec<Timer>,
+    real_time: &mut bool,
+) {
     let reply = match request.frame {
         Frame::Snp(SnpFrame { dst, message, .. }) => match sim.deliver(dst, &message) {
             Ok(answer) => Frame::Snp(SnpFrame {
@@ -218,7 +225,10 @@ fn handle_request(sim: &mut Simulation, request: Request, timers: &mut Vec<Timer
         },
         Frame::Bridge(BridgeFrame { seq, command }) => {
             match supervise(sim, seq, command, &request.reply, timers, real_time) {
-                Ok(Some(answer)) => Frame::Bridge(BridgeFrame { seq, command: answer }),
+                Ok(Some(answer)) => Frame::Bridge(BridgeFrame {
+                    seq,
+                    command: answer,
+                }),
                 Ok(None) => return,
                 Err((code, message)) => error_frame(seq, code, &message),
             }
@@ -282,9 +292,10 @@ fn supervise(
             timers.clear();
             ok
         }
-        BridgeMessage::SetFriction { mu } => {
-            sim.set_ground_friction(f64::from(mu)).map_err(refused).and(ok)
-        }
+        BridgeMessage::SetFriction { mu } => sim
+            .set_ground_friction(f64::from(mu))
+            .map_err(refused)
+            .and(ok),
         BridgeMessage::Drop {
             height,
             upside_down,

@@ -158,7 +158,10 @@ mod tests {
             Rotation::from_axis_angle(Vector::new(1.0, 2.0, 3.0).normalize(), 0.7),
         );
         for angle in (-180..=180).step_by(15) {
-            for (d, s) in [(Connector::Left, Connector::Rear), (Connector::Top, Connector::Front)] {
+            for (d, s) in [
+                (Connector::Left, Connector::Rear),
+                (Connector::Top, Connector::Front),
+            ] {
                 let src = place_against(dest, d, s, angle);
                 let cd = dest * connector_in_part(d);
                 let cs = src * connector_in_part(s);

@@ -43,20 +43,24 @@ impl PartState {
     }
 }
 
-/// What a servo joint looks like from outside.
-#[derive(Debug, Clone, Copy)]
+/// The motor law of one servo for one step: an implicit PD controller,
+/// torque = stiffness·(angle* − angle) + damping·(velocity* − velocity),
+/// saturated at `max_torque`. rapier solves it inside the constraint solver
+/// (force-based model), which stays stable with stiff gains.
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ServoCommand {
-    /// Target relative velocity of the handle (rad/s).
+    pub angle: f32,
     pub velocity: f32,
+    /// N·m/rad.
+    pub stiffness: f32,
+    /// N·m·s/rad.
+    pub damping: f32,
     /// Largest torque the motor may apply (N·m).
     pub max_torque: f32,
 }
 
 const ROBOT_GROUP: Group = Group::GROUP_1;
 const GROUND_GROUP: Group = Group::GROUP_2;
-/// Gain of the motor's velocity loop (N·m·s/rad); large so the torque limit,
-/// not the gain, bounds the response.
-const MOTOR_DAMPING: f32 = 50.0;
 
 /// Physical settings of a world.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -74,7 +78,7 @@ pub struct PhysicsWorld {
     /// Pose of every part relative to its cluster's body.
     part_offset: Vec<Pose>,
     /// Servo joint of every module, when its two parts are in different clusters.
-    servos: Vec<Option<ImpulseJointHandle>>,
+    servos: Vec<Option<ServoJoint>>,
 }
 
 impl PhysicsWorld {
@@ -173,16 +177,25 @@ impl PhysicsWorld {
                     [-geometry::HANDLE_RANGE, geometry::HANDLE_RANGE],
                 )
                 .motor_model(JointAxis::AngX, MotorModel::ForceBased)
-                .motor_velocity(JointAxis::AngX, 0.0, MOTOR_DAMPING)
                 .motor_max_force(JointAxis::AngX, 0.0)
                 .contacts_enabled(false)
                 .build();
-            servos.push(Some(world.impulse_joints.insert(
-                part_body[b],
-                part_body[h],
-                joint,
-                true,
-            )));
+            // Reduced coordinates keep a tree of hinges exact and let the
+            // motors converge; only a hinge that closes a kinematic loop
+            // falls back to an impulse joint.
+            let servo = match world
+                .multibody_joints
+                .insert(part_body[b], part_body[h], joint, true)
+            {
+                Some(handle) => ServoJoint::Multibody(handle),
+                None => ServoJoint::Impulse(world.impulse_joints.insert(
+                    part_body[b],
+                    part_body[h],
+                    joint,
+                    true,
+                )),
+            };
+            servos.push(Some(servo));
         }
         Self {
             world,
@@ -219,7 +232,9 @@ impl PhysicsWorld {
 
     #[must_use]
     pub fn part_states(&self) -> Vec<PartState> {
-        (0..self.part_body.len()).map(|p| self.part_state(p)).collect()
+        (0..self.part_body.len())
+            .map(|p| self.part_state(p))
+            .collect()
     }
 
     /// Servo angle (rad) and angular velocity (rad/s) of module `m`, measured
@@ -230,20 +245,37 @@ impl PhysicsWorld {
         let handle = self.part_state(part_index(m, Part::Handle));
         let relative = body.pose.rotation.inverse() * handle.pose.rotation;
         let angle = 2.0 * relative.y.atan2(relative.w);
-        let angle = (angle + std::f32::consts::PI).rem_euclid(std::f32::consts::TAU)
-            - std::f32::consts::PI;
+        let angle =
+            (angle + std::f32::consts::PI).rem_euclid(std::f32::consts::TAU) - std::f32::consts::PI;
         let axis = body.pose.rotation * Vector::Y;
         (angle, (handle.angvel - body.angvel).dot(axis))
     }
 
     /// Drives the servo of module `m`; a module without a joint ignores it.
     pub fn command_servo(&mut self, m: usize, command: ServoCommand) {
-        if let Some(handle) = self.servos[m]
-            && let Some(joint) = self.world.impulse_joints.get_mut(handle, false)
-        {
+        let joint = match self.servos[m] {
+            Some(ServoJoint::Multibody(handle)) => self
+                .world
+                .multibody_joints
+                .get_mut(handle)
+                .and_then(|(multibody, link)| multibody.link_mut(link))
+                .map(|link| &mut link.joint.data),
+            Some(ServoJoint::Impulse(handle)) => self
+                .world
+                .impulse_joints
+                .get_mut(handle, false)
+                .map(|joint| &mut joint.data),
+            None => None,
+        };
+        if let Some(joint) = joint {
             joint
-                .data
-                .set_motor_velocity(JointAxis::AngX, command.velocity, MOTOR_DAMPING)
+                .set_motor(
+                    JointAxis::AngX,
+                    command.angle,
+                    command.velocity,
+                    command.stiffness,
+                    command.damping,
+                )
                 .set_motor_max_force(JointAxis::AngX, command.max_torque);
         }
     }
@@ -307,6 +339,12 @@ pub fn connected_parts(
             )
         })
         .collect()
+}
+
+#[derive(Debug, Clone, Copy)]
+enum ServoJoint {
+    Multibody(MultibodyJointHandle),
+    Impulse(ImpulseJointHandle),
 }
 
 struct UnionFind {

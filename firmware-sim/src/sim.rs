@@ -9,9 +9,9 @@ use crate::snp::{DefectMode, SnpMessage, flags};
 use rand::{Rng, SeedableRng};
 use rapier3d::math::{Pose, Rotation, Vector};
 use std::collections::HashMap;
+use yamor_core::ModuleId;
 use yamor_core::cpg::{Coupling, CpgNetwork, OscillatorState};
 use yamor_core::{Connection, Morphology, Problem, RobotConfig};
-use yamor_core::ModuleId;
 
 /// Errors of the simulator: each names the module or value at fault.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -63,13 +63,19 @@ impl Default for SimSettings {
     }
 }
 
-/// The default step: see `docs/benchmarks.md` for the half-step comparison
-/// that justifies it.
-pub const DEFAULT_DT: f64 = 1.0 / 120.0;
-/// Proportional gain of the servo's position loop (1/s): the speed command
-/// saturates at the servo's no-load speed beyond ~0.27 rad of error.
-const SERVO_GAIN: f32 = 20.0;
-/// Holding torque of the gearbox of an unpowered or limp servo (N·m).
+/// The default firmware tick and physics step: 60 Hz, close to the 50 Hz
+/// servo pulse of a hobby servo, with 4 solver substeps (4.17 ms each). The
+/// reference gait walks within 1% of the same speed at half this step; see
+/// `docs/benchmarks.md`.
+pub const DEFAULT_DT: f64 = 1.0 / 60.0;
+/// Position gain of the servo (N·m/rad): full torque at 0.05 rad of error,
+/// as a hobby servo's proportional loop.
+const SERVO_STIFFNESS: f32 = 20.0;
+/// Velocity gain of the servo (N·m·s/rad).
+const SERVO_DAMPING: f32 = 0.5;
+/// Viscous friction of the gearbox of an unpowered or limp servo (N·m·s/rad),
+/// and the most it resists (N·m).
+const LIMP_DAMPING: f32 = 0.05;
 const LIMP_FRICTION_TORQUE: f32 = 0.02;
 /// A stuck gearbox holds far beyond the servo's own torque.
 const STUCK_TORQUE: f32 = 50.0 * SERVO_STALL_TORQUE;
@@ -103,6 +109,9 @@ pub struct Simulation {
     physics: PhysicsWorld,
     sensors: Vec<SensorReading>,
     setpoints: Vec<f32>,
+    /// The servo's internal reference, slewed towards the set-point at no
+    /// more than the servo's no-load speed.
+    references: Vec<f32>,
     time: f64,
     ticks: u64,
     master: Option<ModuleId>,
@@ -162,6 +171,7 @@ impl Simulation {
             physics,
             sensors: vec![SensorReading::default(); n],
             setpoints: vec![0.0; n],
+            references: vec![0.0; n],
             time: 0.0,
             ticks: 0,
             master: None,
@@ -257,11 +267,19 @@ impl Simulation {
     pub fn tick(&mut self) {
         self.read_sensors();
         self.cpg.step(self.settings.dt);
+        let max_slew = SERVO_MAX_SPEED * self.settings.dt as f32;
         for i in 0..self.modules.len() {
             let module = &self.modules[i];
             let setpoint = module.firmware.limit(self.cpg.output(i)) as f32;
             self.setpoints[i] = setpoint;
-            let command = servo_command(module, setpoint, self.sensors[i]);
+            let reference = &mut self.references[i];
+            // A jammed gearbox keeps the reference where it jammed.
+            let slew = match module.defect {
+                DefectMode::Stuck => 0.0,
+                _ => (setpoint - *reference).clamp(-max_slew, max_slew),
+            };
+            *reference += slew;
+            let command = servo_command(module, *reference, slew / self.settings.dt as f32);
             self.physics.command_servo(i, command);
         }
         self.physics.step();
@@ -339,7 +357,11 @@ impl Simulation {
     /// Position of a module's body centre (m).
     pub fn module_position(&self, id: ModuleId) -> Result<Vector, SimError> {
         let i = self.module_index(id)?;
-        Ok(self.physics.part_state(part_index(i, Part::Body)).pose.translation)
+        Ok(self
+            .physics
+            .part_state(part_index(i, Part::Body))
+            .pose
+            .translation)
     }
 
     /// The robot position: the central module's body centre (thesis 5.4.1).
@@ -371,9 +393,11 @@ impl Simulation {
         Ok(())
     }
 
+    /// Makes a motor limp or stuck (at its current angle), or heals it.
     pub fn set_defect(&mut self, id: ModuleId, defect: DefectMode) -> Result<(), SimError> {
         let i = self.module_index(id)?;
         self.modules[i].defect = defect;
+        self.references[i] = self.sensors[i].angle;
         Ok(())
     }
 
@@ -422,10 +446,18 @@ impl Simulation {
     pub fn connect(&mut self, connection: Connection) -> Result<(), SimError> {
         self.morphology.check_connection(&connection)?;
         let source = connection.id_from;
-        if self.morphology.connections.iter().any(|c| c.involves(source)) {
+        if self
+            .morphology
+            .connections
+            .iter()
+            .any(|c| c.involves(source))
+        {
             return Err(SimError::SourceStillConnected(source));
         }
-        let (si, di) = (self.module_index(source)?, self.module_index(connection.id_to)?);
+        let (si, di) = (
+            self.module_index(source)?,
+            self.module_index(connection.id_to)?,
+        );
         let mut parts = self.physics.part_states();
         let destination_part = parts[part_index(di, Part::of(connection.conn_to))].pose;
         let placed = geometry::place_against(
@@ -497,21 +529,30 @@ impl Simulation {
     }
 }
 
-fn servo_command(module: &SimModule, setpoint: f32, reading: SensorReading) -> ServoCommand {
+fn servo_command(module: &SimModule, reference: f32, reference_speed: f32) -> ServoCommand {
     let limp = ServoCommand {
+        angle: 0.0,
         velocity: 0.0,
+        stiffness: 0.0,
+        damping: LIMP_DAMPING,
         max_torque: LIMP_FRICTION_TORQUE,
     };
     match module.defect {
+        // The reference was frozen at the angle where the gearbox jammed.
         DefectMode::Stuck => ServoCommand {
+            angle: reference,
             velocity: 0.0,
+            stiffness: 50.0 * SERVO_STIFFNESS,
+            damping: 50.0 * SERVO_DAMPING,
             max_torque: STUCK_TORQUE,
         },
         DefectMode::Limp => limp,
         DefectMode::Healthy if !module.firmware.motor_on() || module.passive => limp,
         DefectMode::Healthy => ServoCommand {
-            velocity: (SERVO_GAIN * (setpoint - reading.angle))
-                .clamp(-SERVO_MAX_SPEED, SERVO_MAX_SPEED),
+            angle: reference,
+            velocity: reference_speed,
+            stiffness: SERVO_STIFFNESS,
+            damping: SERVO_DAMPING,
             max_torque: SERVO_STALL_TORQUE,
         },
     }
@@ -585,7 +626,8 @@ fn assemble(
             continue;
         }
         let (a, b) = (index_of[&c.id_from], index_of[&c.id_to]);
-        let from = part_pose(body[a], Part::of(c.conn_from)) * geometry::connector_in_part(c.conn_from);
+        let from =
+            part_pose(body[a], Part::of(c.conn_from)) * geometry::connector_in_part(c.conn_from);
         let to = part_pose(body[b], Part::of(c.conn_to)) * geometry::connector_in_part(c.conn_to);
         let gap = (from.translation - to.translation).length();
         if gap > 1e-3 {

@@ -627,6 +627,11 @@ impl SnpFrame {
     }
 
     /// The frame's bytes on the wire.
+    ///
+    /// # Errors
+    /// [`EncodeError`] if a float is not finite, the body would exceed
+    /// [`MAX_BODY`] bytes or a [`SnpMessage::Control`] switches a flag both
+    /// on and off.
     pub fn encode(&self) -> Result<Vec<u8>, EncodeError> {
         self.message.body()?.frame(Channel::Snp, self.dst, self.src)
     }
@@ -639,6 +644,11 @@ impl BridgeFrame {
     }
 
     /// The frame's bytes on the wire.
+    ///
+    /// # Errors
+    /// [`EncodeError`] if a float is not finite, the body would exceed
+    /// [`MAX_BODY`] bytes or a [`SnpMessage::Control`] switches a flag both
+    /// on and off.
     pub fn encode(&self) -> Result<Vec<u8>, EncodeError> {
         self.command.body()?.frame(Channel::Bridge, self.seq, 0)
     }
@@ -646,6 +656,11 @@ impl BridgeFrame {
 
 impl Frame {
     /// The frame's bytes on the wire.
+    ///
+    /// # Errors
+    /// [`EncodeError`] if a float is not finite, the body would exceed
+    /// [`MAX_BODY`] bytes or a [`SnpMessage::Control`] switches a flag both
+    /// on and off.
     pub fn encode(&self) -> Result<Vec<u8>, EncodeError> {
         match self {
             Frame::Snp(f) => f.encode(),
@@ -859,6 +874,10 @@ fn decode_bridge(kind: u8, body: &[u8]) -> Result<BridgeMessage, DecodeError> {
 /// checksum ([`DecodeError::BadChecksum`]), kind
 /// ([`DecodeError::UnknownKind`]) and body ([`DecodeError::BadBody`]).
 /// Use [`DecodeError::skip`] to know how many bytes to drop after an error.
+///
+/// # Errors
+/// [`DecodeError::Incomplete`] if `buf` holds only the start of a frame
+/// (not fatal); any other [`DecodeError`] if the bytes are not a frame.
 pub fn decode_frame(buf: &[u8]) -> Result<(Frame, usize), DecodeError> {
     let Some(&sync) = buf.first() else {
         return Err(DecodeError::Incomplete { needed: MIN_FRAME });
