@@ -183,7 +183,7 @@ fn run_simulation(mut sim: Simulation, inbox: std_mpsc::Receiver<Request>) {
                 Err(std_mpsc::TryRecvError::Disconnected) => return,
             }
         }
-        if !(real_time || !timers.is_empty()) {
+        if !real_time && timers.is_empty() {
             continue;
         }
         sim.tick();
