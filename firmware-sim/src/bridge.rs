@@ -68,13 +68,14 @@ pub async fn serve(
         .spawn(move || run_simulation(sim, inbox))
         .expect("spawning the simulation thread");
     tokio::pin!(shutdown);
+    let mut clients = tokio::task::JoinSet::new();
     loop {
         tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok((stream, peer)) => {
                     tracing::info!(%peer, "bridge client connected");
                     let requests = requests.clone();
-                    tokio::spawn(async move {
+                    clients.spawn(async move {
                         if let Err(error) = handle_client(stream, requests).await {
                             tracing::debug!(%peer, %error, "bridge client gone");
                         }
@@ -83,11 +84,15 @@ pub async fn serve(
                 }
                 Err(error) => tracing::warn!(%error, "accept failed"),
             },
+            // Reap finished handlers so a long-lived bridge does not accumulate them.
+            Some(_) = clients.join_next(), if !clients.is_empty() => {}
             () = &mut shutdown => break,
         }
     }
+    // Connected clients are cut off so their handlers drop their senders;
+    // the worker ends once every sender is gone.
+    clients.shutdown().await;
     drop(requests);
-    // The worker ends once every client handler has dropped its sender.
     tokio::task::spawn_blocking(move || worker.join())
         .await
         .ok();
