@@ -475,8 +475,8 @@ impl Simulation {
         if lowest < -0.001 {
             return Err(SimError::NoRoom(source, -lowest));
         }
-        let velocity_of = |s: &PartState| PartState { pose: s.pose, ..*s };
-        let carrier = velocity_of(&parts[part_index(di, Part::of(connection.conn_to))]);
+        // The new module moves with the part it is screwed onto.
+        let carrier = parts[part_index(di, Part::of(connection.conn_to))];
         for (part, pose) in [(Part::Body, body), (Part::Handle, handle)] {
             parts[part_index(si, part)] = PartState {
                 pose,
