@@ -5,6 +5,7 @@
 
 use crate::sim::{SimError, SimSettings, Simulation};
 use std::io::Write;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 use yamor_core::{Morphology, RobotConfig};
 
@@ -124,7 +125,21 @@ pub fn evaluate(
     settings: SimSettings,
     spec: EvaluationSpec,
 ) -> Result<Evaluation, SimError> {
+    evaluate_cancellable(morphology, gait, settings, spec, &AtomicBool::new(false))
+}
+
+/// [`evaluate`] that gives up with [`SimError::Cancelled`] soon after
+/// `cancel` is set (checked every simulated tenth of a second), so a host can
+/// stop a walk nobody waits for any more.
+pub fn evaluate_cancellable(
+    morphology: &Morphology,
+    gait: &RobotConfig,
+    settings: SimSettings,
+    spec: EvaluationSpec,
+    cancel: &AtomicBool,
+) -> Result<Evaluation, SimError> {
     spec.check()?;
+    let check_every = ((0.1 / settings.dt).ceil() as u64).max(1);
     let started = Instant::now();
     let mut sim = Simulation::new(morphology, settings)?;
     sim.configure(gait)?;
@@ -133,6 +148,9 @@ pub fn evaluate(
     let mut start = None;
     let mut next_sample = spec.sample_interval;
     while sim.time() + settings.dt / 2.0 <= total {
+        if sim.ticks() % check_every == 0 && cancel.load(Ordering::Relaxed) {
+            return Err(SimError::Cancelled(sim.time()));
+        }
         sim.tick();
         if start.is_none() && sim.time() + settings.dt / 2.0 >= spec.warmup {
             start = Some(sample(&sim));

@@ -26,5 +26,5 @@ pub mod robots;
 pub mod sim;
 pub mod snp;
 
-pub use evaluate::{Evaluation, EvaluationSpec, evaluate};
+pub use evaluate::{Evaluation, EvaluationSpec, evaluate, evaluate_cancellable};
 pub use sim::{SimError, SimSettings, Simulation};

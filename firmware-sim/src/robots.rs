@@ -31,6 +31,12 @@ pub const EXAMPLES: [ExampleRobot; 5] = [
 ];
 
 impl ExampleRobot {
+    /// The names of every embedded robot, for error messages and listings.
+    #[must_use]
+    pub fn names() -> Vec<&'static str> {
+        EXAMPLES.iter().map(|e| e.name).collect()
+    }
+
     #[must_use]
     pub fn named(name: &str) -> Option<ExampleRobot> {
         EXAMPLES.into_iter().find(|e| e.name == name)

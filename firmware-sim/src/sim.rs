@@ -38,6 +38,8 @@ pub enum SimError {
     },
     #[error("module {module} refused the configuration message (nack code {code})")]
     Refused { module: ModuleId, code: u8 },
+    #[error("cancelled at t = {0:.2} s")]
+    Cancelled(f64),
 }
 
 /// Settings of a simulation; everything an evaluation depends on besides

@@ -1,6 +1,28 @@
 //! The host agent: a gRPC server that wraps exactly one robot behind a
-//! `Backend` seam (the simulator of `yamor-firmware-sim`, or the real robot
-//! over a serial line).
+//! [`Backend`] seam: the simulator of `yamor-firmware-sim`, the real robot
+//! over a serial line (issue 5), or an expression standing in for a robot.
 //!
-//! Not yet filled: issue 3 builds it on top of the simulator and the bridge
-//! protocol that `yamor-firmware-sim` provides today.
+//! # Layout
+//! - [`backend`]: the [`Backend`] trait and the domain types of a job.
+//! - [`sim`]: the simulation backend (fresh rapier world per evaluation, on a
+//!   blocking thread, cancellable).
+//! - [`expr`]: the expression backend: a MathEval expression of the
+//!   parameters, with an optional delay; the zero-cost host for testing and
+//!   benchmarking schedulers and optimizers.
+//! - [`session`]: the stateful IYaMoRHost3 surface (open, connect, set
+//!   parameters, flush, sleep, physical changes).
+//! - [`service`]: the `HostAgent` gRPC service; converts at the boundary and
+//!   allows one robot operation at a time.
+//! - [`server`]: serving with token, health and reflection, and the
+//!   registration/heartbeat loop that keeps the host known to its organizer.
+
+pub mod backend;
+// pub mod expr;
+pub mod server;
+pub mod service;
+pub mod session;
+pub mod sim;
+
+pub use backend::{Backend, BackendKind, HostError, Job, Outcome, RobotSource, Spec};
+pub use server::{Registration, keep_registered, serve};
+pub use service::HostService;

@@ -1,6 +1,24 @@
-//! The gRPC contracts of yamor (`HostAgent`, `Organizer`).
+//! The gRPC contracts of yamor, generated from `proto/yamor/v1/*.proto`.
 //!
-//! Not yet filled: issue 3 adds `proto/yamor/*.proto`, the tonic build
-//! script and `include_proto!`. The crate exists so the dependency graph of
-//! `shared/design.md` is visible from the start: it may depend only on
-//! prost/tonic.
+//! # Layout
+//! - `proto/yamor/v1/common.proto`: evaluation jobs, specs and results.
+//! - `proto/yamor/v1/host.proto`: the `HostAgent` service (one robot, the
+//!   thesis' IYaMoRHost3 surface plus `Evaluate`).
+//! - `proto/yamor/v1/organizer.proto`: the `Organizer` service (hosts, jobs,
+//!   optimizer runs).
+//!
+//! - [`transport`]: token check, TLS, reflection: what every server and
+//!   client shares.
+//!
+//! Everything lives in the single package [`v1`]; [`FILE_DESCRIPTOR_SET`]
+//! feeds server reflection so `grpcurl` works without the .proto files.
+
+pub mod transport;
+
+pub mod v1 {
+    #![allow(clippy::all)]
+    tonic::include_proto!("yamor.v1");
+}
+
+/// The encoded descriptors of every yamor service, for `tonic-reflection`.
+pub const FILE_DESCRIPTOR_SET: &[u8] = tonic::include_file_descriptor_set!("yamor_descriptor");

@@ -16,8 +16,39 @@ struct Cli {
     command: Command,
 }
 
+mod cluster;
+mod net;
+mod run;
+
 #[derive(Subcommand)]
 enum Command {
+    /// Optimize a gait on this machine: organizer, SQLite file and one simulation host per core in one process.
+    Run(run::RunArgs),
+    /// Serve the organizer: hosts, job queue, optimizer runs, persistence.
+    Organizer(cluster::OrganizerArgs),
+    /// Serve one host (a simulated robot or an expression) and register with an organizer.
+    Host(cluster::HostArgs),
+    /// Manage the organizer's hosts.
+    Hosts {
+        #[command(flatten)]
+        client: net::ClientOpts,
+        #[command(subcommand)]
+        command: cluster::HostsCommand,
+    },
+    /// Start, batch-start, list, stop and watch optimizer runs.
+    Optimize {
+        #[command(flatten)]
+        client: net::ClientOpts,
+        #[command(subcommand)]
+        command: cluster::OptimizeCommand,
+    },
+    /// List and watch jobs.
+    Jobs {
+        #[command(flatten)]
+        client: net::ClientOpts,
+        #[command(subcommand)]
+        command: cluster::JobsCommand,
+    },
     /// Walk a robot with a gait, print its velocity (thesis 6.2.1) and write the trajectory as CSV.
     Sim(SimArgs),
     /// Serve the simulated robot as a YaMoR Webots Bridge over TCP (thesis 5.4).
@@ -122,7 +153,18 @@ fn main() -> Result<()> {
         )
         .with_writer(std::io::stderr)
         .init();
+    let async_main = |f: std::pin::Pin<Box<dyn std::future::Future<Output = Result<()>>>>| {
+        tokio::runtime::Runtime::new()?.block_on(f)
+    };
     match Cli::parse().command {
+        Command::Run(args) => async_main(Box::pin(run::run(args))),
+        Command::Organizer(args) => async_main(Box::pin(cluster::organizer(args))),
+        Command::Host(args) => async_main(Box::pin(cluster::host(args))),
+        Command::Hosts { client, command } => async_main(Box::pin(cluster::hosts(client, command))),
+        Command::Optimize { client, command } => {
+            async_main(Box::pin(cluster::optimize(client, command)))
+        }
+        Command::Jobs { client, command } => async_main(Box::pin(cluster::jobs(client, command))),
         Command::Sim(args) => sim(args),
         Command::Bridge(args) => bridge(args),
         Command::Bench(args) => bench(args),

@@ -1,5 +1,446 @@
-//! The optimizer plugin API: an optimizer asks for evaluations of parameter
-//! vectors and is told their results; it never sees gRPC or SQLite.
+//! The optimizer plugin API: an optimizer proposes parameter vectors and is
+//! told how well they did. It never sees gRPC, SQLite, hosts or clocks; the
+//! runtime (the organizer) owns budgets, termination, persistence and
+//! observers, and decides where evaluations run.
 //!
-//! Not yet filled: issue 4 (Powell, PSO, brute force) and issue 6
-//! (lifelong learning) implement it.
+//! This is the thesis' `IOptimizer` (appendix D.2.2) turned inside out: the
+//! C# optimizer ran its own thread and raised `SubmitSimulation`; here it is a
+//! state machine driven by [`Optimizer::ask`] and [`Optimizer::tell`], which is
+//! what lets the runtime batch, parallelise and replay it.
+//!
+//! # Contract
+//! - Fitness is *maximised* (a gait's velocity in m/s).
+//! - [`Optimizer::ask`] returns every candidate the optimizer can use right
+//!   now; proposals of one [`Step::Evaluate`] may run in parallel. It returns
+//!   [`Step::Wait`] while it needs results before it can propose more.
+//! - Results may be told in any order.
+//! - **Determinism**: given the same settings, [`Space`], seed and the same
+//!   sequence of `ask`/`tell` calls, an optimizer makes the same proposals.
+//!   The runtime resumes an interrupted run by replaying its stored results
+//!   through a fresh instance, so plugins need no serialisation code, but they
+//!   must draw randomness only from the seed they are given.
+//!
+//! # Layout
+//! - [`Optimizer`], [`Step`], [`Candidate`], [`Outcome`]: the ask/tell loop.
+//! - [`Space`], [`Bound`]: the box the parameters live in and the start point.
+//! - [`Plugin`], [`PluginInfo`], [`SettingSpec`], [`Settings`]: how a plugin
+//!   describes and validates its typed settings (thesis D.2.3 `UserConfig`).
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+/// One named parameter and its closed interval.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Bound {
+    pub name: String,
+    pub min: f64,
+    pub max: f64,
+}
+
+/// The search space: bounds per dimension and where the user's gait sits.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Space {
+    pub bounds: Vec<Bound>,
+    /// The starting point (the gait's current values), inside the bounds.
+    pub start: Vec<f64>,
+}
+
+impl Space {
+    /// Checks that bounds are finite and ordered and the start lies inside.
+    pub fn new(bounds: Vec<Bound>, start: Vec<f64>) -> Result<Self, SpaceError> {
+        if bounds.is_empty() {
+            return Err(SpaceError::Empty);
+        }
+        if start.len() != bounds.len() {
+            return Err(SpaceError::StartLength {
+                expected: bounds.len(),
+                got: start.len(),
+            });
+        }
+        for (b, &x) in bounds.iter().zip(&start) {
+            if !(b.min.is_finite() && b.max.is_finite()) || b.min > b.max {
+                return Err(SpaceError::BadBound(b.name.clone()));
+            }
+            if !(x >= b.min && x <= b.max) {
+                return Err(SpaceError::StartOutside {
+                    name: b.name.clone(),
+                    value: x,
+                });
+            }
+        }
+        Ok(Space { bounds, start })
+    }
+
+    #[must_use]
+    pub fn dim(&self) -> usize {
+        self.bounds.len()
+    }
+
+    #[must_use]
+    pub fn contains(&self, x: &[f64]) -> bool {
+        x.len() == self.dim()
+            && self
+                .bounds
+                .iter()
+                .zip(x)
+                .all(|(b, &v)| v >= b.min && v <= b.max)
+    }
+
+    /// The nearest point of the box (component-wise clamp).
+    #[must_use]
+    pub fn clamp(&self, x: &[f64]) -> Vec<f64> {
+        self.bounds
+            .iter()
+            .zip(x)
+            .map(|(b, &v)| v.clamp(b.min, b.max))
+            .collect()
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum SpaceError {
+    #[error("the search space has no parameters")]
+    Empty,
+    #[error("the start point has {got} values but the space has {expected} parameters")]
+    StartLength { expected: usize, got: usize },
+    #[error("parameter {0}: bounds must be finite with min <= max")]
+    BadBound(String),
+    #[error("parameter {name}: start value {value} lies outside its bounds")]
+    StartOutside { name: String, value: f64 },
+}
+
+/// A proposal, tagged by the optimizer so it can match the result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Candidate {
+    pub tag: u64,
+    pub x: Vec<f64>,
+}
+
+/// What the optimizer wants next.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Step {
+    /// Evaluate these (possibly in parallel), then tell each result.
+    Evaluate(Vec<Candidate>),
+    /// Nothing to propose until more results are told.
+    Wait,
+    /// Converged or exhausted its own schedule; the run ends.
+    Finished,
+}
+
+/// The result of one evaluation.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub enum Outcome {
+    /// The measured fitness (higher is better).
+    Fitness(f64),
+    /// The evaluation failed for good (every retry exhausted); treat it as a
+    /// very bad point rather than stopping.
+    Failed,
+}
+
+impl Outcome {
+    /// The fitness, with failures mapped to `-inf` so comparisons stay total.
+    #[must_use]
+    pub fn value(self) -> f64 {
+        match self {
+            Outcome::Fitness(v) if v.is_finite() => v,
+            _ => f64::NEG_INFINITY,
+        }
+    }
+}
+
+/// A black-box maximiser driven by the runtime.
+pub trait Optimizer: Send {
+    /// Candidates to evaluate now, [`Step::Wait`] or [`Step::Finished`].
+    fn ask(&mut self) -> Step;
+    /// The result of the candidate tagged `tag`.
+    fn tell(&mut self, tag: u64, outcome: Outcome);
+}
+
+/// A setting's value.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum SettingValue {
+    Bool(bool),
+    Int(i64),
+    Float(f64),
+    Text(String),
+}
+
+impl fmt::Display for SettingValue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SettingValue::Bool(v) => write!(f, "{v}"),
+            SettingValue::Int(v) => write!(f, "{v}"),
+            SettingValue::Float(v) => write!(f, "{v}"),
+            SettingValue::Text(v) => write!(f, "{v}"),
+        }
+    }
+}
+
+/// The kind of a setting and its constraints (thesis D.2.3 `UserConfig`
+/// fields, plus floats and choices).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum SettingKind {
+    Integer { min: i64, max: i64 },
+    Float { min: f64, max: f64 },
+    Bool,
+    File,
+    Choice { options: Vec<String> },
+}
+
+/// One typed setting with its default.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SettingSpec {
+    pub name: String,
+    pub description: String,
+    pub kind: SettingKind,
+    pub default: SettingValue,
+}
+
+impl SettingSpec {
+    /// Parses a value given as text (command line, batch file) for this setting.
+    pub fn parse(&self, text: &str) -> Result<SettingValue, SettingsError> {
+        let bad = |why: String| SettingsError::Invalid {
+            name: self.name.clone(),
+            why,
+        };
+        let value = match &self.kind {
+            SettingKind::Integer { .. } => SettingValue::Int(
+                text.trim()
+                    .parse()
+                    .map_err(|_| bad(format!("{text:?} is not an integer")))?,
+            ),
+            SettingKind::Float { .. } => SettingValue::Float(
+                text.trim()
+                    .parse()
+                    .map_err(|_| bad(format!("{text:?} is not a number")))?,
+            ),
+            SettingKind::Bool => SettingValue::Bool(match text.trim() {
+                "true" | "yes" | "on" | "1" => true,
+                "false" | "no" | "off" | "0" => false,
+                _ => return Err(bad(format!("{text:?} is not true or false"))),
+            }),
+            SettingKind::File | SettingKind::Choice { .. } => SettingValue::Text(text.to_owned()),
+        };
+        self.check(&value)?;
+        Ok(value)
+    }
+
+    /// Checks type and range.
+    pub fn check(&self, value: &SettingValue) -> Result<(), SettingsError> {
+        let bad = |why: String| {
+            Err(SettingsError::Invalid {
+                name: self.name.clone(),
+                why,
+            })
+        };
+        match (&self.kind, value) {
+            (SettingKind::Integer { min, max }, SettingValue::Int(v)) => {
+                if v < min || v > max {
+                    return bad(format!("{v} is outside [{min}, {max}]"));
+                }
+            }
+            (SettingKind::Float { min, max }, SettingValue::Float(v)) => {
+                if !v.is_finite() || v < min || v > max {
+                    return bad(format!("{v} is outside [{min}, {max}]"));
+                }
+            }
+            (SettingKind::Float { min, max }, SettingValue::Int(v)) => {
+                let v = *v as f64;
+                if v < *min || v > *max {
+                    return bad(format!("{v} is outside [{min}, {max}]"));
+                }
+            }
+            (SettingKind::Bool, SettingValue::Bool(_)) => {}
+            (SettingKind::File, SettingValue::Text(_)) => {}
+            (SettingKind::Choice { options }, SettingValue::Text(v)) => {
+                if !options.contains(v) {
+                    return bad(format!("{v:?} is not one of {}", options.join(", ")));
+                }
+            }
+            (kind, v) => return bad(format!("{v} does not fit a {kind:?} setting")),
+        }
+        Ok(())
+    }
+}
+
+/// Validated settings: every declared setting has a value of the right type.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Settings(pub BTreeMap<String, SettingValue>);
+
+impl Settings {
+    /// Fills defaults for missing settings and checks every given one.
+    pub fn resolve(
+        specs: &[SettingSpec],
+        given: &BTreeMap<String, SettingValue>,
+    ) -> Result<Self, SettingsError> {
+        for name in given.keys() {
+            if !specs.iter().any(|s| &s.name == name) {
+                return Err(SettingsError::Unknown(name.clone()));
+            }
+        }
+        let mut values = BTreeMap::new();
+        for spec in specs {
+            let value = given
+                .get(&spec.name)
+                .cloned()
+                .unwrap_or_else(|| spec.default.clone());
+            spec.check(&value)?;
+            values.insert(spec.name.clone(), value);
+        }
+        Ok(Settings(values))
+    }
+
+    /// Parses `name=value` pairs (as typed by a user) against `specs`.
+    pub fn parse_pairs<'a>(
+        specs: &[SettingSpec],
+        pairs: impl IntoIterator<Item = &'a str>,
+    ) -> Result<BTreeMap<String, SettingValue>, SettingsError> {
+        let mut given = BTreeMap::new();
+        for pair in pairs {
+            let (name, text) = pair
+                .split_once('=')
+                .ok_or_else(|| SettingsError::Syntax(pair.to_owned()))?;
+            let spec = specs
+                .iter()
+                .find(|s| s.name == name.trim())
+                .ok_or_else(|| SettingsError::Unknown(name.trim().to_owned()))?;
+            given.insert(spec.name.clone(), spec.parse(text)?);
+        }
+        Ok(given)
+    }
+
+    #[must_use]
+    pub fn int(&self, name: &str) -> i64 {
+        match self.0.get(name) {
+            Some(SettingValue::Int(v)) => *v,
+            Some(SettingValue::Float(v)) => *v as i64,
+            _ => panic!("setting {name} is not a declared integer"),
+        }
+    }
+
+    #[must_use]
+    pub fn float(&self, name: &str) -> f64 {
+        match self.0.get(name) {
+            Some(SettingValue::Float(v)) => *v,
+            Some(SettingValue::Int(v)) => *v as f64,
+            _ => panic!("setting {name} is not a declared number"),
+        }
+    }
+
+    #[must_use]
+    pub fn bool(&self, name: &str) -> bool {
+        match self.0.get(name) {
+            Some(SettingValue::Bool(v)) => *v,
+            _ => panic!("setting {name} is not a declared bool"),
+        }
+    }
+
+    #[must_use]
+    pub fn text(&self, name: &str) -> &str {
+        match self.0.get(name) {
+            Some(SettingValue::Text(v)) => v,
+            _ => panic!("setting {name} is not a declared text"),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum SettingsError {
+    #[error("unknown setting {0:?}")]
+    Unknown(String),
+    #[error("setting {name}: {why}")]
+    Invalid { name: String, why: String },
+    #[error("expected name=value, got {0:?}")]
+    Syntax(String),
+    #[error(transparent)]
+    Space(#[from] SpaceError),
+}
+
+/// Who a plugin is and what it can be told (thesis `IOptimizer` properties).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PluginInfo {
+    pub name: String,
+    pub author: String,
+    pub version: String,
+    pub description: String,
+    pub settings: Vec<SettingSpec>,
+}
+
+/// A factory of optimizers; the runtime keeps a registry of these.
+pub trait Plugin: Send + Sync {
+    fn info(&self) -> PluginInfo;
+    /// A fresh optimizer over `space`; `settings` are already resolved
+    /// against [`PluginInfo::settings`].
+    fn create(
+        &self,
+        space: &Space,
+        settings: &Settings,
+        seed: u64,
+    ) -> Result<Box<dyn Optimizer>, SettingsError>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn specs() -> Vec<SettingSpec> {
+        vec![
+            SettingSpec {
+                name: "particles".into(),
+                description: String::new(),
+                kind: SettingKind::Integer { min: 1, max: 100 },
+                default: SettingValue::Int(10),
+            },
+            SettingSpec {
+                name: "variant".into(),
+                description: String::new(),
+                kind: SettingKind::Choice {
+                    options: vec!["a".into(), "b".into()],
+                },
+                default: SettingValue::Text("a".into()),
+            },
+        ]
+    }
+
+    #[test]
+    fn defaults_fill_and_values_are_checked() {
+        let specs = specs();
+        let given = Settings::parse_pairs(&specs, ["particles=30"]).unwrap();
+        let s = Settings::resolve(&specs, &given).unwrap();
+        assert_eq!(s.int("particles"), 30);
+        assert_eq!(s.text("variant"), "a");
+        assert!(matches!(
+            Settings::parse_pairs(&specs, ["particles=0"]),
+            Err(SettingsError::Invalid { .. })
+        ));
+        assert!(matches!(
+            Settings::parse_pairs(&specs, ["variant=c"]),
+            Err(SettingsError::Invalid { .. })
+        ));
+        assert!(matches!(
+            Settings::parse_pairs(&specs, ["speed=1"]),
+            Err(SettingsError::Unknown(_))
+        ));
+        assert!(matches!(
+            Settings::parse_pairs(&specs, ["particles"]),
+            Err(SettingsError::Syntax(_))
+        ));
+    }
+
+    #[test]
+    fn space_rejects_start_outside() {
+        let b = vec![Bound {
+            name: "x".into(),
+            min: 0.0,
+            max: 1.0,
+        }];
+        assert!(Space::new(b.clone(), vec![0.5]).is_ok());
+        assert!(matches!(
+            Space::new(b, vec![2.0]),
+            Err(SpaceError::StartOutside { .. })
+        ));
+    }
+}

@@ -1,0 +1,1002 @@
+//! The simulation organizer of thesis 5.7.2, done properly: a queue of
+//! submitted jobs, a semaphore whose permits are the free hosts, and one
+//! manager task per running job.
+//!
+//! - **Fair share.** Each owner (a run, or a client submitting directly) has
+//!   its own FIFO; a free host takes the head of the next owner in
+//!   round-robin order, so a PSO with 30 queued jobs cannot starve a Powell
+//!   run waiting for one.
+//! - **Retries.** A job whose host dies, times out or fails goes back to the
+//!   front of its queue until `max_attempts`; a job that is itself invalid
+//!   fails at once.
+//! - **Leases.** A host must heartbeat (or answer a probe) within the lease;
+//!   otherwise it is marked down and its running job is aborted and re-queued,
+//!   so no job stays "running" after its host vanished. It is re-admitted
+//!   when it heartbeats again.
+//! - **Exactly once.** Each attempt carries a number; a late answer from an
+//!   aborted attempt is ignored, and the store refuses to finish a finished job.
+//!
+//! State lives in memory behind one mutex that is never held across an
+//! `.await`; the store is told about every change in order.
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use prost::Message;
+use tokio::sync::{broadcast, mpsc, oneshot};
+use tonic::Code;
+use yamor_proto::transport::{AuthChannel, ClientSecurity};
+use yamor_proto::v1 as pb;
+use yamor_proto::v1::host_agent_client::HostAgentClient;
+
+use crate::now_ms;
+use crate::store::{JobFilter, JobRow, Store, Write};
+
+/// Timing and retry policy.
+#[derive(Debug, Clone)]
+pub struct SchedulerConfig {
+    pub heartbeat_interval: Duration,
+    pub lease: Duration,
+    pub default_attempts: u32,
+    pub default_timeout: Duration,
+}
+
+impl Default for SchedulerConfig {
+    fn default() -> Self {
+        SchedulerConfig {
+            heartbeat_interval: Duration::from_secs(1),
+            lease: Duration::from_secs(5),
+            default_attempts: 3,
+            default_timeout: Duration::from_secs(600),
+        }
+    }
+}
+
+/// Why a request was refused; the service turns these into `Status`.
+#[derive(Debug, thiserror::Error)]
+pub enum ScheduleError {
+    #[error("{0}")]
+    Invalid(String),
+    #[error("{0}")]
+    NotFound(String),
+    #[error("cannot reach host {address}: {why}")]
+    Unreachable { address: String, why: String },
+    #[error(transparent)]
+    Store(#[from] crate::store::StoreError),
+}
+
+/// A finished job, delivered to the run that submitted it.
+#[derive(Debug, Clone)]
+pub struct Completion {
+    pub job_id: u64,
+    pub seq: u64,
+    /// The order in which the run must learn results (persisted with them).
+    pub tell_seq: u64,
+    pub outcome: Result<pb::EvaluationResult, String>,
+}
+
+struct HostEntry {
+    name: String,
+    address: String,
+    client: HostAgentClient<AuthChannel>,
+    backend: pb::Backend,
+    robot: String,
+    state: pb::HostState,
+    current_job: u64,
+    last_seen: Instant,
+    evaluations: u64,
+    failures: u64,
+    probing: bool,
+}
+
+struct LiveJob {
+    run_id: u64,
+    owner: String,
+    seq: u64,
+    request: Arc<pb::JobRequest>,
+    state: pb::JobState,
+    attempts: u32,
+    host: String,
+    host_id: u64,
+    submitted_ms: i64,
+    started_ms: i64,
+    abort: Option<oneshot::Sender<()>>,
+}
+
+#[derive(Default)]
+struct Core {
+    hosts: BTreeMap<u64, HostEntry>,
+    jobs: HashMap<u64, LiveJob>,
+    queues: HashMap<String, VecDeque<u64>>,
+    /// Owners with queued jobs, in round-robin order.
+    turn: VecDeque<String>,
+    run_sinks: HashMap<u64, mpsc::UnboundedSender<Completion>>,
+    tell_seqs: HashMap<u64, u64>,
+    next_job: u64,
+    next_host: u64,
+}
+
+pub struct Scheduler {
+    core: Mutex<Core>,
+    store: Store,
+    config: SchedulerConfig,
+    security: ClientSecurity,
+    job_events: broadcast::Sender<pb::Job>,
+}
+
+/// How an attempt ended.
+enum AttemptEnd {
+    Done(pb::EvaluationResult),
+    Failed(tonic::Status),
+    TimedOut,
+}
+
+impl Scheduler {
+    /// Loads hosts and unfinished jobs from `store`; running jobs of the last
+    /// life are queued again. Call [`Scheduler::start`] to begin work.
+    pub fn load(
+        store: Store,
+        config: SchedulerConfig,
+        security: ClientSecurity,
+    ) -> Result<Arc<Scheduler>, ScheduleError> {
+        let (max_host, _, max_job) = store.max_ids()?;
+        let mut core = Core {
+            next_job: max_job + 1,
+            next_host: max_host + 1,
+            ..Core::default()
+        };
+        let stale = Instant::now()
+            .checked_sub(config.lease)
+            .unwrap_or_else(Instant::now);
+        for row in store.hosts()? {
+            let client = HostAgentClient::new(
+                yamor_proto::transport::channel(&row.address, &security)
+                    .map_err(|e| ScheduleError::Invalid(e.to_string()))?,
+            );
+            core.hosts.insert(
+                row.id,
+                HostEntry {
+                    name: row.name,
+                    address: row.address,
+                    client,
+                    backend: pb::Backend::Unspecified,
+                    robot: String::new(),
+                    state: pb::HostState::Down,
+                    current_job: 0,
+                    last_seen: stale,
+                    evaluations: 0,
+                    failures: 0,
+                    probing: false,
+                },
+            );
+        }
+        let unfinished = store.jobs(&JobFilter {
+            states: vec![pb::JobState::Queued as i32, pb::JobState::Running as i32],
+            ..JobFilter::default()
+        })?;
+        for row in unfinished {
+            let request = pb::JobRequest::decode(row.request.as_slice())
+                .map_err(|e| ScheduleError::Invalid(format!("stored job {}: {e}", row.id)))?;
+            if row.state == pb::JobState::Running as i32 {
+                store.write(Write::JobRequeued {
+                    id: row.id,
+                    attempts: row.attempts,
+                });
+            }
+            core.jobs.insert(
+                row.id,
+                LiveJob {
+                    run_id: row.run_id,
+                    owner: row.owner.clone(),
+                    seq: row.seq,
+                    request: Arc::new(request),
+                    state: pb::JobState::Queued,
+                    attempts: row.attempts,
+                    host: String::new(),
+                    host_id: 0,
+                    submitted_ms: row.submitted_ms,
+                    started_ms: 0,
+                    abort: None,
+                },
+            );
+            enqueue(&mut core, row.owner, row.id, false);
+        }
+        core.tell_seqs = store.next_tell_seqs()?.into_iter().collect();
+        let (job_events, _) = broadcast::channel(4096);
+        Ok(Arc::new(Scheduler {
+            core: Mutex::new(core),
+            store,
+            config,
+            security,
+            job_events,
+        }))
+    }
+
+    /// Starts the lease monitor and dispatches what is queued.
+    pub fn start(self: &Arc<Self>) {
+        let me = self.clone();
+        tokio::spawn(async move { me.watch_leases().await });
+        self.dispatch();
+    }
+
+    #[must_use]
+    pub fn config(&self) -> &SchedulerConfig {
+        &self.config
+    }
+
+    #[must_use]
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Core> {
+        self.core.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Routes the completions of `run_id`'s jobs to `sink`.
+    pub fn attach_run(&self, run_id: u64, sink: mpsc::UnboundedSender<Completion>) {
+        self.lock().run_sinks.insert(run_id, sink);
+    }
+
+    pub fn detach_run(&self, run_id: u64) {
+        self.lock().run_sinks.remove(&run_id);
+    }
+
+    #[must_use]
+    pub fn subscribe_jobs(&self) -> broadcast::Receiver<pb::Job> {
+        self.job_events.subscribe()
+    }
+
+    // ---------------------------------------------------------------- hosts
+
+    /// Adds or updates a host by name and probes it once.
+    pub async fn register_host(self: &Arc<Self>, name: &str, address: &str) -> Result<pb::Host, ScheduleError> {
+        let address = address.trim();
+        if address.is_empty() {
+            return Err(ScheduleError::Invalid("address: missing".into()));
+        }
+        let name = if name.trim().is_empty() { address } else { name.trim() };
+        let channel = yamor_proto::transport::channel(address, &self.security)
+            .map_err(|e| ScheduleError::Invalid(format!("address {address:?}: {e}")))?;
+        let mut client = HostAgentClient::new(channel);
+        let info = tokio::time::timeout(
+            self.config.heartbeat_interval.max(Duration::from_secs(2)),
+            client.get_info(pb::GetInfoRequest {}),
+        )
+        .await
+        .map_err(|_| ScheduleError::Unreachable {
+            address: address.to_owned(),
+            why: "no answer".into(),
+        })?
+        .map_err(|s| ScheduleError::Unreachable {
+            address: address.to_owned(),
+            why: s.message().to_owned(),
+        })?
+        .into_inner();
+        let (id, host) = {
+            let mut core = self.lock();
+            let existing = core
+                .hosts
+                .iter()
+                .find(|(_, h)| h.name == name)
+                .map(|(id, _)| *id);
+            let id = existing.unwrap_or_else(|| {
+                core.next_host += 1;
+                core.next_host - 1
+            });
+            let entry = core.hosts.entry(id).or_insert_with(|| HostEntry {
+                name: name.to_owned(),
+                address: address.to_owned(),
+                client: client.clone(),
+                backend: pb::Backend::Unspecified,
+                robot: String::new(),
+                state: pb::HostState::Free,
+                current_job: 0,
+                last_seen: Instant::now(),
+                evaluations: 0,
+                failures: 0,
+                probing: false,
+            });
+            if entry.address != address {
+                entry.address = address.to_owned();
+                entry.client = client;
+            }
+            entry.backend = pb::Backend::try_from(info.backend).unwrap_or(pb::Backend::Unspecified);
+            entry.robot = info.robot;
+            entry.last_seen = Instant::now();
+            if entry.state == pb::HostState::Down {
+                entry.state = pb::HostState::Free;
+            }
+            (id, host_view(id, entry))
+        };
+        self.store
+            .commit(Write::UpsertHost(crate::store::HostRow {
+                id,
+                name: name.to_owned(),
+                address: address.to_owned(),
+            }))
+            .await?;
+        tracing::info!(host = name, address, "host registered");
+        self.dispatch();
+        Ok(host)
+    }
+
+    /// Renews a host's lease; a host that was down is admitted again.
+    pub fn heartbeat(self: &Arc<Self>, host_id: u64) -> Result<pb::HostState, ScheduleError> {
+        let state = {
+            let mut core = self.lock();
+            let host = core
+                .hosts
+                .get_mut(&host_id)
+                .ok_or_else(|| ScheduleError::NotFound(format!("host {host_id} is not registered")))?;
+            host.last_seen = Instant::now();
+            if host.state == pb::HostState::Down {
+                tracing::info!(host = host.name, "host is back");
+                host.state = pb::HostState::Free;
+            }
+            host.state
+        };
+        self.dispatch();
+        Ok(state)
+    }
+
+    pub async fn deregister_host(self: &Arc<Self>, host_id: u64, name: &str) -> Result<(), ScheduleError> {
+        let id = {
+            let mut core = self.lock();
+            let id = core
+                .hosts
+                .iter()
+                .find(|(id, h)| **id == host_id || (!name.is_empty() && h.name == name))
+                .map(|(id, _)| *id)
+                .ok_or_else(|| {
+                    ScheduleError::Invalid(format!("unknown host: no host with id {host_id} or name {name:?}"))
+                })?;
+            let host = core.hosts.remove(&id).expect("found above");
+            if host.current_job != 0 {
+                self.requeue_locked(&mut core, host.current_job, "its host was removed");
+            }
+            id
+        };
+        self.store.commit(Write::DeleteHost(id)).await?;
+        self.dispatch();
+        Ok(())
+    }
+
+    #[must_use]
+    pub fn hosts(&self) -> Vec<pb::Host> {
+        let core = self.lock();
+        core.hosts.iter().map(|(id, h)| host_view(*id, h)).collect()
+    }
+
+    // ----------------------------------------------------------------- jobs
+
+    /// Validates and queues jobs; returns their ids once they are durable.
+    pub async fn submit(self: &Arc<Self>,
+        owner: &str,
+        run_id: u64,
+        jobs: Vec<(u64, pb::JobRequest)>,
+    ) -> Result<Vec<u64>, ScheduleError> {
+        for (index, (_, job)) in jobs.iter().enumerate() {
+            validate(job).map_err(|e| ScheduleError::Invalid(format!("jobs[{index}]: {e}")))?;
+        }
+        let owner = if owner.is_empty() { "client" } else { owner };
+        let now = now_ms();
+        let ids = {
+            let mut core = self.lock();
+            let mut rows = Vec::with_capacity(jobs.len());
+            let mut ids = Vec::with_capacity(jobs.len());
+            for (seq, request) in jobs {
+                let id = core.next_job;
+                core.next_job += 1;
+                rows.push(JobRow {
+                    id,
+                    run_id,
+                    owner: owner.to_owned(),
+                    seq,
+                    tell_seq: None,
+                    state: pb::JobState::Queued as i32,
+                    request: request.encode_to_vec(),
+                    attempts: 0,
+                    host: String::new(),
+                    result: Vec::new(),
+                    velocity: None,
+                    error: String::new(),
+                    submitted_ms: now,
+                    started_ms: 0,
+                    finished_ms: 0,
+                });
+                core.jobs.insert(
+                    id,
+                    LiveJob {
+                        run_id,
+                        owner: owner.to_owned(),
+                        seq,
+                        request: Arc::new(request),
+                        state: pb::JobState::Queued,
+                        attempts: 0,
+                        host: String::new(),
+                        host_id: 0,
+                        submitted_ms: now,
+                        started_ms: 0,
+                        abort: None,
+                    },
+                );
+                enqueue(&mut core, owner.to_owned(), id, false);
+                ids.push(id);
+            }
+            // Queued in order before any later write about these jobs.
+            self.store.write(Write::InsertJobs(rows));
+            ids
+        };
+        self.dispatch();
+        self.store.sync().await?;
+        Ok(ids)
+    }
+
+    /// Cancels queued or running jobs; returns how many were cancelled.
+    pub async fn cancel(self: &Arc<Self>, ids: &[u64]) -> Result<u32, ScheduleError> {
+        let mut cancelled = 0;
+        {
+            let mut core = self.lock();
+            for id in ids {
+                let Some(job) = core.jobs.get_mut(id) else {
+                    continue;
+                };
+                if !matches!(job.state, pb::JobState::Queued | pb::JobState::Running) {
+                    continue;
+                }
+                job.state = pb::JobState::Cancelled;
+                if let Some(abort) = job.abort.take() {
+                    let _ = abort.send(());
+                }
+                let (owner, host_id) = (job.owner.clone(), job.host_id);
+                if let Some(q) = core.queues.get_mut(&owner) {
+                    q.retain(|j| j != id);
+                }
+                if let Some(host) = core.hosts.get_mut(&host_id)
+                    && host.current_job == *id
+                {
+                    host.current_job = 0;
+                    host.state = pb::HostState::Free;
+                }
+                let job = core.jobs.remove(id).expect("present");
+                self.store.write(Write::JobFinished {
+                    id: *id,
+                    state: pb::JobState::Cancelled as i32,
+                    tell_seq: None,
+                    result: Vec::new(),
+                    velocity: None,
+                    error: "cancelled".into(),
+                    finished_ms: now_ms(),
+                });
+                self.publish(*id, &job, pb::JobState::Cancelled, None, "cancelled", now_ms());
+                cancelled += 1;
+            }
+        }
+        self.dispatch();
+        self.store.sync().await?;
+        Ok(cancelled)
+    }
+
+    /// A job by id: live state first, then the database.
+    pub fn job(&self, id: u64, brief: bool) -> Result<pb::Job, ScheduleError> {
+        if let Some(job) = self.lock().jobs.get(&id) {
+            return Ok(live_view(id, job, brief));
+        }
+        match self.store.job(id)? {
+            Some(row) => Ok(row_view(&row, brief)),
+            None => Err(ScheduleError::NotFound(format!("job {id} does not exist"))),
+        }
+    }
+
+    pub fn list_jobs(&self, filter: &JobFilter, brief: bool) -> Result<Vec<pb::Job>, ScheduleError> {
+        // The database has every job (inserts are ordered before updates);
+        // live jobs overlay their newer state.
+        let rows = self.store.jobs(filter)?;
+        let core = self.lock();
+        Ok(rows
+            .iter()
+            .map(|row| match core.jobs.get(&row.id) {
+                Some(job) => live_view(row.id, job, brief),
+                None => row_view(row, brief),
+            })
+            .filter(|j| filter.states.is_empty() || filter.states.contains(&j.state))
+            .collect())
+    }
+
+    // ------------------------------------------------------------- dispatch
+
+    /// Pairs free hosts with queued jobs (the semaphore of free hosts).
+    pub fn dispatch(self: &Arc<Self>) {
+        self.dispatch_inner();
+    }
+
+    fn dispatch_inner(self: &Arc<Self>) {
+        let mut core = self.lock();
+        if core.turn.is_empty() {
+            return;
+        }
+        let free: Vec<u64> = core
+            .hosts
+            .iter()
+            .filter(|(_, h)| h.state == pb::HostState::Free)
+            .map(|(id, _)| *id)
+            .collect();
+        for host_id in free {
+            let backend = core.hosts[&host_id].backend;
+            let Some(job_id) = next_job_for(&mut core, backend) else {
+                continue;
+            };
+            let started = now_ms();
+            let (abort_tx, abort_rx) = oneshot::channel();
+            let host = core.hosts.get_mut(&host_id).expect("listed above");
+            host.state = pb::HostState::Busy;
+            host.current_job = job_id;
+            let client = host.client.clone();
+            let host_name = host.name.clone();
+            let job = core.jobs.get_mut(&job_id).expect("queued jobs are live");
+            job.state = pb::JobState::Running;
+            job.attempts += 1;
+            job.host = host_name.clone();
+            job.host_id = host_id;
+            job.started_ms = started;
+            job.abort = Some(abort_tx);
+            let attempt = job.attempts;
+            let timeout = if job.request.timeout_s > 0.0 {
+                Duration::from_secs_f64(job.request.timeout_s)
+            } else {
+                self.config.default_timeout
+            };
+            let request = pb::EvaluateRequest {
+                job: job.request.job.clone(),
+                job_id,
+                attempt,
+            };
+            self.store.write(Write::JobStarted {
+                id: job_id,
+                attempts: attempt,
+                host: host_name,
+                started_ms: started,
+            });
+            if self.job_events.receiver_count() > 0 {
+                let view = live_view(job_id, job, true);
+                let _ = self.job_events.send(view);
+            }
+            let me = self.clone();
+            tokio::spawn(async move {
+                me.manage(job_id, attempt, host_id, client, request, timeout, abort_rx)
+                    .await;
+            });
+        }
+    }
+
+    /// The simulation manager: runs one attempt of one job on one host.
+    #[allow(clippy::too_many_arguments)]
+    async fn manage(
+        self: Arc<Self>,
+        job_id: u64,
+        attempt: u32,
+        host_id: u64,
+        mut client: HostAgentClient<AuthChannel>,
+        request: pb::EvaluateRequest,
+        timeout: Duration,
+        abort: oneshot::Receiver<()>,
+    ) {
+        let end = tokio::select! {
+            answer = tokio::time::timeout(timeout, client.evaluate(request)) => match answer {
+                Ok(Ok(response)) => AttemptEnd::Done(response.into_inner().result.unwrap_or_default()),
+                Ok(Err(status)) => AttemptEnd::Failed(status),
+                Err(_) => AttemptEnd::TimedOut,
+            },
+            // Aborted by whoever took the job away (lease expiry, cancel);
+            // dropping the call cancels the host's evaluation.
+            _ = abort => return,
+        };
+        self.finish_attempt(job_id, attempt, host_id, end).await;
+    }
+
+    async fn finish_attempt(self: &Arc<Self>, job_id: u64, attempt: u32, host_id: u64, end: AttemptEnd) {
+        let finished = {
+            let mut core = self.lock();
+            let current = core
+                .jobs
+                .get(&job_id)
+                .is_some_and(|j| j.state == pb::JobState::Running && j.attempts == attempt && j.host_id == host_id);
+            if !current {
+                // A stale attempt: the job was re-queued, cancelled or finished.
+                return;
+            }
+            let max_attempts = {
+                let j = &core.jobs[&job_id];
+                if j.request.max_attempts > 0 {
+                    j.request.max_attempts
+                } else {
+                    self.config.default_attempts
+                }
+            };
+            let host = core.hosts.get_mut(&host_id);
+            match end {
+                AttemptEnd::Done(result) => {
+                    if let Some(host) = host {
+                        host.state = pb::HostState::Free;
+                        host.current_job = 0;
+                        host.evaluations += 1;
+                        host.last_seen = Instant::now();
+                    }
+                    Some(self.finish_locked(&mut core, job_id, Ok(result)))
+                }
+                AttemptEnd::Failed(status) => {
+                    let job_fault = matches!(
+                        status.code(),
+                        Code::InvalidArgument | Code::Unimplemented | Code::FailedPrecondition | Code::OutOfRange
+                    );
+                    let host_gone = matches!(
+                        status.code(),
+                        Code::Unavailable | Code::Unknown | Code::Unauthenticated | Code::DeadlineExceeded
+                    );
+                    if let Some(host) = host {
+                        host.current_job = 0;
+                        host.failures += u64::from(!job_fault);
+                        if host_gone {
+                            tracing::warn!(host = host.name, "host failed: {}", status.message());
+                            host.state = pb::HostState::Down;
+                        } else {
+                            host.state = pb::HostState::Free;
+                        }
+                    }
+                    let message = format!("{:?}: {}", status.code(), status.message());
+                    if job_fault || attempt >= max_attempts {
+                        Some(self.finish_locked(&mut core, job_id, Err(message)))
+                    } else {
+                        self.requeue_locked(&mut core, job_id, &message);
+                        None
+                    }
+                }
+                AttemptEnd::TimedOut => {
+                    if let Some(host) = host {
+                        host.current_job = 0;
+                        host.failures += 1;
+                        host.state = pb::HostState::Down;
+                    }
+                    if attempt >= max_attempts {
+                        Some(self.finish_locked(&mut core, job_id, Err("timed out".into())))
+                    } else {
+                        self.requeue_locked(&mut core, job_id, "timed out");
+                        None
+                    }
+                }
+            }
+        };
+        self.dispatch();
+        if let Some((completion, sink)) = finished {
+            // The optimizer learns a result only once it is on disk.
+            if let Err(e) = self.store.sync().await {
+                tracing::error!("result of job {job_id} not persisted: {e}");
+                return;
+            }
+            if let Some(sink) = sink {
+                let _ = sink.send(completion);
+            }
+        }
+    }
+
+    /// Ends a job for good (under the lock); returns what its run must learn.
+    fn finish_locked(
+        &self,
+        core: &mut Core,
+        job_id: u64,
+        outcome: Result<pb::EvaluationResult, String>,
+    ) -> (Completion, Option<mpsc::UnboundedSender<Completion>>) {
+        let job = core.jobs.remove(&job_id).expect("caller checked");
+        let tell_seq = if job.run_id > 0 {
+            let next = core.tell_seqs.entry(job.run_id).or_insert(0);
+            *next += 1;
+            Some(*next - 1)
+        } else {
+            None
+        };
+        let finished = now_ms();
+        let (state, result, velocity, error) = match &outcome {
+            Ok(r) => (pb::JobState::Done, r.encode_to_vec(), Some(r.velocity_m_s), String::new()),
+            Err(e) => (pb::JobState::Failed, Vec::new(), None, e.clone()),
+        };
+        self.store.write(Write::JobFinished {
+            id: job_id,
+            state: state as i32,
+            tell_seq,
+            result,
+            velocity,
+            error: error.clone(),
+            finished_ms: finished,
+        });
+        self.publish(job_id, &job, state, outcome.as_ref().ok(), &error, finished);
+        let completion = Completion {
+            job_id,
+            seq: job.seq,
+            tell_seq: tell_seq.unwrap_or(0),
+            outcome,
+        };
+        (completion, core.run_sinks.get(&job.run_id).cloned())
+    }
+
+    fn requeue_locked(&self, core: &mut Core, job_id: u64, why: &str) {
+        let Some(job) = core.jobs.get_mut(&job_id) else {
+            return;
+        };
+        if let Some(abort) = job.abort.take() {
+            let _ = abort.send(());
+        }
+        tracing::info!(job = job_id, attempt = job.attempts, "re-queued: {why}");
+        job.state = pb::JobState::Queued;
+        job.host.clear();
+        job.host_id = 0;
+        let owner = job.owner.clone();
+        self.store.write(Write::JobRequeued {
+            id: job_id,
+            attempts: job.attempts,
+        });
+        enqueue(core, owner, job_id, true);
+    }
+
+    fn publish(
+        &self,
+        id: u64,
+        job: &LiveJob,
+        state: pb::JobState,
+        result: Option<&pb::EvaluationResult>,
+        error: &str,
+        finished_ms: i64,
+    ) {
+        if self.job_events.receiver_count() == 0 {
+            return;
+        }
+        let mut view = live_view(id, job, true);
+        view.state = state as i32;
+        view.result = result.cloned();
+        view.error = error.to_owned();
+        view.finished_ms = finished_ms;
+        let _ = self.job_events.send(view);
+    }
+
+    // --------------------------------------------------------------- leases
+
+    async fn watch_leases(self: Arc<Self>) {
+        let tick = (self.config.heartbeat_interval / 2).max(Duration::from_millis(20));
+        loop {
+            tokio::time::sleep(tick).await;
+            let mut probes = Vec::new();
+            {
+                let mut core = self.lock();
+                let mut orphaned = Vec::new();
+                for (id, host) in &mut core.hosts {
+                    let silent = host.last_seen.elapsed();
+                    if host.state != pb::HostState::Down && silent > self.config.lease {
+                        tracing::warn!(host = host.name, "lease expired after {silent:?}: host down");
+                        host.state = pb::HostState::Down;
+                        if host.current_job != 0 {
+                            orphaned.push(host.current_job);
+                            host.current_job = 0;
+                            host.failures += 1;
+                        }
+                    }
+                    if silent > self.config.heartbeat_interval && !host.probing {
+                        host.probing = true;
+                        probes.push((*id, host.client.clone()));
+                    }
+                }
+                for job in orphaned {
+                    let attempts_left = core.jobs.get(&job).is_some_and(|j| {
+                        let max = if j.request.max_attempts > 0 {
+                            j.request.max_attempts
+                        } else {
+                            self.config.default_attempts
+                        };
+                        j.attempts < max
+                    });
+                    if attempts_left {
+                        self.requeue_locked(&mut core, job, "its host's lease expired");
+                    } else if core.jobs.contains_key(&job) {
+                        if let Some(abort) = core.jobs.get_mut(&job).and_then(|j| j.abort.take()) {
+                            let _ = abort.send(());
+                        }
+                        let (completion, sink) =
+                            self.finish_locked(&mut core, job, Err("every host it ran on vanished".into()));
+                        let store = self.store.clone();
+                        tokio::spawn(async move {
+                            if store.sync().await.is_ok()
+                                && let Some(sink) = sink
+                            {
+                                let _ = sink.send(completion);
+                            }
+                        });
+                    }
+                }
+            }
+            for (id, client) in probes {
+                let me = self.clone();
+                tokio::spawn(async move { me.probe(id, client).await });
+            }
+            self.dispatch();
+        }
+    }
+
+    /// Hosts added by hand do not heartbeat: a successful probe counts as one.
+    async fn probe(self: Arc<Self>, id: u64, mut client: HostAgentClient<AuthChannel>) {
+        let answer = tokio::time::timeout(
+            self.config.heartbeat_interval.max(Duration::from_millis(200)),
+            client.get_info(pb::GetInfoRequest {}),
+        )
+        .await;
+        {
+            let mut core = self.lock();
+            let Some(host) = core.hosts.get_mut(&id) else {
+                return;
+            };
+            host.probing = false;
+            if let Ok(Ok(info)) = answer {
+                let info = info.into_inner();
+                host.last_seen = Instant::now();
+                host.backend = pb::Backend::try_from(info.backend).unwrap_or(host.backend);
+                host.robot = info.robot;
+                if host.state == pb::HostState::Down {
+                    tracing::info!(host = host.name, "host is back");
+                    host.state = pb::HostState::Free;
+                }
+            }
+        }
+        self.dispatch();
+    }
+}
+
+fn enqueue(core: &mut Core, owner: String, job_id: u64, front: bool) {
+    let queue = core.queues.entry(owner.clone()).or_default();
+    if front {
+        queue.push_front(job_id);
+    } else {
+        queue.push_back(job_id);
+    }
+    if !core.turn.contains(&owner) {
+        core.turn.push_back(owner);
+    }
+}
+
+/// Round robin over owners: the first owner (in turn order) whose head job
+/// fits the host gives it up and goes to the back of the line.
+fn next_job_for(core: &mut Core, backend: pb::Backend) -> Option<u64> {
+    for position in 0..core.turn.len() {
+        let owner = core.turn[position].clone();
+        let Some(queue) = core.queues.get_mut(&owner) else {
+            continue;
+        };
+        let Some(&head) = queue.front() else {
+            continue;
+        };
+        let wanted = core.jobs.get(&head).map_or(pb::Backend::Unspecified, |j| {
+            pb::Backend::try_from(j.request.backend).unwrap_or(pb::Backend::Unspecified)
+        });
+        if wanted != pb::Backend::Unspecified && wanted != backend {
+            continue;
+        }
+        queue.pop_front();
+        let empty = queue.is_empty();
+        core.turn.remove(position);
+        if empty {
+            core.queues.remove(&owner);
+        } else {
+            core.turn.push_back(owner);
+        }
+        return Some(head);
+    }
+    None
+}
+
+/// Checks a job before it is accepted.
+pub fn validate(job: &pb::JobRequest) -> Result<(), String> {
+    let Some(evaluation) = &job.job else {
+        return Err("job: missing".into());
+    };
+    if !evaluation.gait_xml.trim().is_empty() {
+        yamor_core::RobotConfig::from_xml_str("gait_xml", &evaluation.gait_xml)
+            .map_err(|e| e.to_string())?;
+    }
+    if let Some(pb::Robot {
+        source: Some(pb::robot::Source::MorphologyXml(xml)),
+    }) = &evaluation.robot
+    {
+        yamor_core::Morphology::from_xml_str("robot.morphology_xml", xml).map_err(|e| e.to_string())?;
+    }
+    for p in &evaluation.parameters {
+        if !p.value.is_finite() {
+            return Err(format!("parameter {} = {} is not finite", p.name, p.value));
+        }
+    }
+    if let Some(spec) = &evaluation.spec {
+        for (name, v) in [
+            ("warmup_s", spec.warmup_s),
+            ("measure_s", spec.measure_s),
+            ("sample_interval_s", spec.sample_interval_s),
+            ("ground_friction", spec.ground_friction),
+        ] {
+            if !v.is_finite() || v < 0.0 {
+                return Err(format!("spec.{name} must be a non-negative number, got {v}"));
+            }
+        }
+    }
+    if pb::Backend::try_from(job.backend).is_err() {
+        return Err(format!("backend: unknown value {}", job.backend));
+    }
+    if !job.timeout_s.is_finite() || job.timeout_s < 0.0 {
+        return Err(format!("timeout_s must be a non-negative number, got {}", job.timeout_s));
+    }
+    if job.max_attempts > 100 {
+        return Err(format!("max_attempts must be at most 100, got {}", job.max_attempts));
+    }
+    Ok(())
+}
+
+fn host_view(id: u64, h: &HostEntry) -> pb::Host {
+    pb::Host {
+        id,
+        name: h.name.clone(),
+        address: h.address.clone(),
+        backend: h.backend as i32,
+        robot: h.robot.clone(),
+        state: h.state as i32,
+        current_job: h.current_job,
+        last_seen_s: h.last_seen.elapsed().as_secs_f64(),
+        evaluations: h.evaluations,
+        failures: h.failures,
+    }
+}
+
+fn strip(mut request: pb::JobRequest, brief: bool) -> pb::JobRequest {
+    if brief && let Some(job) = &mut request.job {
+        job.gait_xml.clear();
+        job.robot = None;
+    }
+    request
+}
+
+fn live_view(id: u64, job: &LiveJob, brief: bool) -> pb::Job {
+    pb::Job {
+        id,
+        run_id: job.run_id,
+        owner: job.owner.clone(),
+        state: job.state as i32,
+        request: Some(strip((*job.request).clone(), brief)),
+        attempts: job.attempts,
+        host: job.host.clone(),
+        result: None,
+        error: String::new(),
+        submitted_ms: job.submitted_ms,
+        started_ms: job.started_ms,
+        finished_ms: 0,
+    }
+}
+
+fn row_view(row: &JobRow, brief: bool) -> pb::Job {
+    let request = pb::JobRequest::decode(row.request.as_slice()).unwrap_or_default();
+    let mut result = if row.result.is_empty() {
+        None
+    } else {
+        pb::EvaluationResult::decode(row.result.as_slice()).ok()
+    };
+    if brief && let Some(t) = result.as_mut().and_then(|r| r.trajectory.as_mut()) {
+        t.samples.clear();
+    }
+    pb::Job {
+        id: row.id,
+        run_id: row.run_id,
+        owner: row.owner.clone(),
+        state: row.state,
+        request: Some(strip(request, brief)),
+        attempts: row.attempts,
+        host: row.host.clone(),
+        result,
+        error: row.error.clone(),
+        submitted_ms: row.submitted_ms,
+        started_ms: row.started_ms,
+        finished_ms: row.finished_ms,
+    }
+}

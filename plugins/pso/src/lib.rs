@@ -1,0 +1,1 @@
+//! PSO (filled by issue 3).

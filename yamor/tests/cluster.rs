@@ -1,0 +1,321 @@
+//! Multi-process tests: a real organizer and real host processes on
+//! 127.0.0.1, driven through the public gRPC API. Synchronisation is by the
+//! processes' own output and by the organizer's watch streams, never by
+//! sleeping for a guessed time.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use tokio_stream::StreamExt;
+use tonic::Code;
+use yamor_proto::transport::{AuthChannel, ClientSecurity, Token, channel};
+use yamor_proto::v1 as pb;
+use yamor_proto::v1::organizer_client::OrganizerClient;
+
+const BIN: &str = env!("CARGO_BIN_EXE_yamor");
+const EXPR: &str = "-(x - 0.3)^2 - (y + 0.2)^2";
+
+/// A child process killed when dropped.
+struct Proc {
+    child: Child,
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Proc {
+    fn kill9(&mut self) {
+        self.child.kill().expect("kill");
+        self.child.wait().expect("reap");
+    }
+}
+
+/// Reads lines of `reader` until one contains `marker`; returns that line.
+fn wait_for_line(reader: impl std::io::Read + Send + 'static, marker: &'static str) -> String {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut sent = false;
+        for line in BufReader::new(reader).lines() {
+            let Ok(line) = line else { break };
+            if !sent && line.contains(marker) {
+                let _ = tx.send(line);
+                sent = true;
+            }
+        }
+    });
+    rx.recv_timeout(Duration::from_secs(60))
+        .unwrap_or_else(|_| panic!("process never printed {marker:?}"))
+}
+
+fn start_organizer(db: &Path, listen: &str, token: Option<&str>) -> (Proc, String) {
+    let mut cmd = Command::new(BIN);
+    cmd.args(["organizer", "--listen", listen, "--db"])
+        .arg(db)
+        .args(["--heartbeat", "0.2", "--lease", "1.0"])
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    match token {
+        Some(t) => cmd.env("YAMOR_TOKEN", t),
+        None => cmd.env_remove("YAMOR_TOKEN"),
+    };
+    let mut child = cmd.spawn().expect("spawn organizer");
+    let line = wait_for_line(child.stderr.take().unwrap(), "organizer listening on ");
+    let url = line
+        .split_whitespace()
+        .find(|w| w.starts_with("http"))
+        .expect("url in banner")
+        .to_owned();
+    (Proc { child }, url)
+}
+
+fn start_host(organizer: &str, name: &str, delay_ms: u64) -> Proc {
+    let mut child = Command::new(BIN)
+        .args(["host", "--expr", EXPR, "--delay-ms", &delay_ms.to_string()])
+        .args(["--organizer", organizer, "--name", name])
+        .env("RUST_LOG", "warn")
+        .env_remove("YAMOR_TOKEN")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn host");
+    wait_for_line(child.stdout.take().unwrap(), "listening on");
+    Proc { child }
+}
+
+fn client(url: &str) -> OrganizerClient<AuthChannel> {
+    OrganizerClient::new(channel(url, &ClientSecurity::default()).unwrap())
+}
+
+fn temp_db(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("yamor-test-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join("yamor.db")
+}
+
+/// Polls ListHosts until `n` hosts are free (the organizer's own view).
+async fn wait_free_hosts(org: &mut OrganizerClient<AuthChannel>, n: usize) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        if let Ok(r) = org.list_hosts(pb::ListHostsRequest {}).await {
+            let free = r
+                .into_inner()
+                .hosts
+                .iter()
+                .filter(|h| h.state == pb::HostState::Free as i32)
+                .count();
+            if free >= n {
+                return;
+            }
+        }
+        assert!(Instant::now() < deadline, "hosts never became free");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+fn pso_run(budget: u64, particles: u32) -> pb::StartRunRequest {
+    pb::StartRunRequest {
+        optimizer: "pso".into(),
+        settings: [("particles".to_owned(), particles.to_string())].into(),
+        seed: 7,
+        problem: Some(pb::start_run_request::Problem::Space(pb::ParameterSpace {
+            bounds: vec![
+                pb::ParameterBound { name: "x".into(), min: -1.0, max: 1.0, start: 0.0 },
+                pb::ParameterBound { name: "y".into(), min: -1.0, max: 1.0, start: 0.0 },
+            ],
+        })),
+        max_evaluations: budget,
+        ..Default::default()
+    }
+}
+
+/// Follows a run until it is no longer running.
+async fn wait_run_end(org: &mut OrganizerClient<AuthChannel>, run_id: u64) -> pb::Run {
+    let mut stream = org
+        .watch_run(pb::WatchRunRequest { run_id })
+        .await
+        .unwrap()
+        .into_inner();
+    while let Some(event) = stream.next().await {
+        let run = event.unwrap().run.unwrap();
+        if run.state != pb::RunState::Running as i32 {
+            return run;
+        }
+    }
+    panic!("watch stream ended before the run did");
+}
+
+async fn run_jobs(org: &mut OrganizerClient<AuthChannel>, run_id: u64) -> Vec<pb::Job> {
+    org.list_jobs(pb::ListJobsRequest {
+        run_id,
+        limit: 10_000,
+        brief: true,
+        ..Default::default()
+    })
+    .await
+    .unwrap()
+    .into_inner()
+    .jobs
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_hosts_complete_every_job_and_survive_a_host_killed_mid_job() {
+    let db = temp_db("kill-host");
+    let (_organizer, url) = start_organizer(&db, "127.0.0.1:0", None);
+    let mut hosts: Vec<Proc> = (0..3)
+        .map(|i| start_host(&url, &format!("h{i}"), 150))
+        .collect();
+    let mut org = client(&url);
+    wait_free_hosts(&mut org, 3).await;
+
+    let mut jobs = org
+        .watch_jobs(pb::WatchJobsRequest { brief: true, ..Default::default() })
+        .await
+        .unwrap()
+        .into_inner();
+    let run = org.start_run(pso_run(40, 8)).await.unwrap().into_inner();
+    // Kill the host of the first job seen running on "h1".
+    let victim_job = loop {
+        let job = jobs.next().await.unwrap().unwrap();
+        if job.state == pb::JobState::Running as i32 && job.host == "h1" {
+            hosts[1].kill9();
+            break job.id;
+        }
+    };
+    let finished = wait_run_end(&mut org, run.id).await;
+    assert_eq!(finished.state, pb::RunState::Finished as i32, "{}", finished.error);
+    assert_eq!(finished.evaluations, 40);
+    let all = run_jobs(&mut org, run.id).await;
+    assert_eq!(all.len(), 40);
+    assert!(all.iter().all(|j| j.state == pb::JobState::Done as i32));
+    let victim = all.iter().find(|j| j.id == victim_job).unwrap();
+    assert!(victim.attempts >= 2, "the killed host's job was not retried");
+    assert_ne!(victim.host, "h1");
+    // The organizer saw the host go.
+    let listed = org.list_hosts(pb::ListHostsRequest {}).await.unwrap().into_inner().hosts;
+    let h1 = listed.iter().find(|h| h.name == "h1").unwrap();
+    assert_eq!(h1.state, pb::HostState::Down as i32);
+    // The best point is near the expression's maximum at (0.3, -0.2).
+    assert!(finished.best_velocity_m_s.unwrap() > -0.05);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn organizer_killed_and_restarted_resumes_the_run_without_rerunning() {
+    let db = temp_db("kill-organizer");
+    let (mut organizer, url) = start_organizer(&db, "127.0.0.1:0", None);
+    let listen = url.trim_start_matches("http://").to_owned();
+    let _hosts: Vec<Proc> = (0..3)
+        .map(|i| start_host(&url, &format!("r{i}"), 40))
+        .collect();
+    let mut org = client(&url);
+    wait_free_hosts(&mut org, 3).await;
+    let budget = 60;
+    let run = org.start_run(pso_run(budget, 6)).await.unwrap().into_inner();
+    // Wait until part of the run is done, then kill -9 the organizer.
+    let mut stream = org
+        .watch_run(pb::WatchRunRequest { run_id: run.id })
+        .await
+        .unwrap()
+        .into_inner();
+    while let Some(event) = stream.next().await {
+        if event.unwrap().run.unwrap().evaluations >= 15 {
+            break;
+        }
+    }
+    organizer.kill9();
+    drop(stream);
+
+    let (_organizer, url2) = start_organizer(&db, &listen, None);
+    assert_eq!(url, url2);
+    let mut org = client(&url);
+    let finished = wait_run_end(&mut org, run.id).await;
+    assert_eq!(finished.state, pb::RunState::Finished as i32, "{}", finished.error);
+    assert_eq!(finished.evaluations, budget);
+    assert_eq!(finished.settings.get("particles").map(String::as_str), Some("6"));
+    let all = run_jobs(&mut org, run.id).await;
+    // Exactly one job per proposal: nothing re-run, nothing lost.
+    assert_eq!(all.len() as u64, budget, "jobs: {}", all.len());
+    assert!(all.iter().all(|j| j.state == pb::JobState::Done as i32));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_requests_get_invalid_argument_and_a_wrong_token_unauthenticated() {
+    let db = temp_db("bad-input");
+    let (_organizer, url) = start_organizer(&db, "127.0.0.1:0", Some("t0ken"));
+    let good = ClientSecurity { token: Some(Token::new("t0ken").unwrap()), ..Default::default() };
+    let mut org = OrganizerClient::new(channel(&url, &good).unwrap());
+
+    // Malformed gait XML.
+    let job = |gait: &str| pb::JobRequest {
+        job: Some(pb::EvaluationJob { gait_xml: gait.into(), ..Default::default() }),
+        ..Default::default()
+    };
+    let err = org
+        .submit_jobs(pb::SubmitJobsRequest { jobs: vec![job("<yamorconfig><modulelist>")], owner: String::new() })
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Code::InvalidArgument);
+    assert!(err.message().contains("jobs[0]"), "{}", err.message());
+
+    // Out-of-range parameter: start outside its bounds; unknown optimizer; bad setting.
+    let mut run = pso_run(10, 4);
+    if let Some(pb::start_run_request::Problem::Space(space)) = &mut run.problem {
+        space.bounds[0].start = 5.0;
+    }
+    let err = org.start_run(run).await.unwrap_err();
+    assert_eq!(err.code(), Code::InvalidArgument);
+    assert!(err.message().contains('x') && err.message().contains("outside"), "{}", err.message());
+    let mut run = pso_run(10, 4);
+    run.optimizer = "gradient-descent".into();
+    let err = org.start_run(run).await.unwrap_err();
+    assert_eq!(err.code(), Code::InvalidArgument);
+    assert!(err.message().contains("gradient-descent"));
+    let err = org.start_run(pso_run(10, 1)).await.unwrap_err();
+    assert_eq!(err.code(), Code::InvalidArgument);
+    assert!(err.message().contains("particles"), "{}", err.message());
+    // Unknown host.
+    let err = org
+        .deregister_host(pb::DeregisterHostRequest { host_id: 99, name: String::new() })
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Code::InvalidArgument);
+
+    // Wrong and missing tokens change nothing.
+    for token in [Some(Token::new("wrong").unwrap()), None] {
+        let security = ClientSecurity { token, ..Default::default() };
+        let mut intruder = OrganizerClient::new(channel(&url, &security).unwrap());
+        let err = intruder.start_run(pso_run(10, 4)).await.unwrap_err();
+        assert_eq!(err.code(), Code::Unauthenticated);
+        let err = intruder.list_runs(pb::ListRunsRequest {}).await.unwrap_err();
+        assert_eq!(err.code(), Code::Unauthenticated);
+    }
+    let runs = org.list_runs(pb::ListRunsRequest {}).await.unwrap().into_inner().runs;
+    assert!(runs.is_empty(), "a rejected request created a run");
+    let jobs = org
+        .list_jobs(pb::ListJobsRequest { limit: 10, ..Default::default() })
+        .await
+        .unwrap()
+        .into_inner()
+        .jobs;
+    assert!(jobs.is_empty());
+}
+
+#[test]
+fn exposed_listener_without_token_is_refused() {
+    let out = Command::new(BIN)
+        .args(["organizer", "--listen", "0.0.0.0:0", "--db"])
+        .arg(temp_db("exposed"))
+        .env_remove("YAMOR_TOKEN")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("without a token"), "{stderr}");
+}
