@@ -107,7 +107,14 @@ impl RobotConfig {
                 },
             ));
         }
-        let list = match src.children(root, &["modulelist"])?[..] {
+        // <optimize> rules (thesis 5.7.2) may sit beside the module list;
+        // `OptimizationConfig` reads them.
+        let lists: Vec<_> = src
+            .children(root, &["modulelist", "optimize"])?
+            .into_iter()
+            .filter(|n| n.tag_name().name() == "modulelist")
+            .collect();
+        let list = match lists[..] {
             [list] => list,
             [] => return Err(src.invalid(root, Problem::MissingElement("modulelist"))),
             [_, second, ..] => {

@@ -80,4 +80,6 @@ pub enum Problem {
     Unreachable(ModuleId),
     #[error("module {0} has two Bluetooth parents")]
     BluetoothFanIn(ModuleId),
+    #[error("optimize rule: {0}")]
+    Optimize(String),
 }

@@ -13,6 +13,10 @@
 //!   C.2.7 transformation scripts).
 //! - [`cpg`]: the coupled oscillator network of thesis equation set 6.1 and
 //!   its fixed-step RK4 integrator.
+//! - [`matheval`]: MathEval (thesis 5.6): expressions with functions and
+//!   parameters, real and integer engines, errors with positions.
+//! - [`optimize`]: the optimization configuration of thesis 5.7.2: free
+//!   parameters with bounds and constraint expressions over a robot.
 //! - [`error`]: errors that name the file, the element and the problem.
 //!
 //! Units are SI and radians everywhere inside; the XML keeps the thesis'
@@ -21,7 +25,9 @@
 pub mod config;
 pub mod cpg;
 pub mod error;
+pub mod matheval;
 pub mod morphology;
+pub mod optimize;
 mod xml;
 
 pub use config::{CpgLink, IdAttribute, ModuleConfig, RobotConfig};

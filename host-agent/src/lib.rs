@@ -17,7 +17,7 @@
 //!   registration/heartbeat loop that keeps the host known to its organizer.
 
 pub mod backend;
-// pub mod expr;
+pub mod expr;
 pub mod server;
 pub mod service;
 pub mod session;

@@ -32,7 +32,7 @@ enum Problem {
     /// A gait: a yamorconfig with <optimize> rules.
     Gait(Box<OptimizationConfig>),
     /// Bare named parameters (expression hosts).
-    Bare(Vec<String>),
+    Bare,
 }
 
 struct Prepared {
@@ -66,7 +66,7 @@ impl Prepared {
     fn best_gait(&self, x: &[f64]) -> String {
         match &self.problem {
             Problem::Gait(config) => config.apply(x).map(|g| g.to_xml_string()).unwrap_or_default(),
-            Problem::Bare(_) => String::new(),
+            Problem::Bare => String::new(),
         }
     }
 }
@@ -102,16 +102,15 @@ fn prepare(request: &pb::StartRunRequest) -> Result<Prepared, String> {
                 })
                 .collect();
             let start = space.bounds.iter().map(|b| b.start).collect();
-            let names = bounds.iter().map(|b| b.name.clone()).collect();
             let space = Space::new(bounds, start).map_err(|e| format!("space: {e}"))?;
-            (Problem::Bare(names), space)
+            (Problem::Bare, space)
         }
         None => return Err("problem: give optimization_xml or space".into()),
     };
     let backend = match pb::Backend::try_from(request.backend) {
         Ok(pb::Backend::Unspecified) => match problem {
             Problem::Gait(_) => pb::Backend::Simulation,
-            Problem::Bare(_) => pb::Backend::Expression,
+            Problem::Bare => pb::Backend::Expression,
         },
         Ok(b) => b,
         Err(_) => return Err(format!("backend: unknown value {}", request.backend)),

@@ -16,6 +16,7 @@ struct Cli {
     command: Command,
 }
 
+mod bench_cluster;
 mod cluster;
 mod net;
 mod run;
@@ -28,6 +29,8 @@ enum Command {
     Organizer(cluster::OrganizerArgs),
     /// Serve one host (a simulated robot or an expression) and register with an organizer.
     Host(cluster::HostArgs),
+    /// Measure the scheduler: throughput and PSO speed-up with expression hosts.
+    BenchCluster(bench_cluster::BenchClusterArgs),
     /// Manage the organizer's hosts.
     Hosts {
         #[command(flatten)]
@@ -160,6 +163,7 @@ fn main() -> Result<()> {
         Command::Run(args) => async_main(Box::pin(run::run(args))),
         Command::Organizer(args) => async_main(Box::pin(cluster::organizer(args))),
         Command::Host(args) => async_main(Box::pin(cluster::host(args))),
+        Command::BenchCluster(args) => async_main(Box::pin(bench_cluster::bench_cluster(args))),
         Command::Hosts { client, command } => async_main(Box::pin(cluster::hosts(client, command))),
         Command::Optimize { client, command } => {
             async_main(Box::pin(cluster::optimize(client, command)))

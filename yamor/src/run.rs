@@ -205,14 +205,13 @@ fn write_outputs(organizer: &Organizer, run: &pb::Run, out: &Path) -> Result<()>
     finished.sort_by_key(|j| j.tell_seq);
     let path = out.join("evaluations.csv");
     let mut csv = std::io::BufWriter::new(std::fs::File::create(&path)?);
-    let mut names = Vec::new();
     let mut best_curve = Vec::new();
     let mut best = f64::NEG_INFINITY;
     for (index, job) in finished.iter().enumerate() {
         let request = pb::JobRequest::decode(job.request.as_slice())?;
         let parameters = request.job.map(|j| j.parameters).unwrap_or_default();
         if index == 0 {
-            names = parameters.iter().map(|p| p.name.clone()).collect();
+            let names: Vec<String> = parameters.iter().map(|p| p.name.clone()).collect();
             writeln!(csv, "evaluation,job,host,attempts,velocity_m_s,best_m_s,{}", names.join(","))?;
         }
         if let Some(v) = job.velocity {

@@ -1,0 +1,205 @@
+//! `yamor bench-cluster`: scheduler throughput and parallel speed-up with
+//! expression hosts, everything on loopback gRPC with persistence on.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{Result, bail};
+use clap::Args;
+use yamor_host_agent::HostService;
+use yamor_host_agent::expr::ExprBackend;
+use yamor_organizer::{Organizer, SchedulerConfig};
+use yamor_proto::transport::{ClientSecurity, ServerSecurity};
+use yamor_proto::v1 as pb;
+
+#[derive(Args)]
+pub struct BenchClusterArgs {
+    /// Host counts for the throughput test.
+    #[arg(long, value_delimiter = ',', default_value = "1,4,16")]
+    hosts: Vec<usize>,
+    /// Jobs per throughput measurement.
+    #[arg(long, default_value_t = 20_000)]
+    jobs: usize,
+    /// Host counts for the PSO speed-up test (empty to skip).
+    #[arg(long, value_delimiter = ',', default_value = "1,2,4,8,16")]
+    speedup_hosts: Vec<usize>,
+    /// Evaluation delay of the speed-up test, in milliseconds.
+    #[arg(long, default_value_t = 50)]
+    delay_ms: u64,
+    /// PSO generations in the speed-up test (32 particles each).
+    #[arg(long, default_value_t = 5)]
+    generations: u64,
+}
+
+struct Cluster {
+    organizer: Organizer,
+    url: String,
+    stop: tokio::sync::watch::Sender<bool>,
+    _dir: std::path::PathBuf,
+}
+
+async fn cluster(hosts: usize, delay: Duration, tag: &str) -> Result<Cluster> {
+    let dir = std::env::temp_dir().join(format!("yamor-bench-{}-{tag}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir)?;
+    let organizer = Organizer::open(
+        &dir.join("yamor.db"),
+        SchedulerConfig::default(),
+        ClientSecurity::default(),
+        crate::cluster::plugins(),
+    )?;
+    let (stop, rx) = tokio::sync::watch::channel(false);
+    let stopped = move || {
+        let mut rx = rx.clone();
+        async move {
+            let _ = rx.wait_for(|s| *s).await;
+        }
+    };
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let url = format!("http://{}", listener.local_addr()?);
+    tokio::spawn(yamor_organizer::serve(
+        listener,
+        organizer.clone(),
+        ServerSecurity::default(),
+        stopped(),
+    ));
+    for i in 0..hosts {
+        let backend = Arc::new(ExprBackend::new("-(x - 0.3)^2 - (y + 0.2)^2", delay)?);
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        let address = format!("http://{}", listener.local_addr()?);
+        let name = format!("expr-{i}");
+        tokio::spawn(yamor_host_agent::serve(
+            listener,
+            Arc::new(HostService::new(name.clone(), backend)),
+            ServerSecurity::default(),
+            stopped(),
+        ));
+        organizer
+            .scheduler
+            .register_host(&name, &address)
+            .await
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
+    }
+    Ok(Cluster {
+        organizer,
+        url,
+        stop,
+        _dir: dir,
+    })
+}
+
+fn xy(x: f64, y: f64) -> Vec<pb::Parameter> {
+    vec![
+        pb::Parameter { name: "x".into(), value: x },
+        pb::Parameter { name: "y".into(), value: y },
+    ]
+}
+
+async fn throughput(hosts: usize, jobs: usize) -> Result<f64> {
+    let c = cluster(hosts, Duration::ZERO, &format!("tp{hosts}")).await?;
+    let mut events = c.organizer.scheduler.subscribe_jobs();
+    let mut client = yamor_proto::v1::organizer_client::OrganizerClient::new(
+        yamor_proto::transport::channel(&c.url, &ClientSecurity::default())?,
+    );
+    let started = Instant::now();
+    let submitter = tokio::spawn(async move {
+        let mut sent = 0;
+        while sent < jobs {
+            let n = (jobs - sent).min(500);
+            let batch = (0..n)
+                .map(|i| pb::JobRequest {
+                    job: Some(pb::EvaluationJob {
+                        parameters: xy((sent + i) as f64 * 1e-4, 0.0),
+                        ..Default::default()
+                    }),
+                    backend: pb::Backend::Expression as i32,
+                    ..Default::default()
+                })
+                .collect();
+            client
+                .submit_jobs(pb::SubmitJobsRequest { jobs: batch, owner: "bench".into() })
+                .await?;
+            sent += n;
+        }
+        anyhow::Ok(())
+    });
+    let mut done = 0;
+    while done < jobs {
+        match events.recv().await {
+            Ok(job) if job.state == pb::JobState::Done as i32 => done += 1,
+            Ok(job) if job.state == pb::JobState::Failed as i32 => bail!("job {} failed: {}", job.id, job.error),
+            Ok(_) => {}
+            Err(tokio::sync::broadcast::error::RecvError::Lagged(n)) => bail!("benchmark lost {n} events"),
+            Err(e) => bail!("{e}"),
+        }
+    }
+    submitter.await??;
+    c.organizer.scheduler.store().sync().await?;
+    let rate = jobs as f64 / started.elapsed().as_secs_f64();
+    let _ = c.stop.send(true);
+    Ok(rate)
+}
+
+async fn pso_time(hosts: usize, delay: Duration, generations: u64) -> Result<f64> {
+    let c = cluster(hosts, delay, &format!("pso{hosts}")).await?;
+    let request = pb::StartRunRequest {
+        optimizer: "pso".into(),
+        settings: [
+            ("particles".to_owned(), "32".to_owned()),
+            ("iterations".to_owned(), generations.to_string()),
+        ]
+        .into(),
+        seed: 1,
+        problem: Some(pb::start_run_request::Problem::Space(pb::ParameterSpace {
+            bounds: vec![
+                pb::ParameterBound { name: "x".into(), min: -1.0, max: 1.0, start: 0.0 },
+                pb::ParameterBound { name: "y".into(), min: -1.0, max: 1.0, start: 0.0 },
+            ],
+        })),
+        ..Default::default()
+    };
+    let mut events = c.organizer.runs.subscribe();
+    let started = Instant::now();
+    let run = c.organizer.runs.start(request).await.map_err(|e| anyhow::anyhow!("{e}"))?;
+    loop {
+        let event = events.recv().await?;
+        if let Some(r) = event.run
+            && r.id == run.id
+            && r.state != pb::RunState::Running as i32
+        {
+            if r.evaluations != 32 * generations {
+                bail!("run ended after {} evaluations: {}", r.evaluations, r.error);
+            }
+            break;
+        }
+    }
+    let seconds = started.elapsed().as_secs_f64();
+    let _ = c.stop.send(true);
+    Ok(seconds)
+}
+
+pub async fn bench_cluster(args: BenchClusterArgs) -> Result<()> {
+    println!("scheduler throughput: expression hosts, no delay, {} jobs, SQLite on", args.jobs);
+    println!("{:>6} {:>14}", "hosts", "evaluations/s");
+    for &n in &args.hosts {
+        let rate = throughput(n, args.jobs).await?;
+        println!("{n:>6} {rate:>14.0}");
+    }
+    if args.speedup_hosts.is_empty() {
+        return Ok(());
+    }
+    let delay = Duration::from_millis(args.delay_ms);
+    println!(
+        "\nPSO speed-up: 32 particles x {} generations, {} ms per evaluation",
+        args.generations, args.delay_ms
+    );
+    println!("{:>6} {:>10} {:>9} {:>11}", "hosts", "seconds", "speed-up", "efficiency");
+    let mut base = None;
+    for &n in &args.speedup_hosts {
+        let t = pso_time(n, delay, args.generations).await?;
+        let base = *base.get_or_insert(t * n as f64 / args.speedup_hosts[0] as f64);
+        let speedup = base / t;
+        println!("{n:>6} {t:>10.2} {speedup:>9.2} {:>10.0}%", 100.0 * speedup / n as f64);
+    }
+    Ok(())
+}
