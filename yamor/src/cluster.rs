@@ -94,7 +94,7 @@ pub struct HostArgs {
     #[arg(long, conflicts_with = "expr")]
     sim: Option<String>,
     /// Evaluate this MathEval expression of the parameters instead of a robot.
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     expr: Option<String>,
     /// Artificial delay per expression evaluation, in milliseconds.
     #[arg(long, default_value_t = 0)]
