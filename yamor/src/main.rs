@@ -150,16 +150,23 @@ struct BenchArgs {
 }
 
 fn main() -> Result<()> {
+    let cli = Cli::parse();
+    // The one-process run draws a progress bar; routine logs would tear it.
+    let default_filter = match cli.command {
+        Command::Run(_) | Command::BenchCluster(_) => "warn",
+        _ => "info",
+    };
     tracing_subscriber::fmt()
         .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| default_filter.into()),
         )
         .with_writer(std::io::stderr)
         .init();
     let async_main = |f: std::pin::Pin<Box<dyn std::future::Future<Output = Result<()>>>>| {
         tokio::runtime::Runtime::new()?.block_on(f)
     };
-    match Cli::parse().command {
+    match cli.command {
         Command::Run(args) => async_main(Box::pin(run::run(args))),
         Command::Organizer(args) => async_main(Box::pin(cluster::organizer(args))),
         Command::Host(args) => async_main(Box::pin(cluster::host(args))),

@@ -49,7 +49,7 @@ pub struct RunSpecOverrides {
     #[arg(long, default_value_t = 1)]
     seed: u64,
     /// Maximum evaluations; the default finishes in about a minute on two cores.
-    #[arg(long, default_value_t = 240)]
+    #[arg(long, default_value_t = 480)]
     budget: u64,
     /// Maximum seconds (0: unlimited).
     #[arg(long, default_value_t = 0.0)]
@@ -241,8 +241,20 @@ fn write_outputs(organizer: &Organizer, run: &pb::Run, out: &Path) -> Result<()>
     Ok(())
 }
 
+/// Plots must render on machines without system fonts, so one is embedded.
+fn register_font() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let font: &'static [u8] = include_bytes!("../assets/DejaVuSans.ttf");
+        if plotters::style::register_font("sans-serif", FontStyle::Normal, font).is_err() {
+            tracing::warn!("the embedded font could not be registered; plot labels may be missing");
+        }
+    });
+}
+
 /// Best velocity so far against evaluations.
 pub fn plot_progress(path: &Path, title: &str, best: &[(f64, f64)]) -> Result<()> {
+    register_font();
     let root = BitMapBackend::new(path, (900, 540)).into_drawing_area();
     root.fill(&WHITE)?;
     let n = best.last().map_or(1.0, |p| p.0).max(1.0);
