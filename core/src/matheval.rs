@@ -23,8 +23,9 @@ use std::sync::Arc;
 /// Nesting deeper than this is refused instead of overflowing the stack.
 pub const MAX_DEPTH: usize = 256;
 
-/// A parsed expression: parse once, evaluate many times.
-#[derive(Debug, Clone, PartialEq)]
+/// A parsed expression: parse once, evaluate many times. Equality compares
+/// structure, not where in the source a name stood.
+#[derive(Debug, Clone)]
 pub enum Expr {
     Number(f64),
     Neg(Box<Expr>),
@@ -35,6 +36,25 @@ pub enum Expr {
         /// Byte offset of the name, for evaluation errors.
         at: usize,
     },
+}
+
+impl PartialEq for Expr {
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (Expr::Number(a), Expr::Number(b)) => a.to_bits() == b.to_bits(),
+            (Expr::Neg(a), Expr::Neg(b)) => a == b,
+            (Expr::Binary(o, a, b), Expr::Binary(p, c, d)) => o == p && a == c && b == d,
+            (
+                Expr::Call { name, args, .. },
+                Expr::Call {
+                    name: other_name,
+                    args: other_args,
+                    ..
+                },
+            ) => name == other_name && args == other_args,
+            _ => false,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -77,7 +97,10 @@ pub enum ErrorKind {
     DivisionByZero,
     Overflow,
     NegativeExponent,
-    Function { name: String, message: String },
+    Function {
+        name: String,
+        message: String,
+    },
 }
 
 impl fmt::Display for ErrorKind {
@@ -372,13 +395,10 @@ impl Expr {
         };
         match self {
             Expr::Number(v) => to_int(*v, 0),
-            Expr::Neg(e) => e
-                .int(context, depth + 1)?
-                .checked_neg()
-                .ok_or(ExprError {
-                    position: position(e),
-                    kind: ErrorKind::Overflow,
-                }),
+            Expr::Neg(e) => e.int(context, depth + 1)?.checked_neg().ok_or(ExprError {
+                position: position(e),
+                kind: ErrorKind::Overflow,
+            }),
             Expr::Binary(op, a, b) => {
                 let at = position(b);
                 let (a, b) = (a.int(context, depth + 1)?, b.int(context, depth + 1)?);
@@ -502,9 +522,11 @@ impl Context {
         c.register("pow", Some(2), |a| Ok(a[0].powf(a[1])));
         c.register("pi", Some(0), |_| Ok(PI));
         c.register("e", Some(0), |_| Ok(E));
-        c.register("min", None, |a| Ok(a.iter().copied().fold(f64::INFINITY, f64::min)));
+        c.register("min", None, |a| {
+            Ok(a[1..].iter().copied().fold(a[0], f64::min))
+        });
         c.register("max", None, |a| {
-            Ok(a.iter().copied().fold(f64::NEG_INFINITY, f64::max))
+            Ok(a[1..].iter().copied().fold(a[0], f64::max))
         });
         c
     }

@@ -25,11 +25,11 @@ use std::fmt;
 use std::path::Path;
 use std::str::FromStr;
 
+use crate::ModuleId;
 use crate::config::RobotConfig;
 use crate::error::{Problem, XmlError};
 use crate::matheval::{Context, Expr};
 use crate::xml::{Source, XmlOut, number, read_file};
-use crate::ModuleId;
 
 /// Which field of which module or link.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -103,7 +103,11 @@ impl ParamName {
     /// Sets the value; `false` if the module or link is missing.
     pub fn set(&self, robot: &mut RobotConfig, value: f64) -> bool {
         fn link(robot: &mut RobotConfig, a: ModuleId, b: ModuleId) -> Option<&mut crate::CpgLink> {
-            robot.module_mut(a)?.cpg_links.iter_mut().find(|l| l.to == b)
+            robot
+                .module_mut(a)?
+                .cpg_links
+                .iter_mut()
+                .find(|l| l.to == b)
         }
         match *self {
             ParamName::Amplitude(m) => robot.module_mut(m).map(|m| m.amplitude = value).is_some(),
@@ -149,8 +153,16 @@ impl ParamName {
 /// One `<optimize>` rule.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Rule {
-    Free { param: ParamName, min: f64, max: f64 },
-    Constrained { param: ParamName, expr: Expr, text: String },
+    Free {
+        param: ParamName,
+        min: f64,
+        max: f64,
+    },
+    Constrained {
+        param: ParamName,
+        expr: Expr,
+        text: String,
+    },
 }
 
 impl Rule {
@@ -183,7 +195,11 @@ pub enum ApplyError {
         max: f64,
     },
     #[error("constraint {name} = {expr}: {why}")]
-    Constraint { name: String, expr: String, why: String },
+    Constraint {
+        name: String,
+        expr: String,
+        why: String,
+    },
 }
 
 /// A robot and the rules saying what to optimize.
@@ -214,14 +230,18 @@ impl OptimizationConfig {
             let name = src.required(node, "param")?;
             let param: ParamName = name.parse().map_err(bad)?;
             let Some(current) = param.get(&robot) else {
-                return Err(bad(format!("{param} names a module or link the robot does not have")));
+                return Err(bad(format!(
+                    "{param} names a module or link the robot does not have"
+                )));
             };
             if rules.iter().any(|r| r.param() == param) {
                 return Err(bad(format!("{param} has two rules")));
             }
             let has_bounds = node.has_attribute("min") || node.has_attribute("max");
             let rule = match (has_bounds, node.attribute("expr")) {
-                (true, Some(_)) => return Err(bad(format!("{param}: give min/max or expr, not both"))),
+                (true, Some(_)) => {
+                    return Err(bad(format!("{param}: give min/max or expr, not both")));
+                }
                 (false, None) => return Err(bad(format!("{param}: give min and max, or expr"))),
                 (true, None) => {
                     let min = src.finite(node, "min")?;
@@ -237,7 +257,8 @@ impl OptimizationConfig {
                     Rule::Free { param, min, max }
                 }
                 (false, Some(text)) => {
-                    let expr = Expr::parse(text).map_err(|e| bad(format!("{param}: expr {text:?}: {e}")))?;
+                    let expr = Expr::parse(text)
+                        .map_err(|e| bad(format!("{param}: expr {text:?}: {e}")))?;
                     Rule::Constrained {
                         param,
                         expr,
@@ -270,10 +291,17 @@ impl OptimizationConfig {
             match rule {
                 Rule::Free { param, min, max } => out.empty(
                     "optimize",
-                    &[("param", param.to_string()), ("min", number(*min)), ("max", number(*max))],
+                    &[
+                        ("param", param.to_string()),
+                        ("min", number(*min)),
+                        ("max", number(*max)),
+                    ],
                 ),
                 Rule::Constrained { param, text, .. } => {
-                    out.empty("optimize", &[("param", param.to_string()), ("expr", text.clone())]);
+                    out.empty(
+                        "optimize",
+                        &[("param", param.to_string()), ("expr", text.clone())],
+                    );
                 }
             }
         }
@@ -283,7 +311,9 @@ impl OptimizationConfig {
             .filter(|l| l.trim_start().starts_with("<optimize"))
             .map(|l| format!("  {}\n", l.trim()))
             .collect::<String>();
-        let at = robot.rfind("</yamorconfig>").expect("robot XML closes its root");
+        let at = robot
+            .rfind("</yamorconfig>")
+            .expect("robot XML closes its root");
         format!("{}{}{}", &robot[..at], rules, &robot[at..])
     }
 

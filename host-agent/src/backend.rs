@@ -103,10 +103,11 @@ impl Outcome {
             .windows(2)
             .map(|w| (w[1].x - w[0].x).hypot(w[1].y - w[0].y))
             .sum();
-        let (min_height, max_height) = samples.iter().fold(
-            (f64::INFINITY, f64::NEG_INFINITY),
-            |(lo, hi), p| (lo.min(p.z), hi.max(p.z)),
-        );
+        let (min_height, max_height) = samples
+            .iter()
+            .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), p| {
+                (lo.min(p.z), hi.max(p.z))
+            });
         Outcome {
             velocity,
             start,

@@ -18,7 +18,8 @@ pub struct ExprBackend {
 impl ExprBackend {
     /// Parses `text` once; errors carry the position.
     pub fn new(text: &str, delay: Duration) -> Result<Self, HostError> {
-        let expr = Expr::parse(text).map_err(|e| HostError::InvalidJob(format!("expression: {e}")))?;
+        let expr =
+            Expr::parse(text).map_err(|e| HostError::InvalidJob(format!("expression: {e}")))?;
         Ok(ExprBackend {
             text: text.to_owned(),
             expr,

@@ -88,8 +88,14 @@ pub async fn keep_registered(registration: Registration, shutdown: impl Future<O
                         interval
                     }
                     Err(status) => {
-                        tracing::warn!("registering with {}: {}", registration.organizer, status.message());
-                        if status.code() == Code::Unauthenticated || status.code() == Code::InvalidArgument {
+                        tracing::warn!(
+                            "registering with {}: {}",
+                            registration.organizer,
+                            status.message()
+                        );
+                        if status.code() == Code::Unauthenticated
+                            || status.code() == Code::InvalidArgument
+                        {
                             // Retrying will not fix a wrong token or address; keep
                             // trying slowly so a fixed organizer is picked up.
                             backoff = Duration::from_secs(5);

@@ -49,9 +49,9 @@ impl HostService {
     }
 
     fn exclusive(&self) -> Result<SemaphorePermit<'_>, Status> {
-        self.robot
-            .try_acquire()
-            .map_err(|_| Status::resource_exhausted("host is busy: it runs one evaluation at a time"))
+        self.robot.try_acquire().map_err(|_| {
+            Status::resource_exhausted("host is busy: it runs one evaluation at a time")
+        })
     }
 
     fn sessions(&self) -> Result<&SessionHost, Status> {
@@ -232,118 +232,256 @@ impl HostAgent for HostService {
         }))
     }
 
-    async fn open_simulation(&self, request: Request<pb::OpenSimulationRequest>) -> Result<Response<pb::SessionState>, Status> {
+    async fn open_simulation(
+        &self,
+        request: Request<pb::OpenSimulationRequest>,
+    ) -> Result<Response<pb::SessionState>, Status> {
         let _permit = self.exclusive()?;
-        self.sessions()?.open_simulation(request.into_inner()).await.map(Response::new)
+        self.sessions()?
+            .open_simulation(request.into_inner())
+            .await
+            .map(Response::new)
     }
 
-    async fn close_simulation(&self, request: Request<pb::CloseSimulationRequest>) -> Result<Response<pb::SessionState>, Status> {
+    async fn close_simulation(
+        &self,
+        request: Request<pb::CloseSimulationRequest>,
+    ) -> Result<Response<pb::SessionState>, Status> {
         let _permit = self.exclusive()?;
-        self.sessions()?.close_simulation(request.into_inner()).await.map(Response::new)
+        self.sessions()?
+            .close_simulation(request.into_inner())
+            .await
+            .map(Response::new)
     }
 
-    async fn connect_robot(&self, request: Request<pb::ConnectRobotRequest>) -> Result<Response<pb::SessionState>, Status> {
+    async fn connect_robot(
+        &self,
+        request: Request<pb::ConnectRobotRequest>,
+    ) -> Result<Response<pb::SessionState>, Status> {
         let _permit = self.exclusive()?;
-        self.sessions()?.connect_robot(request.into_inner()).await.map(Response::new)
+        self.sessions()?
+            .connect_robot(request.into_inner())
+            .await
+            .map(Response::new)
     }
 
-    async fn flush(&self, request: Request<pb::FlushRequest>) -> Result<Response<pb::SessionState>, Status> {
+    async fn flush(
+        &self,
+        request: Request<pb::FlushRequest>,
+    ) -> Result<Response<pb::SessionState>, Status> {
         let _permit = self.exclusive()?;
-        self.sessions()?.flush(request.into_inner()).await.map(Response::new)
+        self.sessions()?
+            .flush(request.into_inner())
+            .await
+            .map(Response::new)
     }
 
-    async fn refresh(&self, request: Request<pb::RefreshRequest>) -> Result<Response<pb::SessionState>, Status> {
+    async fn refresh(
+        &self,
+        request: Request<pb::RefreshRequest>,
+    ) -> Result<Response<pb::SessionState>, Status> {
         let _permit = self.exclusive()?;
-        self.sessions()?.refresh(request.into_inner()).await.map(Response::new)
+        self.sessions()?
+            .refresh(request.into_inner())
+            .await
+            .map(Response::new)
     }
 
-    async fn send_control_message(&self, request: Request<pb::ControlMessageRequest>) -> Result<Response<pb::SessionState>, Status> {
+    async fn send_control_message(
+        &self,
+        request: Request<pb::ControlMessageRequest>,
+    ) -> Result<Response<pb::SessionState>, Status> {
         let _permit = self.exclusive()?;
-        self.sessions()?.send_control_message(request.into_inner()).await.map(Response::new)
+        self.sessions()?
+            .send_control_message(request.into_inner())
+            .await
+            .map(Response::new)
     }
 
-    async fn get_state(&self, request: Request<pb::GetStateRequest>) -> Result<Response<pb::SessionState>, Status> {
+    async fn get_state(
+        &self,
+        request: Request<pb::GetStateRequest>,
+    ) -> Result<Response<pb::SessionState>, Status> {
         let _permit = self.exclusive()?;
-        self.sessions()?.get_state(request.into_inner()).await.map(Response::new)
+        self.sessions()?
+            .get_state(request.into_inner())
+            .await
+            .map(Response::new)
     }
 
-    async fn sleep(&self, request: Request<pb::SleepRequest>) -> Result<Response<pb::SessionState>, Status> {
+    async fn sleep(
+        &self,
+        request: Request<pb::SleepRequest>,
+    ) -> Result<Response<pb::SessionState>, Status> {
         let _permit = self.exclusive()?;
-        self.sessions()?.sleep(request.into_inner()).await.map(Response::new)
+        self.sessions()?
+            .sleep(request.into_inner())
+            .await
+            .map(Response::new)
     }
 
-    async fn list_modules(&self, request: Request<pb::ListModulesRequest>) -> Result<Response<pb::ListModulesResponse>, Status> {
+    async fn list_modules(
+        &self,
+        request: Request<pb::ListModulesRequest>,
+    ) -> Result<Response<pb::ListModulesResponse>, Status> {
         let _permit = self.exclusive()?;
-        self.sessions()?.list_modules(request.into_inner()).await.map(Response::new)
+        self.sessions()?
+            .list_modules(request.into_inner())
+            .await
+            .map(Response::new)
     }
 
-    async fn get_module(&self, request: Request<pb::GetModuleRequest>) -> Result<Response<pb::ModuleParameters>, Status> {
+    async fn get_module(
+        &self,
+        request: Request<pb::GetModuleRequest>,
+    ) -> Result<Response<pb::ModuleParameters>, Status> {
         let _permit = self.exclusive()?;
-        self.sessions()?.get_module(request.into_inner()).await.map(Response::new)
+        self.sessions()?
+            .get_module(request.into_inner())
+            .await
+            .map(Response::new)
     }
 
-    async fn set_module(&self, request: Request<pb::SetModuleRequest>) -> Result<Response<pb::ModuleParameters>, Status> {
+    async fn set_module(
+        &self,
+        request: Request<pb::SetModuleRequest>,
+    ) -> Result<Response<pb::ModuleParameters>, Status> {
         let _permit = self.exclusive()?;
-        self.sessions()?.set_module(request.into_inner()).await.map(Response::new)
+        self.sessions()?
+            .set_module(request.into_inner())
+            .await
+            .map(Response::new)
     }
 
-    async fn list_couplings(&self, request: Request<pb::ListCouplingsRequest>) -> Result<Response<pb::ListCouplingsResponse>, Status> {
+    async fn list_couplings(
+        &self,
+        request: Request<pb::ListCouplingsRequest>,
+    ) -> Result<Response<pb::ListCouplingsResponse>, Status> {
         let _permit = self.exclusive()?;
-        self.sessions()?.list_couplings(request.into_inner()).await.map(Response::new)
+        self.sessions()?
+            .list_couplings(request.into_inner())
+            .await
+            .map(Response::new)
     }
 
-    async fn set_coupling(&self, request: Request<pb::SetCouplingRequest>) -> Result<Response<pb::Coupling>, Status> {
+    async fn set_coupling(
+        &self,
+        request: Request<pb::SetCouplingRequest>,
+    ) -> Result<Response<pb::Coupling>, Status> {
         let _permit = self.exclusive()?;
-        self.sessions()?.set_coupling(request.into_inner()).await.map(Response::new)
+        self.sessions()?
+            .set_coupling(request.into_inner())
+            .await
+            .map(Response::new)
     }
 
-    async fn remove_all_couplings(&self, request: Request<pb::RemoveAllCouplingsRequest>) -> Result<Response<pb::ListCouplingsResponse>, Status> {
+    async fn remove_all_couplings(
+        &self,
+        request: Request<pb::RemoveAllCouplingsRequest>,
+    ) -> Result<Response<pb::ListCouplingsResponse>, Status> {
         let _permit = self.exclusive()?;
-        self.sessions()?.remove_all_couplings(request.into_inner()).await.map(Response::new)
+        self.sessions()?
+            .remove_all_couplings(request.into_inner())
+            .await
+            .map(Response::new)
     }
 
-    async fn set_defect(&self, request: Request<pb::SetDefectRequest>) -> Result<Response<pb::SessionState>, Status> {
+    async fn set_defect(
+        &self,
+        request: Request<pb::SetDefectRequest>,
+    ) -> Result<Response<pb::SessionState>, Status> {
         let _permit = self.exclusive()?;
-        self.sessions()?.set_defect(request.into_inner()).await.map(Response::new)
+        self.sessions()?
+            .set_defect(request.into_inner())
+            .await
+            .map(Response::new)
     }
 
-    async fn connect_modules(&self, request: Request<pb::ConnectModulesRequest>) -> Result<Response<pb::SessionState>, Status> {
+    async fn connect_modules(
+        &self,
+        request: Request<pb::ConnectModulesRequest>,
+    ) -> Result<Response<pb::SessionState>, Status> {
         let _permit = self.exclusive()?;
-        self.sessions()?.connect_modules(request.into_inner()).await.map(Response::new)
+        self.sessions()?
+            .connect_modules(request.into_inner())
+            .await
+            .map(Response::new)
     }
 
-    async fn disconnect_module(&self, request: Request<pb::DisconnectModuleRequest>) -> Result<Response<pb::SessionState>, Status> {
+    async fn disconnect_module(
+        &self,
+        request: Request<pb::DisconnectModuleRequest>,
+    ) -> Result<Response<pb::SessionState>, Status> {
         let _permit = self.exclusive()?;
-        self.sessions()?.disconnect_module(request.into_inner()).await.map(Response::new)
+        self.sessions()?
+            .disconnect_module(request.into_inner())
+            .await
+            .map(Response::new)
     }
 
-    async fn run_script(&self, request: Request<pb::RunScriptRequest>) -> Result<Response<pb::SessionState>, Status> {
+    async fn run_script(
+        &self,
+        request: Request<pb::RunScriptRequest>,
+    ) -> Result<Response<pb::SessionState>, Status> {
         let _permit = self.exclusive()?;
-        self.sessions()?.run_script(request.into_inner()).await.map(Response::new)
+        self.sessions()?
+            .run_script(request.into_inner())
+            .await
+            .map(Response::new)
     }
 
-    async fn set_ground_friction(&self, request: Request<pb::SetGroundFrictionRequest>) -> Result<Response<pb::SessionState>, Status> {
+    async fn set_ground_friction(
+        &self,
+        request: Request<pb::SetGroundFrictionRequest>,
+    ) -> Result<Response<pb::SessionState>, Status> {
         let _permit = self.exclusive()?;
-        self.sessions()?.set_ground_friction(request.into_inner()).await.map(Response::new)
+        self.sessions()?
+            .set_ground_friction(request.into_inner())
+            .await
+            .map(Response::new)
     }
 
-    async fn drop_robot(&self, request: Request<pb::DropRobotRequest>) -> Result<Response<pb::SessionState>, Status> {
+    async fn drop_robot(
+        &self,
+        request: Request<pb::DropRobotRequest>,
+    ) -> Result<Response<pb::SessionState>, Status> {
         let _permit = self.exclusive()?;
-        self.sessions()?.drop_robot(request.into_inner()).await.map(Response::new)
+        self.sessions()?
+            .drop_robot(request.into_inner())
+            .await
+            .map(Response::new)
     }
 
-    async fn reset_simulation(&self, request: Request<pb::ResetSimulationRequest>) -> Result<Response<pb::SessionState>, Status> {
+    async fn reset_simulation(
+        &self,
+        request: Request<pb::ResetSimulationRequest>,
+    ) -> Result<Response<pb::SessionState>, Status> {
         let _permit = self.exclusive()?;
-        self.sessions()?.reset_simulation(request.into_inner()).await.map(Response::new)
+        self.sessions()?
+            .reset_simulation(request.into_inner())
+            .await
+            .map(Response::new)
     }
 
-    async fn set_id_mapping(&self, request: Request<pb::IdMapping>) -> Result<Response<pb::IdMapping>, Status> {
+    async fn set_id_mapping(
+        &self,
+        request: Request<pb::IdMapping>,
+    ) -> Result<Response<pb::IdMapping>, Status> {
         let _permit = self.exclusive()?;
-        self.sessions()?.set_id_mapping(request.into_inner()).await.map(Response::new)
+        self.sessions()?
+            .set_id_mapping(request.into_inner())
+            .await
+            .map(Response::new)
     }
 
-    async fn get_id_mapping(&self, request: Request<pb::GetIdMappingRequest>) -> Result<Response<pb::IdMapping>, Status> {
+    async fn get_id_mapping(
+        &self,
+        request: Request<pb::GetIdMappingRequest>,
+    ) -> Result<Response<pb::IdMapping>, Status> {
         let _permit = self.exclusive()?;
-        self.sessions()?.get_id_mapping(request.into_inner()).await.map(Response::new)
+        self.sessions()?
+            .get_id_mapping(request.into_inner())
+            .await
+            .map(Response::new)
     }
 }

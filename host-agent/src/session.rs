@@ -18,15 +18,24 @@ impl SessionHost {
         backend.session().map(|_| SessionHost {})
     }
 
-    pub async fn open_simulation(&self, _request: pb::OpenSimulationRequest) -> Result<pb::SessionState, Status> {
+    pub async fn open_simulation(
+        &self,
+        _request: pb::OpenSimulationRequest,
+    ) -> Result<pb::SessionState, Status> {
         Err(Status::unimplemented("open_simulation"))
     }
 
-    pub async fn close_simulation(&self, _request: pb::CloseSimulationRequest) -> Result<pb::SessionState, Status> {
+    pub async fn close_simulation(
+        &self,
+        _request: pb::CloseSimulationRequest,
+    ) -> Result<pb::SessionState, Status> {
         Err(Status::unimplemented("close_simulation"))
     }
 
-    pub async fn connect_robot(&self, _request: pb::ConnectRobotRequest) -> Result<pb::SessionState, Status> {
+    pub async fn connect_robot(
+        &self,
+        _request: pb::ConnectRobotRequest,
+    ) -> Result<pb::SessionState, Status> {
         Err(Status::unimplemented("connect_robot"))
     }
 
@@ -38,11 +47,17 @@ impl SessionHost {
         Err(Status::unimplemented("refresh"))
     }
 
-    pub async fn send_control_message(&self, _request: pb::ControlMessageRequest) -> Result<pb::SessionState, Status> {
+    pub async fn send_control_message(
+        &self,
+        _request: pb::ControlMessageRequest,
+    ) -> Result<pb::SessionState, Status> {
         Err(Status::unimplemented("send_control_message"))
     }
 
-    pub async fn get_state(&self, _request: pb::GetStateRequest) -> Result<pb::SessionState, Status> {
+    pub async fn get_state(
+        &self,
+        _request: pb::GetStateRequest,
+    ) -> Result<pb::SessionState, Status> {
         Err(Status::unimplemented("get_state"))
     }
 
@@ -50,55 +65,94 @@ impl SessionHost {
         Err(Status::unimplemented("sleep"))
     }
 
-    pub async fn list_modules(&self, _request: pb::ListModulesRequest) -> Result<pb::ListModulesResponse, Status> {
+    pub async fn list_modules(
+        &self,
+        _request: pb::ListModulesRequest,
+    ) -> Result<pb::ListModulesResponse, Status> {
         Err(Status::unimplemented("list_modules"))
     }
 
-    pub async fn get_module(&self, _request: pb::GetModuleRequest) -> Result<pb::ModuleParameters, Status> {
+    pub async fn get_module(
+        &self,
+        _request: pb::GetModuleRequest,
+    ) -> Result<pb::ModuleParameters, Status> {
         Err(Status::unimplemented("get_module"))
     }
 
-    pub async fn set_module(&self, _request: pb::SetModuleRequest) -> Result<pb::ModuleParameters, Status> {
+    pub async fn set_module(
+        &self,
+        _request: pb::SetModuleRequest,
+    ) -> Result<pb::ModuleParameters, Status> {
         Err(Status::unimplemented("set_module"))
     }
 
-    pub async fn list_couplings(&self, _request: pb::ListCouplingsRequest) -> Result<pb::ListCouplingsResponse, Status> {
+    pub async fn list_couplings(
+        &self,
+        _request: pb::ListCouplingsRequest,
+    ) -> Result<pb::ListCouplingsResponse, Status> {
         Err(Status::unimplemented("list_couplings"))
     }
 
-    pub async fn set_coupling(&self, _request: pb::SetCouplingRequest) -> Result<pb::Coupling, Status> {
+    pub async fn set_coupling(
+        &self,
+        _request: pb::SetCouplingRequest,
+    ) -> Result<pb::Coupling, Status> {
         Err(Status::unimplemented("set_coupling"))
     }
 
-    pub async fn remove_all_couplings(&self, _request: pb::RemoveAllCouplingsRequest) -> Result<pb::ListCouplingsResponse, Status> {
+    pub async fn remove_all_couplings(
+        &self,
+        _request: pb::RemoveAllCouplingsRequest,
+    ) -> Result<pb::ListCouplingsResponse, Status> {
         Err(Status::unimplemented("remove_all_couplings"))
     }
 
-    pub async fn set_defect(&self, _request: pb::SetDefectRequest) -> Result<pb::SessionState, Status> {
+    pub async fn set_defect(
+        &self,
+        _request: pb::SetDefectRequest,
+    ) -> Result<pb::SessionState, Status> {
         Err(Status::unimplemented("set_defect"))
     }
 
-    pub async fn connect_modules(&self, _request: pb::ConnectModulesRequest) -> Result<pb::SessionState, Status> {
+    pub async fn connect_modules(
+        &self,
+        _request: pb::ConnectModulesRequest,
+    ) -> Result<pb::SessionState, Status> {
         Err(Status::unimplemented("connect_modules"))
     }
 
-    pub async fn disconnect_module(&self, _request: pb::DisconnectModuleRequest) -> Result<pb::SessionState, Status> {
+    pub async fn disconnect_module(
+        &self,
+        _request: pb::DisconnectModuleRequest,
+    ) -> Result<pb::SessionState, Status> {
         Err(Status::unimplemented("disconnect_module"))
     }
 
-    pub async fn run_script(&self, _request: pb::RunScriptRequest) -> Result<pb::SessionState, Status> {
+    pub async fn run_script(
+        &self,
+        _request: pb::RunScriptRequest,
+    ) -> Result<pb::SessionState, Status> {
         Err(Status::unimplemented("run_script"))
     }
 
-    pub async fn set_ground_friction(&self, _request: pb::SetGroundFrictionRequest) -> Result<pb::SessionState, Status> {
+    pub async fn set_ground_friction(
+        &self,
+        _request: pb::SetGroundFrictionRequest,
+    ) -> Result<pb::SessionState, Status> {
         Err(Status::unimplemented("set_ground_friction"))
     }
 
-    pub async fn drop_robot(&self, _request: pb::DropRobotRequest) -> Result<pb::SessionState, Status> {
+    pub async fn drop_robot(
+        &self,
+        _request: pb::DropRobotRequest,
+    ) -> Result<pb::SessionState, Status> {
         Err(Status::unimplemented("drop_robot"))
     }
 
-    pub async fn reset_simulation(&self, _request: pb::ResetSimulationRequest) -> Result<pb::SessionState, Status> {
+    pub async fn reset_simulation(
+        &self,
+        _request: pb::ResetSimulationRequest,
+    ) -> Result<pb::SessionState, Status> {
         Err(Status::unimplemented("reset_simulation"))
     }
 
@@ -106,7 +160,10 @@ impl SessionHost {
         Err(Status::unimplemented("set_id_mapping"))
     }
 
-    pub async fn get_id_mapping(&self, _request: pb::GetIdMappingRequest) -> Result<pb::IdMapping, Status> {
+    pub async fn get_id_mapping(
+        &self,
+        _request: pb::GetIdMappingRequest,
+    ) -> Result<pb::IdMapping, Status> {
         Err(Status::unimplemented("get_id_mapping"))
     }
 }

@@ -64,11 +64,15 @@ impl SimBackend {
         match source {
             RobotSource::Default => Ok(self.morphology.clone()),
             RobotSource::Example(name) => ExampleRobot::named(name)
-                .ok_or_else(|| HostError::InvalidJob(format!("job.robot: unknown example {name:?}")))?
+                .ok_or_else(|| {
+                    HostError::InvalidJob(format!("job.robot: unknown example {name:?}"))
+                })?
                 .morphology()
                 .map_err(|e| HostError::Failed(e.to_string())),
-            RobotSource::Morphology(xml) => Morphology::from_xml_str("job.robot.morphology_xml", xml)
-                .map_err(|e| HostError::InvalidJob(e.to_string())),
+            RobotSource::Morphology(xml) => {
+                Morphology::from_xml_str("job.robot.morphology_xml", xml)
+                    .map_err(|e| HostError::InvalidJob(e.to_string()))
+            }
         }
     }
 }

@@ -84,7 +84,9 @@ pub async fn serve(
 ) -> Result<(), TransportError> {
     transport::check_exposure(listener.local_addr()?, &security)?;
     let (health, health_service) = tonic_health::server::health_reporter();
-    health.set_serving::<OrganizerServer<service::OrganizerService>>().await;
+    health
+        .set_serving::<OrganizerServer<service::OrganizerService>>()
+        .await;
     let api = OrganizerServer::new(organizer.service())
         .max_decoding_message_size(64 << 20)
         .max_encoding_message_size(64 << 20);

@@ -65,7 +65,10 @@ impl Prepared {
 
     fn best_gait(&self, x: &[f64]) -> String {
         match &self.problem {
-            Problem::Gait(config) => config.apply(x).map(|g| g.to_xml_string()).unwrap_or_default(),
+            Problem::Gait(config) => config
+                .apply(x)
+                .map(|g| g.to_xml_string())
+                .unwrap_or_default(),
             Problem::Bare => String::new(),
         }
     }
@@ -74,10 +77,14 @@ impl Prepared {
 fn prepare(request: &pb::StartRunRequest) -> Result<Prepared, String> {
     let (problem, space) = match &request.problem {
         Some(pb::start_run_request::Problem::OptimizationXml(xml)) => {
-            let config = OptimizationConfig::from_xml_str("optimization_xml", xml).map_err(|e| e.to_string())?;
+            let config = OptimizationConfig::from_xml_str("optimization_xml", xml)
+                .map_err(|e| e.to_string())?;
             let free = config.free_parameters();
             if free.is_empty() {
-                return Err("optimization_xml: no <optimize param min max> rule, nothing to optimize".into());
+                return Err(
+                    "optimization_xml: no <optimize param min max> rule, nothing to optimize"
+                        .into(),
+                );
             }
             let bounds = free
                 .iter()
@@ -116,7 +123,10 @@ fn prepare(request: &pb::StartRunRequest) -> Result<Prepared, String> {
         Err(_) => return Err(format!("backend: unknown value {}", request.backend)),
     };
     if !request.max_seconds.is_finite() || request.max_seconds < 0.0 {
-        return Err(format!("max_seconds must be non-negative, got {}", request.max_seconds));
+        return Err(format!(
+            "max_seconds must be non-negative, got {}",
+            request.max_seconds
+        ));
     }
     let template = pb::JobRequest {
         job: Some(pb::EvaluationJob {
@@ -156,7 +166,11 @@ pub struct Runs {
 }
 
 fn settings_text(settings: &Settings) -> HashMap<String, String> {
-    settings.0.iter().map(|(k, v)| (k.clone(), v.to_string())).collect()
+    settings
+        .0
+        .iter()
+        .map(|(k, v)| (k.clone(), v.to_string()))
+        .collect()
 }
 
 impl Runs {
@@ -183,7 +197,14 @@ impl Runs {
                 match pb::StartRunRequest::decode(row.request.as_slice()) {
                     Ok(request) => {
                         tracing::info!(run = row.id, "resuming run");
-                        runs.launch(row.id, request, row.seed, row.settings.clone(), row.elapsed_s, row.started_ms);
+                        runs.launch(
+                            row.id,
+                            request,
+                            row.seed,
+                            row.settings.clone(),
+                            row.elapsed_s,
+                            row.started_ms,
+                        );
                     }
                     Err(e) => tracing::error!(run = row.id, "cannot resume: {e}"),
                 }
@@ -215,10 +236,14 @@ impl Runs {
                                 SettingKind::Integer { min, max } => {
                                     (pb::SettingKind::Integer, min as f64, max as f64, vec![])
                                 }
-                                SettingKind::Float { min, max } => (pb::SettingKind::Float, min, max, vec![]),
+                                SettingKind::Float { min, max } => {
+                                    (pb::SettingKind::Float, min, max, vec![])
+                                }
                                 SettingKind::Bool => (pb::SettingKind::Bool, 0.0, 0.0, vec![]),
                                 SettingKind::File => (pb::SettingKind::File, 0.0, 0.0, vec![]),
-                                SettingKind::Choice { options } => (pb::SettingKind::Choice, 0.0, 0.0, options),
+                                SettingKind::Choice { options } => {
+                                    (pb::SettingKind::Choice, 0.0, 0.0, options)
+                                }
                             };
                             pb::SettingSpec {
                                 name: s.name,
@@ -237,24 +262,36 @@ impl Runs {
     }
 
     fn plugin(&self, name: &str) -> Result<&Arc<dyn Plugin>, String> {
-        self.plugins.iter().find(|p| p.info().name == name).ok_or_else(|| {
-            let known: Vec<String> = self.plugins.iter().map(|p| p.info().name).collect();
-            format!("optimizer: unknown {name:?}; known: {}", known.join(", "))
-        })
+        self.plugins
+            .iter()
+            .find(|p| p.info().name == name)
+            .ok_or_else(|| {
+                let known: Vec<String> = self.plugins.iter().map(|p| p.info().name).collect();
+                format!("optimizer: unknown {name:?}; known: {}", known.join(", "))
+            })
     }
 
     fn resolve_settings(&self, request: &pb::StartRunRequest) -> Result<Settings, String> {
         let plugin = self.plugin(&request.optimizer)?;
         let specs = plugin.info().settings;
-        let pairs: Vec<String> = request.settings.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let pairs: Vec<String> = request
+            .settings
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
         let given = Settings::parse_pairs(&specs, pairs.iter().map(String::as_str))
             .map_err(|e| format!("settings: {e}"))?;
         Settings::resolve(&specs, &given).map_err(|e| format!("settings: {e}"))
     }
 
     /// Validates, persists and starts a run.
-    pub async fn start(self: &Arc<Self>, request: pb::StartRunRequest) -> Result<pb::Run, ScheduleError> {
-        let settings = self.resolve_settings(&request).map_err(ScheduleError::Invalid)?;
+    pub async fn start(
+        self: &Arc<Self>,
+        request: pb::StartRunRequest,
+    ) -> Result<pb::Run, ScheduleError> {
+        let settings = self
+            .resolve_settings(&request)
+            .map_err(ScheduleError::Invalid)?;
         let prepared = prepare(&request).map_err(ScheduleError::Invalid)?;
         // Creating the optimizer validates the settings against the space.
         self.plugin(&request.optimizer)
@@ -289,10 +326,19 @@ impl Runs {
             finished_ms: 0,
             elapsed_s: 0.0,
         };
-        self.scheduler.store().commit(Write::InsertRun(row.clone())).await?;
+        self.scheduler
+            .store()
+            .commit(Write::InsertRun(row.clone()))
+            .await?;
         let view = row_view(&row);
         let (stop, _) = watch::channel(false);
-        self.lock().insert(id, RunEntry { view: view.clone(), stop });
+        self.lock().insert(
+            id,
+            RunEntry {
+                view: view.clone(),
+                stop,
+            },
+        );
         self.launch(id, request, row.seed, settings_json, 0.0, started);
         Ok(view)
     }
@@ -305,7 +351,9 @@ impl Runs {
             .base
             .ok_or_else(|| ScheduleError::Invalid("base: missing".into()))?;
         if request.variants.is_empty() {
-            return Err(ScheduleError::Invalid("variants: at least one is needed".into()));
+            return Err(ScheduleError::Invalid(
+                "variants: at least one is needed".into(),
+            ));
         }
         // Check every variant before starting any: all or nothing.
         let mut requests = Vec::new();
@@ -377,7 +425,16 @@ impl Runs {
         let me = self.clone();
         tokio::spawn(async move {
             let outcome = me
-                .drive(id, &request, seed, &settings_json, elapsed_before, started_ms, completions, stop)
+                .drive(
+                    id,
+                    &request,
+                    seed,
+                    &settings_json,
+                    elapsed_before,
+                    started_ms,
+                    completions,
+                    stop,
+                )
                 .await;
             me.scheduler.detach_run(id);
             if let Err(message) = outcome {
@@ -401,7 +458,11 @@ impl Runs {
 
     fn persist(&self, id: u64) {
         let Ok(view) = self.get(id) else { return };
-        let best: Vec<(String, f64)> = view.best_parameters.iter().map(|p| (p.name.clone(), p.value)).collect();
+        let best: Vec<(String, f64)> = view
+            .best_parameters
+            .iter()
+            .map(|p| (p.name.clone(), p.value))
+            .collect();
         self.scheduler.store().write(Write::UpdateRun {
             id,
             state: view.state,
@@ -453,7 +514,8 @@ impl Runs {
         // Results the optimizer had already learnt, keyed by tell order.
         let mut ready: BTreeMap<u64, Completion> = BTreeMap::new();
         for row in &history {
-            let request = pb::JobRequest::decode(row.request.as_slice()).map_err(|e| e.to_string())?;
+            let request =
+                pb::JobRequest::decode(row.request.as_slice()).map_err(|e| e.to_string())?;
             let x: Vec<f64> = request
                 .job
                 .map(|j| j.parameters.into_iter().map(|p| p.value).collect())
@@ -461,7 +523,8 @@ impl Runs {
             stored.insert(row.seq, (row.id, x, row.state));
             if let Some(tell_seq) = row.tell_seq {
                 let outcome = if row.state == pb::JobState::Done as i32 {
-                    Ok(pb::EvaluationResult::decode(row.result.as_slice()).map_err(|e| e.to_string())?)
+                    Ok(pb::EvaluationResult::decode(row.result.as_slice())
+                        .map_err(|e| e.to_string())?)
                 } else {
                     Err(row.error.clone())
                 };
@@ -486,13 +549,15 @@ impl Runs {
         let mut best: Option<(f64, Vec<f64>)> = None;
         let clock = Instant::now();
         let elapsed = |clock: &Instant| elapsed_before + clock.elapsed().as_secs_f64();
-        let out_of_time = |clock: &Instant| request.max_seconds > 0.0 && elapsed(clock) >= request.max_seconds;
+        let out_of_time =
+            |clock: &Instant| request.max_seconds > 0.0 && elapsed(clock) >= request.max_seconds;
         let mut stopped = false;
 
         loop {
             // Ask for everything the optimizer can propose now.
             while !finished && !stopped {
-                let budget_left = request.max_evaluations == 0 || next_seq < request.max_evaluations;
+                let budget_left =
+                    request.max_evaluations == 0 || next_seq < request.max_evaluations;
                 if !budget_left || out_of_time(&clock) {
                     break;
                 }
@@ -508,7 +573,9 @@ impl Runs {
                             let seq = next_seq;
                             next_seq += 1;
                             if let Some((job_id, x, _)) = stored.get(&seq) {
-                                if x.len() != c.x.len() || x.iter().zip(&c.x).any(|(a, b)| a.to_bits() != b.to_bits()) {
+                                if x.len() != c.x.len()
+                                    || x.iter().zip(&c.x).any(|(a, b)| a.to_bits() != b.to_bits())
+                                {
                                     return Err(format!(
                                         "cannot resume: proposal {seq} differs from the stored one (is the {} plugin deterministic?)",
                                         request.optimizer
@@ -521,7 +588,10 @@ impl Runs {
                             }
                         }
                         if !fresh.is_empty() {
-                            let jobs = fresh.iter().map(|(seq, _, _, job)| (*seq, job.clone())).collect();
+                            let jobs = fresh
+                                .iter()
+                                .map(|(seq, _, _, job)| (*seq, job.clone()))
+                                .collect();
                             let ids = self
                                 .scheduler
                                 .submit(&format!("run-{id}"), id, jobs)
@@ -561,7 +631,10 @@ impl Runs {
             let Some(completion) = completion else {
                 stopped = true;
                 let ids: Vec<u64> = pending.keys().copied().collect();
-                self.scheduler.cancel(&ids).await.map_err(|e| e.to_string())?;
+                self.scheduler
+                    .cancel(&ids)
+                    .await
+                    .map_err(|e| e.to_string())?;
                 break;
             };
             next_tell += 1;
@@ -572,9 +645,10 @@ impl Runs {
                 ));
             };
             let (outcome, velocity) = match &completion.outcome {
-                Ok(result) if result.velocity_m_s.is_finite() => {
-                    (Outcome::Fitness(result.velocity_m_s), Some(result.velocity_m_s))
-                }
+                Ok(result) if result.velocity_m_s.is_finite() => (
+                    Outcome::Fitness(result.velocity_m_s),
+                    Some(result.velocity_m_s),
+                ),
                 _ => (Outcome::Failed, None),
             };
             optimizer.tell(tag, outcome);
@@ -593,7 +667,10 @@ impl Runs {
                         v.best_parameters = names
                             .iter()
                             .zip(bx)
-                            .map(|(n, &value)| pb::Parameter { name: n.clone(), value })
+                            .map(|(n, &value)| pb::Parameter {
+                                name: n.clone(),
+                                value,
+                            })
                             .collect();
                         if improved {
                             v.best_gait_xml = prepared.best_gait(bx);
@@ -612,7 +689,10 @@ impl Runs {
                             parameters: names
                                 .iter()
                                 .zip(&x)
-                                .map(|(n, &value)| pb::Parameter { name: n.clone(), value })
+                                .map(|(n, &value)| pb::Parameter {
+                                    name: n.clone(),
+                                    value,
+                                })
                                 .collect(),
                             velocity_m_s: velocity,
                             improved,
@@ -621,7 +701,11 @@ impl Runs {
                 }
             }
         }
-        let state = if stopped { pb::RunState::Stopped } else { pb::RunState::Finished };
+        let state = if stopped {
+            pb::RunState::Stopped
+        } else {
+            pb::RunState::Finished
+        };
         self.update(id, |v| {
             v.state = state as i32;
             v.evaluations = evaluations;
@@ -629,7 +713,11 @@ impl Runs {
             v.finished_ms = now_ms();
         });
         self.persist(id);
-        self.scheduler.store().sync().await.map_err(|e| e.to_string())?;
+        self.scheduler
+            .store()
+            .sync()
+            .await
+            .map_err(|e| e.to_string())?;
         tracing::info!(run = id, evaluations, "run ended: {state:?}");
         Ok(())
     }
@@ -667,4 +755,3 @@ fn row_view(row: &RunRow) -> pb::Run {
         elapsed_s: row.elapsed_s,
     }
 }
-

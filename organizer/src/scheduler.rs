@@ -215,8 +215,9 @@ impl Scheduler {
 
     /// Starts the lease monitor and dispatches what is queued.
     pub fn start(self: &Arc<Self>) {
-        let me = self.clone();
-        tokio::spawn(async move { me.watch_leases().await });
+        // A weak handle: the monitor ends when the organizer is dropped.
+        let me = Arc::downgrade(self);
+        tokio::spawn(Scheduler::watch_leases(me));
         self.dispatch();
     }
 
@@ -251,12 +252,20 @@ impl Scheduler {
     // ---------------------------------------------------------------- hosts
 
     /// Adds or updates a host by name and probes it once.
-    pub async fn register_host(self: &Arc<Self>, name: &str, address: &str) -> Result<pb::Host, ScheduleError> {
+    pub async fn register_host(
+        self: &Arc<Self>,
+        name: &str,
+        address: &str,
+    ) -> Result<pb::Host, ScheduleError> {
         let address = address.trim();
         if address.is_empty() {
             return Err(ScheduleError::Invalid("address: missing".into()));
         }
-        let name = if name.trim().is_empty() { address } else { name.trim() };
+        let name = if name.trim().is_empty() {
+            address
+        } else {
+            name.trim()
+        };
         let channel = yamor_proto::transport::channel(address, &self.security)
             .map_err(|e| ScheduleError::Invalid(format!("address {address:?}: {e}")))?;
         let mut client = HostAgentClient::new(channel);
@@ -326,10 +335,9 @@ impl Scheduler {
     pub fn heartbeat(self: &Arc<Self>, host_id: u64) -> Result<pb::HostState, ScheduleError> {
         let state = {
             let mut core = self.lock();
-            let host = core
-                .hosts
-                .get_mut(&host_id)
-                .ok_or_else(|| ScheduleError::NotFound(format!("host {host_id} is not registered")))?;
+            let host = core.hosts.get_mut(&host_id).ok_or_else(|| {
+                ScheduleError::NotFound(format!("host {host_id} is not registered"))
+            })?;
             host.last_seen = Instant::now();
             if host.state == pb::HostState::Down {
                 tracing::info!(host = host.name, "host is back");
@@ -341,7 +349,11 @@ impl Scheduler {
         Ok(state)
     }
 
-    pub async fn deregister_host(self: &Arc<Self>, host_id: u64, name: &str) -> Result<(), ScheduleError> {
+    pub async fn deregister_host(
+        self: &Arc<Self>,
+        host_id: u64,
+        name: &str,
+    ) -> Result<(), ScheduleError> {
         let id = {
             let mut core = self.lock();
             let id = core
@@ -350,7 +362,9 @@ impl Scheduler {
                 .find(|(id, h)| **id == host_id || (!name.is_empty() && h.name == name))
                 .map(|(id, _)| *id)
                 .ok_or_else(|| {
-                    ScheduleError::Invalid(format!("unknown host: no host with id {host_id} or name {name:?}"))
+                    ScheduleError::Invalid(format!(
+                        "unknown host: no host with id {host_id} or name {name:?}"
+                    ))
                 })?;
             let host = core.hosts.remove(&id).expect("found above");
             if host.current_job != 0 {
@@ -372,7 +386,8 @@ impl Scheduler {
     // ----------------------------------------------------------------- jobs
 
     /// Validates and queues jobs; returns their ids once they are durable.
-    pub async fn submit(self: &Arc<Self>,
+    pub async fn submit(
+        self: &Arc<Self>,
         owner: &str,
         run_id: u64,
         jobs: Vec<(u64, pb::JobRequest)>,
@@ -470,7 +485,14 @@ impl Scheduler {
                     error: "cancelled".into(),
                     finished_ms: now_ms(),
                 });
-                self.publish(*id, &job, pb::JobState::Cancelled, None, "cancelled", now_ms());
+                self.publish(
+                    *id,
+                    &job,
+                    pb::JobState::Cancelled,
+                    None,
+                    "cancelled",
+                    now_ms(),
+                );
                 cancelled += 1;
             }
         }
@@ -490,7 +512,11 @@ impl Scheduler {
         }
     }
 
-    pub fn list_jobs(&self, filter: &JobFilter, brief: bool) -> Result<Vec<pb::Job>, ScheduleError> {
+    pub fn list_jobs(
+        &self,
+        filter: &JobFilter,
+        brief: bool,
+    ) -> Result<Vec<pb::Job>, ScheduleError> {
         // The database has every job (inserts are ordered before updates);
         // live jobs overlay their newer state.
         let rows = self.store.jobs(filter)?;
@@ -596,13 +622,18 @@ impl Scheduler {
         self.finish_attempt(job_id, attempt, host_id, end).await;
     }
 
-    async fn finish_attempt(self: &Arc<Self>, job_id: u64, attempt: u32, host_id: u64, end: AttemptEnd) {
+    async fn finish_attempt(
+        self: &Arc<Self>,
+        job_id: u64,
+        attempt: u32,
+        host_id: u64,
+        end: AttemptEnd,
+    ) {
         let finished = {
             let mut core = self.lock();
-            let current = core
-                .jobs
-                .get(&job_id)
-                .is_some_and(|j| j.state == pb::JobState::Running && j.attempts == attempt && j.host_id == host_id);
+            let current = core.jobs.get(&job_id).is_some_and(|j| {
+                j.state == pb::JobState::Running && j.attempts == attempt && j.host_id == host_id
+            });
             if !current {
                 // A stale attempt: the job was re-queued, cancelled or finished.
                 return;
@@ -629,11 +660,17 @@ impl Scheduler {
                 AttemptEnd::Failed(status) => {
                     let job_fault = matches!(
                         status.code(),
-                        Code::InvalidArgument | Code::Unimplemented | Code::FailedPrecondition | Code::OutOfRange
+                        Code::InvalidArgument
+                            | Code::Unimplemented
+                            | Code::FailedPrecondition
+                            | Code::OutOfRange
                     );
                     let host_gone = matches!(
                         status.code(),
-                        Code::Unavailable | Code::Unknown | Code::Unauthenticated | Code::DeadlineExceeded
+                        Code::Unavailable
+                            | Code::Unknown
+                            | Code::Unauthenticated
+                            | Code::DeadlineExceeded
                     );
                     if let Some(host) = host {
                         host.current_job = 0;
@@ -698,7 +735,12 @@ impl Scheduler {
         };
         let finished = now_ms();
         let (state, result, velocity, error) = match &outcome {
-            Ok(r) => (pb::JobState::Done, r.encode_to_vec(), Some(r.velocity_m_s), String::new()),
+            Ok(r) => (
+                pb::JobState::Done,
+                r.encode_to_vec(),
+                Some(r.velocity_m_s),
+                String::new(),
+            ),
             Err(e) => (pb::JobState::Failed, Vec::new(), None, e.clone()),
         };
         self.store.write(Write::JobFinished {
@@ -761,10 +803,23 @@ impl Scheduler {
 
     // --------------------------------------------------------------- leases
 
-    async fn watch_leases(self: Arc<Self>) {
-        let tick = (self.config.heartbeat_interval / 2).max(Duration::from_millis(20));
+    async fn watch_leases(me: std::sync::Weak<Self>) {
         loop {
+            let Some(this) = me.upgrade() else {
+                return;
+            };
+            let tick = (this.config.heartbeat_interval / 2).max(Duration::from_millis(20));
+            drop(this);
             tokio::time::sleep(tick).await;
+            let Some(this) = me.upgrade() else {
+                return;
+            };
+            this.check_leases();
+        }
+    }
+
+    fn check_leases(self: &Arc<Self>) {
+        {
             let mut probes = Vec::new();
             {
                 let mut core = self.lock();
@@ -772,7 +827,10 @@ impl Scheduler {
                 for (id, host) in &mut core.hosts {
                     let silent = host.last_seen.elapsed();
                     if host.state != pb::HostState::Down && silent > self.config.lease {
-                        tracing::warn!(host = host.name, "lease expired after {silent:?}: host down");
+                        tracing::warn!(
+                            host = host.name,
+                            "lease expired after {silent:?}: host down"
+                        );
                         host.state = pb::HostState::Down;
                         if host.current_job != 0 {
                             orphaned.push(host.current_job);
@@ -800,8 +858,11 @@ impl Scheduler {
                         if let Some(abort) = core.jobs.get_mut(&job).and_then(|j| j.abort.take()) {
                             let _ = abort.send(());
                         }
-                        let (completion, sink) =
-                            self.finish_locked(&mut core, job, Err("every host it ran on vanished".into()));
+                        let (completion, sink) = self.finish_locked(
+                            &mut core,
+                            job,
+                            Err("every host it ran on vanished".into()),
+                        );
                         let store = self.store.clone();
                         tokio::spawn(async move {
                             if store.sync().await.is_ok()
@@ -824,7 +885,9 @@ impl Scheduler {
     /// Hosts added by hand do not heartbeat: a successful probe counts as one.
     async fn probe(self: Arc<Self>, id: u64, mut client: HostAgentClient<AuthChannel>) {
         let answer = tokio::time::timeout(
-            self.config.heartbeat_interval.max(Duration::from_millis(200)),
+            self.config
+                .heartbeat_interval
+                .max(Duration::from_millis(200)),
             client.get_info(pb::GetInfoRequest {}),
         )
         .await;
@@ -904,7 +967,8 @@ pub fn validate(job: &pb::JobRequest) -> Result<(), String> {
         source: Some(pb::robot::Source::MorphologyXml(xml)),
     }) = &evaluation.robot
     {
-        yamor_core::Morphology::from_xml_str("robot.morphology_xml", xml).map_err(|e| e.to_string())?;
+        yamor_core::Morphology::from_xml_str("robot.morphology_xml", xml)
+            .map_err(|e| e.to_string())?;
     }
     for p in &evaluation.parameters {
         if !p.value.is_finite() {
@@ -919,7 +983,9 @@ pub fn validate(job: &pb::JobRequest) -> Result<(), String> {
             ("ground_friction", spec.ground_friction),
         ] {
             if !v.is_finite() || v < 0.0 {
-                return Err(format!("spec.{name} must be a non-negative number, got {v}"));
+                return Err(format!(
+                    "spec.{name} must be a non-negative number, got {v}"
+                ));
             }
         }
     }
@@ -927,10 +993,16 @@ pub fn validate(job: &pb::JobRequest) -> Result<(), String> {
         return Err(format!("backend: unknown value {}", job.backend));
     }
     if !job.timeout_s.is_finite() || job.timeout_s < 0.0 {
-        return Err(format!("timeout_s must be a non-negative number, got {}", job.timeout_s));
+        return Err(format!(
+            "timeout_s must be a non-negative number, got {}",
+            job.timeout_s
+        ));
     }
     if job.max_attempts > 100 {
-        return Err(format!("max_attempts must be at most 100, got {}", job.max_attempts));
+        return Err(format!(
+            "max_attempts must be at most 100, got {}",
+            job.max_attempts
+        ));
     }
     Ok(())
 }

@@ -106,7 +106,10 @@ impl OrganizerApi for OrganizerService {
         Ok(Response::new(pb::SubmitJobsResponse { job_ids }))
     }
 
-    async fn get_job(&self, request: Request<pb::GetJobRequest>) -> Result<Response<pb::Job>, Status> {
+    async fn get_job(
+        &self,
+        request: Request<pb::GetJobRequest>,
+    ) -> Result<Response<pb::Job>, Status> {
         let job = self
             .scheduler
             .job(request.into_inner().job_id, false)
@@ -123,7 +126,11 @@ impl OrganizerApi for OrganizerService {
             run_id: (r.run_id > 0).then_some(r.run_id),
             states: r.states,
             after_id: r.after_id,
-            limit: Some(if r.limit == 0 { 100 } else { r.limit.min(10_000) }),
+            limit: Some(if r.limit == 0 {
+                100
+            } else {
+                r.limit.min(10_000)
+            }),
         };
         let jobs = self.scheduler.list_jobs(&filter, r.brief).map_err(status)?;
         Ok(Response::new(pb::ListJobsResponse { jobs }))
@@ -164,7 +171,9 @@ impl OrganizerApi for OrganizerService {
         let ids = r.job_ids.clone();
         let run_id = r.run_id;
         let selected = move |job: &pb::Job| {
-            (ids.is_empty() && run_id == 0) || ids.contains(&job.id) || (run_id > 0 && job.run_id == run_id)
+            (ids.is_empty() && run_id == 0)
+                || ids.contains(&job.id)
+                || (run_id > 0 && job.run_id == run_id)
         };
         let snapshot = tokio_stream::iter(current.into_iter().map(Ok));
         let live = events.filter_map(move |event| match event {
@@ -188,8 +197,15 @@ impl OrganizerApi for OrganizerService {
         }))
     }
 
-    async fn start_run(&self, request: Request<pb::StartRunRequest>) -> Result<Response<pb::Run>, Status> {
-        let run = self.runs.start(request.into_inner()).await.map_err(status)?;
+    async fn start_run(
+        &self,
+        request: Request<pb::StartRunRequest>,
+    ) -> Result<Response<pb::Run>, Status> {
+        let run = self
+            .runs
+            .start(request.into_inner())
+            .await
+            .map_err(status)?;
         Ok(Response::new(run))
     }
 
@@ -197,16 +213,29 @@ impl OrganizerApi for OrganizerService {
         &self,
         request: Request<pb::BatchStartRunsRequest>,
     ) -> Result<Response<pb::BatchStartRunsResponse>, Status> {
-        let runs = self.runs.batch_start(request.into_inner()).await.map_err(status)?;
+        let runs = self
+            .runs
+            .batch_start(request.into_inner())
+            .await
+            .map_err(status)?;
         Ok(Response::new(pb::BatchStartRunsResponse { runs }))
     }
 
-    async fn stop_run(&self, request: Request<pb::StopRunRequest>) -> Result<Response<pb::Run>, Status> {
-        let run = self.runs.stop(request.into_inner().run_id).map_err(status)?;
+    async fn stop_run(
+        &self,
+        request: Request<pb::StopRunRequest>,
+    ) -> Result<Response<pb::Run>, Status> {
+        let run = self
+            .runs
+            .stop(request.into_inner().run_id)
+            .map_err(status)?;
         Ok(Response::new(run))
     }
 
-    async fn get_run(&self, request: Request<pb::GetRunRequest>) -> Result<Response<pb::Run>, Status> {
+    async fn get_run(
+        &self,
+        request: Request<pb::GetRunRequest>,
+    ) -> Result<Response<pb::Run>, Status> {
         let run = self.runs.get(request.into_inner().run_id).map_err(status)?;
         Ok(Response::new(run))
     }

@@ -184,8 +184,10 @@ fn open(path: &Path) -> Result<Connection, StoreError> {
         source,
     };
     let conn = Connection::open(path).map_err(wrap)?;
-    conn.pragma_update(None, "journal_mode", "WAL").map_err(wrap)?;
-    conn.pragma_update(None, "synchronous", "NORMAL").map_err(wrap)?;
+    conn.pragma_update(None, "journal_mode", "WAL")
+        .map_err(wrap)?;
+    conn.pragma_update(None, "synchronous", "NORMAL")
+        .map_err(wrap)?;
     conn.busy_timeout(std::time::Duration::from_secs(10))
         .map_err(wrap)?;
     Ok(conn)
@@ -299,9 +301,11 @@ impl Store {
     pub fn max_ids(&self) -> Result<(u64, u64, u64), StoreError> {
         self.read(|c| {
             let get = |table: &str| -> rusqlite::Result<u64> {
-                c.query_row(&format!("SELECT COALESCE(MAX(id), 0) FROM {table}"), [], |r| {
-                    r.get::<_, i64>(0)
-                })
+                c.query_row(
+                    &format!("SELECT COALESCE(MAX(id), 0) FROM {table}"),
+                    [],
+                    |r| r.get::<_, i64>(0),
+                )
                 .map(|v| v as u64)
             };
             Ok((get("hosts")?, get("runs")?, get("jobs")?))

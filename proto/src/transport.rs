@@ -70,7 +70,9 @@ impl Token {
     }
 
     /// The token from `file` if given, else from [`TOKEN_ENV`], else none.
-    pub fn from_file_or_env(file: Option<&std::path::Path>) -> Result<Option<Self>, TransportError> {
+    pub fn from_file_or_env(
+        file: Option<&std::path::Path>,
+    ) -> Result<Option<Self>, TransportError> {
         if let Some(path) = file {
             let text = std::fs::read_to_string(path).map_err(|source| TransportError::Read {
                 path: path.to_owned(),

@@ -90,8 +90,14 @@ async fn cluster(hosts: usize, delay: Duration, tag: &str) -> Result<Cluster> {
 
 fn xy(x: f64, y: f64) -> Vec<pb::Parameter> {
     vec![
-        pb::Parameter { name: "x".into(), value: x },
-        pb::Parameter { name: "y".into(), value: y },
+        pb::Parameter {
+            name: "x".into(),
+            value: x,
+        },
+        pb::Parameter {
+            name: "y".into(),
+            value: y,
+        },
     ]
 }
 
@@ -117,7 +123,10 @@ async fn throughput(hosts: usize, jobs: usize) -> Result<f64> {
                 })
                 .collect();
             client
-                .submit_jobs(pb::SubmitJobsRequest { jobs: batch, owner: "bench".into() })
+                .submit_jobs(pb::SubmitJobsRequest {
+                    jobs: batch,
+                    owner: "bench".into(),
+                })
                 .await?;
             sent += n;
         }
@@ -127,9 +136,13 @@ async fn throughput(hosts: usize, jobs: usize) -> Result<f64> {
     while done < jobs {
         match events.recv().await {
             Ok(job) if job.state == pb::JobState::Done as i32 => done += 1,
-            Ok(job) if job.state == pb::JobState::Failed as i32 => bail!("job {} failed: {}", job.id, job.error),
+            Ok(job) if job.state == pb::JobState::Failed as i32 => {
+                bail!("job {} failed: {}", job.id, job.error)
+            }
             Ok(_) => {}
-            Err(tokio::sync::broadcast::error::RecvError::Lagged(n)) => bail!("benchmark lost {n} events"),
+            Err(tokio::sync::broadcast::error::RecvError::Lagged(n)) => {
+                bail!("benchmark lost {n} events")
+            }
             Err(e) => bail!("{e}"),
         }
     }
@@ -152,15 +165,30 @@ async fn pso_time(hosts: usize, delay: Duration, generations: u64) -> Result<f64
         seed: 1,
         problem: Some(pb::start_run_request::Problem::Space(pb::ParameterSpace {
             bounds: vec![
-                pb::ParameterBound { name: "x".into(), min: -1.0, max: 1.0, start: 0.0 },
-                pb::ParameterBound { name: "y".into(), min: -1.0, max: 1.0, start: 0.0 },
+                pb::ParameterBound {
+                    name: "x".into(),
+                    min: -1.0,
+                    max: 1.0,
+                    start: 0.0,
+                },
+                pb::ParameterBound {
+                    name: "y".into(),
+                    min: -1.0,
+                    max: 1.0,
+                    start: 0.0,
+                },
             ],
         })),
         ..Default::default()
     };
     let mut events = c.organizer.runs.subscribe();
     let started = Instant::now();
-    let run = c.organizer.runs.start(request).await.map_err(|e| anyhow::anyhow!("{e}"))?;
+    let run = c
+        .organizer
+        .runs
+        .start(request)
+        .await
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
     loop {
         let event = events.recv().await?;
         if let Some(r) = event.run
@@ -179,7 +207,10 @@ async fn pso_time(hosts: usize, delay: Duration, generations: u64) -> Result<f64
 }
 
 pub async fn bench_cluster(args: BenchClusterArgs) -> Result<()> {
-    println!("scheduler throughput: expression hosts, no delay, {} jobs, SQLite on", args.jobs);
+    println!(
+        "scheduler throughput: expression hosts, no delay, {} jobs, SQLite on",
+        args.jobs
+    );
     println!("{:>6} {:>14}", "hosts", "evaluations/s");
     for &n in &args.hosts {
         let rate = throughput(n, args.jobs).await?;
@@ -193,13 +224,19 @@ pub async fn bench_cluster(args: BenchClusterArgs) -> Result<()> {
         "\nPSO speed-up: 32 particles x {} generations, {} ms per evaluation",
         args.generations, args.delay_ms
     );
-    println!("{:>6} {:>10} {:>9} {:>11}", "hosts", "seconds", "speed-up", "efficiency");
+    println!(
+        "{:>6} {:>10} {:>9} {:>11}",
+        "hosts", "seconds", "speed-up", "efficiency"
+    );
     let mut base = None;
     for &n in &args.speedup_hosts {
         let t = pso_time(n, delay, args.generations).await?;
         let base = *base.get_or_insert(t * n as f64 / args.speedup_hosts[0] as f64);
         let speedup = base / t;
-        println!("{n:>6} {t:>10.2} {speedup:>9.2} {:>10.0}%", 100.0 * speedup / n as f64);
+        println!(
+            "{n:>6} {t:>10.2} {speedup:>9.2} {:>10.0}%",
+            100.0 * speedup / n as f64
+        );
     }
     Ok(())
 }

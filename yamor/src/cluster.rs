@@ -44,13 +44,21 @@ pub struct OrganizerArgs {
 
 impl OrganizerArgs {
     pub fn config(&self) -> Result<SchedulerConfig> {
-        for (name, v) in [("heartbeat", self.heartbeat), ("lease", self.lease), ("job-timeout", self.job_timeout)] {
+        for (name, v) in [
+            ("heartbeat", self.heartbeat),
+            ("lease", self.lease),
+            ("job-timeout", self.job_timeout),
+        ] {
             if !(v.is_finite() && v > 0.0) {
                 bail!("--{name} must be a positive number of seconds, got {v}");
             }
         }
         if self.lease <= self.heartbeat {
-            bail!("--lease ({}) must be longer than --heartbeat ({})", self.lease, self.heartbeat);
+            bail!(
+                "--lease ({}) must be longer than --heartbeat ({})",
+                self.lease,
+                self.heartbeat
+            );
         }
         Ok(SchedulerConfig {
             heartbeat_interval: Duration::from_secs_f64(self.heartbeat),
@@ -73,7 +81,11 @@ pub async fn organizer(args: OrganizerArgs) -> Result<()> {
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await
         .with_context(|| format!("binding {}", args.listen))?;
-    let scheme = if security.tls.is_some() { "https" } else { "http" };
+    let scheme = if security.tls.is_some() {
+        "https"
+    } else {
+        "http"
+    };
     eprintln!(
         "organizer listening on {scheme}://{} (database {})",
         listener.local_addr()?,
@@ -115,7 +127,11 @@ pub struct HostArgs {
     security: ServerOpts,
 }
 
-pub fn backend_for(sim: Option<&str>, expr: Option<&str>, delay: Duration) -> Result<Arc<dyn Backend>> {
+pub fn backend_for(
+    sim: Option<&str>,
+    expr: Option<&str>,
+    delay: Duration,
+) -> Result<Arc<dyn Backend>> {
     Ok(match (sim, expr) {
         (Some(robot), None) => Arc::new(SimBackend::example(robot, Default::default())?),
         (None, Some(text)) => Arc::new(ExprBackend::new(text, delay)?),
@@ -135,12 +151,22 @@ pub async fn host(args: HostArgs) -> Result<()> {
         .await
         .with_context(|| format!("binding {}", args.listen))?;
     let local = listener.local_addr()?;
-    let scheme = if security.tls.is_some() { "https" } else { "http" };
-    let address = args.advertise.clone().unwrap_or_else(|| format!("{scheme}://{local}"));
+    let scheme = if security.tls.is_some() {
+        "https"
+    } else {
+        "http"
+    };
+    let address = args
+        .advertise
+        .clone()
+        .unwrap_or_else(|| format!("{scheme}://{local}"));
     let name = args.name.clone().unwrap_or_else(|| address.clone());
     let service = Arc::new(HostService::new(name.clone(), backend.clone()));
     // Printed on stdout so scripts and tests can pick up the address.
-    println!("host {name} listening on {address} ({})", backend.describe());
+    println!(
+        "host {name} listening on {address} ({})",
+        backend.describe()
+    );
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let registration = args.organizer.clone().map(|organizer| {
         let registration = Registration {
@@ -150,9 +176,12 @@ pub async fn host(args: HostArgs) -> Result<()> {
             address: address.clone(),
         };
         let mut stop = stop_rx.clone();
-        tokio::spawn(yamor_host_agent::keep_registered(registration, async move {
-            let _ = stop.wait_for(|s| *s).await;
-        }))
+        tokio::spawn(yamor_host_agent::keep_registered(
+            registration,
+            async move {
+                let _ = stop.wait_for(|s| *s).await;
+            },
+        ))
     });
     yamor_host_agent::serve(listener, service, security, async move {
         shutdown_signal().await;
@@ -201,7 +230,11 @@ pub async fn hosts(client: ClientOpts, command: HostsCommand) -> Result<()> {
     let mut organizer = client.organizer()?;
     match command {
         HostsCommand::List => {
-            let hosts = organizer.list_hosts(pb::ListHostsRequest {}).await?.into_inner().hosts;
+            let hosts = organizer
+                .list_hosts(pb::ListHostsRequest {})
+                .await?
+                .into_inner()
+                .hosts;
             println!(
                 "{:>4}  {:<28} {:<5} {:<6} {:>7} {:>9} {:>8} {:>8}  robot",
                 "id", "name", "kind", "state", "job", "seen (s)", "evals", "failures"
@@ -213,7 +246,11 @@ pub async fn hosts(client: ClientOpts, command: HostsCommand) -> Result<()> {
                     h.name,
                     backend_name(h.backend),
                     host_state(h.state),
-                    if h.current_job == 0 { "-".to_owned() } else { h.current_job.to_string() },
+                    if h.current_job == 0 {
+                        "-".to_owned()
+                    } else {
+                        h.current_job.to_string()
+                    },
                     h.last_seen_s,
                     h.evaluations,
                     h.failures,
@@ -228,7 +265,10 @@ pub async fn hosts(client: ClientOpts, command: HostsCommand) -> Result<()> {
                 .into_inner()
                 .host
                 .unwrap_or_default();
-            println!("added host {} ({}) as id {}", host.name, host.address, host.id);
+            println!(
+                "added host {} ({}) as id {}",
+                host.name, host.address, host.id
+            );
         }
         HostsCommand::Remove { host } => {
             let (host_id, name) = match host.parse::<u64>() {
@@ -293,26 +333,38 @@ fn parse_settings(pairs: &[String]) -> Result<HashMap<String, String>> {
 
 impl RunSpecArgs {
     pub fn request(&self) -> Result<pb::StartRunRequest> {
-        let problem = if self.param.is_empty() {
-            let xml = match &self.config {
-                Some(path) => std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?,
-                None => crate::run::default_optimization(&self.robot)?,
-            };
-            pb::start_run_request::Problem::OptimizationXml(xml)
-        } else {
-            let mut bounds = Vec::new();
-            for p in &self.param {
-                let parse = || -> Option<pb::ParameterBound> {
-                    let (name, range) = p.split_once('=')?;
-                    let parts: Vec<f64> = range.split(':').map(|v| v.trim().parse().ok()).collect::<Option<_>>()?;
-                    let (min, max) = (*parts.first()?, *parts.get(1)?);
-                    let start = parts.get(2).copied().unwrap_or((min + max) / 2.0);
-                    Some(pb::ParameterBound { name: name.trim().to_owned(), min, max, start })
+        let problem =
+            if self.param.is_empty() {
+                let xml = match &self.config {
+                    Some(path) => std::fs::read_to_string(path)
+                        .with_context(|| format!("reading {}", path.display()))?,
+                    None => crate::run::default_optimization(&self.robot)?,
                 };
-                bounds.push(parse().with_context(|| format!("--param expects name=min:max[:start], got {p:?}"))?);
-            }
-            pb::start_run_request::Problem::Space(pb::ParameterSpace { bounds })
-        };
+                pb::start_run_request::Problem::OptimizationXml(xml)
+            } else {
+                let mut bounds = Vec::new();
+                for p in &self.param {
+                    let parse = || -> Option<pb::ParameterBound> {
+                        let (name, range) = p.split_once('=')?;
+                        let parts: Vec<f64> = range
+                            .split(':')
+                            .map(|v| v.trim().parse().ok())
+                            .collect::<Option<_>>()?;
+                        let (min, max) = (*parts.first()?, *parts.get(1)?);
+                        let start = parts.get(2).copied().unwrap_or((min + max) / 2.0);
+                        Some(pb::ParameterBound {
+                            name: name.trim().to_owned(),
+                            min,
+                            max,
+                            start,
+                        })
+                    };
+                    bounds.push(parse().with_context(|| {
+                        format!("--param expects name=min:max[:start], got {p:?}")
+                    })?);
+                }
+                pb::start_run_request::Problem::Space(pb::ParameterSpace { bounds })
+            };
         Ok(pb::StartRunRequest {
             name: self.name.clone().unwrap_or_default(),
             optimizer: self.optimizer.clone(),
@@ -374,7 +426,8 @@ pub fn print_run(r: &pb::Run) {
         r.optimizer,
         run_state(r.state),
         r.evaluations,
-        r.best_velocity_m_s.map_or("-".to_owned(), |v| format!("{:.4}", v)),
+        r.best_velocity_m_s
+            .map_or("-".to_owned(), |v| format!("{:.4}", v)),
         r.elapsed_s,
         r.error
     );
@@ -393,16 +446,27 @@ pub async fn optimize(client: ClientOpts, command: OptimizeCommand) -> Result<()
                 .iter()
                 .enumerate()
                 .map(|(i, v)| {
-                    let pairs: Vec<String> = v.split(',').filter(|s| !s.trim().is_empty()).map(str::to_owned).collect();
+                    let pairs: Vec<String> = v
+                        .split(',')
+                        .filter(|s| !s.trim().is_empty())
+                        .map(str::to_owned)
+                        .collect();
                     Ok(pb::RunVariant {
-                        name: format!("{}-{}", spec.name.clone().unwrap_or_else(|| spec.optimizer.clone()), i + 1),
+                        name: format!(
+                            "{}-{}",
+                            spec.name.clone().unwrap_or_else(|| spec.optimizer.clone()),
+                            i + 1
+                        ),
                         settings: parse_settings(&pairs)?,
                         seed: spec.seed + i as u64,
                     })
                 })
                 .collect::<Result<Vec<_>>>()?;
             let runs = organizer
-                .batch_start_runs(pb::BatchStartRunsRequest { base: Some(base), variants })
+                .batch_start_runs(pb::BatchStartRunsRequest {
+                    base: Some(base),
+                    variants,
+                })
                 .await?
                 .into_inner()
                 .runs;
@@ -415,24 +479,45 @@ pub async fn optimize(client: ClientOpts, command: OptimizeCommand) -> Result<()
                 "{:>4}  {:<20} {:<8} {:<9} {:>7} {:>12} {:>9}",
                 "id", "name", "plugin", "state", "evals", "best (m/s)", "time"
             );
-            for r in organizer.list_runs(pb::ListRunsRequest {}).await?.into_inner().runs {
+            for r in organizer
+                .list_runs(pb::ListRunsRequest {})
+                .await?
+                .into_inner()
+                .runs
+            {
                 print_run(&r);
             }
         }
         OptimizeCommand::Optimizers => {
-            for o in organizer.list_optimizers(pb::ListOptimizersRequest {}).await?.into_inner().optimizers {
-                println!("{} {} by {}: {}", o.name, o.version, o.author, o.description);
+            for o in organizer
+                .list_optimizers(pb::ListOptimizersRequest {})
+                .await?
+                .into_inner()
+                .optimizers
+            {
+                println!(
+                    "{} {} by {}: {}",
+                    o.name, o.version, o.author, o.description
+                );
                 for s in o.settings {
-                    println!("    {:<16} default {:<10} {}", s.name, s.default_value, s.description);
+                    println!(
+                        "    {:<16} default {:<10} {}",
+                        s.name, s.default_value, s.description
+                    );
                 }
             }
         }
         OptimizeCommand::Stop { run } => {
-            organizer.stop_run(pb::StopRunRequest { run_id: run }).await?;
+            organizer
+                .stop_run(pb::StopRunRequest { run_id: run })
+                .await?;
             println!("stopping run {run}");
         }
         OptimizeCommand::Watch { run } => {
-            let stream = organizer.watch_run(pb::WatchRunRequest { run_id: run }).await?.into_inner();
+            let stream = organizer
+                .watch_run(pb::WatchRunRequest { run_id: run })
+                .await?
+                .into_inner();
             follow_run(stream).await?;
         }
     }
@@ -445,18 +530,25 @@ pub async fn follow_run(
 ) -> Result<pb::Run> {
     let bar = ProgressBar::new(0);
     bar.set_style(
-        ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} evals {msg}")
-            .expect("valid template"),
+        ProgressStyle::with_template(
+            "{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} evals {msg}",
+        )
+        .expect("valid template"),
     );
     let mut last = pb::Run::default();
     while let Some(event) = stream.next().await {
         let event = event?;
         if let Some(run) = event.run {
-            bar.set_length(if run.max_evaluations > 0 { run.max_evaluations } else { run.evaluations.max(1) });
+            bar.set_length(if run.max_evaluations > 0 {
+                run.max_evaluations
+            } else {
+                run.evaluations.max(1)
+            });
             bar.set_position(run.evaluations);
             bar.set_message(format!(
                 "best {}",
-                run.best_velocity_m_s.map_or("-".into(), |v| format!("{:.2} cm/s", v * 100.0))
+                run.best_velocity_m_s
+                    .map_or("-".into(), |v| format!("{:.2} cm/s", v * 100.0))
             ));
             let done = run.state != pb::RunState::Running as i32;
             last = run;
@@ -507,18 +599,29 @@ fn print_job(j: &pb::Job) {
         job_state(j.state),
         j.attempts,
         j.host,
-        j.result.as_ref().map_or("-".to_owned(), |r| format!("{:.5}", r.velocity_m_s)),
+        j.result
+            .as_ref()
+            .map_or("-".to_owned(), |r| format!("{:.5}", r.velocity_m_s)),
         j.error
     );
 }
 
 pub async fn jobs(client: ClientOpts, command: JobsCommand) -> Result<()> {
     let mut organizer = client.organizer()?;
-    println!("{:>7} {:>5} {:<10} {:>3} {:<28} {:>12}  error", "id", "run", "state", "try", "host", "value");
+    println!(
+        "{:>7} {:>5} {:<10} {:>3} {:<28} {:>12}  error",
+        "id", "run", "state", "try", "host", "value"
+    );
     match command {
         JobsCommand::List { run, limit, after } => {
             let jobs = organizer
-                .list_jobs(pb::ListJobsRequest { run_id: run, states: vec![], limit, after_id: after, brief: true })
+                .list_jobs(pb::ListJobsRequest {
+                    run_id: run,
+                    states: vec![],
+                    limit,
+                    after_id: after,
+                    brief: true,
+                })
                 .await?
                 .into_inner()
                 .jobs;
@@ -528,7 +631,11 @@ pub async fn jobs(client: ClientOpts, command: JobsCommand) -> Result<()> {
         }
         JobsCommand::Watch { run, job } => {
             let mut stream = organizer
-                .watch_jobs(pb::WatchJobsRequest { job_ids: job, run_id: run, brief: true })
+                .watch_jobs(pb::WatchJobsRequest {
+                    job_ids: job,
+                    run_id: run,
+                    brief: true,
+                })
                 .await?
                 .into_inner();
             while let Some(j) = stream.next().await {

@@ -12,7 +12,12 @@ pub const ORGANIZER_ADDR: &str = "127.0.0.1:7070";
 #[derive(Args, Clone, Debug)]
 pub struct ClientOpts {
     /// The organizer's URL.
-    #[arg(long, env = "YAMOR_ORGANIZER", default_value = "http://127.0.0.1:7070", global = true)]
+    #[arg(
+        long,
+        env = "YAMOR_ORGANIZER",
+        default_value = "http://127.0.0.1:7070",
+        global = true
+    )]
     pub organizer: String,
     /// File holding the shared token (otherwise $YAMOR_TOKEN).
     #[arg(long, global = true)]
@@ -33,7 +38,9 @@ impl ClientOpts {
 
     pub fn organizer(
         &self,
-    ) -> Result<yamor_proto::v1::organizer_client::OrganizerClient<yamor_proto::transport::AuthChannel>> {
+    ) -> Result<
+        yamor_proto::v1::organizer_client::OrganizerClient<yamor_proto::transport::AuthChannel>,
+    > {
         Ok(yamor_proto::v1::organizer_client::OrganizerClient::new(
             yamor_proto::transport::channel(&self.organizer, &self.security()?)?,
         ))

@@ -42,7 +42,10 @@ pub struct RunArgs {
 pub struct RunSpecOverrides {
     #[arg(long, default_value = "pso")]
     optimizer: String,
-    #[arg(long, help = "Optimization configuration (yamorconfig with <optimize> rules)")]
+    #[arg(
+        long,
+        help = "Optimization configuration (yamorconfig with <optimize> rules)"
+    )]
     config: Option<PathBuf>,
     #[arg(long = "set", help = "Optimizer setting name=value (repeatable)")]
     settings: Vec<String>,
@@ -63,8 +66,12 @@ pub fn default_optimization(robot: &str) -> Result<String> {
     if robot == "quadruped" {
         return Ok(include_str!("../../examples/robots/quadruped/optimize.xml").to_owned());
     }
-    let example = ExampleRobot::named(robot)
-        .with_context(|| format!("unknown robot {robot:?}; known: {}", ExampleRobot::names().join(", ")))?;
+    let example = ExampleRobot::named(robot).with_context(|| {
+        format!(
+            "unknown robot {robot:?}; known: {}",
+            ExampleRobot::names().join(", ")
+        )
+    })?;
     let gait = example.gait()?;
     let mut rules = String::new();
     for m in &gait.modules {
@@ -73,14 +80,24 @@ pub fn default_optimization(robot: &str) -> Result<String> {
         }
         let reach = m.max_angle.abs().min(m.min_angle.abs());
         let amplitude = m.amplitude.clamp(0.0, reach);
-        rules += &format!("  <optimize param=\"amplitude_{}\" min=\"0\" max=\"{}\"/>\n", m.id, reach.max(amplitude));
+        rules += &format!(
+            "  <optimize param=\"amplitude_{}\" min=\"0\" max=\"{}\"/>\n",
+            m.id,
+            reach.max(amplitude)
+        );
         let offset = reach / 2.0;
         if m.offset.abs() <= offset {
-            rules += &format!("  <optimize param=\"offset_{}\" min=\"{}\" max=\"{}\"/>\n", m.id, -offset, offset);
+            rules += &format!(
+                "  <optimize param=\"offset_{}\" min=\"{}\" max=\"{}\"/>\n",
+                m.id, -offset, offset
+            );
         }
         for link in &m.cpg_links {
             if link.to > m.id && (-PI..=PI).contains(&link.phase) {
-                rules += &format!("  <optimize param=\"phase_{}_{}\" min=\"{}\" max=\"{}\"/>\n", m.id, link.to, -PI, PI);
+                rules += &format!(
+                    "  <optimize param=\"phase_{}_{}\" min=\"{}\" max=\"{}\"/>\n",
+                    m.id, link.to, -PI, PI
+                );
             }
         }
     }
@@ -92,7 +109,8 @@ pub fn default_optimization(robot: &str) -> Result<String> {
 }
 
 pub async fn run(args: RunArgs) -> Result<()> {
-    std::fs::create_dir_all(&args.out).with_context(|| format!("creating {}", args.out.display()))?;
+    std::fs::create_dir_all(&args.out)
+        .with_context(|| format!("creating {}", args.out.display()))?;
     let hosts = args
         .hosts
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, usize::from))
@@ -112,8 +130,13 @@ pub async fn run(args: RunArgs) -> Result<()> {
     };
     let request = spec.request()?;
     let db = args.out.join("yamor.db");
-    let organizer = Organizer::open(&db, SchedulerConfig::default(), ClientSecurity::default(), plugins())
-        .with_context(|| format!("opening {}", db.display()))?;
+    let organizer = Organizer::open(
+        &db,
+        SchedulerConfig::default(),
+        ClientSecurity::default(),
+        plugins(),
+    )
+    .with_context(|| format!("opening {}", db.display()))?;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let organizer_url = format!("http://{}", listener.local_addr()?);
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
@@ -145,7 +168,10 @@ pub async fn run(args: RunArgs) -> Result<()> {
             name,
             address,
         };
-        tokio::spawn(yamor_host_agent::keep_registered(registration, stopped(stop_rx.clone())));
+        tokio::spawn(yamor_host_agent::keep_registered(
+            registration,
+            stopped(stop_rx.clone()),
+        ));
     }
     let run = organizer
         .runs
@@ -158,7 +184,10 @@ pub async fn run(args: RunArgs) -> Result<()> {
     );
     let events = tokio_stream::wrappers::BroadcastStream::new(organizer.runs.subscribe());
     let run_id = run.id;
-    let first = organizer.runs.get(run_id).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let first = organizer
+        .runs
+        .get(run_id)
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
     let stream = tokio_stream::StreamExt::filter_map(events, move |e| match e {
         Ok(e) if e.run.as_ref().is_some_and(|r| r.id == run_id) => Some(Ok(e)),
         _ => None,
@@ -197,10 +226,13 @@ fn write_outputs(organizer: &Organizer, run: &pb::Run, out: &Path) -> Result<()>
             run.best_velocity_m_s.unwrap_or(0.0) * 100.0
         );
     }
-    let jobs = organizer.scheduler.store().jobs(&yamor_organizer::store::JobFilter {
-        run_id: Some(run.id),
-        ..Default::default()
-    })?;
+    let jobs = organizer
+        .scheduler
+        .store()
+        .jobs(&yamor_organizer::store::JobFilter {
+            run_id: Some(run.id),
+            ..Default::default()
+        })?;
     let mut finished: Vec<_> = jobs.iter().filter(|j| j.tell_seq.is_some()).collect();
     finished.sort_by_key(|j| j.tell_seq);
     let path = out.join("evaluations.csv");
@@ -212,7 +244,11 @@ fn write_outputs(organizer: &Organizer, run: &pb::Run, out: &Path) -> Result<()>
         let parameters = request.job.map(|j| j.parameters).unwrap_or_default();
         if index == 0 {
             let names: Vec<String> = parameters.iter().map(|p| p.name.clone()).collect();
-            writeln!(csv, "evaluation,job,host,attempts,velocity_m_s,best_m_s,{}", names.join(","))?;
+            writeln!(
+                csv,
+                "evaluation,job,host,attempts,velocity_m_s,best_m_s,{}",
+                names.join(",")
+            )?;
         }
         if let Some(v) = job.velocity {
             best = best.max(v);
@@ -229,7 +265,11 @@ fn write_outputs(organizer: &Organizer, run: &pb::Run, out: &Path) -> Result<()>
             job.host,
             job.attempts,
             job.velocity.map_or(String::new(), |v| v.to_string()),
-            if best.is_finite() { best.to_string() } else { String::new() },
+            if best.is_finite() {
+                best.to_string()
+            } else {
+                String::new()
+            },
             values.join(",")
         )?;
     }
@@ -258,7 +298,12 @@ pub fn plot_progress(path: &Path, title: &str, best: &[(f64, f64)]) -> Result<()
     let root = BitMapBackend::new(path, (900, 540)).into_drawing_area();
     root.fill(&WHITE)?;
     let n = best.last().map_or(1.0, |p| p.0).max(1.0);
-    let top = best.iter().map(|p| p.1 * 100.0).fold(0.0f64, f64::max).max(0.1) * 1.1;
+    let top = best
+        .iter()
+        .map(|p| p.1 * 100.0)
+        .fold(0.0f64, f64::max)
+        .max(0.1)
+        * 1.1;
     let bottom = best.iter().map(|p| p.1 * 100.0).fold(0.0f64, f64::min);
     let mut chart = ChartBuilder::on(&root)
         .caption(format!("{title}: best velocity so far"), ("sans-serif", 22))

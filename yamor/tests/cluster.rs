@@ -127,8 +127,18 @@ fn pso_run(budget: u64, particles: u32) -> pb::StartRunRequest {
         seed: 7,
         problem: Some(pb::start_run_request::Problem::Space(pb::ParameterSpace {
             bounds: vec![
-                pb::ParameterBound { name: "x".into(), min: -1.0, max: 1.0, start: 0.0 },
-                pb::ParameterBound { name: "y".into(), min: -1.0, max: 1.0, start: 0.0 },
+                pb::ParameterBound {
+                    name: "x".into(),
+                    min: -1.0,
+                    max: 1.0,
+                    start: 0.0,
+                },
+                pb::ParameterBound {
+                    name: "y".into(),
+                    min: -1.0,
+                    max: 1.0,
+                    start: 0.0,
+                },
             ],
         })),
         max_evaluations: budget,
@@ -176,7 +186,10 @@ async fn three_hosts_complete_every_job_and_survive_a_host_killed_mid_job() {
     wait_free_hosts(&mut org, 3).await;
 
     let mut jobs = org
-        .watch_jobs(pb::WatchJobsRequest { brief: true, ..Default::default() })
+        .watch_jobs(pb::WatchJobsRequest {
+            brief: true,
+            ..Default::default()
+        })
         .await
         .unwrap()
         .into_inner();
@@ -190,16 +203,29 @@ async fn three_hosts_complete_every_job_and_survive_a_host_killed_mid_job() {
         }
     };
     let finished = wait_run_end(&mut org, run.id).await;
-    assert_eq!(finished.state, pb::RunState::Finished as i32, "{}", finished.error);
+    assert_eq!(
+        finished.state,
+        pb::RunState::Finished as i32,
+        "{}",
+        finished.error
+    );
     assert_eq!(finished.evaluations, 40);
     let all = run_jobs(&mut org, run.id).await;
     assert_eq!(all.len(), 40);
     assert!(all.iter().all(|j| j.state == pb::JobState::Done as i32));
     let victim = all.iter().find(|j| j.id == victim_job).unwrap();
-    assert!(victim.attempts >= 2, "the killed host's job was not retried");
+    assert!(
+        victim.attempts >= 2,
+        "the killed host's job was not retried"
+    );
     assert_ne!(victim.host, "h1");
     // The organizer saw the host go.
-    let listed = org.list_hosts(pb::ListHostsRequest {}).await.unwrap().into_inner().hosts;
+    let listed = org
+        .list_hosts(pb::ListHostsRequest {})
+        .await
+        .unwrap()
+        .into_inner()
+        .hosts;
     let h1 = listed.iter().find(|h| h.name == "h1").unwrap();
     assert_eq!(h1.state, pb::HostState::Down as i32);
     // The best point is near the expression's maximum at (0.3, -0.2).
@@ -217,7 +243,11 @@ async fn organizer_killed_and_restarted_resumes_the_run_without_rerunning() {
     let mut org = client(&url);
     wait_free_hosts(&mut org, 3).await;
     let budget = 60;
-    let run = org.start_run(pso_run(budget, 6)).await.unwrap().into_inner();
+    let run = org
+        .start_run(pso_run(budget, 6))
+        .await
+        .unwrap()
+        .into_inner();
     // Wait until part of the run is done, then kill -9 the organizer.
     let mut stream = org
         .watch_run(pb::WatchRunRequest { run_id: run.id })
@@ -236,9 +266,17 @@ async fn organizer_killed_and_restarted_resumes_the_run_without_rerunning() {
     assert_eq!(url, url2);
     let mut org = client(&url);
     let finished = wait_run_end(&mut org, run.id).await;
-    assert_eq!(finished.state, pb::RunState::Finished as i32, "{}", finished.error);
+    assert_eq!(
+        finished.state,
+        pb::RunState::Finished as i32,
+        "{}",
+        finished.error
+    );
     assert_eq!(finished.evaluations, budget);
-    assert_eq!(finished.settings.get("particles").map(String::as_str), Some("6"));
+    assert_eq!(
+        finished.settings.get("particles").map(String::as_str),
+        Some("6")
+    );
     let all = run_jobs(&mut org, run.id).await;
     // Exactly one job per proposal: nothing re-run, nothing lost.
     assert_eq!(all.len() as u64, budget, "jobs: {}", all.len());
@@ -249,16 +287,25 @@ async fn organizer_killed_and_restarted_resumes_the_run_without_rerunning() {
 async fn bad_requests_get_invalid_argument_and_a_wrong_token_unauthenticated() {
     let db = temp_db("bad-input");
     let (_organizer, url) = start_organizer(&db, "127.0.0.1:0", Some("t0ken"));
-    let good = ClientSecurity { token: Some(Token::new("t0ken").unwrap()), ..Default::default() };
+    let good = ClientSecurity {
+        token: Some(Token::new("t0ken").unwrap()),
+        ..Default::default()
+    };
     let mut org = OrganizerClient::new(channel(&url, &good).unwrap());
 
     // Malformed gait XML.
     let job = |gait: &str| pb::JobRequest {
-        job: Some(pb::EvaluationJob { gait_xml: gait.into(), ..Default::default() }),
+        job: Some(pb::EvaluationJob {
+            gait_xml: gait.into(),
+            ..Default::default()
+        }),
         ..Default::default()
     };
     let err = org
-        .submit_jobs(pb::SubmitJobsRequest { jobs: vec![job("<yamorconfig><modulelist>")], owner: String::new() })
+        .submit_jobs(pb::SubmitJobsRequest {
+            jobs: vec![job("<yamorconfig><modulelist>")],
+            owner: String::new(),
+        })
         .await
         .unwrap_err();
     assert_eq!(err.code(), Code::InvalidArgument);
@@ -271,7 +318,11 @@ async fn bad_requests_get_invalid_argument_and_a_wrong_token_unauthenticated() {
     }
     let err = org.start_run(run).await.unwrap_err();
     assert_eq!(err.code(), Code::InvalidArgument);
-    assert!(err.message().contains('x') && err.message().contains("outside"), "{}", err.message());
+    assert!(
+        err.message().contains('x') && err.message().contains("outside"),
+        "{}",
+        err.message()
+    );
     let mut run = pso_run(10, 4);
     run.optimizer = "gradient-descent".into();
     let err = org.start_run(run).await.unwrap_err();
@@ -282,24 +333,41 @@ async fn bad_requests_get_invalid_argument_and_a_wrong_token_unauthenticated() {
     assert!(err.message().contains("particles"), "{}", err.message());
     // Unknown host.
     let err = org
-        .deregister_host(pb::DeregisterHostRequest { host_id: 99, name: String::new() })
+        .deregister_host(pb::DeregisterHostRequest {
+            host_id: 99,
+            name: String::new(),
+        })
         .await
         .unwrap_err();
     assert_eq!(err.code(), Code::InvalidArgument);
 
     // Wrong and missing tokens change nothing.
     for token in [Some(Token::new("wrong").unwrap()), None] {
-        let security = ClientSecurity { token, ..Default::default() };
+        let security = ClientSecurity {
+            token,
+            ..Default::default()
+        };
         let mut intruder = OrganizerClient::new(channel(&url, &security).unwrap());
         let err = intruder.start_run(pso_run(10, 4)).await.unwrap_err();
         assert_eq!(err.code(), Code::Unauthenticated);
-        let err = intruder.list_runs(pb::ListRunsRequest {}).await.unwrap_err();
+        let err = intruder
+            .list_runs(pb::ListRunsRequest {})
+            .await
+            .unwrap_err();
         assert_eq!(err.code(), Code::Unauthenticated);
     }
-    let runs = org.list_runs(pb::ListRunsRequest {}).await.unwrap().into_inner().runs;
+    let runs = org
+        .list_runs(pb::ListRunsRequest {})
+        .await
+        .unwrap()
+        .into_inner()
+        .runs;
     assert!(runs.is_empty(), "a rejected request created a run");
     let jobs = org
-        .list_jobs(pb::ListJobsRequest { limit: 10, ..Default::default() })
+        .list_jobs(pb::ListJobsRequest {
+            limit: 10,
+            ..Default::default()
+        })
         .await
         .unwrap()
         .into_inner()

@@ -30,28 +30,47 @@ async fn tls_server_talks_to_a_client_that_trusts_its_certificate_only() {
     let port = listener.local_addr().unwrap().port();
     let security = ServerSecurity {
         token: None,
-        tls: Some(TlsServerFiles { cert: cert.clone(), key }),
+        tls: Some(TlsServerFiles {
+            cert: cert.clone(),
+            key,
+        }),
     };
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let server = tokio::spawn(yamor_organizer::serve(listener, organizer, security, async {
-        let _ = stopped.await;
-    }));
+    let server = tokio::spawn(yamor_organizer::serve(
+        listener,
+        organizer,
+        security,
+        async {
+            let _ = stopped.await;
+        },
+    ));
 
     let trusted = ClientSecurity {
         tls_ca: Some(cert),
         ..Default::default()
     };
-    let mut client = OrganizerClient::new(channel(&format!("https://localhost:{port}"), &trusted).unwrap());
+    let mut client =
+        OrganizerClient::new(channel(&format!("https://localhost:{port}"), &trusted).unwrap());
     let runs = client.list_runs(pb::ListRunsRequest {}).await.unwrap();
     assert!(runs.into_inner().runs.is_empty());
 
     // Plain text against a TLS port fails.
-    let mut plain =
-        OrganizerClient::new(channel(&format!("http://127.0.0.1:{port}"), &ClientSecurity::default()).unwrap());
+    let mut plain = OrganizerClient::new(
+        channel(
+            &format!("http://127.0.0.1:{port}"),
+            &ClientSecurity::default(),
+        )
+        .unwrap(),
+    );
     assert!(plain.list_runs(pb::ListRunsRequest {}).await.is_err());
     // A client that does not trust the self-signed certificate fails.
-    let mut untrusting =
-        OrganizerClient::new(channel(&format!("https://localhost:{port}"), &ClientSecurity::default()).unwrap());
+    let mut untrusting = OrganizerClient::new(
+        channel(
+            &format!("https://localhost:{port}"),
+            &ClientSecurity::default(),
+        )
+        .unwrap(),
+    );
     assert!(untrusting.list_runs(pb::ListRunsRequest {}).await.is_err());
 
     stop.send(()).unwrap();
