@@ -1,0 +1,196 @@
+//! `Evaluate` over a real socket: simulation and expression backends.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tonic::Code;
+use yamor_firmware_sim::SimSettings;
+use yamor_firmware_sim::robots::ExampleRobot;
+use yamor_host_agent::expr::ExprBackend;
+use yamor_host_agent::sim::SimBackend;
+use yamor_host_agent::{Backend, HostService};
+use yamor_proto::transport::{AuthChannel, ClientSecurity, ServerSecurity, channel};
+use yamor_proto::v1 as pb;
+use yamor_proto::v1::host_agent_client::HostAgentClient;
+
+async fn start(backend: Arc<dyn Backend>) -> HostAgentClient<AuthChannel> {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(yamor_host_agent::serve(
+        listener,
+        Arc::new(HostService::new("t", backend)),
+        ServerSecurity::default(),
+        std::future::pending(),
+    ));
+    HostAgentClient::new(channel(&url, &ClientSecurity::default()).unwrap())
+}
+
+fn quadruped_job(seconds: f64) -> pb::EvaluateRequest {
+    pb::EvaluateRequest {
+        job: Some(pb::EvaluationJob {
+            gait_xml: ExampleRobot::named("quadruped")
+                .unwrap()
+                .gait_xml
+                .to_owned(),
+            spec: Some(pb::EvaluationSpec {
+                warmup_s: 2.0,
+                measure_s: seconds,
+                ..Default::default()
+            }),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_quadruped_walks_through_evaluate() {
+    let mut host = start(Arc::new(
+        SimBackend::example("quadruped", SimSettings::default()).unwrap(),
+    ))
+    .await;
+    let info = host
+        .get_info(pb::GetInfoRequest {})
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(info.backend, pb::Backend::Simulation as i32);
+    assert_eq!(info.robot, "quadruped");
+    let result = host
+        .evaluate(quadruped_job(4.0))
+        .await
+        .unwrap()
+        .into_inner()
+        .result
+        .unwrap();
+    assert!(result.velocity_m_s > 0.02, "{}", result.velocity_m_s);
+    let t = result.trajectory.unwrap();
+    assert!((t.end.unwrap().t - 6.0).abs() < 0.05);
+    assert!(t.distance_m > 0.05 && t.path_length_m >= t.distance_m * 0.99);
+    let timings = result.timings.unwrap();
+    assert!(timings.physics_steps > 300 && timings.simulated_s > 5.9);
+    assert_eq!(
+        host.get_info(pb::GetInfoRequest {})
+            .await
+            .unwrap()
+            .into_inner()
+            .evaluations,
+        1
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_jobs_are_invalid_arguments() {
+    let mut host = start(Arc::new(
+        SimBackend::example("quadruped", SimSettings::default()).unwrap(),
+    ))
+    .await;
+    let mut bad = quadruped_job(1.0);
+    bad.job.as_mut().unwrap().gait_xml = "<yamorconfig><modulelist><module id=\"0\"".into();
+    let err = host.evaluate(bad).await.unwrap_err();
+    assert_eq!(err.code(), Code::InvalidArgument);
+    let mut unknown = quadruped_job(1.0);
+    unknown.job.as_mut().unwrap().gait_xml =
+        "<yamorconfig><modulelist><module id=\"77\" amplitude=\"0.5\" offset=\"0\" speed=\"1\" minangle=\"-1\" maxangle=\"1\"/></modulelist></yamorconfig>".into();
+    let err = host.evaluate(unknown).await.unwrap_err();
+    assert_eq!(err.code(), Code::InvalidArgument);
+    assert!(err.message().contains("77"), "{}", err.message());
+    let mut negative = quadruped_job(1.0);
+    negative
+        .job
+        .as_mut()
+        .unwrap()
+        .spec
+        .as_mut()
+        .unwrap()
+        .measure_s = -3.0;
+    let err = host.evaluate(negative).await.unwrap_err();
+    assert_eq!(err.code(), Code::InvalidArgument);
+    assert!(err.message().contains("measure_s"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dropped_call_stops_the_simulation_and_frees_the_host() {
+    let mut host = start(Arc::new(
+        SimBackend::example("quadruped", SimSettings::default()).unwrap(),
+    ))
+    .await;
+    let mut caller = host.clone();
+    // An hour of simulated walking: minutes of CPU if cancellation failed.
+    let call = tokio::spawn(async move { caller.evaluate(quadruped_job(3600.0)).await });
+    loop {
+        if host
+            .get_info(pb::GetInfoRequest {})
+            .await
+            .unwrap()
+            .into_inner()
+            .busy
+        {
+            break;
+        }
+        tokio::task::yield_now().await;
+    }
+    // A second evaluation is refused while the robot is busy.
+    let err = host.evaluate(quadruped_job(1.0)).await.unwrap_err();
+    assert_eq!(err.code(), Code::ResourceExhausted);
+    call.abort();
+    let started = std::time::Instant::now();
+    loop {
+        if !host
+            .get_info(pb::GetInfoRequest {})
+            .await
+            .unwrap()
+            .into_inner()
+            .busy
+        {
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "the simulation kept running"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let result = host
+        .evaluate(quadruped_job(1.0))
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(result.result.is_some());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_expression_backend_evaluates_parameters() {
+    let mut host = start(Arc::new(
+        ExprBackend::new("-(x - 1)^2 + 2 * y()", Duration::ZERO).unwrap(),
+    ))
+    .await;
+    let request = |params: Vec<(&str, f64)>| pb::EvaluateRequest {
+        job: Some(pb::EvaluationJob {
+            parameters: params
+                .into_iter()
+                .map(|(n, v)| pb::Parameter {
+                    name: n.into(),
+                    value: v,
+                })
+                .collect(),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let r = host
+        .evaluate(request(vec![("x", 3.0), ("y", 0.5)]))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(r.result.unwrap().velocity_m_s, -3.0);
+    let err = host.evaluate(request(vec![("x", 3.0)])).await.unwrap_err();
+    assert_eq!(err.code(), Code::InvalidArgument);
+    assert!(err.message().contains("\"y\""), "{}", err.message());
+    let err = host
+        .open_simulation(pb::OpenSimulationRequest::default())
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Code::Unimplemented);
+    assert!(ExprBackend::new("1 +* 2", Duration::ZERO).is_err());
+}

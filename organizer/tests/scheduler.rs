@@ -1,0 +1,186 @@
+//! The scheduler in one process, with real expression hosts on loopback gRPC.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use yamor_host_agent::HostService;
+use yamor_host_agent::expr::ExprBackend;
+use yamor_organizer::store::{JobFilter, Write};
+use yamor_organizer::{Organizer, SchedulerConfig, Store};
+use yamor_proto::transport::{ClientSecurity, ServerSecurity};
+use yamor_proto::v1 as pb;
+
+fn temp_dir(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("yamor-org-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+async fn organizer_with_hosts(name: &str, hosts: usize, delay: Duration) -> Organizer {
+    let dir = temp_dir(name);
+    let organizer = Organizer::open(
+        &dir.join("yamor.db"),
+        SchedulerConfig::default(),
+        ClientSecurity::default(),
+        vec![Arc::new(yamor_pso::Pso)],
+    )
+    .unwrap();
+    for i in 0..hosts {
+        let backend = Arc::new(ExprBackend::new("x", delay).unwrap());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = format!("http://{}", listener.local_addr().unwrap());
+        let name = format!("h{i}");
+        tokio::spawn(yamor_host_agent::serve(
+            listener,
+            Arc::new(HostService::new(name.clone(), backend)),
+            ServerSecurity::default(),
+            std::future::pending(),
+        ));
+        organizer
+            .scheduler
+            .register_host(&name, &address)
+            .await
+            .unwrap();
+    }
+    organizer
+}
+
+fn job(x: f64) -> pb::JobRequest {
+    pb::JobRequest {
+        job: Some(pb::EvaluationJob {
+            parameters: vec![pb::Parameter {
+                name: "x".into(),
+                value: x,
+            }],
+            ..Default::default()
+        }),
+        backend: pb::Backend::Expression as i32,
+        ..Default::default()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_single_job_is_not_starved_by_a_big_batch() {
+    let organizer = organizer_with_hosts("fair", 1, Duration::from_millis(10)).await;
+    let mut events = organizer.scheduler.subscribe_jobs();
+    let batch = (0..30).map(|i| (i, job(i as f64))).collect();
+    let swarm = organizer
+        .scheduler
+        .submit("run-pso", 0, batch)
+        .await
+        .unwrap();
+    let lone = organizer
+        .scheduler
+        .submit("run-powell", 0, vec![(0, job(-1.0))])
+        .await
+        .unwrap()[0];
+    let mut swarm_done_before = 0;
+    loop {
+        let e = events.recv().await.unwrap();
+        if e.state != pb::JobState::Done as i32 {
+            continue;
+        }
+        if e.id == lone {
+            break;
+        }
+        assert!(swarm.contains(&e.id));
+        swarm_done_before += 1;
+    }
+    // Round robin: the lone job waits for at most the jobs already running
+    // and the one the swarm was owed, never the whole batch.
+    assert!(
+        swarm_done_before <= 3,
+        "{swarm_done_before} swarm jobs ran first"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn results_are_recorded_once_and_survive_reopening() {
+    let dir = temp_dir("once");
+    let db = dir.join("yamor.db");
+    {
+        let organizer = organizer_with_hosts("once-hosts", 2, Duration::ZERO).await;
+        drop(organizer);
+    }
+    let store = Store::open(&db).unwrap();
+    store
+        .commit(Write::InsertJobs(vec![yamor_organizer::store::JobRow {
+            id: 1,
+            run_id: 0,
+            owner: "c".into(),
+            seq: 0,
+            tell_seq: None,
+            state: pb::JobState::Queued as i32,
+            request: vec![],
+            attempts: 0,
+            host: String::new(),
+            result: vec![],
+            velocity: None,
+            error: String::new(),
+            submitted_ms: 0,
+            started_ms: 0,
+            finished_ms: 0,
+        }]))
+        .await
+        .unwrap();
+    let finish = |v: f64| Write::JobFinished {
+        id: 1,
+        state: pb::JobState::Done as i32,
+        tell_seq: None,
+        result: vec![],
+        velocity: Some(v),
+        error: String::new(),
+        finished_ms: 1,
+    };
+    store.commit(finish(1.0)).await.unwrap();
+    // A late second answer for the same job changes nothing.
+    store.commit(finish(2.0)).await.unwrap();
+    drop(store);
+    let reopened = Store::open(&db).unwrap();
+    let jobs = reopened.jobs(&JobFilter::default()).unwrap();
+    assert_eq!(jobs.len(), 1);
+    assert_eq!(jobs[0].velocity, Some(1.0));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_invalid_job_fails_at_once_and_a_cancelled_one_never_runs() {
+    let organizer = organizer_with_hosts("invalid", 1, Duration::from_millis(20)).await;
+    // The host cannot evaluate "x" without x: the job's fault, not the host's.
+    let mut bad = job(0.0);
+    bad.job.as_mut().unwrap().parameters.clear();
+    let mut events = organizer.scheduler.subscribe_jobs();
+    let ids = organizer
+        .scheduler
+        .submit("c", 0, vec![(0, bad), (0, job(1.0)), (0, job(2.0))])
+        .await
+        .unwrap();
+    let cancelled = organizer.scheduler.cancel(&ids[2..]).await.unwrap();
+    assert_eq!(cancelled, 1);
+    let mut seen = std::collections::HashMap::new();
+    while seen.len() < 3 {
+        let e = events.recv().await.unwrap();
+        if [
+            pb::JobState::Done,
+            pb::JobState::Failed,
+            pb::JobState::Cancelled,
+        ]
+        .iter()
+        .any(|s| *s as i32 == e.state)
+        {
+            seen.insert(e.id, e);
+        }
+    }
+    let failed = &seen[&ids[0]];
+    assert_eq!(failed.state, pb::JobState::Failed as i32);
+    assert_eq!(failed.attempts, 1, "an invalid job must not be retried");
+    assert!(failed.error.contains('x'), "{}", failed.error);
+    assert_eq!(seen[&ids[1]].state, pb::JobState::Done as i32);
+    assert_eq!(seen[&ids[2]].state, pb::JobState::Cancelled as i32);
+    let hosts = organizer.scheduler.hosts();
+    assert_eq!(
+        hosts[0].state,
+        pb::HostState::Free as i32,
+        "the host is not to blame"
+    );
+}
