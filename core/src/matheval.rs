@@ -460,6 +460,7 @@ impl fmt::Display for Expr {
     }
 }
 
+type UnaryFn = fn(f64) -> f64;
 type Function = Arc<dyn Fn(&[f64]) -> Result<f64, String> + Send + Sync>;
 
 #[derive(Clone)]
@@ -498,7 +499,7 @@ impl Context {
             functions: HashMap::new(),
             parameters: HashMap::new(),
         };
-        let unary: [(&str, fn(f64) -> f64); 14] = [
+        let unary: [(&str, UnaryFn); 14] = [
             ("sin", f64::sin),
             ("cos", f64::cos),
             ("tan", f64::tan),

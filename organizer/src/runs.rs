@@ -678,7 +678,7 @@ impl Runs {
                     }
                 });
                 if evaluations as usize > replayed {
-                    if improved || evaluations % 16 == 0 {
+                    if improved || evaluations.is_multiple_of(16) {
                         self.persist(id);
                     }
                     let _ = self.events.send(pb::RunEvent {
