@@ -194,3 +194,52 @@ async fn the_expression_backend_evaluates_parameters() {
     assert_eq!(err.code(), Code::Unimplemented);
     assert!(ExprBackend::new("1 +* 2", Duration::ZERO).is_err());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn health_is_open_while_the_api_needs_the_token() {
+    use tonic_health::pb::HealthCheckRequest;
+    use tonic_health::pb::health_client::HealthClient;
+    use yamor_proto::transport::Token;
+
+    let token = Token::new("s3cret").unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let backend = Arc::new(ExprBackend::new("x", Duration::ZERO).unwrap());
+    tokio::spawn(yamor_host_agent::serve(
+        listener,
+        Arc::new(HostService::new("t", backend)),
+        ServerSecurity {
+            token: Some(token.clone()),
+            tls: None,
+        },
+        std::future::pending(),
+    ));
+    let anonymous = channel(&url, &ClientSecurity::default()).unwrap();
+    let mut health = HealthClient::new(anonymous.clone());
+    let status = health
+        .check(HealthCheckRequest {
+            service: "yamor.v1.HostAgent".into(),
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .status;
+    assert_eq!(
+        status,
+        tonic_health::pb::health_check_response::ServingStatus::Serving as i32
+    );
+    let err = HostAgentClient::new(anonymous)
+        .get_info(pb::GetInfoRequest {})
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Code::Unauthenticated);
+    let trusted = ClientSecurity {
+        token: Some(token),
+        ..Default::default()
+    };
+    let info = HostAgentClient::new(channel(&url, &trusted).unwrap())
+        .get_info(pb::GetInfoRequest {})
+        .await
+        .unwrap();
+    assert_eq!(info.into_inner().backend, pb::Backend::Expression as i32);
+}
