@@ -452,11 +452,11 @@ pub async fn optimize(client: ClientOpts, command: OptimizeCommand) -> Result<()
                         .map(str::to_owned)
                         .collect();
                     Ok(pb::RunVariant {
-                        name: format!(
-                            "{}-{}",
-                            spec.name.clone().unwrap_or_else(|| spec.optimizer.clone()),
-                            i + 1
-                        ),
+                        // Unnamed batches get "<optimizer>-<run id>" from the organizer.
+                        name: spec
+                            .name
+                            .as_ref()
+                            .map_or(String::new(), |n| format!("{n}-{}", i + 1)),
                         settings: parse_settings(&pairs)?,
                         seed: spec.seed + i as u64,
                     })
@@ -518,7 +518,8 @@ pub async fn optimize(client: ClientOpts, command: OptimizeCommand) -> Result<()
                 .watch_run(pb::WatchRunRequest { run_id: run })
                 .await?
                 .into_inner();
-            follow_run(stream).await?;
+            let run = follow_run(stream).await?;
+            print_run(&run);
         }
     }
     Ok(())
