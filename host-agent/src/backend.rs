@@ -176,7 +176,7 @@ pub trait Backend: Send + Sync + 'static {
     fn describe(&self) -> String;
     fn evaluate(&self, job: Job, cancel: CancelFlag) -> BoxFuture<'_, Result<Outcome, HostError>>;
     /// The session surface of IYaMoRHost3, if this backend has one.
-    fn session(&self) -> Option<&dyn crate::session::SessionFactory> {
+    fn session(&self) -> Option<Arc<dyn crate::session::SessionFactory>> {
         None
     }
 }

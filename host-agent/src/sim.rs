@@ -63,16 +63,7 @@ impl SimBackend {
     pub fn morphology_for(&self, source: &RobotSource) -> Result<Morphology, HostError> {
         match source {
             RobotSource::Default => Ok(self.morphology.clone()),
-            RobotSource::Example(name) => ExampleRobot::named(name)
-                .ok_or_else(|| {
-                    HostError::InvalidJob(format!("job.robot: unknown example {name:?}"))
-                })?
-                .morphology()
-                .map_err(|e| HostError::Failed(e.to_string())),
-            RobotSource::Morphology(xml) => {
-                Morphology::from_xml_str("job.robot.morphology_xml", xml)
-                    .map_err(|e| HostError::InvalidJob(e.to_string()))
-            }
+            other => resolve(other),
         }
     }
 }
@@ -86,7 +77,54 @@ fn point(s: yamor_firmware_sim::evaluate::Sample) -> Point {
     }
 }
 
+/// Builds session worlds from the backend's default robot and settings.
+struct SimSessions {
+    morphology: Morphology,
+    settings: SimSettings,
+}
+
+impl crate::session::SessionFactory for SimSessions {
+    fn open(
+        &self,
+        robot: &RobotSource,
+        seed: u64,
+        ground_friction: Option<f64>,
+    ) -> Result<yamor_firmware_sim::Simulation, tonic::Status> {
+        let morphology = match robot {
+            RobotSource::Default => self.morphology.clone(),
+            other => resolve(other).map_err(|e| tonic::Status::invalid_argument(e.to_string()))?,
+        };
+        let mut settings = self.settings;
+        settings.seed = seed;
+        if let Some(mu) = ground_friction {
+            settings.ground_friction = mu;
+        }
+        yamor_firmware_sim::Simulation::new(&morphology, settings)
+            .map_err(|e| tonic::Status::invalid_argument(e.to_string()))
+    }
+}
+
+/// A non-default robot source as a morphology.
+fn resolve(source: &RobotSource) -> Result<Morphology, HostError> {
+    match source {
+        RobotSource::Default => Err(HostError::InvalidJob("no default robot here".into())),
+        RobotSource::Example(name) => ExampleRobot::named(name)
+            .ok_or_else(|| HostError::InvalidJob(format!("job.robot: unknown example {name:?}")))?
+            .morphology()
+            .map_err(|e| HostError::Failed(e.to_string())),
+        RobotSource::Morphology(xml) => Morphology::from_xml_str("job.robot.morphology_xml", xml)
+            .map_err(|e| HostError::InvalidJob(e.to_string())),
+    }
+}
+
 impl Backend for SimBackend {
+    fn session(&self) -> Option<std::sync::Arc<dyn crate::session::SessionFactory>> {
+        Some(std::sync::Arc::new(SimSessions {
+            morphology: self.morphology.clone(),
+            settings: self.settings,
+        }))
+    }
+
     fn kind(&self) -> BackendKind {
         BackendKind::Simulation
     }
