@@ -70,7 +70,7 @@ impl OrganizerArgs {
 }
 
 pub fn plugins() -> Vec<Arc<dyn yamor_plugin_api::Plugin>> {
-    vec![Arc::new(yamor_pso::Pso)]
+    vec![Arc::new(yamor_pso::Pso), Arc::new(yamor_powell::Powell)]
 }
 
 pub async fn organizer(args: OrganizerArgs) -> Result<()> {
