@@ -1,52 +1,155 @@
-//! The stateful IYaMoRHost3 surface (thesis 5.5.3): a session opens a robot
-//! world, keeps the host-side copy of every module parameter, queues changes
-//! until `Flush`, and drives the robot over SNP messages, exactly as the
-//! thesis' host drove Webots.
+//! The stateful IYaMoRHost3 surface (thesis 5.5.3): a session opens a robot,
+//! keeps the host-side copy of every module parameter, queues changes until
+//! `Flush`, and drives the robot with SNP messages, as YaMoR Host 3 drove
+//! Webots or the real robot.
 //!
-//! Ids in requests are *real* ids, translated to simulation ids by the C.1
-//! mapping (identity by default); replies use real ids too. Every operation
-//! runs on a blocking thread: building a world and sleeping in virtual time
-//! are physics.
+//! All the logic lives here and reaches the robot only through a
+//! [`RobotLink`], so the serial robot reuses it unchanged; the simulator's
+//! link is in [`crate::sim`]. A link with a physical world behind it also
+//! offers a [`Supervisor`] for what only a simulator can do (thesis 5.4.1,
+//! C.2.6, C.2.7).
 //!
-//! Defect motors follow C.2.6: marking a module defect sends it motor-off and
-//! suppresses later motor-on messages to it; the simulator also applies the
-//! physical defect (limp or stuck).
+//! Choices where the thesis is silent:
+//! - Ids in requests and replies are *real* ids and the host copy is kept in
+//!   real ids. The C.1 mapping (identity for unmapped ids) translates them on
+//!   the way to the link, and only in simulation mode, as YaMoR Host 3 did.
+//!   The mapping cannot change while a robot is connected, because the
+//!   modules already configured would silently change identity.
+//! - Values are checked against the limits the module firmware enforces
+//!   before anything is stored or sent, so a refused value never leaves the
+//!   host copy and the robot out of step; the error names the field.
+//! - `Flush` sends only the messages whose content changed (limit angles,
+//!   CPG structure, CPG parameters, per module); `Refresh` resends all three
+//!   for every module and leaves the control flags alone.
+//! - Defect motors (C.2.6) are host marks: marking sends motor-off and strips
+//!   motor-on from every later control message to that module; the simulator
+//!   also makes the joint limp or stuck. Healing lifts the mark and switches
+//!   the motor back on. Marks survive `ResetSimulation` (they are the
+//!   experiment, not the world) but not `OpenSimulation`.
+//! - Every call runs on a blocking thread; long ones (sleeping, pauses in
+//!   scripts) stop soon after the RPC is dropped.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use tonic::Status;
-use yamor_core::{Connection, Connector, CpgLink, ModuleId, RobotConfig};
-use yamor_firmware_sim::firmware::configuration_messages;
-use yamor_firmware_sim::snp::{BROADCAST, DefectMode, SnpMessage, flags};
-use yamor_firmware_sim::{SimError, Simulation};
+use yamor_core::{Connection, Connector, CpgLink, ModuleConfig, ModuleId, RobotConfig};
+use yamor_firmware_sim::firmware::{MAX_ANGLE_PARAMETER, MAX_SPEED, configuration_messages};
+use yamor_firmware_sim::geometry::HANDLE_RANGE;
+use yamor_firmware_sim::snp::{DefectMode, MAX_LINKS, SnpMessage, flags};
 use yamor_proto::v1 as pb;
 
-use crate::backend::RobotSource;
+use crate::backend::{HostError, Point, RobotSource};
+use crate::service::host_error_to_status;
 
-/// Builds robot worlds for sessions; implemented by backends that have one.
+/// One robot as a session drives it: SNP messages out, replies back, and
+/// time passing. The simulator implements it over `Simulation`, the serial
+/// robot over its port.
+pub trait RobotLink: Send {
+    /// Whether time is virtual (a simulator). The C.1 id mapping applies
+    /// only then.
+    fn simulation_mode(&self) -> bool;
+    /// Seconds since the link opened: virtual in simulation mode.
+    fn elapsed(&self) -> f64;
+    /// The robot position: the centre module in a simulator, the LED tracker
+    /// on the real robot.
+    fn position(&self) -> Point;
+    /// Sends one SNP request to module `dst` (a wire id, already translated)
+    /// and returns the module's reply, an `Ack`, a `Nack` or a `State`.
+    fn send(&mut self, dst: u8, message: &SnpMessage) -> Result<SnpMessage, HostError>;
+    /// Lets `seconds` of robot time pass (as fast as possible in a
+    /// simulator); returns [`HostError::Cancelled`] soon after `cancel` is set.
+    fn advance(&mut self, seconds: f64, cancel: &AtomicBool) -> Result<(), HostError>;
+    /// The physical world's controls, when there is a simulator behind the link.
+    fn supervisor(&mut self) -> Option<&mut dyn Supervisor> {
+        None
+    }
+}
+
+/// The supervisor commands of a simulated world (thesis 5.4.1). Ids here are
+/// simulation ids.
+pub trait Supervisor {
+    /// Every module of the world.
+    fn modules(&self) -> Vec<ModuleId>;
+    /// Mates a free module to the robot (C.2.7 `connect`).
+    fn connect(&mut self, connection: Connection) -> Result<(), HostError>;
+    /// Detaches a module and puts it away (C.2.7 `disconnect`).
+    fn disconnect(&mut self, id: ModuleId) -> Result<(), HostError>;
+    /// The physical side of a defect motor (C.2.6).
+    fn set_defect(&mut self, id: ModuleId, mode: DefectMode) -> Result<(), HostError>;
+    fn set_ground_friction(&mut self, mu: f64) -> Result<(), HostError>;
+    /// Lifts the robot to `height` m and lets it fall (thesis 7.5.2).
+    fn drop_robot(&mut self, height: f64, upside_down: bool) -> Result<(), HostError>;
+    /// Back to the world as it was opened, modules powered on but idle.
+    fn reset(&mut self) -> Result<(), HostError>;
+}
+
+/// Opens robots for sessions; implemented by backends that have one.
 pub trait SessionFactory: Send + Sync {
+    /// Whether the links it opens are simulations.
+    fn simulation_mode(&self) -> bool;
+    /// Builds (or connects to) the robot. `ground_friction` `None` means the
+    /// backend's default.
     fn open(
         &self,
         robot: &RobotSource,
         seed: u64,
         ground_friction: Option<f64>,
-    ) -> Result<Simulation, Status>;
+    ) -> Result<Box<dyn RobotLink>, HostError>;
 }
 
+/// Which of a module's three parameter messages must be sent again.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Changes {
+    limits: bool,
+    structure: bool,
+    params: bool,
+}
+
+impl Changes {
+    const ALL: Changes = Changes {
+        limits: true,
+        structure: true,
+        params: true,
+    };
+
+    fn count(self) -> u32 {
+        u32::from(self.limits) + u32::from(self.structure) + u32::from(self.params)
+    }
+
+    fn merge(&mut self, other: Changes) {
+        self.limits |= other.limits;
+        self.structure |= other.structure;
+        self.params |= other.params;
+    }
+
+    fn wants(self, message: &SnpMessage) -> bool {
+        match message {
+            SnpMessage::LimitAngles { .. } => self.limits,
+            SnpMessage::CpgStructure { .. } => self.structure,
+            SnpMessage::CpgParams { .. } => self.params,
+            _ => false,
+        }
+    }
+}
+
+/// An open robot.
 struct Session {
-    sim: Simulation,
-    /// The host-side copy of the configuration, in simulation ids.
+    link: Box<dyn RobotLink>,
+    /// The host-side copy of the configuration, in real ids; `None` until
+    /// `ConnectRobot`.
     robot: Option<RobotConfig>,
-    /// Modules whose parameters changed since the last flush.
-    pending: BTreeSet<ModuleId>,
-    defects: HashMap<ModuleId, DefectMode>,
+    /// Real id → what changed since the last flush.
+    pending: BTreeMap<ModuleId, Changes>,
+    /// Real id → defect mode (never `Healthy`).
+    defects: BTreeMap<ModuleId, DefectMode>,
 }
 
-#[derive(Default)]
 struct Shared {
+    /// Of the backend, reported while no session is open.
+    simulation_mode: bool,
     session: Option<Session>,
     /// real id → simulation id (C.1).
     mapping: HashMap<u32, u32>,
@@ -58,17 +161,15 @@ pub struct SessionHost {
     shared: Arc<Mutex<Shared>>,
 }
 
-/// Largest servo deflection the module allows (rad).
-const SERVO_RANGE: f64 = std::f64::consts::FRAC_PI_2 + 1e-3;
+/// Largest SNP module address; 254 and 255 are the host and broadcast.
+const MAX_WIRE_ID: u8 = 253;
+/// Longest sleep or script pause (s).
+const MAX_SLEEP: f64 = 3600.0;
+/// Virtual time between two wall-clock checks of a paced sleep (s).
+const PACE_STEP: f64 = 0.05;
 
-fn sim_error(e: SimError) -> Status {
-    match e {
-        SimError::Cancelled(_) => Status::cancelled(e.to_string()),
-        e => Status::invalid_argument(e.to_string()),
-    }
-}
-
-/// Sets the flag when the RPC future is dropped (client gone or cancelled).
+/// Sets the flag when the RPC future is dropped (client gone or cancelled):
+/// the service passes no flag to session calls, so each call makes its own.
 struct CancelOnDrop(Arc<AtomicBool>);
 
 impl Drop for CancelOnDrop {
@@ -82,12 +183,17 @@ impl SessionHost {
     #[must_use]
     pub fn for_backend(backend: &Arc<dyn crate::Backend>) -> Option<Self> {
         backend.session().map(|factory| SessionHost {
+            shared: Arc::new(Mutex::new(Shared {
+                simulation_mode: factory.simulation_mode(),
+                session: None,
+                mapping: HashMap::new(),
+            })),
             factory,
-            shared: Arc::new(Mutex::new(Shared::default())),
         })
     }
 
-    /// Runs `f` on the shared state on a blocking thread.
+    /// Runs `f` on the shared state on a blocking thread: sessions do
+    /// physics or serial I/O, never on the async runtime.
     async fn with<T: Send + 'static>(
         &self,
         f: impl FnOnce(&mut Shared, &AtomicBool) -> Result<T, Status> + Send + 'static,
@@ -103,6 +209,7 @@ impl SessionHost {
         .map_err(|e| Status::internal(format!("session thread: {e}")))?
     }
 
+    /// Opens the robot, replacing any open one; on failure the open one stays.
     pub async fn open_simulation(
         &self,
         request: pb::OpenSimulationRequest,
@@ -114,101 +221,94 @@ impl SessionHost {
         };
         let friction = match request.ground_friction {
             0.0 => None,
-            f if f.is_finite() && f > 0.0 => Some(f),
+            f if f.is_finite() && f > 0.0 && f <= 10.0 => Some(f),
             f => {
                 return Err(Status::invalid_argument(format!(
-                    "ground_friction must be positive, got {f}"
+                    "ground_friction must be in (0, 10] (0 for the default), got {f}"
                 )));
             }
         };
         let factory = self.factory.clone();
         self.with(move |shared, _| {
-            let sim = factory.open(&robot, request.seed, friction)?;
+            let link = factory
+                .open(&robot, request.seed, friction)
+                .map_err(status)?;
             shared.session = Some(Session {
-                sim,
+                link,
                 robot: None,
-                pending: BTreeSet::new(),
-                defects: HashMap::new(),
+                pending: BTreeMap::new(),
+                defects: BTreeMap::new(),
             });
-            Ok(state(shared))
+            Ok(shared.state())
         })
         .await
     }
 
+    /// Drops the robot; closing twice is harmless.
     pub async fn close_simulation(
         &self,
         _request: pb::CloseSimulationRequest,
     ) -> Result<pb::SessionState, Status> {
         self.with(|shared, _| {
             shared.session = None;
-            Ok(state(shared))
+            Ok(shared.state())
         })
         .await
     }
 
+    /// Loads a yamorconfig and sends all of it: Bluetooth network, limit
+    /// angles, CPG structure and parameters, then UART, CPG and motors on
+    /// (C.2.2–C.2.4). Everything is checked before the first message goes out.
     pub async fn connect_robot(
         &self,
         request: pb::ConnectRobotRequest,
     ) -> Result<pb::SessionState, Status> {
-        let config = RobotConfig::from_xml_str("config_xml", &request.config_xml)
-            .map_err(|e| Status::invalid_argument(e.to_string()))?;
         self.with(move |shared, _| {
-            let mapping = shared.mapping.clone();
-            let session = open(shared)?;
-            let config = translate(&config, &mapping);
-            session.sim.configure(&config).map_err(sim_error)?;
-            for (&id, _) in session
-                .defects
-                .iter()
-                .filter(|(_, d)| **d != DefectMode::Healthy)
-            {
-                send(&mut session.sim, id, &control(0, flags::MOTOR))?;
-            }
-            session.robot = Some(config);
-            session.pending.clear();
-            Ok(state(shared))
+            let config = RobotConfig::from_xml_str("config_xml", &request.config_xml)
+                .map_err(|e| Status::invalid_argument(e.to_string()))?;
+            let (session, ids) = shared.open()?;
+            session.connect(&ids, config)?;
+            Ok(shared.state())
         })
         .await
     }
 
+    /// Sends the pending changes only.
     pub async fn flush(&self, _request: pb::FlushRequest) -> Result<pb::SessionState, Status> {
         self.with(|shared, _| {
-            let session = connected(shared)?;
-            let pending: Vec<ModuleId> = session.pending.iter().copied().collect();
-            send_parameters(session, &pending)?;
-            session.pending.clear();
-            Ok(state(shared))
+            let (session, ids) = shared.connected()?;
+            let pending: Vec<(ModuleId, Changes)> =
+                session.pending.iter().map(|(&id, &c)| (id, c)).collect();
+            for (id, changes) in pending {
+                session.send_parameters(&ids, id, changes)?;
+                session.pending.remove(&id);
+            }
+            Ok(shared.state())
         })
         .await
     }
 
+    /// Resends every parameter of every module (C.2.3 "Full CPG Refresh").
     pub async fn refresh(&self, _request: pb::RefreshRequest) -> Result<pb::SessionState, Status> {
         self.with(|shared, _| {
-            let session = connected(shared)?;
-            let all: Vec<ModuleId> = session
-                .robot
-                .as_ref()
-                .map(|r| r.modules.iter().map(|m| m.id).collect())
-                .unwrap_or_default();
-            send_parameters(session, &all)?;
-            for id in all {
-                let motor_on = !is_defect(session, id);
-                let on = flags::UART | flags::CPG | if motor_on { flags::MOTOR } else { 0 };
-                send(&mut session.sim, id, &control(on, 0))?;
+            let (session, ids) = shared.connected()?;
+            for id in session.module_ids() {
+                session.send_parameters(&ids, id, Changes::ALL)?;
+                session.pending.remove(&id);
             }
-            session.pending.clear();
-            Ok(state(shared))
+            Ok(shared.state())
         })
         .await
     }
 
+    /// Tristate control flags (C.2.4) to one module or to every module of the
+    /// connected robot; motor-on never reaches a defect module (C.2.6).
     pub async fn send_control_message(
         &self,
         request: pb::ControlMessageRequest,
     ) -> Result<pb::SessionState, Status> {
         self.with(move |shared, _| {
-            let target = request.module_id.map(|id| sim_id(&shared.mapping, id));
-            let session = open(shared)?;
+            let (session, ids) = shared.connected()?;
             let mut on = 0;
             let mut off = 0;
             for (flag, wanted) in [
@@ -222,63 +322,68 @@ impl SessionHost {
                     None => {}
                 }
             }
-            let targets: Vec<ModuleId> = match target {
+            let targets = match request.module_id {
                 Some(id) => {
-                    session.sim.module_index(id).map_err(sim_error)?;
+                    session.configured(id)?;
                     vec![id]
                 }
-                None => session.sim.modules().iter().map(|m| m.id).collect(),
+                None => session.module_ids(),
             };
             for id in targets {
-                // C.2.6: motor-on never reaches a defect module.
-                let on = if is_defect(session, id) {
-                    on & !flags::MOTOR
-                } else {
-                    on
-                };
-                send(&mut session.sim, id, &control(on, off))?;
+                session.control(&ids, id, on, off)?;
             }
-            Ok(state(shared))
+            Ok(shared.state())
         })
         .await
     }
 
+    /// ElapsedTime, SimulationModeEnabled and RobotPosition; works closed too.
     pub async fn get_state(
         &self,
         _request: pb::GetStateRequest,
     ) -> Result<pb::SessionState, Status> {
-        self.with(|shared, _| Ok(state(shared))).await
+        self.with(|shared, _| Ok(shared.state())).await
     }
 
+    /// Lets time pass. Host (and unspecified) and virtual clocks advance the
+    /// simulation as fast as it goes; the real clock paces it to the wall
+    /// clock. On a real robot every clock is the wall clock.
     pub async fn sleep(&self, request: pb::SleepRequest) -> Result<pb::SessionState, Status> {
-        if !(request.seconds.is_finite() && (0.0..=3600.0).contains(&request.seconds)) {
+        if !(request.seconds.is_finite() && (0.0..=MAX_SLEEP).contains(&request.seconds)) {
             return Err(Status::invalid_argument(format!(
-                "seconds must be in [0, 3600], got {}",
+                "seconds must be in [0, {MAX_SLEEP}], got {}",
                 request.seconds
             )));
         }
-        let real = request.clock == pb::Clock::Real as i32;
+        let clock = pb::Clock::try_from(request.clock).map_err(|_| {
+            Status::invalid_argument(format!("clock: unknown value {}", request.clock))
+        })?;
         self.with(move |shared, cancel| {
-            let session = open(shared)?;
-            advance(&mut session.sim, request.seconds, real, cancel)?;
-            Ok(state(shared))
+            let (session, _) = shared.open()?;
+            let link = session.link.as_mut();
+            if clock == pb::Clock::Real && link.simulation_mode() {
+                paced(link, request.seconds, cancel)?;
+            } else {
+                link.advance(request.seconds, cancel).map_err(status)?;
+            }
+            Ok(shared.state())
         })
         .await
     }
 
+    /// GetAllModulesId and every module's parameters, in configuration order.
     pub async fn list_modules(
         &self,
         _request: pb::ListModulesRequest,
     ) -> Result<pb::ListModulesResponse, Status> {
         self.with(|shared, _| {
-            let mapping = shared.mapping.clone();
-            let session = connected(shared)?;
-            let robot = session.robot.as_ref().expect("connected");
+            let (session, _) = shared.connected()?;
             Ok(pb::ListModulesResponse {
-                modules: robot
+                modules: session
+                    .config()?
                     .modules
                     .iter()
-                    .map(|m| module_view(m, &mapping, is_defect(session, m.id)))
+                    .map(|m| session.module_view(m))
                     .collect(),
             })
         })
@@ -290,102 +395,56 @@ impl SessionHost {
         request: pb::GetModuleRequest,
     ) -> Result<pb::ModuleParameters, Status> {
         self.with(move |shared, _| {
-            let mapping = shared.mapping.clone();
-            let id = sim_id(&mapping, request.id);
-            let session = connected(shared)?;
-            let module = session
-                .robot
-                .as_ref()
-                .and_then(|r| r.module(id))
-                .ok_or_else(|| unknown(request.id))?;
-            Ok(module_view(module, &mapping, is_defect(session, id)))
+            let (session, _) = shared.connected()?;
+            let module = session.configured(request.id)?;
+            Ok(session.module_view(module))
         })
         .await
     }
 
+    /// Changes the fields present in the host copy; pending until `Flush`.
+    /// A bad value changes nothing.
     pub async fn set_module(
         &self,
         request: pb::SetModuleRequest,
     ) -> Result<pb::ModuleParameters, Status> {
         self.with(move |shared, _| {
-            let mapping = shared.mapping.clone();
-            let id = sim_id(&mapping, request.id);
-            let session = connected(shared)?;
-            let robot = session.robot.as_mut().expect("connected");
-            let current = robot.module(id).ok_or_else(|| unknown(request.id))?.clone();
+            let (session, _) = shared.connected()?;
+            let current = session.configured(request.id)?.clone();
             let mut next = current.clone();
-            let field = |name: &str, v: Option<f64>, ok: &dyn Fn(f64) -> bool, why: &str| match v {
-                Some(v) if !(v.is_finite() && ok(v)) => Err(Status::invalid_argument(format!(
-                    "module {}: {name} = {v} {why}",
-                    request.id
-                ))),
-                _ => Ok(()),
-            };
-            field(
-                "amplitude",
-                request.amplitude,
-                &|v| (0.0..=SERVO_RANGE * 2.0).contains(&v),
-                "must be in [0, π]",
-            )?;
-            field(
-                "offset",
-                request.offset,
-                &|v| v.abs() <= SERVO_RANGE,
-                "must be within ±π/2",
-            )?;
-            field(
-                "speed",
-                request.speed,
-                &|v| (0.0..=100.0).contains(&v),
-                "must be in [0, 100]",
-            )?;
-            field(
-                "min_angle",
-                request.min_angle,
-                &|v| v.abs() <= SERVO_RANGE,
-                "must be within ±π/2",
-            )?;
-            field(
-                "max_angle",
-                request.max_angle,
-                &|v| v.abs() <= SERVO_RANGE,
-                "must be within ±π/2",
-            )?;
             next.amplitude = request.amplitude.unwrap_or(next.amplitude);
             next.offset = request.offset.unwrap_or(next.offset);
             next.speed = request.speed.unwrap_or(next.speed);
             next.min_angle = request.min_angle.unwrap_or(next.min_angle);
             next.max_angle = request.max_angle.unwrap_or(next.max_angle);
-            if next.min_angle > next.max_angle {
-                return Err(Status::invalid_argument(format!(
-                    "module {}: min_angle {} is greater than max_angle {}",
-                    request.id, next.min_angle, next.max_angle
-                )));
-            }
-            if next != current {
-                *robot.module_mut(id).expect("present") = next.clone();
-                session.pending.insert(id);
-            }
-            Ok(module_view(&next, &mapping, is_defect(session, id)))
+            check_module(&next).map_err(Status::invalid_argument)?;
+            let changes = Changes {
+                limits: (next.min_angle, next.max_angle) != (current.min_angle, current.max_angle),
+                structure: false,
+                params: (next.amplitude, next.offset, next.speed)
+                    != (current.amplitude, current.offset, current.speed),
+            };
+            let view = session.module_view(&next);
+            session.store(next, changes)?;
+            Ok(view)
         })
         .await
     }
 
+    /// Couplings as `from` → `to` pairs (the `cpglink` of `from`).
     pub async fn list_couplings(
         &self,
         _request: pb::ListCouplingsRequest,
     ) -> Result<pb::ListCouplingsResponse, Status> {
         self.with(|shared, _| {
-            let mapping = shared.mapping.clone();
-            let session = connected(shared)?;
-            Ok(couplings(
-                session.robot.as_ref().expect("connected"),
-                &mapping,
-            ))
+            let (session, _) = shared.connected()?;
+            Ok(couplings(session.config()?))
         })
         .await
     }
 
+    /// Sets phase and/or weight of a coupling, adding it (phase 0, weight 1)
+    /// when it does not exist; pending until `Flush`.
     pub async fn set_coupling(
         &self,
         request: pb::SetCouplingRequest,
@@ -400,27 +459,27 @@ impl SessionHost {
             }
         }
         self.with(move |shared, _| {
-            let mapping = shared.mapping.clone();
-            let (from, to) = (sim_id(&mapping, request.from), sim_id(&mapping, request.to));
-            let session = connected(shared)?;
-            let robot = session.robot.as_mut().expect("connected");
-            if robot.module(to).is_none() {
-                return Err(unknown(request.to));
-            }
-            let module = robot
-                .module_mut(from)
-                .ok_or_else(|| unknown(request.from))?;
-            let link = match module.cpg_links.iter().position(|l| l.to == to) {
-                Some(i) => &mut module.cpg_links[i],
+            let (session, _) = shared.connected()?;
+            session.configured(request.to)?;
+            let mut module = session.configured(request.from)?.clone();
+            let index = match module.cpg_links.iter().position(|l| l.to == request.to) {
+                Some(i) => i,
+                None if module.cpg_links.len() >= MAX_LINKS => {
+                    return Err(Status::invalid_argument(format!(
+                        "module {} already has {MAX_LINKS} couplings, the most one SNP message carries",
+                        request.from
+                    )));
+                }
                 None => {
                     module.cpg_links.push(CpgLink {
-                        to,
+                        to: request.to,
                         phase: 0.0,
                         weight: 1.0,
                     });
-                    module.cpg_links.last_mut().expect("just pushed")
+                    module.cpg_links.len() - 1
                 }
             };
+            let link = &mut module.cpg_links[index];
             link.phase = request.phase.unwrap_or(link.phase);
             link.weight = request.weight.unwrap_or(link.weight);
             let view = pb::Coupling {
@@ -429,31 +488,49 @@ impl SessionHost {
                 phase: link.phase,
                 weight: link.weight,
             };
-            session.pending.insert(from);
+            let changed = session.configured(request.from)?.cpg_links != module.cpg_links;
+            session.store(
+                module,
+                Changes {
+                    structure: changed,
+                    ..Changes::default()
+                },
+            )?;
             Ok(view)
         })
         .await
     }
 
+    /// RemoveAllCoupling; pending until `Flush`.
     pub async fn remove_all_couplings(
         &self,
         _request: pb::RemoveAllCouplingsRequest,
     ) -> Result<pb::ListCouplingsResponse, Status> {
         self.with(|shared, _| {
-            let mapping = shared.mapping.clone();
-            let session = connected(shared)?;
-            let robot = session.robot.as_mut().expect("connected");
-            for m in &mut robot.modules {
-                if !m.cpg_links.is_empty() {
-                    m.cpg_links.clear();
-                    session.pending.insert(m.id);
-                }
+            let (session, _) = shared.connected()?;
+            let coupled: Vec<ModuleConfig> = session
+                .config()?
+                .modules
+                .iter()
+                .filter(|m| !m.cpg_links.is_empty())
+                .cloned()
+                .collect();
+            for mut module in coupled {
+                module.cpg_links.clear();
+                session.store(
+                    module,
+                    Changes {
+                        structure: true,
+                        ..Changes::default()
+                    },
+                )?;
             }
-            Ok(couplings(robot, &mapping))
+            Ok(couplings(session.config()?))
         })
         .await
     }
 
+    /// Marks a motor defect (C.2.6) or heals it.
     pub async fn set_defect(
         &self,
         request: pb::SetDefectRequest,
@@ -465,17 +542,25 @@ impl SessionHost {
             _ => return Err(Status::invalid_argument("mode: give NONE, LIMP or STUCK")),
         };
         self.with(move |shared, _| {
-            let id = sim_id(&shared.mapping, request.module_id);
-            let session = open(shared)?;
-            session.sim.set_defect(id, mode).map_err(sim_error)?;
+            let (session, ids) = shared.open()?;
+            let id = request.module_id;
+            let sim = session.known(&ids, id)?;
+            if let Some(supervisor) = session.link.supervisor() {
+                supervisor.set_defect(sim, mode).map_err(status)?;
+            }
+            let connected = session.robot.is_some();
             if mode == DefectMode::Healthy {
                 session.defects.remove(&id);
-                send(&mut session.sim, id, &control(flags::MOTOR, 0))?;
+                if connected {
+                    session.control(&ids, id, flags::MOTOR, 0)?;
+                }
             } else {
                 session.defects.insert(id, mode);
-                send(&mut session.sim, id, &control(0, flags::MOTOR))?;
+                if connected {
+                    session.control(&ids, id, 0, flags::MOTOR)?;
+                }
             }
-            Ok(state(shared))
+            Ok(shared.state())
         })
         .await
     }
@@ -484,19 +569,19 @@ impl SessionHost {
         &self,
         request: pb::ConnectModulesRequest,
     ) -> Result<pb::SessionState, Status> {
+        let connection = connection(
+            ["conn_from", "conn_to", "angle_deg"],
+            request.id_from,
+            &request.conn_from,
+            request.id_to,
+            &request.conn_to,
+            f64::from(request.angle_deg),
+        )
+        .map_err(Status::invalid_argument)?;
         self.with(move |shared, _| {
-            let connection = connection(
-                &shared.mapping,
-                request.id_from,
-                &request.conn_from,
-                request.id_to,
-                &request.conn_to,
-                f64::from(request.angle_deg),
-            )
-            .map_err(Status::invalid_argument)?;
-            let session = open(shared)?;
-            session.sim.connect(connection).map_err(sim_error)?;
-            Ok(state(shared))
+            let (session, ids) = shared.open()?;
+            session.run_step(&ids, &Step::Connect(connection), &AtomicBool::new(false))?;
+            Ok(shared.state())
         })
         .await
     }
@@ -506,32 +591,37 @@ impl SessionHost {
         request: pb::DisconnectModuleRequest,
     ) -> Result<pb::SessionState, Status> {
         self.with(move |shared, _| {
-            let id = sim_id(&shared.mapping, request.module_id);
-            let session = open(shared)?;
-            session.sim.disconnect(id).map_err(sim_error)?;
-            Ok(state(shared))
+            let (session, ids) = shared.open()?;
+            session.run_step(
+                &ids,
+                &Step::Disconnect(request.module_id),
+                &AtomicBool::new(false),
+            )?;
+            Ok(shared.state())
         })
         .await
     }
 
+    /// Runs a C.2.7 transformation script. The whole script is parsed before
+    /// anything moves; a step that fails stops the script, with the steps
+    /// before it applied, and the error names its line.
     pub async fn run_script(
         &self,
         request: pb::RunScriptRequest,
     ) -> Result<pb::SessionState, Status> {
         self.with(move |shared, cancel| {
-            let steps = parse_script(&request.script_xml, &shared.mapping)
-                .map_err(Status::invalid_argument)?;
-            let session = open(shared)?;
-            for step in steps {
-                match step {
-                    ScriptStep::Connect(c) => session.sim.connect(c).map_err(sim_error)?,
-                    ScriptStep::Disconnect(id) => session.sim.disconnect(id).map_err(sim_error)?,
-                    ScriptStep::Pause(seconds) => {
-                        advance(&mut session.sim, seconds, false, cancel)?
-                    }
-                }
+            let steps = parse_script(&request.script_xml).map_err(Status::invalid_argument)?;
+            let (session, ids) = shared.open()?;
+            session.supervisor()?;
+            for (line, name, step) in &steps {
+                session.run_step(&ids, step, cancel).map_err(|e| {
+                    Status::new(
+                        e.code(),
+                        format!("script_xml:{line}: <{name}>: {}", e.message()),
+                    )
+                })?;
             }
-            Ok(state(shared))
+            Ok(shared.state())
         })
         .await
     }
@@ -541,11 +631,12 @@ impl SessionHost {
         request: pb::SetGroundFrictionRequest,
     ) -> Result<pb::SessionState, Status> {
         self.with(move |shared, _| {
-            open(shared)?
-                .sim
+            let (session, _) = shared.open()?;
+            session
+                .supervisor()?
                 .set_ground_friction(request.friction)
-                .map_err(sim_error)?;
-            Ok(state(shared))
+                .map_err(status)?;
+            Ok(shared.state())
         })
         .await
     }
@@ -555,41 +646,66 @@ impl SessionHost {
         request: pb::DropRobotRequest,
     ) -> Result<pb::SessionState, Status> {
         self.with(move |shared, _| {
-            open(shared)?
-                .sim
+            let (session, _) = shared.open()?;
+            session
+                .supervisor()?
                 .drop_robot(request.height_m, request.upside_down)
-                .map_err(sim_error)?;
-            Ok(state(shared))
+                .map_err(status)?;
+            Ok(shared.state())
         })
         .await
     }
 
+    /// The world as opened, every module powered on but idle: the modules
+    /// forgot their configuration, so the robot must be connected again.
+    /// Defect marks stay, and their physical side is applied again.
     pub async fn reset_simulation(
         &self,
         _request: pb::ResetSimulationRequest,
     ) -> Result<pb::SessionState, Status> {
         self.with(|shared, _| {
-            let session = open(shared)?;
-            // Back to power-on: the modules forgot their configuration.
-            session.sim.reset();
+            let (session, ids) = shared.open()?;
+            session.supervisor()?.reset().map_err(status)?;
             session.robot = None;
             session.pending.clear();
-            session.defects.clear();
-            Ok(state(shared))
+            let defects: Vec<(ModuleId, DefectMode)> =
+                session.defects.iter().map(|(&id, &d)| (id, d)).collect();
+            for (id, mode) in defects {
+                let sim = ids.robot(id)?;
+                session
+                    .supervisor()?
+                    .set_defect(sim, mode)
+                    .map_err(status)?;
+            }
+            Ok(shared.state())
         })
         .await
     }
 
+    /// Sets the C.1 mapping (real id → simulation id; unmapped ids map to
+    /// themselves). Refused while a robot is connected.
     pub async fn set_id_mapping(&self, request: pb::IdMapping) -> Result<pb::IdMapping, Status> {
-        let mut seen = HashMap::new();
-        for (real, sim) in &request.real_to_sim {
-            if let Some(other) = seen.insert(*sim, *real) {
+        let mut owner = BTreeMap::new();
+        for (&real, &sim) in &request.real_to_sim {
+            if sim > u32::from(MAX_WIRE_ID) {
                 return Err(Status::invalid_argument(format!(
-                    "real ids {other} and {real} both map to simulation id {sim}"
+                    "real id {real} maps to simulation id {sim}, beyond the SNP wire's 0..={MAX_WIRE_ID}"
+                )));
+            }
+            if let Some(other) = owner.insert(sim, real) {
+                let (a, b) = (other.min(real), other.max(real));
+                return Err(Status::invalid_argument(format!(
+                    "real ids {a} and {b} both map to simulation id {sim}"
                 )));
             }
         }
         self.with(move |shared, _| {
+            if shared.session.as_ref().is_some_and(|s| s.robot.is_some()) {
+                return Err(Status::failed_precondition(
+                    "the id mapping cannot change while a robot is connected: \
+                     ResetSimulation or OpenSimulation first",
+                ));
+            }
             shared.mapping = request.real_to_sim.clone();
             Ok(request)
         })
@@ -609,117 +725,431 @@ impl SessionHost {
     }
 }
 
-fn open(shared: &mut Shared) -> Result<&mut Session, Status> {
-    shared.session.as_mut().ok_or_else(|| {
-        Status::failed_precondition("no simulation is open: call OpenSimulation first")
-    })
+/// Link errors as statuses; a cancelled call's client is gone anyway.
+fn status(e: HostError) -> Status {
+    match e {
+        HostError::Cancelled => Status::cancelled("cancelled: the caller went away"),
+        e => host_error_to_status(e),
+    }
 }
 
-fn connected(shared: &mut Shared) -> Result<&mut Session, Status> {
-    let session = open(shared)?;
-    if session.robot.is_none() {
-        return Err(Status::failed_precondition(
-            "no robot is connected: call ConnectRobot first",
+impl Shared {
+    fn open(&mut self) -> Result<(&mut Session, Ids<'_>), Status> {
+        let session = self.session.as_mut().ok_or_else(|| {
+            Status::failed_precondition("no simulation is open: call OpenSimulation first")
+        })?;
+        let ids = Ids {
+            mapping: &self.mapping,
+            active: false,
+        };
+        Ok((session, ids))
+    }
+
+    fn connected(&mut self) -> Result<(&mut Session, Ids<'_>), Status> {
+        let (session, ids) = self.open()?;
+        session.config()?;
+        Ok((session, ids))
+    }
+
+    fn state(&self) -> pb::SessionState {
+        match &self.session {
+            None => pb::SessionState {
+                simulation_mode: self.simulation_mode,
+                ..pb::SessionState::default()
+            },
+            Some(s) => {
+                let p = s.link.position();
+                pb::SessionState {
+                    open: true,
+                    connected: s.robot.is_some(),
+                    simulation_mode: s.link.simulation_mode(),
+                    elapsed_s: s.link.elapsed(),
+                    position: Some(pb::Position {
+                        t: p.t,
+                        x: p.x,
+                        y: p.y,
+                        z: p.z,
+                    }),
+                    pending_changes: s.pending.values().map(|c| c.count()).sum(),
+                }
+            }
+        }
+    }
+}
+
+/// The C.1 translation as it applies to one link.
+struct Ids<'a> {
+    mapping: &'a HashMap<u32, u32>,
+    /// Only simulation links translate.
+    active: bool,
+}
+
+impl Ids<'_> {
+    /// The robot's id for real id `real`.
+    fn robot(&self, real: ModuleId) -> Result<ModuleId, Status> {
+        if !self.active {
+            return Ok(real);
+        }
+        if let Some(&sim) = self.mapping.get(&real) {
+            return Ok(sim);
+        }
+        // Unmapped ids map to themselves, unless another real id took that place.
+        match self.mapping.iter().find(|&(_, &sim)| sim == real) {
+            Some((other, _)) => Err(Status::invalid_argument(format!(
+                "real id {real} is not mapped, and simulation id {real} belongs to real id {other}"
+            ))),
+            None => Ok(real),
+        }
+    }
+
+    /// The SNP address of real id `real`.
+    fn wire(&self, real: ModuleId) -> Result<u8, Status> {
+        let id = self.robot(real)?;
+        u8::try_from(id)
+            .ok()
+            .filter(|&b| b <= MAX_WIRE_ID)
+            .ok_or_else(|| {
+                Status::invalid_argument(format!(
+                    "module id {real} does not fit the SNP wire (ids 0..={MAX_WIRE_ID})"
+                ))
+            })
+    }
+
+    /// `module` with every id it carries translated.
+    fn wire_config(&self, module: &ModuleConfig) -> Result<ModuleConfig, Status> {
+        let mut out = module.clone();
+        out.id = ModuleId::from(self.wire(module.id)?);
+        out.bluetooth_to = module
+            .bluetooth_to
+            .map(|to| self.wire(to).map(ModuleId::from))
+            .transpose()?;
+        for link in &mut out.cpg_links {
+            link.to = ModuleId::from(self.wire(link.to)?);
+        }
+        Ok(out)
+    }
+}
+
+/// A step of a transformation, in real ids.
+enum Step {
+    Connect(Connection),
+    Disconnect(ModuleId),
+    /// Seconds.
+    Pause(f64),
+}
+
+impl Session {
+    fn config(&self) -> Result<&RobotConfig, Status> {
+        self.robot.as_ref().ok_or_else(|| {
+            Status::failed_precondition("no robot is connected: call ConnectRobot first")
+        })
+    }
+
+    fn module_ids(&self) -> Vec<ModuleId> {
+        self.robot
+            .as_ref()
+            .map(|r| r.modules.iter().map(|m| m.id).collect())
+            .unwrap_or_default()
+    }
+
+    /// Module `real` of the connected configuration.
+    fn configured(&self, real: ModuleId) -> Result<&ModuleConfig, Status> {
+        let robot = self.config()?;
+        robot.module(real).ok_or_else(|| {
+            let known: Vec<String> = robot.modules.iter().map(|m| m.id.to_string()).collect();
+            Status::invalid_argument(format!(
+                "unknown module id {real}: the connected robot has modules {}",
+                known.join(", ")
+            ))
+        })
+    }
+
+    fn supervisor(&mut self) -> Result<&mut dyn Supervisor, Status> {
+        self.link.supervisor().ok_or_else(|| {
+            Status::unimplemented("this robot has no supervisor: only a simulation can do that")
+        })
+    }
+
+    /// The robot's id for `real`, checked against the world when the link
+    /// can tell, otherwise against the configuration when one is connected.
+    fn known(&mut self, ids: &Ids<'_>, real: ModuleId) -> Result<ModuleId, Status> {
+        let id = ids.robot(real)?;
+        let world = self.link.supervisor().map(|s| s.modules());
+        match world {
+            Some(world) if !world.contains(&id) => Err(not_in_world(real, id, &world)),
+            Some(_) => Ok(id),
+            None if self.robot.is_some() => self.configured(real).map(|_| id),
+            None => Ok(id),
+        }
+    }
+
+    fn is_defect(&self, real: ModuleId) -> bool {
+        self.defects.contains_key(&real)
+    }
+
+    fn module_view(&self, m: &ModuleConfig) -> pb::ModuleParameters {
+        pb::ModuleParameters {
+            id: m.id,
+            amplitude: m.amplitude,
+            offset: m.offset,
+            speed: m.speed,
+            min_angle: m.min_angle,
+            max_angle: m.max_angle,
+            defect: self.is_defect(m.id),
+        }
+    }
+
+    /// Replaces a module of the host copy and queues `changes`.
+    fn store(&mut self, module: ModuleConfig, changes: Changes) -> Result<(), Status> {
+        let id = module.id;
+        let robot = self.robot.as_mut().ok_or_else(|| {
+            Status::failed_precondition("no robot is connected: call ConnectRobot first")
+        })?;
+        if let Some(slot) = robot.module_mut(id) {
+            *slot = module;
+        }
+        if changes.count() > 0 {
+            self.pending.entry(id).or_default().merge(changes);
+        }
+        Ok(())
+    }
+
+    /// Sends one request to module `real`; a `Nack` becomes `InvalidArgument`.
+    fn send(&mut self, ids: &Ids<'_>, real: ModuleId, message: &SnpMessage) -> Result<(), Status> {
+        let dst = ids.wire(real)?;
+        match self.link.send(dst, message).map_err(status)? {
+            SnpMessage::Nack { code, .. } => Err(Status::invalid_argument(format!(
+                "module {real} refused the {} message: {}",
+                message_name(message),
+                nack_reason(code)
+            ))),
+            _ => Ok(()),
+        }
+    }
+
+    /// A control message to module `real`, with motor-on stripped for a
+    /// defect motor (C.2.6).
+    fn control(&mut self, ids: &Ids<'_>, real: ModuleId, on: u8, off: u8) -> Result<(), Status> {
+        let on = if self.is_defect(real) {
+            on & !flags::MOTOR
+        } else {
+            on
+        };
+        if on == 0 && off == 0 {
+            return Ok(());
+        }
+        self.send(ids, real, &SnpMessage::Control { on, off })
+    }
+
+    /// The parameter messages of module `real` selected by `changes`.
+    fn send_parameters(
+        &mut self,
+        ids: &Ids<'_>,
+        real: ModuleId,
+        changes: Changes,
+    ) -> Result<(), Status> {
+        let Ok(module) = self.configured(real) else {
+            return Ok(());
+        };
+        let wire = ids.wire_config(module)?;
+        for message in configuration_messages(&wire) {
+            if changes.wants(&message) {
+                self.send(ids, real, &message)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// ConnectRobot: checks everything, then sends the whole configuration.
+    fn connect(&mut self, ids: &Ids<'_>, config: RobotConfig) -> Result<(), Status> {
+        let world = self.link.supervisor().map(|s| s.modules());
+        let mut owner = HashMap::new();
+        for module in &config.modules {
+            check_module(module).map_err(Status::invalid_argument)?;
+            if module.cpg_links.len() > MAX_LINKS {
+                return Err(Status::invalid_argument(format!(
+                    "module {} has {} couplings, more than the {MAX_LINKS} one SNP message carries",
+                    module.id,
+                    module.cpg_links.len()
+                )));
+            }
+            let id = ids.robot(module.id)?;
+            ids.wire(module.id)?;
+            if let Some(other) = owner.insert(id, module.id) {
+                return Err(Status::invalid_argument(format!(
+                    "real ids {other} and {} both map to simulation id {id}",
+                    module.id
+                )));
+            }
+            if let Some(world) = &world
+                && !world.contains(&id)
+            {
+                return Err(not_in_world(module.id, id, world));
+            }
+        }
+        // Modules of the previous robot that are not in this one leave the network.
+        for id in self.module_ids() {
+            if config.module(id).is_none() {
+                self.send(
+                    ids,
+                    id,
+                    &SnpMessage::Control {
+                        on: 0,
+                        off: flags::UART | flags::CPG | flags::MOTOR,
+                    },
+                )?;
+            }
+        }
+        self.robot = None;
+        self.pending.clear();
+        for module in &config.modules {
+            for message in configuration_messages(&ids.wire_config(module)?) {
+                self.send(ids, module.id, &message)?;
+            }
+        }
+        for module in &config.modules {
+            let off = if self.is_defect(module.id) {
+                flags::MOTOR
+            } else {
+                0
+            };
+            self.control(ids, module.id, flags::UART | flags::CPG | flags::MOTOR, off)?;
+        }
+        self.robot = Some(config);
+        Ok(())
+    }
+
+    /// One connect, disconnect or pause, ids translated.
+    fn run_step(&mut self, ids: &Ids<'_>, step: &Step, cancel: &AtomicBool) -> Result<(), Status> {
+        match *step {
+            Step::Connect(c) => {
+                self.supervisor()?;
+                let connection = Connection {
+                    id_from: self.known(ids, c.id_from)?,
+                    id_to: self.known(ids, c.id_to)?,
+                    ..c
+                };
+                self.supervisor()?.connect(connection).map_err(status)?;
+            }
+            Step::Disconnect(real) => {
+                self.supervisor()?;
+                let id = self.known(ids, real)?;
+                self.supervisor()?.disconnect(id).map_err(status)?;
+            }
+            Step::Pause(seconds) => self.link.advance(seconds, cancel).map_err(status)?,
+        }
+        Ok(())
+    }
+}
+
+fn not_in_world(real: ModuleId, id: ModuleId, world: &[ModuleId]) -> Status {
+    let mut known = world.to_vec();
+    known.sort_unstable();
+    let known: Vec<String> = known.iter().map(ToString::to_string).collect();
+    let via = if id == real {
+        String::new()
+    } else {
+        format!(" (simulation id {id})")
+    };
+    Status::invalid_argument(format!(
+        "unknown module id {real}{via}: the simulated robot has modules {}",
+        known.join(", ")
+    ))
+}
+
+/// The limits the module firmware enforces (`ModuleFirmware::handle`), with
+/// amplitude and speed also non-negative; the error names the field.
+fn check_module(m: &ModuleConfig) -> Result<(), String> {
+    let range = f64::from(HANDLE_RANGE) + 1e-6;
+    let checks: [(&str, f64, bool, String); 5] = [
+        (
+            "amplitude",
+            m.amplitude,
+            (0.0..=MAX_ANGLE_PARAMETER).contains(&m.amplitude),
+            format!("in [0, {MAX_ANGLE_PARAMETER:.4}] rad"),
+        ),
+        (
+            "offset",
+            m.offset,
+            m.offset.abs() <= MAX_ANGLE_PARAMETER,
+            format!("within ±{MAX_ANGLE_PARAMETER:.4} rad"),
+        ),
+        (
+            "speed",
+            m.speed,
+            (0.0..=MAX_SPEED).contains(&m.speed),
+            format!("in [0, {MAX_SPEED}] rad/s"),
+        ),
+        (
+            "min_angle",
+            m.min_angle,
+            m.min_angle.abs() <= range,
+            format!("within the servo range ±{HANDLE_RANGE:.4} rad"),
+        ),
+        (
+            "max_angle",
+            m.max_angle,
+            m.max_angle.abs() <= range,
+            format!("within the servo range ±{HANDLE_RANGE:.4} rad"),
+        ),
+    ];
+    for (name, value, ok, expected) in checks {
+        if !(value.is_finite() && ok) {
+            return Err(format!(
+                "module {}: {name} must be {expected}, got {value}",
+                m.id
+            ));
+        }
+    }
+    if m.min_angle > m.max_angle {
+        return Err(format!(
+            "module {}: min_angle {} is greater than max_angle {}",
+            m.id, m.min_angle, m.max_angle
         ));
     }
-    Ok(session)
-}
-
-fn unknown(real: u32) -> Status {
-    Status::invalid_argument(format!("unknown module id {real}"))
-}
-
-fn sim_id(mapping: &HashMap<u32, u32>, real: u32) -> ModuleId {
-    mapping.get(&real).copied().unwrap_or(real)
-}
-
-fn real_id(mapping: &HashMap<u32, u32>, sim: ModuleId) -> u32 {
-    mapping
-        .iter()
-        .find(|(_, s)| **s == sim)
-        .map_or(sim, |(r, _)| *r)
-}
-
-fn is_defect(session: &Session, id: ModuleId) -> bool {
-    session
-        .defects
-        .get(&id)
-        .is_some_and(|d| *d != DefectMode::Healthy)
-}
-
-fn control(on: u8, off: u8) -> SnpMessage {
-    SnpMessage::Control { on, off }
-}
-
-/// Sends one message; a refusal becomes `InvalidArgument`.
-fn send(sim: &mut Simulation, id: ModuleId, message: &SnpMessage) -> Result<(), Status> {
-    let dst = if id == ModuleId::from(BROADCAST) {
-        BROADCAST
-    } else {
-        u8::try_from(id).map_err(|_| unknown(id))?
-    };
-    match sim.deliver(dst, message).map_err(sim_error)? {
-        SnpMessage::Nack { code, .. } => Err(Status::invalid_argument(format!(
-            "module {id} refused {message:?} (nack code {code})"
-        ))),
-        _ => Ok(()),
-    }
-}
-
-/// Limit angles, CPG structure and parameters of `ids` (no network set-up).
-fn send_parameters(session: &mut Session, ids: &[ModuleId]) -> Result<(), Status> {
-    let robot = session.robot.as_ref().expect("connected").clone();
-    for &id in ids {
-        let Some(module) = robot.module(id) else {
-            continue;
-        };
-        for message in configuration_messages(module) {
-            if !matches!(message, SnpMessage::BluetoothConnect { .. }) {
-                send(&mut session.sim, id, &message)?;
-            }
+    for link in &m.cpg_links {
+        if !(link.phase.is_finite() && link.weight.is_finite()) {
+            return Err(format!(
+                "module {}: the coupling to {} must have a finite phase and weight",
+                m.id, link.to
+            ));
         }
     }
     Ok(())
 }
 
-/// The configuration with real ids replaced by simulation ids.
-fn translate(config: &RobotConfig, mapping: &HashMap<u32, u32>) -> RobotConfig {
-    let mut out = config.clone();
-    for m in &mut out.modules {
-        m.id = sim_id(mapping, m.id);
-        m.bluetooth_to = m.bluetooth_to.map(|t| sim_id(mapping, t));
-        for l in &mut m.cpg_links {
-            l.to = sim_id(mapping, l.to);
-        }
-    }
-    out
-}
-
-fn module_view(
-    m: &yamor_core::ModuleConfig,
-    mapping: &HashMap<u32, u32>,
-    defect: bool,
-) -> pb::ModuleParameters {
-    pb::ModuleParameters {
-        id: real_id(mapping, m.id),
-        amplitude: m.amplitude,
-        offset: m.offset,
-        speed: m.speed,
-        min_angle: m.min_angle,
-        max_angle: m.max_angle,
-        defect,
+fn message_name(message: &SnpMessage) -> &'static str {
+    match message {
+        SnpMessage::BluetoothConnect { .. } => "Bluetooth connect",
+        SnpMessage::LimitAngles { .. } => "limit angles",
+        SnpMessage::Control { .. } => "control",
+        SnpMessage::CpgStructure { .. } => "CPG structure",
+        SnpMessage::CpgParams { .. } => "CPG parameters",
+        SnpMessage::QueryState => "query state",
+        SnpMessage::Ack { .. } | SnpMessage::Nack { .. } | SnpMessage::State { .. } => "reply",
     }
 }
 
-fn couplings(robot: &RobotConfig, mapping: &HashMap<u32, u32>) -> pb::ListCouplingsResponse {
+/// The firmware's `NackCode`s in words.
+fn nack_reason(code: u8) -> String {
+    match code {
+        1 => "limit angles inverted or beyond the servo range".to_owned(),
+        2 => "a CPG parameter is out of range".to_owned(),
+        3 => "a link points at a module it does not know".to_owned(),
+        4 => "not a request".to_owned(),
+        code => format!("nack code {code}"),
+    }
+}
+
+fn couplings(robot: &RobotConfig) -> pb::ListCouplingsResponse {
     pb::ListCouplingsResponse {
         couplings: robot
             .modules
             .iter()
             .flat_map(|m| {
                 m.cpg_links.iter().map(move |l| pb::Coupling {
-                    from: real_id(mapping, m.id),
-                    to: real_id(mapping, l.to),
+                    from: m.id,
+                    to: l.to,
                     phase: l.phase,
                     weight: l.weight,
                 })
@@ -728,97 +1158,76 @@ fn couplings(robot: &RobotConfig, mapping: &HashMap<u32, u32>) -> pb::ListCoupli
     }
 }
 
-fn state(shared: &Shared) -> pb::SessionState {
-    match &shared.session {
-        None => pb::SessionState {
-            simulation_mode: true,
-            ..Default::default()
-        },
-        Some(s) => {
-            let p = s.sim.robot_position();
-            pb::SessionState {
-                open: true,
-                connected: s.robot.is_some(),
-                simulation_mode: true,
-                elapsed_s: s.sim.time(),
-                position: Some(pb::Position {
-                    t: s.sim.time(),
-                    x: f64::from(p.x),
-                    y: f64::from(p.y),
-                    z: f64::from(p.z),
-                }),
-                pending_changes: u32::try_from(s.pending.len()).unwrap_or(u32::MAX),
-            }
-        }
-    }
-}
-
-/// Advances the simulation by `seconds`: as fast as possible, or paced to
-/// the wall clock. Stops early with `Cancelled` when the caller went away.
-fn advance(
-    sim: &mut Simulation,
-    seconds: f64,
-    real: bool,
-    cancel: &AtomicBool,
-) -> Result<(), Status> {
-    let start_sim = sim.time();
+/// Advances `link` by `seconds` of virtual time, never ahead of the wall
+/// clock. Chunks are sized from the link's own clock so tick rounding does
+/// not accumulate.
+fn paced(link: &mut dyn RobotLink, seconds: f64, cancel: &AtomicBool) -> Result<(), Status> {
+    let start = link.elapsed();
     let started = Instant::now();
-    let end = start_sim + seconds;
-    while sim.time() + sim.settings().dt / 2.0 < end {
-        if cancel.load(Ordering::Relaxed) {
-            return Err(Status::cancelled("sleep cancelled"));
+    loop {
+        let before = link.elapsed();
+        let left = start + seconds - before;
+        if left <= 0.0 {
+            return Ok(());
         }
-        let chunk_end = (sim.time() + 0.1).min(end);
-        sim.run_until(chunk_end);
-        if real {
-            let ahead = (sim.time() - start_sim) - started.elapsed().as_secs_f64();
-            if ahead > 0.0 {
-                std::thread::sleep(Duration::from_secs_f64(ahead));
+        link.advance(left.min(PACE_STEP), cancel).map_err(status)?;
+        if link.elapsed() <= before {
+            // Less than a tick was left.
+            return Ok(());
+        }
+        let ahead = (link.elapsed() - start) - started.elapsed().as_secs_f64();
+        let until = Instant::now() + Duration::from_secs_f64(ahead.max(0.0));
+        while let Some(wait) = until.checked_duration_since(Instant::now()) {
+            if cancel.load(Ordering::Relaxed) {
+                return Err(status(HostError::Cancelled));
             }
+            if wait.is_zero() {
+                break;
+            }
+            std::thread::sleep(wait.min(Duration::from_millis(20)));
         }
     }
-    Ok(())
 }
 
-enum ScriptStep {
-    Connect(Connection),
-    Disconnect(ModuleId),
-    Pause(f64),
-}
-
+/// A connection from request fields; errors name `fields`
+/// (from-connector, to-connector, angle).
 fn connection(
-    mapping: &HashMap<u32, u32>,
-    id_from: u32,
+    fields: [&str; 3],
+    id_from: ModuleId,
     conn_from: &str,
-    id_to: u32,
+    id_to: ModuleId,
     conn_to: &str,
     angle_deg: f64,
 ) -> Result<Connection, String> {
     let connector = |name: &str, text: &str| -> Result<Connector, String> {
-        text.parse().map_err(|_| {
-            format!("{name}: unknown connector {text:?} (front, rear, left, right, top or bottom)")
-        })
+        text.parse().map_err(|p| format!("{name}: {p}"))
     };
+    if id_from == id_to {
+        return Err(format!("module {id_from} cannot connect to itself"));
+    }
     Ok(Connection {
-        id_from: sim_id(mapping, id_from),
-        conn_from: connector("connfrom", conn_from)?,
-        id_to: sim_id(mapping, id_to),
-        conn_to: connector("connto", conn_to)?,
-        angle_deg: Connection::check_angle(angle_deg).map_err(|p| p.to_string())?,
+        id_from,
+        conn_from: connector(fields[0], conn_from)?,
+        id_to,
+        conn_to: connector(fields[1], conn_to)?,
+        angle_deg: Connection::check_angle(angle_deg).map_err(|p| format!("{}: {p}", fields[2]))?,
     })
 }
 
-/// Parses a C.2.7 transformation script; errors name the line and element.
-fn parse_script(text: &str, mapping: &HashMap<u32, u32>) -> Result<Vec<ScriptStep>, String> {
+/// Parses a C.2.7 transformation script into (line, element, step);
+/// errors name the line and element.
+fn parse_script(text: &str) -> Result<Vec<(u32, String, Step)>, String> {
     let doc = roxmltree::Document::parse(text).map_err(|e| format!("script_xml: {e}"))?;
     let root = doc.root_element();
     if root.tag_name().name() != "script" {
         return Err(format!(
-            "script_xml: the root element must be <script>, got <{}>",
+            "script_xml:{}: the root element must be <script>, got <{}>",
+            doc.text_pos_at(root.range().start).row,
             root.tag_name().name()
         ));
     }
     let mut steps = Vec::new();
+    let mut paused = 0.0;
     for node in root.children().filter(roxmltree::Node::is_element) {
         let line = doc.text_pos_at(node.range().start).row;
         let name = node.tag_name().name();
@@ -835,20 +1244,21 @@ fn parse_script(text: &str, mapping: &HashMap<u32, u32>) -> Result<Vec<ScriptSte
                 .filter(|v| v.is_finite())
                 .ok_or_else(|| at(format!("attribute `{key}`: {text:?} is not a number")))
         };
-        let id = |key: &str| -> Result<u32, String> {
+        let id = |key: &str| -> Result<ModuleId, String> {
             let text = attr(key)?;
             text.trim()
-                .parse::<u32>()
+                .parse::<ModuleId>()
                 .map_err(|_| at(format!("attribute `{key}`: {text:?} is not a module id")))
         };
-        steps.push(match name {
-            "connect" => ScriptStep::Connect(
+        let step = match name {
+            "connect" => Step::Connect(
                 connection(
-                    mapping,
+                    ["connfrom", "connto", "angle"],
                     id("idfrom")?,
                     attr("connfrom")?,
                     id("idto")?,
                     attr("connto")?,
+                    // The angle may be left out for a straight mating.
                     if node.has_attribute("angle") {
                         number("angle")?
                     } else {
@@ -857,20 +1267,25 @@ fn parse_script(text: &str, mapping: &HashMap<u32, u32>) -> Result<Vec<ScriptSte
                 )
                 .map_err(at)?,
             ),
-            "disconnect" => ScriptStep::Disconnect(sim_id(mapping, id("id")?)),
+            "disconnect" => Step::Disconnect(id("id")?),
             "pause" => {
                 let ms = number("delay")?;
-                if !(0.0..=3_600_000.0).contains(&ms) {
-                    return Err(at(format!("delay {ms} ms is out of range")));
+                if ms < 0.0 {
+                    return Err(at(format!("delay {ms} ms is negative")));
                 }
-                ScriptStep::Pause(ms / 1000.0)
+                paused += ms / 1000.0;
+                if paused > MAX_SLEEP {
+                    return Err(at(format!("the pauses add up to more than {MAX_SLEEP} s")));
+                }
+                Step::Pause(ms / 1000.0)
             }
             other => {
                 return Err(at(format!(
                     "unknown command <{other}> (connect, disconnect or pause)"
                 )));
             }
-        });
+        };
+        steps.push((line, name.to_owned(), step));
     }
     Ok(steps)
 }

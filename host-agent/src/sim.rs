@@ -1,15 +1,19 @@
 //! The simulation backend: every evaluation builds a fresh rapier world of
 //! the job's robot on a blocking thread and walks it in virtual time.
+//! Sessions keep one world open and drive it through [`SimLink`].
 
-use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
-use yamor_core::Morphology;
+use yamor_core::{Connection, ModuleId, Morphology};
 use yamor_firmware_sim::robots::ExampleRobot;
-use yamor_firmware_sim::{EvaluationSpec, SimError, SimSettings, evaluate_cancellable};
+use yamor_firmware_sim::snp::{DefectMode, SnpMessage};
+use yamor_firmware_sim::{EvaluationSpec, SimError, SimSettings, Simulation, evaluate_cancellable};
 
 use crate::backend::{
     Backend, BackendKind, BoxFuture, CancelFlag, HostError, Job, Outcome, Point, RobotSource,
 };
+use crate::session::{RobotLink, SessionFactory, Supervisor};
 
 /// A simulated robot: a default morphology and gait, and simulator settings.
 pub struct SimBackend {
@@ -77,30 +81,158 @@ fn point(s: yamor_firmware_sim::evaluate::Sample) -> Point {
     }
 }
 
-/// Builds session worlds from the backend's default robot and settings.
+/// The simulated robot as a session drives it: SNP messages go to the
+/// module firmware, time is the simulation's, and the supervisor commands
+/// change the world.
+pub struct SimLink {
+    sim: Simulation,
+}
+
+impl SimLink {
+    #[must_use]
+    pub fn new(sim: Simulation) -> Self {
+        SimLink { sim }
+    }
+
+    #[must_use]
+    pub fn simulation(&self) -> &Simulation {
+        &self.sim
+    }
+}
+
+/// Virtual time between two looks at the cancel flag (s).
+const CANCEL_CHECK: f64 = 0.1;
+
+/// Every simulator error is about the request (an unknown module, a value
+/// out of range, a refused message, a connection that does not fit) except
+/// a cancellation; the match is exhaustive so a new kind must be placed.
+fn session_error(e: SimError) -> HostError {
+    match e {
+        SimError::Cancelled(_) => HostError::Cancelled,
+        e @ (SimError::UnknownModule(_)
+        | SimError::IdOutOfRange(_)
+        | SimError::GaitModuleNotInMorphology(_)
+        | SimError::Connection(_)
+        | SimError::SourceStillConnected(_)
+        | SimError::NoRoom(..)
+        | SimError::LoopDoesNotClose(..)
+        | SimError::OutOfRange { .. }
+        | SimError::Refused { .. }) => HostError::InvalidJob(e.to_string()),
+    }
+}
+
+impl RobotLink for SimLink {
+    fn simulation_mode(&self) -> bool {
+        true
+    }
+
+    fn elapsed(&self) -> f64 {
+        self.sim.time()
+    }
+
+    fn position(&self) -> Point {
+        let p = self.sim.robot_position();
+        Point {
+            t: self.sim.time(),
+            x: f64::from(p.x),
+            y: f64::from(p.y),
+            z: f64::from(p.z),
+        }
+    }
+
+    fn send(&mut self, dst: u8, message: &SnpMessage) -> Result<SnpMessage, HostError> {
+        self.sim.deliver(dst, message).map_err(session_error)
+    }
+
+    fn advance(&mut self, seconds: f64, cancel: &AtomicBool) -> Result<(), HostError> {
+        let end = self.sim.time() + seconds;
+        let half_tick = self.sim.settings().dt / 2.0;
+        while self.sim.time() + half_tick <= end {
+            if cancel.load(Ordering::Relaxed) {
+                return Err(HostError::Cancelled);
+            }
+            self.sim
+                .run_until((self.sim.time() + CANCEL_CHECK).min(end));
+        }
+        Ok(())
+    }
+
+    fn supervisor(&mut self) -> Option<&mut dyn Supervisor> {
+        Some(self)
+    }
+}
+
+impl Supervisor for SimLink {
+    fn modules(&self) -> Vec<ModuleId> {
+        self.sim.modules().iter().map(|m| m.id).collect()
+    }
+
+    fn connect(&mut self, connection: Connection) -> Result<(), HostError> {
+        self.sim.connect(connection).map_err(session_error)
+    }
+
+    fn disconnect(&mut self, id: ModuleId) -> Result<(), HostError> {
+        self.sim.disconnect(id).map_err(session_error)
+    }
+
+    fn set_defect(&mut self, id: ModuleId, mode: DefectMode) -> Result<(), HostError> {
+        self.sim.set_defect(id, mode).map_err(session_error)
+    }
+
+    fn set_ground_friction(&mut self, mu: f64) -> Result<(), HostError> {
+        self.sim.set_ground_friction(mu).map_err(session_error)
+    }
+
+    fn drop_robot(&mut self, height: f64, upside_down: bool) -> Result<(), HostError> {
+        self.sim
+            .drop_robot(height, upside_down)
+            .map_err(session_error)
+    }
+
+    fn reset(&mut self) -> Result<(), HostError> {
+        self.sim.reset();
+        Ok(())
+    }
+}
+
+/// Opens session worlds: the backend's robot unless the request names one.
 struct SimSessions {
     morphology: Morphology,
     settings: SimSettings,
 }
 
-impl crate::session::SessionFactory for SimSessions {
+impl SessionFactory for SimSessions {
+    fn simulation_mode(&self) -> bool {
+        true
+    }
+
     fn open(
         &self,
         robot: &RobotSource,
         seed: u64,
         ground_friction: Option<f64>,
-    ) -> Result<yamor_firmware_sim::Simulation, tonic::Status> {
+    ) -> Result<Box<dyn RobotLink>, HostError> {
         let morphology = match robot {
             RobotSource::Default => self.morphology.clone(),
-            other => resolve(other).map_err(|e| tonic::Status::invalid_argument(e.to_string()))?,
+            RobotSource::Example(name) => ExampleRobot::named(name)
+                .ok_or_else(|| {
+                    HostError::InvalidJob(format!(
+                        "robot.example: unknown robot {name:?}; known: {}",
+                        ExampleRobot::names().join(", ")
+                    ))
+                })?
+                .morphology()
+                .map_err(|e| HostError::Failed(e.to_string()))?,
+            RobotSource::Morphology(xml) => Morphology::from_xml_str("robot.morphology_xml", xml)
+                .map_err(|e| HostError::InvalidJob(e.to_string()))?,
         };
         let mut settings = self.settings;
         settings.seed = seed;
         if let Some(mu) = ground_friction {
             settings.ground_friction = mu;
         }
-        yamor_firmware_sim::Simulation::new(&morphology, settings)
-            .map_err(|e| tonic::Status::invalid_argument(e.to_string()))
+        let sim = Simulation::new(&morphology, settings).map_err(session_error)?;
+        Ok(Box::new(SimLink::new(sim)))
     }
 }
 
@@ -118,8 +250,8 @@ fn resolve(source: &RobotSource) -> Result<Morphology, HostError> {
 }
 
 impl Backend for SimBackend {
-    fn session(&self) -> Option<std::sync::Arc<dyn crate::session::SessionFactory>> {
-        Some(std::sync::Arc::new(SimSessions {
+    fn session(&self) -> Option<Arc<dyn SessionFactory>> {
+        Some(Arc::new(SimSessions {
             morphology: self.morphology.clone(),
             settings: self.settings,
         }))

@@ -234,7 +234,24 @@ async fn three_hosts_complete_every_job_and_survive_a_host_killed_mid_job() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn organizer_killed_and_restarted_resumes_the_run_without_rerunning() {
-    let db = temp_db("kill-organizer");
+    kill_organizer_mid_run("kill-organizer-pso", pso_run(60, 6), "particles", "6").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resumed_powell_run_replays_its_line_searches() {
+    let mut run = pso_run(60, 6);
+    run.optimizer = "powell".into();
+    run.settings = [("variant".to_owned(), "interval".to_owned())].into();
+    kill_organizer_mid_run("kill-organizer-powell", run, "variant", "interval").await;
+}
+
+async fn kill_organizer_mid_run(
+    tag: &str,
+    request: pb::StartRunRequest,
+    setting: &str,
+    value: &str,
+) {
+    let db = temp_db(tag);
     let (mut organizer, url) = start_organizer(&db, "127.0.0.1:0", None);
     let listen = url.trim_start_matches("http://").to_owned();
     let _hosts: Vec<Proc> = (0..3)
