@@ -70,7 +70,11 @@ impl OrganizerArgs {
 }
 
 pub fn plugins() -> Vec<Arc<dyn yamor_plugin_api::Plugin>> {
-    vec![Arc::new(yamor_pso::Pso), Arc::new(yamor_powell::Powell)]
+    vec![
+        Arc::new(yamor_pso::Pso),
+        Arc::new(yamor_powell::Powell),
+        Arc::new(yamor_brute_force::BruteForce),
+    ]
 }
 
 pub async fn organizer(args: OrganizerArgs) -> Result<()> {

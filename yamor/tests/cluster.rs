@@ -259,12 +259,9 @@ async fn kill_organizer_mid_run(
         .collect();
     let mut org = client(&url);
     wait_free_hosts(&mut org, 3).await;
-    let budget = 60;
-    let run = org
-        .start_run(pso_run(budget, 6))
-        .await
-        .unwrap()
-        .into_inner();
+    let budget = request.max_evaluations;
+    let optimizer = request.optimizer.clone();
+    let run = org.start_run(request).await.unwrap().into_inner();
     // Wait until part of the run is done, then kill -9 the organizer.
     let mut stream = org
         .watch_run(pb::WatchRunRequest { run_id: run.id })
@@ -289,14 +286,23 @@ async fn kill_organizer_mid_run(
         "{}",
         finished.error
     );
-    assert_eq!(finished.evaluations, budget);
+    // PSO runs to its budget; Powell may converge before it.
+    assert!(
+        finished.evaluations == budget || (optimizer == "powell" && finished.evaluations < budget)
+    );
+    assert!(finished.evaluations > 15, "{}", finished.evaluations);
     assert_eq!(
-        finished.settings.get("particles").map(String::as_str),
-        Some("6")
+        finished.settings.get(setting).map(String::as_str),
+        Some(value)
     );
     let all = run_jobs(&mut org, run.id).await;
     // Exactly one job per proposal: nothing re-run, nothing lost.
-    assert_eq!(all.len() as u64, budget, "jobs: {}", all.len());
+    assert_eq!(
+        all.len() as u64,
+        finished.evaluations,
+        "jobs: {}",
+        all.len()
+    );
     assert!(all.iter().all(|j| j.state == pb::JobState::Done as i32));
 }
 
