@@ -10,7 +10,8 @@
 //!   parameters, with an optional delay; the zero-cost host for testing and
 //!   benchmarking schedulers and optimizers.
 //! - [`session`]: the stateful IYaMoRHost3 surface (open, connect, set
-//!   parameters, flush, sleep, physical changes).
+//!   parameters, flush, sleep, physical changes) over a
+//!   [`session::RobotLink`], so the simulator and the serial robot share it.
 //! - [`service`]: the `HostAgent` gRPC service; converts at the boundary and
 //!   allows one robot operation at a time.
 //! - [`server`]: serving with token, health and reflection, and the

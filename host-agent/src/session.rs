@@ -13,8 +13,9 @@
 //! - Ids in requests and replies are *real* ids and the host copy is kept in
 //!   real ids. The C.1 mapping (identity for unmapped ids) translates them on
 //!   the way to the link, and only in simulation mode, as YaMoR Host 3 did.
-//!   The mapping cannot change while a robot is connected, because the
-//!   modules already configured would silently change identity.
+//!   The mapping is a setting made before opening (C.1) and cannot change
+//!   while a session is open: configured modules and defect marks would
+//!   silently change identity.
 //! - Values are checked against the limits the module firmware enforces
 //!   before anything is stored or sent, so a refused value never leaves the
 //!   host copy and the robot out of step; the error names the field.
@@ -683,7 +684,7 @@ impl SessionHost {
     }
 
     /// Sets the C.1 mapping (real id → simulation id; unmapped ids map to
-    /// themselves). Refused while a robot is connected.
+    /// themselves). Refused while a session is open.
     pub async fn set_id_mapping(&self, request: pb::IdMapping) -> Result<pb::IdMapping, Status> {
         let mut owner = BTreeMap::new();
         for (&real, &sim) in &request.real_to_sim {
@@ -700,10 +701,10 @@ impl SessionHost {
             }
         }
         self.with(move |shared, _| {
-            if shared.session.as_ref().is_some_and(|s| s.robot.is_some()) {
+            if shared.session.is_some() {
                 return Err(Status::failed_precondition(
-                    "the id mapping cannot change while a robot is connected: \
-                     ResetSimulation or OpenSimulation first",
+                    "the id mapping cannot change while a simulation is open: \
+                     CloseSimulation first",
                 ));
             }
             shared.mapping = request.real_to_sim.clone();
@@ -740,7 +741,7 @@ impl Shared {
         })?;
         let ids = Ids {
             mapping: &self.mapping,
-            active: false,
+            active: session.link.simulation_mode(),
         };
         Ok((session, ids))
     }

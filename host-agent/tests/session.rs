@@ -344,7 +344,11 @@ async fn bad_values_and_unknown_modules_are_refused_and_change_nothing() {
         })
         .await,
         Code::InvalidArgument,
-        &[&format!("config_xml:{line}: <module>"), "amplitude", "seven"],
+        &[
+            &format!("config_xml:{line}: <module>"),
+            "amplitude",
+            "seven",
+        ],
     );
     let out_of_range = gait().replacen("amplitude=\"0.7\"", "amplitude=\"5\"", 1);
     refused(
@@ -487,7 +491,10 @@ fn swapped_gait() -> (String, pb::IdMapping) {
         }
     }
     let mapping = pb::IdMapping {
-        real_to_sim: (0..=8).filter(|&id| id != 4).map(|id| (id, swap(id))).collect(),
+        real_to_sim: (0..=8)
+            .filter(|&id| id != 4)
+            .map(|id| (id, swap(id)))
+            .collect(),
     };
     (config.to_xml_string(), mapping)
 }
@@ -556,7 +563,7 @@ async fn the_id_mapping_translates_real_ids_to_simulation_ids() {
     refused(
         mapped.set_id_mapping(pb::IdMapping::default()).await,
         Code::FailedPrecondition,
-        &["connected"],
+        &["open", "CloseSimulation"],
     );
 
     // The same robot, unmapped: the walks are identical, so every message
@@ -598,6 +605,16 @@ async fn the_id_mapping_translates_real_ids_to_simulation_ids() {
     let a = sleep(&mut mapped, 2.0).await;
     let b = sleep(&mut plain, 2.0).await;
     assert!(planar(&a, &b) > 1e-4, "{a:?} vs {b:?}");
+
+    // Closed, the mapping is a setting again.
+    mapped
+        .close_simulation(pb::CloseSimulationRequest {})
+        .await
+        .unwrap();
+    mapped
+        .set_id_mapping(pb::IdMapping::default())
+        .await
+        .unwrap();
 
     // An unmapped real id whose simulation id another real id took is ambiguous.
     let mut h = quadruped_host().await;
@@ -745,16 +762,22 @@ async fn a_long_sleep_keeps_the_host_busy_until_it_is_dropped() {
     // Dropping the call stops the physics: the host answers again long
     // before an hour of virtual time (about 30 s of CPU) could pass.
     long.abort();
-    let stopped = loop {
-        match h.get_state(pb::GetStateRequest {}).await {
-            Ok(s) => break s.into_inner(),
-            Err(e) if e.code() == Code::ResourceExhausted => {
-                assert!(Instant::now() < deadline, "the sleep was never dropped");
-                tokio::time::sleep(Duration::from_millis(2)).await;
+    let answer = async {
+        loop {
+            match h.get_state(pb::GetStateRequest {}).await {
+                Ok(s) => break s.into_inner(),
+                Err(e) if e.code() == Code::ResourceExhausted => {
+                    tokio::time::sleep(Duration::from_millis(2)).await;
+                }
+                Err(e) => panic!("{e}"),
             }
-            Err(e) => panic!("{e}"),
         }
     };
+    // GetState waits for the session, so a sleep that ignores the drop
+    // shows up as a timeout here.
+    let stopped = tokio::time::timeout(Duration::from_secs(10), answer)
+        .await
+        .expect("the dropped sleep kept the session for 10 s");
     assert!(stopped.elapsed_s < 600.0, "{}", stopped.elapsed_s);
     let next = sleep(&mut h, 1.0).await;
     assert!((next.elapsed_s - stopped.elapsed_s - 1.0).abs() < 0.02);
@@ -808,7 +831,10 @@ async fn the_real_clock_paces_and_the_supervisor_changes_the_world() {
         .into_inner();
     assert!(reset.open && !reset.connected && reset.elapsed_s == 0.0);
     let (home, back) = (origin.position.unwrap(), reset.position.unwrap());
-    assert!((home.x, home.y, home.z) == (back.x, back.y, back.z), "{home:?} vs {back:?}");
+    assert!(
+        (home.x, home.y, home.z) == (back.x, back.y, back.z),
+        "{home:?} vs {back:?}"
+    );
     h.connect_robot(pb::ConnectRobotRequest { config_xml: gait() })
         .await
         .unwrap();
@@ -1002,13 +1028,15 @@ fn chain(base: u32) -> String {
     )
 }
 
-async fn recorder(simulation: bool) -> (Client, Log) {
+/// A recording robot, opened after `mapping` was set.
+async fn recorder(simulation: bool, mapping: pb::IdMapping) -> (Client, Log) {
     let log = Log::default();
     let mut h = serve(Arc::new(Recorder {
         simulation,
         log: log.clone(),
     }))
     .await;
+    h.set_id_mapping(mapping).await.unwrap();
     h.open_simulation(pb::OpenSimulationRequest::default())
         .await
         .unwrap();
@@ -1054,7 +1082,7 @@ fn params(dst: u8, amplitude: f32) -> Event {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn connect_sends_everything_flush_what_changed_refresh_all_parameters() {
-    let (mut h, log) = recorder(true).await;
+    let (mut h, log) = recorder(true, pb::IdMapping::default()).await;
     h.connect_robot(pb::ConnectRobotRequest {
         config_xml: chain(0),
     })
@@ -1106,7 +1134,10 @@ async fn connect_sends_everything_flush_what_changed_refresh_all_parameters() {
     })
     .await
     .unwrap();
-    assert!(Recorder::take(&log).is_empty(), "nothing goes out before Flush");
+    assert!(
+        Recorder::take(&log).is_empty(),
+        "nothing goes out before Flush"
+    );
     assert_eq!(state(&mut h).await.pending_changes, 3);
     h.flush(pb::FlushRequest {}).await.unwrap();
     assert_eq!(
@@ -1139,7 +1170,7 @@ async fn connect_sends_everything_flush_what_changed_refresh_all_parameters() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_defect_motor_gets_motor_off_and_never_motor_on() {
-    let (mut h, log) = recorder(true).await;
+    let (mut h, log) = recorder(true, pb::IdMapping::default()).await;
     h.connect_robot(pb::ConnectRobotRequest {
         config_xml: chain(0),
     })
@@ -1246,15 +1277,17 @@ async fn ids_are_translated_in_simulation_mode_only() {
         real_to_sim: [(10, 0), (11, 1), (12, 2)].into(),
     };
 
-    let (mut sim, log) = recorder(true).await;
-    sim.set_id_mapping(mapping.clone()).await.unwrap();
+    let (mut sim, log) = recorder(true, mapping.clone()).await;
     sim.connect_robot(pb::ConnectRobotRequest {
         config_xml: chain(10),
     })
     .await
     .unwrap();
     let sent = Recorder::take(&log);
-    assert_eq!(sent[0], Event::Snp(0, SnpMessage::BluetoothConnect { to: 1 }));
+    assert_eq!(
+        sent[0],
+        Event::Snp(0, SnpMessage::BluetoothConnect { to: 1 })
+    );
     assert_eq!(sent[2], structure(0, &[(1, 1.0)]));
     assert_eq!(module(&mut sim, 11).await.id, 11);
     refused(
@@ -1298,8 +1331,7 @@ async fn ids_are_translated_in_simulation_mode_only() {
     );
 
     // A real robot: ids go out as they are, and there is no supervisor.
-    let (mut real, log) = recorder(false).await;
-    real.set_id_mapping(mapping).await.unwrap();
+    let (mut real, log) = recorder(false, mapping).await;
     let s = real
         .connect_robot(pb::ConnectRobotRequest {
             config_xml: chain(0),
