@@ -29,6 +29,9 @@ pub struct BenchClusterArgs {
     /// PSO generations in the speed-up test (32 particles each).
     #[arg(long, default_value_t = 5)]
     generations: u64,
+    /// Evaluations per Powell run in the host-utilisation test (0 to skip).
+    #[arg(long, default_value_t = 300)]
+    utilisation_budget: u64,
 }
 
 struct Cluster {
@@ -206,6 +209,100 @@ async fn pso_time(hosts: usize, delay: Duration, generations: u64) -> Result<f64
     Ok(seconds)
 }
 
+/// Mean number of busy hosts during a Powell run on 16 expression hosts:
+/// total evaluation time over the run's wall time.
+async fn powell_utilisation(
+    variant: &str,
+    budget: u64,
+    delay: Duration,
+) -> Result<(f64, u64, f64)> {
+    let c = cluster(16, delay, &format!("util-{variant}")).await?;
+    let bounds = (0..7)
+        .map(|i| pb::ParameterBound {
+            name: format!("x{i}"),
+            min: -1.0,
+            max: 1.0,
+            start: -0.8,
+        })
+        .collect();
+    let backend = Arc::new(ExprBackend::new(
+        "-((x0-0.3)^2 + (x1+0.2)^2 + (x2-0.1)^2 + (x3-0.5)^2 + (x4+0.4)^2 + (x5-0.2)^2 + (x6+0.1)^2)",
+        delay,
+    )?);
+    // The 7-D objective needs its own hosts: replace the 2-D ones.
+    for host in c.organizer.scheduler.hosts() {
+        c.organizer
+            .scheduler
+            .deregister_host(host.id, "")
+            .await
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
+    }
+    for i in 0..16 {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        let address = format!("http://{}", listener.local_addr()?);
+        let name = format!("expr7-{i}");
+        let stop = c.stop.subscribe();
+        tokio::spawn(yamor_host_agent::serve(
+            listener,
+            Arc::new(HostService::new(name.clone(), backend.clone())),
+            ServerSecurity::default(),
+            async move {
+                let mut stop = stop;
+                let _ = stop.wait_for(|s| *s).await;
+            },
+        ));
+        c.organizer
+            .scheduler
+            .register_host(&name, &address)
+            .await
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
+    }
+    let request = pb::StartRunRequest {
+        optimizer: "powell".into(),
+        settings: [("variant".to_owned(), variant.to_owned())].into(),
+        seed: 1,
+        problem: Some(pb::start_run_request::Problem::Space(pb::ParameterSpace {
+            bounds,
+        })),
+        max_evaluations: budget,
+        ..Default::default()
+    };
+    let mut events = c.organizer.runs.subscribe();
+    let run = c
+        .organizer
+        .runs
+        .start(request)
+        .await
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    let finished = loop {
+        let event = events.recv().await?;
+        if let Some(r) = event.run
+            && r.id == run.id
+            && r.state != pb::RunState::Running as i32
+        {
+            break r;
+        }
+    };
+    c.organizer.scheduler.store().sync().await?;
+    let jobs = c
+        .organizer
+        .scheduler
+        .store()
+        .jobs(&yamor_organizer::store::JobFilter {
+            run_id: Some(run.id),
+            ..Default::default()
+        })?;
+    let busy: i64 = jobs.iter().map(|j| j.finished_ms - j.started_ms).sum();
+    let first = jobs.iter().map(|j| j.started_ms).min().unwrap_or(0);
+    let last = jobs.iter().map(|j| j.finished_ms).max().unwrap_or(0);
+    let _ = c.stop.send(true);
+    Ok((
+        busy as f64 / (last - first).max(1) as f64,
+        finished.evaluations,
+        finished.best_velocity_m_s.unwrap_or(f64::NAN),
+    ))
+}
+
 pub async fn bench_cluster(args: BenchClusterArgs) -> Result<()> {
     println!(
         "scheduler throughput: expression hosts, no delay, {} jobs, SQLite on",
@@ -215,6 +312,25 @@ pub async fn bench_cluster(args: BenchClusterArgs) -> Result<()> {
     for &n in &args.hosts {
         let rate = throughput(n, args.jobs).await?;
         println!("{n:>6} {rate:>14.0}");
+    }
+    if args.utilisation_budget > 0 {
+        println!(
+            "\nhost utilisation: Powell on a 7-D expression, 16 hosts, {} ms per evaluation, budget {}",
+            args.delay_ms, args.utilisation_budget
+        );
+        println!(
+            "{:<10} {:>16} {:>7} {:>12}",
+            "variant", "mean busy hosts", "evals", "best"
+        );
+        for variant in ["classic", "interval"] {
+            let (busy, evals, best) = powell_utilisation(
+                variant,
+                args.utilisation_budget,
+                Duration::from_millis(args.delay_ms),
+            )
+            .await?;
+            println!("{variant:<10} {busy:>16.2} {evals:>7} {best:>12.5}");
+        }
     }
     if args.speedup_hosts.is_empty() {
         return Ok(());
@@ -231,7 +347,9 @@ pub async fn bench_cluster(args: BenchClusterArgs) -> Result<()> {
     let mut base = None;
     for &n in &args.speedup_hosts {
         let t = pso_time(n, delay, args.generations).await?;
-        let base = *base.get_or_insert(t * n as f64 / args.speedup_hosts[0] as f64);
+        // Relative to the first host count, taken as perfectly efficient
+        // (exact when the list starts at 1, as by default).
+        let base = *base.get_or_insert(t * n as f64);
         let speedup = base / t;
         println!(
             "{n:>6} {t:>10.2} {speedup:>9.2} {:>10.0}%",
