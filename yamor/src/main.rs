@@ -18,8 +18,15 @@ struct Cli {
 
 mod bench_cluster;
 mod cluster;
+mod experiment;
 mod net;
 mod run;
+
+#[derive(Subcommand)]
+enum ExperimentCommand {
+    /// Figs 6.3 and 6.5-6.7: velocity over outer offset x inner-outer phase lag, with Powell paths.
+    Surface(experiment::SurfaceArgs),
+}
 
 #[derive(Subcommand)]
 enum Command {
@@ -29,6 +36,9 @@ enum Command {
     Organizer(cluster::OrganizerArgs),
     /// Serve one host (a simulated robot or an expression) and register with an organizer.
     Host(cluster::HostArgs),
+    /// Reproduce thesis experiments on this machine.
+    #[command(subcommand)]
+    Experiment(ExperimentCommand),
     /// Measure the scheduler: throughput and PSO speed-up with expression hosts.
     BenchCluster(bench_cluster::BenchClusterArgs),
     /// Manage the organizer's hosts.
@@ -153,7 +163,7 @@ fn main() -> Result<()> {
     let cli = Cli::parse();
     // The one-process run draws a progress bar; routine logs would tear it.
     let default_filter = match cli.command {
-        Command::Run(_) | Command::BenchCluster(_) => "warn",
+        Command::Run(_) | Command::BenchCluster(_) | Command::Experiment(_) => "warn",
         _ => "info",
     };
     tracing_subscriber::fmt()
@@ -168,6 +178,9 @@ fn main() -> Result<()> {
     };
     match cli.command {
         Command::Run(args) => async_main(Box::pin(run::run(args))),
+        Command::Experiment(ExperimentCommand::Surface(args)) => {
+            async_main(Box::pin(experiment::surface(args)))
+        }
         Command::Organizer(args) => async_main(Box::pin(cluster::organizer(args))),
         Command::Host(args) => async_main(Box::pin(cluster::host(args))),
         Command::BenchCluster(args) => async_main(Box::pin(bench_cluster::bench_cluster(args))),

@@ -130,49 +130,8 @@ pub async fn run(args: RunArgs) -> Result<()> {
     };
     let request = spec.request()?;
     let db = args.out.join("yamor.db");
-    let organizer = Organizer::open(
-        &db,
-        SchedulerConfig::default(),
-        ClientSecurity::default(),
-        plugins(),
-    )
-    .with_context(|| format!("opening {}", db.display()))?;
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-    let organizer_url = format!("http://{}", listener.local_addr()?);
-    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-    let stopped = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
-        let _ = rx.wait_for(|s| *s).await;
-    };
-    let server = tokio::spawn(yamor_organizer::serve(
-        listener,
-        organizer.clone(),
-        ServerSecurity::default(),
-        stopped(stop_rx.clone()),
-    ));
-    let mut tasks = Vec::new();
-    for index in 0..hosts {
-        let backend = Arc::new(SimBackend::example(&args.robot, Default::default())?);
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-        let address = format!("http://{}", listener.local_addr()?);
-        let name = format!("local-{}", index + 1);
-        let service = Arc::new(HostService::new(name.clone(), backend));
-        tasks.push(tokio::spawn(yamor_host_agent::serve(
-            listener,
-            service,
-            ServerSecurity::default(),
-            stopped(stop_rx.clone()),
-        )));
-        let registration = Registration {
-            organizer: organizer_url.clone(),
-            security: ClientSecurity::default(),
-            name,
-            address,
-        };
-        tokio::spawn(yamor_host_agent::keep_registered(
-            registration,
-            stopped(stop_rx.clone()),
-        ));
-    }
+    let cluster = LocalCluster::start(&args.robot, hosts, &db).await?;
+    let organizer = cluster.organizer.clone();
     let run = organizer
         .runs
         .start(request)
@@ -210,9 +169,105 @@ pub async fn run(args: RunArgs) -> Result<()> {
     organizer.scheduler.store().sync().await?;
     print_run(&final_run);
     write_outputs(&organizer, &final_run, &args.out)?;
-    let _ = stop_tx.send(true);
-    let _ = tokio::time::timeout(Duration::from_secs(5), server).await;
+    cluster.shutdown().await;
     Ok(())
+}
+
+/// An organizer with its SQLite file and `hosts` simulation hosts of
+/// `robot`, all on loopback gRPC in this process: the same code paths as a
+/// real cluster.
+pub struct LocalCluster {
+    pub organizer: Organizer,
+    stop: tokio::sync::watch::Sender<bool>,
+    server: tokio::task::JoinHandle<Result<(), yamor_proto::transport::TransportError>>,
+}
+
+impl LocalCluster {
+    pub async fn start(robot: &str, hosts: usize, db: &Path) -> Result<LocalCluster> {
+        let organizer = Organizer::open(
+            db,
+            SchedulerConfig::default(),
+            ClientSecurity::default(),
+            plugins(),
+        )
+        .with_context(|| format!("opening {}", db.display()))?;
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        let organizer_url = format!("http://{}", listener.local_addr()?);
+        let (stop, stop_rx) = tokio::sync::watch::channel(false);
+        let stopped = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
+            let _ = rx.wait_for(|s| *s).await;
+        };
+        let server = tokio::spawn(yamor_organizer::serve(
+            listener,
+            organizer.clone(),
+            ServerSecurity::default(),
+            stopped(stop_rx.clone()),
+        ));
+        for index in 0..hosts {
+            let backend = Arc::new(SimBackend::example(robot, Default::default())?);
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+            let address = format!("http://{}", listener.local_addr()?);
+            let name = format!("local-{}", index + 1);
+            let service = Arc::new(HostService::new(name.clone(), backend));
+            tokio::spawn(yamor_host_agent::serve(
+                listener,
+                service,
+                ServerSecurity::default(),
+                stopped(stop_rx.clone()),
+            ));
+            let registration = Registration {
+                organizer: organizer_url.clone(),
+                security: ClientSecurity::default(),
+                name,
+                address,
+            };
+            tokio::spawn(yamor_host_agent::keep_registered(
+                registration,
+                stopped(stop_rx.clone()),
+            ));
+        }
+        Ok(LocalCluster {
+            organizer,
+            stop,
+            server,
+        })
+    }
+
+    /// Starts a run and waits for its end, showing progress.
+    pub async fn run_to_end(&self, request: pb::StartRunRequest) -> Result<pb::Run> {
+        let run = self
+            .organizer
+            .runs
+            .start(request)
+            .await
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
+        let run_id = run.id;
+        let events = tokio_stream::wrappers::BroadcastStream::new(self.organizer.runs.subscribe());
+        let first = self
+            .organizer
+            .runs
+            .get(run_id)
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
+        let stream = tokio_stream::StreamExt::filter_map(events, move |e| match e {
+            Ok(e) if e.run.as_ref().is_some_and(|r| r.id == run_id) => Some(Ok(e)),
+            _ => None,
+        });
+        let stream = tokio_stream::StreamExt::chain(
+            tokio_stream::iter([Ok(pb::RunEvent {
+                run: Some(first),
+                evaluation: None,
+            })]),
+            stream,
+        );
+        let done = follow_run(Box::pin(stream)).await?;
+        self.organizer.scheduler.store().sync().await?;
+        Ok(done)
+    }
+
+    pub async fn shutdown(self) {
+        let _ = self.stop.send(true);
+        let _ = tokio::time::timeout(Duration::from_secs(5), self.server).await;
+    }
 }
 
 /// best_gait.xml, evaluations.csv and progress.png.
@@ -282,7 +337,7 @@ fn write_outputs(organizer: &Organizer, run: &pb::Run, out: &Path) -> Result<()>
 }
 
 /// Plots must render on machines without system fonts, so one is embedded.
-fn register_font() {
+pub fn register_font() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
         let font: &'static [u8] = include_bytes!("../assets/DejaVuSans.ttf");
