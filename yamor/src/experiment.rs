@@ -244,3 +244,28 @@ fn plot(path: &std::path::Path, n: u32, cells: &[(f64, f64, f64)], paths: &[Path
     root.present().context("writing the surface plot")?;
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use yamor_core::optimize::OptimizationConfig;
+
+    #[test]
+    fn the_surface_has_two_free_parameters_tied_across_the_legs() {
+        let config =
+            OptimizationConfig::from_xml_str("surface", &surface_config(2.0, -0.5).unwrap())
+                .unwrap();
+        let free = config.free_parameters();
+        let names: Vec<&str> = free.iter().map(|p| p.name.as_str()).collect();
+        assert_eq!(names, ["phase_0_5", "offset_5"]);
+        assert_eq!((free[0].start, free[1].start), (2.0, -0.5));
+        let robot = config.apply(&[1.0, 0.25]).unwrap();
+        for (inner, outer) in [(0, 5), (1, 6), (2, 7), (3, 8)] {
+            assert_eq!(ParamName::Phase(inner, outer).get(&robot), Some(1.0));
+            assert_eq!(ParamName::Offset(outer).get(&robot), Some(0.25));
+        }
+        // The five other Table 6.1 parameters keep the reference gait.
+        assert_eq!(ParamName::Amplitude(0).get(&robot), Some(0.7));
+        assert_eq!(ParamName::Amplitude(5).get(&robot), Some(0.6));
+    }
+}
