@@ -80,6 +80,9 @@ pub enum Problem {
     Unreachable(ModuleId),
     #[error("module {0} has two Bluetooth parents")]
     BluetoothFanIn(ModuleId),
-    #[error("optimize rule: {0}")]
-    Optimize(String),
+    /// An `<optimize>` rule of an optimization configuration (thesis 5.7.2).
+    /// Boxed: it carries expression errors, and would make every `Problem`
+    /// large.
+    #[error("{0}")]
+    Optimize(Box<crate::optimize::RuleError>),
 }

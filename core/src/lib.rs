@@ -14,9 +14,11 @@
 //! - [`cpg`]: the coupled oscillator network of thesis equation set 6.1 and
 //!   its fixed-step RK4 integrator.
 //! - [`matheval`]: MathEval (thesis 5.6): expressions with functions and
-//!   parameters, real and integer engines, errors with positions.
-//! - [`optimize`]: the optimization configuration of thesis 5.7.2: free
-//!   parameters with bounds and constraint expressions over a robot.
+//!   parameters, parsed once and evaluated by a real or an integer engine,
+//!   errors with positions.
+//! - [`optimize`]: the optimization configuration of thesis 5.7.2: a robot
+//!   plus `<optimize>` rules, free parameters with bounds and constraint
+//!   expressions, and `apply` from an optimizer's values to a robot.
 //! - [`error`]: errors that name the file, the element and the problem.
 //!
 //! Units are SI and radians everywhere inside; the XML keeps the thesis'
@@ -32,7 +34,9 @@ mod xml;
 
 pub use config::{CpgLink, IdAttribute, ModuleConfig, RobotConfig};
 pub use error::{Problem, XmlError};
+pub use matheval::{Expr, ExprError};
 pub use morphology::{Connection, Connector, Morphology, MorphologyModule};
+pub use optimize::{OptimizationConfig, ParamName};
 
 /// A module identifier as written in the XML files (`id` / `realid`).
 pub type ModuleId = u32;

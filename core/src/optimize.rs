@@ -1,37 +1,53 @@
 //! The general optimization configuration of thesis 5.7.2: a robot
-//! configuration plus `<optimize>` rules, as direct children of
-//! `<yamorconfig>`:
+//! configuration (appendix C.4) whose values are the starting point, plus
+//! `<optimize>` rules as direct children of `<yamorconfig>`:
 //!
 //! ```xml
-//! <optimize param="amplitude_0" min="0" max="1.2"/>          <!-- free -->
-//! <optimize param="amplitude_1" expr="amplitude_0()"/>       <!-- constrained -->
+//! <optimize param="amplitude_0" min="0" max="1.2"/>     <!-- free, with bounds -->
+//! <optimize param="amplitude_1" expr="amplitude_0()"/>  <!-- constrained -->
 //! ```
 //!
-//! Parameter names (thesis: the parameter, `_`, the module id, and for links
-//! the second id): `amplitude_<id>`, `offset_<id>`, `speed_<id>`,
-//! `minangle_<id>`, `maxangle_<id>`, `phase_<from>_<to>`, `weight_<from>_<to>`.
+//! # Parameter names
 //!
-//! Phases are antisymmetric: equation 6.1 only locks consistently when
-//! φ_ba = −φ_ab, and our gait files store both directions. Setting
-//! `phase_a_b` therefore sets the a→b link and, if a b→a link exists, sets it
-//! to the negated value. Weights are set on the named link only.
+//! The thesis' names: the field, `_`, the module id, and for a CPG link the
+//! second id ([`ParamName`]): `amplitude_<id>`, `offset_<id>`, `speed_<id>`,
+//! `minangle_<id>`, `maxangle_<id>`, `phase_<from>_<to>`,
+//! `weight_<from>_<to>`.
 //!
-//! [`OptimizationConfig::apply`] merges a vector of free values into a copy
-//! of the robot and evaluates the constraints in file order; each constraint
-//! sees every robot parameter (as a MathEval parameter function) with the
-//! free values and earlier constraints already applied.
+//! A phase lag is one value per pair of modules: equation 6.1 only locks
+//! consistently when φ_ba = −φ_ab, and the gait files store both directions
+//! (the thesis' C.4.2 example and our quadruped: 0→1 is +π/2, 1→0 is −π/2).
+//! Setting `phase_a_b` therefore sets the a→b link and, if a b→a link
+//! exists, sets it to the negated value; `phase_a_b` and `phase_b_a` are
+//! then the same parameter and may not both have a rule. A weight is set on
+//! the named link only.
+//!
+//! # Applying values
+//!
+//! [`OptimizationConfig::apply`] copies the robot, sets the free parameters
+//! (in file order) to the optimizer's values, then evaluates the constraints
+//! in file order with the MathEval real engine. Every parameter of the robot
+//! is a parameter function (`amplitude_2()` works whether or not
+//! amplitude_2 is optimized), with the free values and the constraints
+//! computed so far already in place. A constrained parameter's value in the
+//! file is therefore only a placeholder: `apply` recomputes it.
+//!
+//! A configuration is validated when it is made: every rule names a
+//! parameter the robot has, at most one rule per parameter, finite bounds
+//! with the start value (the robot's value) inside, and every constraint
+//! evaluates to a finite number at the start values.
 
 use std::fmt;
 use std::path::Path;
 use std::str::FromStr;
 
 use crate::ModuleId;
-use crate::config::RobotConfig;
+use crate::config::{CpgLink, RobotConfig};
 use crate::error::{Problem, XmlError};
-use crate::matheval::{Context, Expr};
-use crate::xml::{Source, XmlOut, number, read_file};
+use crate::matheval::{Context, Expr, ExprError};
+use crate::xml::{Source, number, read_file};
 
-/// Which field of which module or link.
+/// Which field of which module or CPG link.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ParamName {
     Amplitude(ModuleId),
@@ -39,6 +55,8 @@ pub enum ParamName {
     Speed(ModuleId),
     MinAngle(ModuleId),
     MaxAngle(ModuleId),
+    /// The lag of the link from the first module to the second (and its
+    /// negation on the reverse link).
     Phase(ModuleId, ModuleId),
     Weight(ModuleId, ModuleId),
 }
@@ -58,18 +76,22 @@ impl fmt::Display for ParamName {
 }
 
 impl FromStr for ParamName {
-    type Err = String;
+    type Err = RuleError;
 
-    fn from_str(s: &str) -> Result<Self, String> {
-        let bad = || -> String {
-            format!(
-                "{s:?} is not a parameter name (amplitude_<id>, offset_<id>, speed_<id>, minangle_<id>, maxangle_<id>, phase_<from>_<to>, weight_<from>_<to>)"
-            )
-        };
+    /// Reads the thesis' names; ids are plain decimal digits.
+    fn from_str(s: &str) -> Result<Self, RuleError> {
+        let bad = || RuleError::BadName(s.to_owned());
         let mut parts = s.trim().split('_');
         let kind = parts.next().ok_or_else(bad)?;
         let ids: Vec<ModuleId> = parts
-            .map(|p| p.parse().map_err(|_| bad()))
+            .map(|part| {
+                // `u32::from_str` would also take "+3".
+                if !part.is_empty() && part.bytes().all(|b| b.is_ascii_digit()) {
+                    part.parse().map_err(|_| bad())
+                } else {
+                    Err(bad())
+                }
+            })
             .collect::<Result<_, _>>()?;
         Ok(match (kind, &ids[..]) {
             ("amplitude", &[m]) => ParamName::Amplitude(m),
@@ -84,52 +106,71 @@ impl FromStr for ParamName {
     }
 }
 
+fn link(robot: &RobotConfig, from: ModuleId, to: ModuleId) -> Option<&CpgLink> {
+    robot.module(from)?.cpg_links.iter().find(|l| l.to == to)
+}
+
+fn link_mut(robot: &mut RobotConfig, from: ModuleId, to: ModuleId) -> Option<&mut CpgLink> {
+    robot
+        .module_mut(from)?
+        .cpg_links
+        .iter_mut()
+        .find(|l| l.to == to)
+}
+
 impl ParamName {
-    /// The current value in `robot`, or `None` if the module or link is missing.
+    /// The current value in `robot`, or `None` if it has no such module or
+    /// link.
     #[must_use]
     pub fn get(&self, robot: &RobotConfig) -> Option<f64> {
-        let link = |a: ModuleId, b: ModuleId| robot.module(a)?.cpg_links.iter().find(|l| l.to == b);
         match *self {
             ParamName::Amplitude(m) => robot.module(m).map(|m| m.amplitude),
             ParamName::Offset(m) => robot.module(m).map(|m| m.offset),
             ParamName::Speed(m) => robot.module(m).map(|m| m.speed),
             ParamName::MinAngle(m) => robot.module(m).map(|m| m.min_angle),
             ParamName::MaxAngle(m) => robot.module(m).map(|m| m.max_angle),
-            ParamName::Phase(a, b) => link(a, b).map(|l| l.phase),
-            ParamName::Weight(a, b) => link(a, b).map(|l| l.weight),
+            ParamName::Phase(a, b) => link(robot, a, b).map(|l| l.phase),
+            ParamName::Weight(a, b) => link(robot, a, b).map(|l| l.weight),
         }
     }
 
-    /// Sets the value; `false` if the module or link is missing.
+    /// Sets the value (a phase also sets the reverse link to the negated
+    /// value, see the module documentation); `false` if `robot` has no such
+    /// module or link.
     pub fn set(&self, robot: &mut RobotConfig, value: f64) -> bool {
-        fn link(robot: &mut RobotConfig, a: ModuleId, b: ModuleId) -> Option<&mut crate::CpgLink> {
-            robot
-                .module_mut(a)?
-                .cpg_links
-                .iter_mut()
-                .find(|l| l.to == b)
-        }
         match *self {
-            ParamName::Amplitude(m) => robot.module_mut(m).map(|m| m.amplitude = value).is_some(),
-            ParamName::Offset(m) => robot.module_mut(m).map(|m| m.offset = value).is_some(),
-            ParamName::Speed(m) => robot.module_mut(m).map(|m| m.speed = value).is_some(),
-            ParamName::MinAngle(m) => robot.module_mut(m).map(|m| m.min_angle = value).is_some(),
-            ParamName::MaxAngle(m) => robot.module_mut(m).map(|m| m.max_angle = value).is_some(),
+            ParamName::Amplitude(m) => robot.module_mut(m).map(|m| m.amplitude = value),
+            ParamName::Offset(m) => robot.module_mut(m).map(|m| m.offset = value),
+            ParamName::Speed(m) => robot.module_mut(m).map(|m| m.speed = value),
+            ParamName::MinAngle(m) => robot.module_mut(m).map(|m| m.min_angle = value),
+            ParamName::MaxAngle(m) => robot.module_mut(m).map(|m| m.max_angle = value),
             ParamName::Phase(a, b) => {
-                let Some(l) = link(robot, a, b) else {
+                let Some(forward) = link_mut(robot, a, b) else {
                     return false;
                 };
-                l.phase = value;
-                if let Some(back) = link(robot, b, a) {
+                forward.phase = value;
+                if a != b
+                    && let Some(back) = link_mut(robot, b, a)
+                {
                     back.phase = -value;
                 }
-                true
+                Some(())
             }
-            ParamName::Weight(a, b) => link(robot, a, b).map(|l| l.weight = value).is_some(),
+            ParamName::Weight(a, b) => link_mut(robot, a, b).map(|l| l.weight = value),
+        }
+        .is_some()
+    }
+
+    /// The phase of the reverse link, which setting this one also sets.
+    fn reverse(&self) -> Option<ParamName> {
+        match *self {
+            ParamName::Phase(a, b) if a != b => Some(ParamName::Phase(b, a)),
+            _ => None,
         }
     }
 
-    /// Every parameter `robot` has, in file order.
+    /// Every parameter `robot` has, in file order: each module's five
+    /// fields, then its links' phases and weights.
     #[must_use]
     pub fn all(robot: &RobotConfig) -> Vec<ParamName> {
         let mut out = Vec::new();
@@ -153,16 +194,14 @@ impl ParamName {
 /// One `<optimize>` rule.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Rule {
+    /// A parameter the optimizer chooses within `[min, max]`.
     Free {
         param: ParamName,
         min: f64,
         max: f64,
     },
-    Constrained {
-        param: ParamName,
-        expr: Expr,
-        text: String,
-    },
+    /// A parameter computed from the others by a MathEval expression.
+    Constrained { param: ParamName, expr: Expr },
 }
 
 impl Rule {
@@ -174,7 +213,8 @@ impl Rule {
     }
 }
 
-/// A free parameter: name, bounds, and its value in the file (the start).
+/// A free parameter as an optimizer sees it: name, bounds, and the value in
+/// the file as the starting point.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FreeParameter {
     pub name: String,
@@ -183,207 +223,360 @@ pub struct FreeParameter {
     pub start: f64,
 }
 
+/// Why a rule does not fit its robot. Inside an XML file it comes as
+/// [`Problem::Optimize`] with the file, line and element.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum RuleError {
+    #[error(
+        "`{0}` is not a parameter name (expected amplitude_<id>, offset_<id>, speed_<id>, \
+         minangle_<id>, maxangle_<id>, phase_<from>_<to> or weight_<from>_<to>)"
+    )]
+    BadName(String),
+    #[error("{0} names a module or CPG link the robot does not have")]
+    UnknownParameter(ParamName),
+    #[error("{0} has two rules")]
+    Duplicate(ParamName),
+    #[error(
+        "{param} sets the same pair of CPG links as the earlier rule for {earlier} \
+         (a phase also sets the reverse link to the negated lag)"
+    )]
+    ReversePhase {
+        param: ParamName,
+        earlier: ParamName,
+    },
+    #[error("{param}: the bounds must be finite, got [{min}, {max}]")]
+    NonFiniteBounds {
+        param: ParamName,
+        min: f64,
+        max: f64,
+    },
+    #[error("{param}: min {min} is greater than max {max}")]
+    BoundsReversed {
+        param: ParamName,
+        min: f64,
+        max: f64,
+    },
+    #[error(
+        "{param}: its start value (its value in the robot), {start}, lies outside [{min}, {max}]"
+    )]
+    StartOutOfBounds {
+        param: ParamName,
+        start: f64,
+        min: f64,
+        max: f64,
+    },
+    #[error("{0}: give either min and max (a free parameter) or expr (a constraint), not both")]
+    BoundsAndExpr(ParamName),
+    #[error("{0}: give min and max (a free parameter), or expr (a constraint)")]
+    NoBoundsNorExpr(ParamName),
+    #[error("{param}: expr {text:?}: {error}")]
+    BadExpr {
+        param: ParamName,
+        text: String,
+        error: ExprError,
+    },
+    #[error("at the start values: {0}")]
+    AtStart(ApplyError),
+    #[error("unknown attribute `{0}` (expected param, min, max or expr)")]
+    UnknownAttribute(String),
+}
+
+/// A rule of [`OptimizationConfig::new`] that does not fit; `index` counts
+/// the rules from 0.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("rule {} of {}: {error}", .index + 1, .count)]
+pub struct InvalidRule {
+    pub index: usize,
+    pub count: usize,
+    /// Boxed to keep `Result<_, InvalidRule>` small.
+    pub error: Box<RuleError>,
+}
+
+/// Why a vector of free values does not give a robot.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum ApplyError {
-    #[error("expected {expected} values, got {got}")]
+    #[error("expected {expected} free values, got {got}")]
     Length { expected: usize, got: usize },
-    #[error("{name} = {value} lies outside [{min}, {max}]")]
+    #[error("{param} = {value} lies outside its bounds [{min}, {max}]")]
     OutOfBounds {
-        name: String,
+        param: ParamName,
         value: f64,
         min: f64,
         max: f64,
     },
-    #[error("constraint {name} = {expr}: {why}")]
+    #[error("constraint {param} = {expr}: {error}")]
     Constraint {
-        name: String,
+        param: ParamName,
         expr: String,
-        why: String,
+        error: ExprError,
+    },
+    #[error("constraint {param} = {expr} gives {value}, not a finite number")]
+    NonFinite {
+        param: ParamName,
+        expr: String,
+        value: f64,
+    },
+    /// The firmware clamps the set-point to [minangle, maxangle], which
+    /// needs minangle ≤ maxangle.
+    #[error("module {module}: minangle {min} is greater than maxangle {max}")]
+    LimitsCrossed {
+        module: ModuleId,
+        min: f64,
+        max: f64,
     },
 }
 
-/// A robot and the rules saying what to optimize.
+/// A robot and the rules saying what to optimize. The fields are private
+/// because they are validated together: every rule fits the robot.
 #[derive(Debug, Clone, PartialEq)]
 pub struct OptimizationConfig {
-    pub robot: RobotConfig,
-    pub rules: Vec<Rule>,
+    robot: RobotConfig,
+    rules: Vec<Rule>,
 }
 
+const RULE_ATTRIBUTES: [&str; 4] = ["param", "min", "max", "expr"];
+
 impl OptimizationConfig {
+    /// Checks `rules` against `robot` (see the module documentation).
+    pub fn new(robot: RobotConfig, rules: Vec<Rule>) -> Result<Self, InvalidRule> {
+        let count = rules.len();
+        let fail = |index: usize, error: RuleError| InvalidRule {
+            index,
+            count,
+            error: Box::new(error),
+        };
+        for (index, rule) in rules.iter().enumerate() {
+            let param = rule.param();
+            let Some(start) = param.get(&robot) else {
+                return Err(fail(index, RuleError::UnknownParameter(param)));
+            };
+            for earlier in rules[..index].iter().map(Rule::param) {
+                if earlier == param {
+                    return Err(fail(index, RuleError::Duplicate(param)));
+                }
+                if param.reverse() == Some(earlier) {
+                    return Err(fail(index, RuleError::ReversePhase { param, earlier }));
+                }
+            }
+            if let Rule::Free { min, max, .. } = *rule {
+                if !min.is_finite() || !max.is_finite() {
+                    return Err(fail(index, RuleError::NonFiniteBounds { param, min, max }));
+                }
+                if min > max {
+                    return Err(fail(index, RuleError::BoundsReversed { param, min, max }));
+                }
+                if !(min..=max).contains(&start) {
+                    return Err(fail(
+                        index,
+                        RuleError::StartOutOfBounds {
+                            param,
+                            start,
+                            min,
+                            max,
+                        },
+                    ));
+                }
+            }
+        }
+        let config = OptimizationConfig { robot, rules };
+        // A constraint that fails at the start values is a mistake in the
+        // file, better reported now, with its line, than mid-run.
+        let mut start = config.robot.clone();
+        config
+            .constrain(&mut start)
+            .map_err(|(index, error)| fail(index, RuleError::AtStart(error)))?;
+        Ok(config)
+    }
+
     pub fn from_file(path: impl AsRef<Path>) -> Result<Self, XmlError> {
         let path = path.as_ref();
         let text = read_file(path)?;
         Self::from_xml_str(&path.display().to_string(), &text)
     }
 
-    /// Parses robot and rules; every rule is checked against the robot.
+    /// Parses the robot and the rules; `file` names the source in errors,
+    /// which point at the offending `<optimize>` element.
     pub fn from_xml_str(file: &str, text: &str) -> Result<Self, XmlError> {
         let robot = RobotConfig::from_xml_str(file, text)?;
         let doc = Source::parse(file, text)?;
         let src = Source { file, doc: &doc };
-        let mut rules: Vec<Rule> = Vec::new();
+        let mut rules = Vec::new();
+        let mut nodes = Vec::new();
         for node in src.children(doc.root_element(), &["modulelist", "optimize"])? {
-            if node.tag_name().name() != "optimize" {
-                continue;
+            if node.tag_name().name() == "optimize" {
+                rules.push(read_rule(&src, node)?);
+                nodes.push(node);
             }
-            let bad = |why: String| src.invalid(node, Problem::Optimize(why));
-            let name = src.required(node, "param")?;
-            let param: ParamName = name.parse().map_err(bad)?;
-            let Some(current) = param.get(&robot) else {
-                return Err(bad(format!(
-                    "{param} names a module or link the robot does not have"
-                )));
-            };
-            if rules.iter().any(|r| r.param() == param) {
-                return Err(bad(format!("{param} has two rules")));
-            }
-            let has_bounds = node.has_attribute("min") || node.has_attribute("max");
-            let rule = match (has_bounds, node.attribute("expr")) {
-                (true, Some(_)) => {
-                    return Err(bad(format!("{param}: give min/max or expr, not both")));
-                }
-                (false, None) => return Err(bad(format!("{param}: give min and max, or expr"))),
-                (true, None) => {
-                    let min = src.finite(node, "min")?;
-                    let max = src.finite(node, "max")?;
-                    if min > max {
-                        return Err(bad(format!("{param}: min {min} is greater than max {max}")));
-                    }
-                    if !(min..=max).contains(&current) {
-                        return Err(bad(format!(
-                            "{param}: its value in the file, {current}, lies outside [{min}, {max}]"
-                        )));
-                    }
-                    Rule::Free { param, min, max }
-                }
-                (false, Some(text)) => {
-                    let expr = Expr::parse(text)
-                        .map_err(|e| bad(format!("{param}: expr {text:?}: {e}")))?;
-                    Rule::Constrained {
-                        param,
-                        expr,
-                        text: text.to_owned(),
-                    }
-                }
-            };
-            rules.push(rule);
         }
-        let config = OptimizationConfig { robot, rules };
-        // A constraint that cannot be evaluated at the start is a file error.
-        let start: Vec<f64> = config.free_parameters().iter().map(|p| p.start).collect();
-        if let Err(e) = config.apply(&start) {
-            return Err(XmlError::Invalid {
-                file: file.to_owned(),
-                line: 1,
-                element: "optimize".into(),
-                problem: Problem::Optimize(e.to_string()),
-            });
-        }
-        Ok(config)
+        OptimizationConfig::new(robot, rules)
+            .map_err(|e| src.invalid(nodes[e.index], Problem::Optimize(e.error)))
     }
 
-    /// Robot and rules as yamorconfig XML that reads back identically.
+    /// Robot and rules as yamorconfig XML that reads back equal. Comments
+    /// of the source file are not kept; expressions keep their text.
     #[must_use]
     pub fn to_xml_string(&self) -> String {
         let robot = self.robot.to_xml_string();
-        let mut out = XmlOut::new();
-        for rule in &self.rules {
-            match rule {
-                Rule::Free { param, min, max } => out.empty(
-                    "optimize",
-                    &[
-                        ("param", param.to_string()),
-                        ("min", number(*min)),
-                        ("max", number(*max)),
-                    ],
+        let rules: String = self
+            .rules
+            .iter()
+            .map(|rule| match rule {
+                Rule::Free { param, min, max } => format!(
+                    "  <optimize param=\"{param}\" min=\"{}\" max=\"{}\"/>\n",
+                    number(*min),
+                    number(*max)
                 ),
-                Rule::Constrained { param, text, .. } => {
-                    out.empty(
-                        "optimize",
-                        &[("param", param.to_string()), ("expr", text.clone())],
-                    );
-                }
-            }
-        }
-        let rules = out.finish();
-        let rules = rules
-            .lines()
-            .filter(|l| l.trim_start().starts_with("<optimize"))
-            .map(|l| format!("  {}\n", l.trim()))
-            .collect::<String>();
-        let at = robot
-            .rfind("</yamorconfig>")
-            .expect("robot XML closes its root");
-        format!("{}{}{}", &robot[..at], rules, &robot[at..])
+                Rule::Constrained { param, expr } => format!(
+                    "  <optimize param=\"{param}\" expr=\"{}\"/>\n",
+                    quick_xml::escape::escape(expr.source())
+                ),
+            })
+            .collect();
+        let at = robot.rfind("</yamorconfig>").unwrap_or(robot.len());
+        format!("{}{rules}{}", &robot[..at], &robot[at..])
     }
 
-    /// The free parameters in file order.
+    /// The robot with the starting values.
+    #[must_use]
+    pub fn robot(&self) -> &RobotConfig {
+        &self.robot
+    }
+
+    /// The rules in file order.
+    #[must_use]
+    pub fn rules(&self) -> &[Rule] {
+        &self.rules
+    }
+
+    /// The free parameters in file order: the order of `apply`'s values.
     #[must_use]
     pub fn free_parameters(&self) -> Vec<FreeParameter> {
-        self.rules
-            .iter()
-            .filter_map(|r| match r {
-                Rule::Free { param, min, max } => Some(FreeParameter {
-                    name: param.to_string(),
-                    min: *min,
-                    max: *max,
-                    start: param.get(&self.robot).expect("checked when parsed"),
-                }),
-                Rule::Constrained { .. } => None,
+        self.free()
+            .map(|(param, min, max)| FreeParameter {
+                name: param.to_string(),
+                min,
+                max,
+                start: param
+                    .get(&self.robot)
+                    .expect("OptimizationConfig::new checked every rule against the robot"),
             })
             .collect()
     }
 
-    /// The robot with the free parameters set to `values` and the
-    /// constraints applied.
+    fn free(&self) -> impl Iterator<Item = (ParamName, f64, f64)> + '_ {
+        self.rules.iter().filter_map(|rule| match *rule {
+            Rule::Free { param, min, max } => Some((param, min, max)),
+            Rule::Constrained { .. } => None,
+        })
+    }
+
+    /// The robot with the free parameters set to `values` (in the order of
+    /// [`free_parameters`](Self::free_parameters)) and the constraints
+    /// applied.
     pub fn apply(&self, values: &[f64]) -> Result<RobotConfig, ApplyError> {
-        let free: Vec<(&ParamName, f64, f64)> = self
-            .rules
-            .iter()
-            .filter_map(|r| match r {
-                Rule::Free { param, min, max } => Some((param, *min, *max)),
-                Rule::Constrained { .. } => None,
-            })
-            .collect();
-        if free.len() != values.len() {
+        let expected = self.free().count();
+        if values.len() != expected {
             return Err(ApplyError::Length {
-                expected: free.len(),
+                expected,
                 got: values.len(),
             });
         }
         let mut robot = self.robot.clone();
-        for ((param, min, max), &value) in free.iter().zip(values) {
-            if !(value >= *min && value <= *max) {
+        for ((param, min, max), &value) in self.free().zip(values) {
+            // Written so that NaN is out of bounds too.
+            if !(value >= min && value <= max) {
                 return Err(ApplyError::OutOfBounds {
-                    name: param.to_string(),
+                    param,
                     value,
-                    min: *min,
-                    max: *max,
+                    min,
+                    max,
                 });
             }
             param.set(&mut robot, value);
         }
-        for rule in &self.rules {
-            let Rule::Constrained { param, expr, text } = rule else {
+        self.constrain(&mut robot).map_err(|(_, error)| error)?;
+        Ok(robot)
+    }
+
+    /// Evaluates the constraints in file order on `robot`; on failure, the
+    /// index of the rule to blame.
+    fn constrain(&self, robot: &mut RobotConfig) -> Result<(), (usize, ApplyError)> {
+        let mut context = Context::new();
+        for param in ParamName::all(robot) {
+            if let Some(value) = param.get(robot) {
+                context.set_parameter(&param.to_string(), value);
+            }
+        }
+        for (index, rule) in self.rules.iter().enumerate() {
+            let Rule::Constrained { param, expr } = rule else {
                 continue;
             };
-            let mut context = Context::new();
-            for p in ParamName::all(&robot) {
-                if let Some(v) = p.get(&robot) {
-                    context.set_parameter(&p.to_string(), v);
-                }
-            }
-            let fail = |why: String| ApplyError::Constraint {
-                name: param.to_string(),
-                expr: text.clone(),
-                why,
-            };
-            let value = expr.eval_real(&context).map_err(|e| fail(e.to_string()))?;
+            let value = expr.eval_real(&context).map_err(|error| {
+                let expr = expr.source().to_owned();
+                let param = *param;
+                (index, ApplyError::Constraint { param, expr, error })
+            })?;
             if !value.is_finite() {
-                return Err(fail(format!("the value is {value}")));
+                let expr = expr.source().to_owned();
+                let param = *param;
+                return Err((index, ApplyError::NonFinite { param, expr, value }));
             }
-            param.set(&mut robot, value);
+            param.set(robot, value);
+            context.set_parameter(&param.to_string(), value);
+            if let Some(reverse) = param.reverse()
+                && let Some(value) = reverse.get(robot)
+            {
+                context.set_parameter(&reverse.to_string(), value);
+            }
         }
-        Ok(robot)
+        // Only limits a rule wrote can have crossed: the robot's own were
+        // checked when it was read. The last rule writing them is to blame.
+        for (index, rule) in self.rules.iter().enumerate().rev() {
+            if let ParamName::MinAngle(id) | ParamName::MaxAngle(id) = rule.param()
+                && let Some(module) = robot.module(id)
+                && module.min_angle > module.max_angle
+            {
+                return Err((
+                    index,
+                    ApplyError::LimitsCrossed {
+                        module: id,
+                        min: module.min_angle,
+                        max: module.max_angle,
+                    },
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// One `<optimize>` element, checked on its own; [`OptimizationConfig::new`]
+/// checks it against the robot.
+fn read_rule(src: &Source<'_>, node: roxmltree::Node<'_, '_>) -> Result<Rule, XmlError> {
+    let bad = |error: RuleError| src.invalid(node, Problem::Optimize(Box::new(error)));
+    if let Some(unknown) = node
+        .attributes()
+        .find(|a| !RULE_ATTRIBUTES.contains(&a.name()))
+    {
+        return Err(bad(RuleError::UnknownAttribute(unknown.name().to_owned())));
+    }
+    let param: ParamName = src.required(node, "param")?.parse().map_err(bad)?;
+    let has_bounds = node.has_attribute("min") || node.has_attribute("max");
+    match (has_bounds, node.attribute("expr")) {
+        (true, Some(_)) => Err(bad(RuleError::BoundsAndExpr(param))),
+        (false, None) => Err(bad(RuleError::NoBoundsNorExpr(param))),
+        (true, None) => Ok(Rule::Free {
+            param,
+            min: src.finite(node, "min")?,
+            max: src.finite(node, "max")?,
+        }),
+        (false, Some(text)) => match Expr::parse(text) {
+            Ok(expr) => Ok(Rule::Constrained { param, expr }),
+            Err(error) => Err(bad(RuleError::BadExpr {
+                param,
+                text: text.to_owned(),
+                error,
+            })),
+        },
     }
 }
