@@ -164,6 +164,16 @@ impl BackendKind {
 /// Set when the caller no longer wants the result; backends poll it.
 pub type CancelFlag = Arc<AtomicBool>;
 
+/// Sets its flag when dropped: tonic drops a handler's future when the
+/// client cancels or disconnects, and whatever polls the flag stops.
+pub(crate) struct CancelOnDrop(pub(crate) CancelFlag);
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
 /// One robot (or a stand-in) that evaluates jobs, one at a time.

@@ -12,7 +12,9 @@ use yamor_core::RobotConfig;
 use yamor_proto::v1 as pb;
 use yamor_proto::v1::host_agent_server::HostAgent;
 
-use crate::backend::{Backend, BackendKind, HostError, Job, Outcome, Point, RobotSource, Spec};
+use crate::backend::{
+    Backend, BackendKind, CancelOnDrop, HostError, Job, Outcome, Point, RobotSource, Spec,
+};
 use crate::session::SessionHost;
 
 /// The service state shared by all connections.
@@ -182,16 +184,6 @@ pub fn host_error_to_status(e: HostError) -> Status {
         e @ HostError::Unsupported { .. } => Status::unimplemented(e.to_string()),
         HostError::Cancelled => Status::cancelled("evaluation cancelled"),
         HostError::Failed(m) => Status::internal(m),
-    }
-}
-
-/// Sets the flag when dropped: tonic drops the handler future when the
-/// client cancels or disconnects, and the backend sees the flag.
-struct CancelOnDrop(Arc<AtomicBool>);
-
-impl Drop for CancelOnDrop {
-    fn drop(&mut self) {
-        self.0.store(true, Ordering::Relaxed);
     }
 }
 

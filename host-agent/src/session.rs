@@ -42,7 +42,7 @@ use yamor_firmware_sim::geometry::HANDLE_RANGE;
 use yamor_firmware_sim::snp::{DefectMode, MAX_LINKS, SnpMessage, flags};
 use yamor_proto::v1 as pb;
 
-use crate::backend::{HostError, Point, RobotSource};
+use crate::backend::{CancelOnDrop, HostError, Point, RobotSource};
 use crate::service::host_error_to_status;
 
 /// One robot as a session drives it: SNP messages out, replies back, and
@@ -168,16 +168,6 @@ const MAX_WIRE_ID: u8 = 253;
 const MAX_SLEEP: f64 = 3600.0;
 /// Virtual time between two wall-clock checks of a paced sleep (s).
 const PACE_STEP: f64 = 0.05;
-
-/// Sets the flag when the RPC future is dropped (client gone or cancelled):
-/// the service passes no flag to session calls, so each call makes its own.
-struct CancelOnDrop(Arc<AtomicBool>);
-
-impl Drop for CancelOnDrop {
-    fn drop(&mut self) {
-        self.0.store(true, Ordering::Relaxed);
-    }
-}
 
 impl SessionHost {
     /// The session surface of `backend`, or `None` when it has no robot.

@@ -19,6 +19,8 @@ use std::time::Instant;
 
 use prost::Message;
 use tokio::sync::{broadcast, mpsc, watch};
+use tokio_stream::wrappers::BroadcastStream;
+use tokio_stream::{Stream, StreamExt};
 use yamor_core::optimize::OptimizationConfig;
 use yamor_plugin_api::{Bound, Outcome, Plugin, SettingKind, Settings, Space, Step};
 use yamor_proto::v1 as pb;
@@ -42,20 +44,24 @@ struct Prepared {
 }
 
 impl Prepared {
-    fn names(&self) -> Vec<String> {
-        self.space.bounds.iter().map(|b| b.name.clone()).collect()
+    /// `x` as named parameters, in space order.
+    fn parameters(&self, x: &[f64]) -> Vec<pb::Parameter> {
+        self.space
+            .bounds
+            .iter()
+            .zip(x)
+            .map(|(b, &value)| pb::Parameter {
+                name: b.name.clone(),
+                value,
+            })
+            .collect()
     }
 
     /// The job that evaluates `x`, or why `x` cannot be turned into one.
     fn job_for(&self, x: &[f64]) -> Result<pb::JobRequest, String> {
         let mut request = self.template.clone();
         let job = request.job.get_or_insert_with(Default::default);
-        job.parameters = self
-            .names()
-            .into_iter()
-            .zip(x)
-            .map(|(name, &value)| pb::Parameter { name, value })
-            .collect();
+        job.parameters = self.parameters(x);
         if let Problem::Gait(config) = &self.problem {
             let gait = config.apply(x).map_err(|e| e.to_string())?;
             job.gait_xml = gait.to_xml_string();
@@ -402,6 +408,26 @@ impl Runs {
         self.events.subscribe()
     }
 
+    /// The run's current state, then every event about it. Subscribes
+    /// before reading the state, so nothing in between is lost. A slow
+    /// watcher only misses intermediate evaluations: each event carries the
+    /// whole run again.
+    pub fn watch(
+        &self,
+        run_id: u64,
+    ) -> Result<std::pin::Pin<Box<dyn Stream<Item = pb::RunEvent> + Send>>, ScheduleError> {
+        let events = BroadcastStream::new(self.subscribe());
+        let first = pb::RunEvent {
+            run: Some(self.get(run_id)?),
+            evaluation: None,
+        };
+        let live = events.filter_map(move |event| match event {
+            Ok(e) if e.run.as_ref().is_some_and(|r| r.id == run_id) => Some(e),
+            _ => None,
+        });
+        Ok(Box::pin(tokio_stream::once(first).chain(live)))
+    }
+
     /// Signals every run to stop and keep what it found (graceful shutdown).
     pub fn stop_all(&self) {
         for entry in self.lock().values() {
@@ -499,7 +525,6 @@ impl Runs {
         let mut optimizer = plugin
             .create(&prepared.space, &settings, seed)
             .map_err(|e| e.to_string())?;
-        let names = prepared.names();
 
         // The stored history of this run, by proposal position.
         let history = self
@@ -664,14 +689,7 @@ impl Runs {
                     v.elapsed_s = elapsed(&clock);
                     if let Some((b, bx)) = &best {
                         v.best_velocity_m_s = Some(*b);
-                        v.best_parameters = names
-                            .iter()
-                            .zip(bx)
-                            .map(|(n, &value)| pb::Parameter {
-                                name: n.clone(),
-                                value,
-                            })
-                            .collect();
+                        v.best_parameters = prepared.parameters(bx);
                         if improved {
                             v.best_gait_xml = prepared.best_gait(bx);
                         }
@@ -686,14 +704,7 @@ impl Runs {
                         evaluation: Some(pb::Evaluation {
                             job_id: completion.job_id,
                             index: evaluations,
-                            parameters: names
-                                .iter()
-                                .zip(&x)
-                                .map(|(n, &value)| pb::Parameter {
-                                    name: n.clone(),
-                                    value,
-                                })
-                                .collect(),
+                            parameters: prepared.parameters(&x),
                             velocity_m_s: velocity,
                             improved,
                         }),

@@ -638,14 +638,7 @@ impl Scheduler {
                 // A stale attempt: the job was re-queued, cancelled or finished.
                 return;
             }
-            let max_attempts = {
-                let j = &core.jobs[&job_id];
-                if j.request.max_attempts > 0 {
-                    j.request.max_attempts
-                } else {
-                    self.config.default_attempts
-                }
-            };
+            let max_attempts = self.max_attempts(&core.jobs[&job_id]);
             let host = core.hosts.get_mut(&host_id);
             match end {
                 AttemptEnd::Done(result) => {
@@ -707,14 +700,32 @@ impl Scheduler {
         };
         self.dispatch();
         if let Some((completion, sink)) = finished {
-            // The optimizer learns a result only once it is on disk.
-            if let Err(e) = self.store.sync().await {
-                tracing::error!("result of job {job_id} not persisted: {e}");
-                return;
-            }
-            if let Some(sink) = sink {
-                let _ = sink.send(completion);
-            }
+            self.deliver(completion, sink).await;
+        }
+    }
+
+    /// Attempts a job gets before it fails for good.
+    fn max_attempts(&self, job: &LiveJob) -> u32 {
+        if job.request.max_attempts > 0 {
+            job.request.max_attempts
+        } else {
+            self.config.default_attempts
+        }
+    }
+
+    /// Tells the job's run once the result is on disk: the optimizer never
+    /// learns something a restart would forget.
+    async fn deliver(
+        &self,
+        completion: Completion,
+        sink: Option<mpsc::UnboundedSender<Completion>>,
+    ) {
+        if let Err(e) = self.store.sync().await {
+            tracing::error!("result of job {} not persisted: {e}", completion.job_id);
+            return;
+        }
+        if let Some(sink) = sink {
+            let _ = sink.send(completion);
         }
     }
 
@@ -844,14 +855,10 @@ impl Scheduler {
                     }
                 }
                 for job in orphaned {
-                    let attempts_left = core.jobs.get(&job).is_some_and(|j| {
-                        let max = if j.request.max_attempts > 0 {
-                            j.request.max_attempts
-                        } else {
-                            self.config.default_attempts
-                        };
-                        j.attempts < max
-                    });
+                    let attempts_left = core
+                        .jobs
+                        .get(&job)
+                        .is_some_and(|j| j.attempts < self.max_attempts(j));
                     if attempts_left {
                         self.requeue_locked(&mut core, job, "its host's lease expired");
                     } else if core.jobs.contains_key(&job) {
@@ -863,14 +870,8 @@ impl Scheduler {
                             job,
                             Err("every host it ran on vanished".into()),
                         );
-                        let store = self.store.clone();
-                        tokio::spawn(async move {
-                            if store.sync().await.is_ok()
-                                && let Some(sink) = sink
-                            {
-                                let _ = sink.send(completion);
-                            }
-                        });
+                        let me = self.clone();
+                        tokio::spawn(async move { me.deliver(completion, sink).await });
                     }
                 }
             }

@@ -255,20 +255,10 @@ impl OrganizerApi for OrganizerService {
         &self,
         request: Request<pb::WatchRunRequest>,
     ) -> Result<Response<Self::WatchRunStream>, Status> {
-        let run_id = request.into_inner().run_id;
-        let events = BroadcastStream::new(self.runs.subscribe());
-        let current = self.runs.get(run_id).map_err(status)?;
-        let first = tokio_stream::iter(std::iter::once(Ok(pb::RunEvent {
-            run: Some(current),
-            evaluation: None,
-        })));
-        let live = events.filter_map(move |event| match event {
-            Ok(e) if e.run.as_ref().is_some_and(|r| r.id == run_id) => Some(Ok(e)),
-            Ok(_) => None,
-            // A slow watcher only misses intermediate evaluations; the next
-            // event carries the whole run state again.
-            Err(_) => None,
-        });
-        Ok(Response::new(Box::pin(first.chain(live))))
+        let events = self
+            .runs
+            .watch(request.into_inner().run_id)
+            .map_err(status)?;
+        Ok(Response::new(Box::pin(events.map(Ok))))
     }
 }

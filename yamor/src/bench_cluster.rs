@@ -6,10 +6,11 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Result, bail};
 use clap::Args;
-use yamor_host_agent::HostService;
+use yamor_host_agent::Backend;
 use yamor_host_agent::expr::ExprBackend;
-use yamor_organizer::{Organizer, SchedulerConfig};
-use yamor_proto::transport::{ClientSecurity, ServerSecurity};
+use yamor_proto::transport::ClientSecurity;
+
+use crate::run::LocalCluster;
 use yamor_proto::v1 as pb;
 
 #[derive(Args)]
@@ -34,61 +35,21 @@ pub struct BenchClusterArgs {
     utilisation_budget: u64,
 }
 
-struct Cluster {
-    organizer: Organizer,
-    url: String,
-    stop: tokio::sync::watch::Sender<bool>,
-    _dir: std::path::PathBuf,
-}
+const XY: &str = "-(x - 0.3)^2 - (y + 0.2)^2";
 
-async fn cluster(hosts: usize, delay: Duration, tag: &str) -> Result<Cluster> {
+/// A local cluster of `hosts` expression hosts evaluating `expression`, on a
+/// fresh database.
+async fn cluster(
+    hosts: usize,
+    expression: &str,
+    delay: Duration,
+    tag: &str,
+) -> Result<LocalCluster> {
     let dir = std::env::temp_dir().join(format!("yamor-bench-{}-{tag}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir)?;
-    let organizer = Organizer::open(
-        &dir.join("yamor.db"),
-        SchedulerConfig::default(),
-        ClientSecurity::default(),
-        crate::cluster::plugins(),
-    )?;
-    let (stop, rx) = tokio::sync::watch::channel(false);
-    let stopped = move || {
-        let mut rx = rx.clone();
-        async move {
-            let _ = rx.wait_for(|s| *s).await;
-        }
-    };
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-    let url = format!("http://{}", listener.local_addr()?);
-    tokio::spawn(yamor_organizer::serve(
-        listener,
-        organizer.clone(),
-        ServerSecurity::default(),
-        stopped(),
-    ));
-    for i in 0..hosts {
-        let backend = Arc::new(ExprBackend::new("-(x - 0.3)^2 - (y + 0.2)^2", delay)?);
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-        let address = format!("http://{}", listener.local_addr()?);
-        let name = format!("expr-{i}");
-        tokio::spawn(yamor_host_agent::serve(
-            listener,
-            Arc::new(HostService::new(name.clone(), backend)),
-            ServerSecurity::default(),
-            stopped(),
-        ));
-        organizer
-            .scheduler
-            .register_host(&name, &address)
-            .await
-            .map_err(|e| anyhow::anyhow!("{e}"))?;
-    }
-    Ok(Cluster {
-        organizer,
-        url,
-        stop,
-        _dir: dir,
-    })
+    let backend: Arc<dyn Backend> = Arc::new(ExprBackend::new(expression, delay)?);
+    LocalCluster::start_with(hosts, &dir.join("yamor.db"), |_| Ok(backend.clone())).await
 }
 
 fn xy(x: f64, y: f64) -> Vec<pb::Parameter> {
@@ -105,7 +66,7 @@ fn xy(x: f64, y: f64) -> Vec<pb::Parameter> {
 }
 
 async fn throughput(hosts: usize, jobs: usize) -> Result<f64> {
-    let c = cluster(hosts, Duration::ZERO, &format!("tp{hosts}")).await?;
+    let c = cluster(hosts, XY, Duration::ZERO, &format!("tp{hosts}")).await?;
     let mut events = c.organizer.scheduler.subscribe_jobs();
     let mut client = yamor_proto::v1::organizer_client::OrganizerClient::new(
         yamor_proto::transport::channel(&c.url, &ClientSecurity::default())?,
@@ -152,12 +113,12 @@ async fn throughput(hosts: usize, jobs: usize) -> Result<f64> {
     submitter.await??;
     c.organizer.scheduler.store().sync().await?;
     let rate = jobs as f64 / started.elapsed().as_secs_f64();
-    let _ = c.stop.send(true);
+    c.shutdown().await;
     Ok(rate)
 }
 
 async fn pso_time(hosts: usize, delay: Duration, generations: u64) -> Result<f64> {
-    let c = cluster(hosts, delay, &format!("pso{hosts}")).await?;
+    let c = cluster(hosts, XY, delay, &format!("pso{hosts}")).await?;
     let request = pb::StartRunRequest {
         optimizer: "pso".into(),
         settings: [
@@ -205,7 +166,7 @@ async fn pso_time(hosts: usize, delay: Duration, generations: u64) -> Result<f64
         }
     }
     let seconds = started.elapsed().as_secs_f64();
-    let _ = c.stop.send(true);
+    c.shutdown().await;
     Ok(seconds)
 }
 
@@ -216,7 +177,6 @@ async fn powell_utilisation(
     budget: u64,
     delay: Duration,
 ) -> Result<(f64, u64, f64)> {
-    let c = cluster(16, delay, &format!("util-{variant}")).await?;
     let bounds = (0..7)
         .map(|i| pb::ParameterBound {
             name: format!("x{i}"),
@@ -225,38 +185,13 @@ async fn powell_utilisation(
             start: -0.8,
         })
         .collect();
-    let backend = Arc::new(ExprBackend::new(
+    let c = cluster(
+        16,
         "-((x0-0.3)^2 + (x1+0.2)^2 + (x2-0.1)^2 + (x3-0.5)^2 + (x4+0.4)^2 + (x5-0.2)^2 + (x6+0.1)^2)",
         delay,
-    )?);
-    // The 7-D objective needs its own hosts: replace the 2-D ones.
-    for host in c.organizer.scheduler.hosts() {
-        c.organizer
-            .scheduler
-            .deregister_host(host.id, "")
-            .await
-            .map_err(|e| anyhow::anyhow!("{e}"))?;
-    }
-    for i in 0..16 {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-        let address = format!("http://{}", listener.local_addr()?);
-        let name = format!("expr7-{i}");
-        let stop = c.stop.subscribe();
-        tokio::spawn(yamor_host_agent::serve(
-            listener,
-            Arc::new(HostService::new(name.clone(), backend.clone())),
-            ServerSecurity::default(),
-            async move {
-                let mut stop = stop;
-                let _ = stop.wait_for(|s| *s).await;
-            },
-        ));
-        c.organizer
-            .scheduler
-            .register_host(&name, &address)
-            .await
-            .map_err(|e| anyhow::anyhow!("{e}"))?;
-    }
+        &format!("util-{variant}"),
+    )
+    .await?;
     let request = pb::StartRunRequest {
         optimizer: "powell".into(),
         settings: [("variant".to_owned(), variant.to_owned())].into(),
@@ -295,7 +230,7 @@ async fn powell_utilisation(
     let busy: i64 = jobs.iter().map(|j| j.finished_ms - j.started_ms).sum();
     let first = jobs.iter().map(|j| j.started_ms).min().unwrap_or(0);
     let last = jobs.iter().map(|j| j.finished_ms).max().unwrap_or(0);
-    let _ = c.stop.send(true);
+    c.shutdown().await;
     Ok((
         busy as f64 / (last - first).max(1) as f64,
         finished.evaluations,

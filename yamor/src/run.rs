@@ -15,7 +15,7 @@ use plotters::prelude::*;
 use prost::Message;
 use yamor_firmware_sim::robots::ExampleRobot;
 use yamor_host_agent::sim::SimBackend;
-use yamor_host_agent::{HostService, Registration};
+use yamor_host_agent::{Backend, HostService, Registration};
 use yamor_organizer::{Organizer, SchedulerConfig};
 use yamor_proto::transport::{ClientSecurity, ServerSecurity};
 use yamor_proto::v1 as pb;
@@ -141,32 +141,15 @@ pub async fn run(args: RunArgs) -> Result<()> {
         "run {} ({}) on {hosts} local simulation host(s); Ctrl-C stops and keeps what was found",
         run.id, run.optimizer
     );
-    let events = tokio_stream::wrappers::BroadcastStream::new(organizer.runs.subscribe());
     let run_id = run.id;
-    let first = organizer
-        .runs
-        .get(run_id)
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
-    let stream = tokio_stream::StreamExt::filter_map(events, move |e| match e {
-        Ok(e) if e.run.as_ref().is_some_and(|r| r.id == run_id) => Some(Ok(e)),
-        _ => None,
-    });
-    let stream = tokio_stream::StreamExt::chain(
-        tokio_stream::iter([Ok(pb::RunEvent {
-            run: Some(first),
-            evaluation: None,
-        })]),
-        stream,
-    );
     let runs = organizer.runs.clone();
     let interrupt = tokio::spawn(async move {
         crate::net::shutdown_signal().await;
         eprintln!("\nstopping; keeping what was found");
         let _ = runs.stop(run_id);
     });
-    let final_run = follow_run(Box::pin(stream)).await?;
+    let final_run = cluster.follow(run_id).await?;
     interrupt.abort();
-    organizer.scheduler.store().sync().await?;
     print_run(&final_run);
     write_outputs(&organizer, &final_run, &args.out)?;
     cluster.shutdown().await;
@@ -178,12 +161,28 @@ pub async fn run(args: RunArgs) -> Result<()> {
 /// real cluster.
 pub struct LocalCluster {
     pub organizer: Organizer,
+    /// The organizer's gRPC address.
+    pub url: String,
     stop: tokio::sync::watch::Sender<bool>,
     server: tokio::task::JoinHandle<Result<(), yamor_proto::transport::TransportError>>,
 }
 
 impl LocalCluster {
+    /// `hosts` simulation hosts of the embedded `robot`.
     pub async fn start(robot: &str, hosts: usize, db: &Path) -> Result<LocalCluster> {
+        Self::start_with(hosts, db, |_| {
+            Ok(Arc::new(SimBackend::example(robot, Default::default())?))
+        })
+        .await
+    }
+
+    /// `hosts` hosts with the backends `backend(index)` makes. Every host is
+    /// admitted before this returns, then keeps itself registered.
+    pub async fn start_with(
+        hosts: usize,
+        db: &Path,
+        backend: impl Fn(usize) -> Result<Arc<dyn Backend>>,
+    ) -> Result<LocalCluster> {
         let organizer = Organizer::open(
             db,
             SchedulerConfig::default(),
@@ -204,7 +203,7 @@ impl LocalCluster {
             stopped(stop_rx.clone()),
         ));
         for index in 0..hosts {
-            let backend = Arc::new(SimBackend::example(robot, Default::default())?);
+            let backend = backend(index)?;
             let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
             let address = format!("http://{}", listener.local_addr()?);
             let name = format!("local-{}", index + 1);
@@ -215,6 +214,11 @@ impl LocalCluster {
                 ServerSecurity::default(),
                 stopped(stop_rx.clone()),
             ));
+            organizer
+                .scheduler
+                .register_host(&name, &address)
+                .await
+                .map_err(|e| anyhow::anyhow!("{e}"))?;
             let registration = Registration {
                 organizer: organizer_url.clone(),
                 security: ClientSecurity::default(),
@@ -228,6 +232,7 @@ impl LocalCluster {
         }
         Ok(LocalCluster {
             organizer,
+            url: organizer_url,
             stop,
             server,
         })
@@ -241,25 +246,18 @@ impl LocalCluster {
             .start(request)
             .await
             .map_err(|e| anyhow::anyhow!("{e}"))?;
-        let run_id = run.id;
-        let events = tokio_stream::wrappers::BroadcastStream::new(self.organizer.runs.subscribe());
-        let first = self
+        self.follow(run.id).await
+    }
+
+    /// Shows a run's progress until it ends; returns it once its results
+    /// are on disk.
+    pub async fn follow(&self, run_id: u64) -> Result<pb::Run> {
+        let events = self
             .organizer
             .runs
-            .get(run_id)
+            .watch(run_id)
             .map_err(|e| anyhow::anyhow!("{e}"))?;
-        let stream = tokio_stream::StreamExt::filter_map(events, move |e| match e {
-            Ok(e) if e.run.as_ref().is_some_and(|r| r.id == run_id) => Some(Ok(e)),
-            _ => None,
-        });
-        let stream = tokio_stream::StreamExt::chain(
-            tokio_stream::iter([Ok(pb::RunEvent {
-                run: Some(first),
-                evaluation: None,
-            })]),
-            stream,
-        );
-        let done = follow_run(Box::pin(stream)).await?;
+        let done = follow_run(tokio_stream::StreamExt::map(events, Ok)).await?;
         self.organizer.scheduler.store().sync().await?;
         Ok(done)
     }
