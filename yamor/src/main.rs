@@ -25,7 +25,13 @@ mod run;
 #[derive(Subcommand)]
 enum ExperimentCommand {
     /// Figs 6.3 and 6.5-6.7: velocity over outer offset x inner-outer phase lag, with Powell paths.
-    Surface(experiment::SurfaceArgs),
+    Surface(experiment::surface::SurfaceArgs),
+    /// Fig 6.8: a seven-parameter Powell timeline (parameters and velocity per evaluation).
+    Timeline(experiment::powell::TimelineArgs),
+    /// Fig 6.12: classic against regular-interval Powell from ten starting points.
+    Compare(experiment::powell::CompareArgs),
+    /// Experiment 5: wall-clock time to a good quadruped gait over several seeds.
+    GaitTime(experiment::gait_time::GaitTimeArgs),
 }
 
 #[derive(Subcommand)]
@@ -178,9 +184,12 @@ fn main() -> Result<()> {
     };
     match cli.command {
         Command::Run(args) => async_main(Box::pin(run::run(args))),
-        Command::Experiment(ExperimentCommand::Surface(args)) => {
-            async_main(Box::pin(experiment::surface(args)))
-        }
+        Command::Experiment(command) => async_main(match command {
+            ExperimentCommand::Surface(args) => Box::pin(experiment::surface::surface(args)),
+            ExperimentCommand::Timeline(args) => Box::pin(experiment::powell::timeline(args)),
+            ExperimentCommand::Compare(args) => Box::pin(experiment::powell::compare(args)),
+            ExperimentCommand::GaitTime(args) => Box::pin(experiment::gait_time::gait_time(args)),
+        }),
         Command::Organizer(args) => async_main(Box::pin(cluster::organizer(args))),
         Command::Host(args) => async_main(Box::pin(cluster::host(args))),
         Command::BenchCluster(args) => async_main(Box::pin(bench_cluster::bench_cluster(args))),

@@ -268,6 +268,41 @@ impl LocalCluster {
     }
 }
 
+/// One evaluation of a run as its optimizer learnt it.
+pub struct Evaluation {
+    pub job: yamor_organizer::store::JobRow,
+    /// The free parameters' names and values, in the run's order.
+    pub names: Vec<String>,
+    pub values: Vec<f64>,
+    /// `None` when the evaluation failed for good.
+    pub velocity: Option<f64>,
+}
+
+/// Every evaluation of `run_id` the optimizer was told of, in tell order.
+pub fn evaluations(organizer: &Organizer, run_id: u64) -> Result<Vec<Evaluation>> {
+    let mut jobs = organizer
+        .scheduler
+        .store()
+        .jobs(&yamor_organizer::store::JobFilter {
+            run_id: Some(run_id),
+            ..Default::default()
+        })?;
+    jobs.retain(|j| j.tell_seq.is_some());
+    jobs.sort_by_key(|j| j.tell_seq);
+    jobs.into_iter()
+        .map(|job| {
+            let request = pb::JobRequest::decode(job.request.as_slice())?;
+            let parameters = request.job.map(|j| j.parameters).unwrap_or_default();
+            Ok(Evaluation {
+                names: parameters.iter().map(|p| p.name.clone()).collect(),
+                values: parameters.iter().map(|p| p.value).collect(),
+                velocity: job.velocity,
+                job,
+            })
+        })
+        .collect()
+}
+
 /// best_gait.xml, evaluations.csv and progress.png.
 fn write_outputs(organizer: &Organizer, run: &pb::Run, out: &Path) -> Result<()> {
     if !run.best_gait_xml.is_empty() {
@@ -279,45 +314,34 @@ fn write_outputs(organizer: &Organizer, run: &pb::Run, out: &Path) -> Result<()>
             run.best_velocity_m_s.unwrap_or(0.0) * 100.0
         );
     }
-    let jobs = organizer
-        .scheduler
-        .store()
-        .jobs(&yamor_organizer::store::JobFilter {
-            run_id: Some(run.id),
-            ..Default::default()
-        })?;
-    let mut finished: Vec<_> = jobs.iter().filter(|j| j.tell_seq.is_some()).collect();
-    finished.sort_by_key(|j| j.tell_seq);
+    let finished = evaluations(organizer, run.id)?;
     let path = out.join("evaluations.csv");
     let mut csv = std::io::BufWriter::new(std::fs::File::create(&path)?);
     let mut best_curve = Vec::new();
     let mut best = f64::NEG_INFINITY;
-    for (index, job) in finished.iter().enumerate() {
-        let request = pb::JobRequest::decode(job.request.as_slice())?;
-        let parameters = request.job.map(|j| j.parameters).unwrap_or_default();
+    for (index, e) in finished.iter().enumerate() {
         if index == 0 {
-            let names: Vec<String> = parameters.iter().map(|p| p.name.clone()).collect();
             writeln!(
                 csv,
                 "evaluation,job,host,attempts,velocity_m_s,best_m_s,{}",
-                names.join(",")
+                e.names.join(",")
             )?;
         }
-        if let Some(v) = job.velocity {
+        if let Some(v) = e.velocity {
             best = best.max(v);
         }
         if best.is_finite() {
             best_curve.push(((index + 1) as f64, best));
         }
-        let values: Vec<String> = parameters.iter().map(|p| p.value.to_string()).collect();
+        let values: Vec<String> = e.values.iter().map(f64::to_string).collect();
         writeln!(
             csv,
             "{},{},{},{},{},{},{}",
             index + 1,
-            job.id,
-            job.host,
-            job.attempts,
-            job.velocity.map_or(String::new(), |v| v.to_string()),
+            e.job.id,
+            e.job.host,
+            e.job.attempts,
+            e.velocity.map_or(String::new(), |v| v.to_string()),
             if best.is_finite() {
                 best.to_string()
             } else {

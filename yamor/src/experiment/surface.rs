@@ -11,12 +11,11 @@ use std::path::PathBuf;
 use anyhow::{Context, Result};
 use clap::Args;
 use plotters::prelude::*;
-use prost::Message;
 use yamor_core::optimize::ParamName;
 use yamor_firmware_sim::robots::ExampleRobot;
-use yamor_proto::v1 as pb;
 
-use crate::run::LocalCluster;
+use super::quadruped_run;
+use crate::run::{LocalCluster, evaluations};
 
 #[derive(Args)]
 pub struct SurfaceArgs {
@@ -57,72 +56,30 @@ fn surface_config(phase: f64, offset: f64) -> Result<String> {
     Ok(format!("{}{rules}{}", &xml[..at], &xml[at..]))
 }
 
-fn request(
-    optimizer: &str,
-    settings: &[(&str, String)],
-    xml: String,
-    budget: u64,
-) -> pb::StartRunRequest {
-    pb::StartRunRequest {
-        optimizer: optimizer.into(),
-        settings: settings
-            .iter()
-            .map(|(k, v)| ((*k).to_owned(), v.clone()))
-            .collect(),
-        seed: 1,
-        robot: Some(pb::Robot {
-            source: Some(pb::robot::Source::Example("quadruped".into())),
-        }),
-        problem: Some(pb::start_run_request::Problem::OptimizationXml(xml)),
-        spec: Some(pb::EvaluationSpec {
-            warmup_s: 8.0,
-            measure_s: 12.0,
-            ..Default::default()
-        }),
-        max_evaluations: budget,
-        ..Default::default()
-    }
-}
-
-/// (phase, offset, velocity) of every finished job of `run`, in tell order.
+/// (phase, offset, velocity) of every evaluation of `run`, in tell order.
 fn points(cluster: &LocalCluster, run: u64) -> Result<Vec<(f64, f64, f64)>> {
-    let mut jobs =
-        cluster
-            .organizer
-            .scheduler
-            .store()
-            .jobs(&yamor_organizer::store::JobFilter {
-                run_id: Some(run),
-                ..Default::default()
-            })?;
-    jobs.retain(|j| j.tell_seq.is_some());
-    jobs.sort_by_key(|j| j.tell_seq);
-    let mut out = Vec::new();
-    for job in jobs {
-        let request = pb::JobRequest::decode(job.request.as_slice())?;
-        let p = request.job.map(|j| j.parameters).unwrap_or_default();
-        if let [phase, offset] = &p[..] {
-            out.push((phase.value, offset.value, job.velocity.unwrap_or(0.0)));
-        }
-    }
-    Ok(out)
+    Ok(evaluations(&cluster.organizer, run)?
+        .into_iter()
+        .filter_map(|e| match e.values[..] {
+            [phase, offset] => Some((phase, offset, e.velocity.unwrap_or(0.0))),
+            _ => None,
+        })
+        .collect())
 }
 
 pub async fn surface(args: SurfaceArgs) -> Result<()> {
     std::fs::create_dir_all(&args.out)?;
-    let hosts = args
-        .hosts
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, usize::from))
-        .max(1);
+    let hosts = super::default_hosts(args.hosts);
     let cluster = LocalCluster::start("quadruped", hosts, &args.out.join("yamor.db")).await?;
     let n = args.resolution.max(2);
     eprintln!("surface: {n}x{n} walks on {hosts} host(s)");
     let grid = cluster
-        .run_to_end(request(
+        .run_to_end(quadruped_run(
             "brute-force",
             &[("resolution", n.to_string()), ("dimensions", "2".into())],
             surface_config(std::f64::consts::FRAC_PI_2, -0.7)?,
             0,
+            1,
         ))
         .await?;
     let cells = points(&cluster, grid.id)?;
@@ -138,11 +95,12 @@ pub async fn surface(args: SurfaceArgs) -> Result<()> {
         for (phase, offset) in [(0.0, -0.5), (2.0, -1.5), (2.0, 0.5)] {
             eprintln!("Powell from ({phase}, {offset})");
             let run = cluster
-                .run_to_end(request(
+                .run_to_end(quadruped_run(
                     "powell",
                     &[("variant", "classic".into())],
                     surface_config(phase, offset)?,
                     args.powell_budget,
+                    1,
                 ))
                 .await?;
             paths.push((
