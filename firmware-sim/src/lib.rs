@@ -16,6 +16,8 @@
 //! - [`evaluate`]: gait evaluation as in thesis 6.2.1 and trajectories.
 //! - [`bridge`]: the TCP server playing the YaMoR Webots Bridge.
 //! - [`robots`]: the example robots of `examples/robots`, embedded.
+//! - [`serial_robot`]: the robot behind a pseudo-terminal, as the real-robot
+//!   backend sees it over a serial line.
 
 pub mod bridge;
 pub mod evaluate;
@@ -23,6 +25,7 @@ pub mod firmware;
 pub mod geometry;
 pub mod physics;
 pub mod robots;
+pub mod serial_robot;
 pub mod sim;
 pub mod snp;
 

@@ -1015,6 +1015,24 @@ impl FrameDecoder {
         }
     }
 
+    /// Gives up on a frame that started but never finished: the line went
+    /// quiet mid-frame, so a byte was lost or a corrupted length promised
+    /// more than will come. Its sync byte is dropped so that frames buffered
+    /// behind it are found; without this a corrupted length would hide the
+    /// next replies until enough bytes arrived. Returns whether anything was
+    /// given up.
+    pub fn abandon_partial(&mut self) -> bool {
+        let pending = self.pending();
+        if pending.is_empty()
+            || !matches!(decode_frame(pending), Err(DecodeError::Incomplete { .. }))
+        {
+            return false;
+        }
+        self.consume(1);
+        self.in_garbage = true;
+        true
+    }
+
     /// The next frame or error; `None` when more bytes are needed.
     pub fn next_frame(&mut self) -> Option<Result<Frame, DecodeError>> {
         loop {
@@ -1055,6 +1073,35 @@ impl FrameDecoder {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_stalled_frame_is_abandoned_and_the_frames_behind_it_are_found() {
+        let good = SnpFrame::new(HOST, 3, SnpMessage::Ack { of_kind: 2 })
+            .encode()
+            .unwrap();
+        let mut liar = good.clone();
+        liar[1] = 200; // the length now promises far more than will come
+        let mut decoder = FrameDecoder::new();
+        decoder.push(&liar);
+        decoder.push(&good);
+        assert!(decoder.next_frame().is_none(), "waiting for 204 bytes");
+        assert!(decoder.abandon_partial());
+        let mut found = None;
+        while let Some(next) = decoder.next_frame() {
+            if let Ok(frame) = next {
+                found = Some(frame);
+            }
+        }
+        assert_eq!(
+            found,
+            Some(Frame::Snp(SnpFrame::new(
+                HOST,
+                3,
+                SnpMessage::Ack { of_kind: 2 }
+            )))
+        );
+        assert!(!decoder.abandon_partial(), "nothing left to give up");
+    }
 
     #[test]
     fn crc_is_ibm_3740() {

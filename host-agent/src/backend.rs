@@ -189,4 +189,7 @@ pub trait Backend: Send + Sync + 'static {
     fn session(&self) -> Option<Arc<dyn crate::session::SessionFactory>> {
         None
     }
+    /// Brings the robot to a safe stop (every motor off). Called when the
+    /// host stops or loses its organizer; blocks, so call it off the runtime.
+    fn halt(&self) {}
 }

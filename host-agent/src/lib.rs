@@ -9,6 +9,9 @@
 //! - [`expr`]: the expression backend: a MathEval expression of the
 //!   parameters, with an optional delay; the zero-cost host for testing and
 //!   benchmarking schedulers and optimizers.
+//! - [`serial`]: the real robot over a serial port (SNP through
+//!   `serialport`, the 5.2.1 set-up in one call, the 5.5.4 acknowledgement
+//!   bug handled, motors off whenever nothing is being evaluated).
 //! - [`session`]: the stateful IYaMoRHost3 surface (open, connect, set
 //!   parameters, flush, sleep, physical changes) over a
 //!   [`session::RobotLink`], so the simulator and the serial robot share it.
@@ -19,11 +22,12 @@
 
 pub mod backend;
 pub mod expr;
+pub mod serial;
 pub mod server;
 pub mod service;
 pub mod session;
 pub mod sim;
 
 pub use backend::{Backend, BackendKind, HostError, Job, Outcome, RobotSource, Spec};
-pub use server::{Registration, keep_registered, serve};
+pub use server::{Registration, keep_registered, keep_registered_or, serve};
 pub use service::HostService;

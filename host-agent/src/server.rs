@@ -15,7 +15,8 @@ use yamor_proto::v1::organizer_client::OrganizerClient;
 use crate::service::HostService;
 
 /// Serves `service` on `listener` until `shutdown` resolves: the HostAgent
-/// service behind the token, plus health (open) and reflection.
+/// service behind the token, plus health (open) and reflection. On the way
+/// out the robot is halted (every motor off).
 pub async fn serve(
     listener: TcpListener,
     service: Arc<HostService>,
@@ -27,6 +28,7 @@ pub async fn serve(
     health
         .set_serving::<HostAgentServer<Arc<HostService>>>()
         .await;
+    let halt = service.clone();
     let host = HostAgentServer::from_arc(service)
         .max_decoding_message_size(64 << 20)
         .max_encoding_message_size(64 << 20);
@@ -39,6 +41,7 @@ pub async fn serve(
         ))
         .serve_with_incoming_shutdown(TcpListenerStream::new(listener), shutdown)
         .await?;
+    halt.halt().await;
     Ok(())
 }
 
@@ -57,6 +60,16 @@ pub struct Registration {
 /// Never returns an error: an unreachable organizer is retried forever,
 /// because hosts usually start before (or outlive) it.
 pub async fn keep_registered(registration: Registration, shutdown: impl Future<Output = ()>) {
+    keep_registered_or(registration, shutdown, || {}).await;
+}
+
+/// [`keep_registered`], calling `lost` each time a registered host loses its
+/// organizer (a heartbeat fails): a real robot must not walk on unattended.
+pub async fn keep_registered_or(
+    registration: Registration,
+    shutdown: impl Future<Output = ()>,
+    mut lost: impl FnMut(),
+) {
     tokio::pin!(shutdown);
     let mut client = match transport::channel(&registration.organizer, &registration.security) {
         Ok(channel) => OrganizerClient::new(channel),
@@ -112,7 +125,8 @@ pub async fn keep_registered(registration: Registration, shutdown: impl Future<O
                     Duration::ZERO
                 }
                 Err(status) => {
-                    tracing::debug!("heartbeat: {}", status.message());
+                    tracing::warn!("lost the organizer: {}", status.message());
+                    lost();
                     // The organizer may have restarted: register again, which
                     // is idempotent by name.
                     host_id = None;

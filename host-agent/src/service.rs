@@ -50,6 +50,14 @@ impl HostService {
         }
     }
 
+    /// Brings the robot to a safe stop ([`Backend::halt`]) off the runtime.
+    pub async fn halt(&self) {
+        let backend = self.backend.clone();
+        if let Err(e) = tokio::task::spawn_blocking(move || backend.halt()).await {
+            tracing::error!("halting the robot: {e}");
+        }
+    }
+
     fn exclusive(&self) -> Result<SemaphorePermit<'_>, Status> {
         self.robot.try_acquire().map_err(|_| {
             Status::resource_exhausted("host is busy: it runs one evaluation at a time")
