@@ -474,15 +474,11 @@ impl RobotState {
             .collect::<Result<_, _>>()?;
         let master = match self.settings.master {
             Some(m) => m,
-            None => bluetooth_root(config)?,
+            None => bluetooth_master(config)?,
         };
         self.network.insert(master);
         // B: along the tree, each connection from a module already reached.
-        let mut links: Vec<(ModuleId, ModuleId)> = config
-            .modules
-            .iter()
-            .filter_map(|m| m.bluetooth_to.map(|to| (m.id, to)))
-            .collect();
+        let mut links: Vec<(ModuleId, ModuleId)> = config.bluetooth_edges().collect();
         while !links.is_empty() {
             let Some(i) = links
                 .iter()
@@ -603,28 +599,15 @@ fn wire_id(id: ModuleId) -> Result<u8, HostError> {
     })
 }
 
-/// The module no Bluetooth link points to: where the dongle connects.
-fn bluetooth_root(config: &RobotConfig) -> Result<ModuleId, HostError> {
-    let targets: BTreeSet<ModuleId> = config
-        .modules
-        .iter()
-        .filter_map(|m| m.bluetooth_to)
-        .collect();
-    let roots: Vec<ModuleId> = config
-        .modules
-        .iter()
-        .map(|m| m.id)
-        .filter(|id| !targets.contains(id))
-        .collect();
-    match roots[..] {
-        [root] => Ok(root),
-        [] => Err(HostError::InvalidJob(
-            "the Bluetooth links form a loop: set the master module".into(),
-        )),
-        _ => Err(HostError::InvalidJob(format!(
-            "modules {roots:?} are all unreached by Bluetooth links: set the master module or link them"
-        ))),
-    }
+/// C.2.1: the first Bluetooth link starts at the master node (the one the
+/// dongle talks to); a robot without links is its first module alone.
+fn bluetooth_master(config: &RobotConfig) -> Result<ModuleId, HostError> {
+    config
+        .bluetooth_edges()
+        .next()
+        .map(|(from, _)| from)
+        .or(config.modules.first().map(|m| m.id))
+        .ok_or_else(|| HostError::InvalidJob("the configuration has no module".into()))
 }
 
 /// The serial robot as a host backend.
@@ -786,15 +769,17 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_master_is_the_root_of_the_bluetooth_tree() {
+    fn the_master_starts_the_first_bluetooth_link() {
         let gait = yamor_firmware_sim::robots::ExampleRobot::named("quadruped")
             .unwrap()
             .gait()
             .unwrap();
-        assert_eq!(bluetooth_root(&gait).unwrap(), 4);
-        let mut looped = gait.clone();
-        looped.modules[0].bluetooth_to = Some(8);
-        assert!(bluetooth_root(&looped).is_err());
+        assert_eq!(bluetooth_master(&gait).unwrap(), 4);
+        let mut unlinked = gait.clone();
+        for m in &mut unlinked.modules {
+            m.bluetooth_to = None;
+        }
+        assert_eq!(bluetooth_master(&unlinked).unwrap(), unlinked.modules[0].id);
     }
 
     #[test]

@@ -993,18 +993,38 @@ impl Session {
         }
         self.robot = None;
         self.pending.clear();
+        // Thesis 5.2.1, in the order its user typed it: B (the Bluetooth
+        // network, in file order, which C.2.1 makes a walk from the master),
+        // L, U and C, N, O, and M last so that nothing moves before its
+        // parameters are in.
+        let mut messages = Vec::new();
         for module in &config.modules {
-            for message in configuration_messages(&ids.wire_config(module)?) {
-                self.send(ids, module.id, &message)?;
-            }
+            messages.push((module.id, configuration_messages(&ids.wire_config(module)?)));
         }
+        use yamor_firmware_sim::snp::snp_kind::{
+            BLUETOOTH_CONNECT, CPG_PARAMS, CPG_STRUCTURE, LIMIT_ANGLES,
+        };
+        let phase = |session: &mut Self, kind: u8| -> Result<(), Status> {
+            for (id, list) in &messages {
+                for message in list.iter().filter(|m| m.kind() == kind) {
+                    session.send(ids, *id, message)?;
+                }
+            }
+            Ok(())
+        };
+        phase(self, BLUETOOTH_CONNECT)?;
+        phase(self, LIMIT_ANGLES)?;
         for module in &config.modules {
-            let off = if self.is_defect(module.id) {
-                flags::MOTOR
+            self.control(ids, module.id, flags::UART | flags::CPG, 0)?;
+        }
+        phase(self, CPG_STRUCTURE)?;
+        phase(self, CPG_PARAMS)?;
+        for module in &config.modules {
+            if self.is_defect(module.id) {
+                self.control(ids, module.id, 0, flags::MOTOR)?;
             } else {
-                0
-            };
-            self.control(ids, module.id, flags::UART | flags::CPG | flags::MOTOR, off)?;
+                self.control(ids, module.id, flags::MOTOR, 0)?;
+            }
         }
         self.robot = Some(config);
         Ok(())
