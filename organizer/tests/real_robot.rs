@@ -1,0 +1,281 @@
+//! The real-robot path end to end: an organizer schedules a Powell run on a
+//! host whose backend drives the emulated robot through a pseudo-terminal
+//! with `serialport`, exactly as it would drive the USB dongle.
+
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::time::{Duration, Instant};
+
+use tokio_stream::StreamExt;
+use yamor_firmware_sim::robots::ExampleRobot;
+use yamor_firmware_sim::serial_robot::{EmulatedRobot, EmulationSettings, Observed};
+use yamor_firmware_sim::{SimSettings, Simulation};
+use yamor_host_agent::serial::{PositionSource, SerialBackend, SerialSettings};
+use yamor_host_agent::{HostError, HostService, Registration};
+use yamor_organizer::store::JobFilter;
+use yamor_organizer::{Organizer, SchedulerConfig};
+use yamor_proto::transport::{ClientSecurity, ServerSecurity};
+use yamor_proto::v1 as pb;
+
+const SCALE: f64 = 10.0;
+
+fn temp_dir(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("yamor-real-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn emulated_quadruped() -> EmulatedRobot {
+    let robot = ExampleRobot::named("quadruped").unwrap();
+    let sim = Simulation::new(&robot.morphology().unwrap(), SimSettings::default()).unwrap();
+    EmulatedRobot::spawn(
+        sim,
+        EmulationSettings {
+            time_scale: SCALE,
+            join_delay: 1.0,
+            message_delay: 0.05,
+            missing_ack: 0.3,
+            seed: 5,
+            ..EmulationSettings::default()
+        },
+    )
+    .unwrap()
+}
+
+/// The emulator's own LED position: a perfect tracker.
+struct Led(Box<dyn Fn() -> Option<[f64; 3]> + Send + Sync>);
+
+impl PositionSource for Led {
+    fn fix_after(&self, _after: Instant, _timeout: Duration) -> Result<(f64, f64), HostError> {
+        let [x, y, _] = (self.0)().ok_or_else(|| HostError::Failed("no LED".into()))?;
+        Ok((x, y))
+    }
+}
+
+fn backend(robot: &EmulatedRobot) -> Arc<SerialBackend> {
+    Arc::new(
+        SerialBackend::new(
+            SerialSettings {
+                time_scale: SCALE,
+                join_timeout: 2.0,
+                reply_timeout: 1.0,
+                ..SerialSettings::new(robot.path())
+            },
+            Some(Arc::new(Led(Box::new(robot.led())))),
+        )
+        .unwrap(),
+    )
+}
+
+/// Polls the emulator (bounded) until it shows what `done` wants.
+async fn wait_for(robot: &EmulatedRobot, what: &str, done: impl Fn(&Observed) -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let seen = robot.observe();
+        if done(&seen) {
+            return;
+        }
+        assert!(Instant::now() < deadline, "{what}: {seen:?}");
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+}
+
+async fn serve_host(
+    service: Arc<HostService>,
+    stop: tokio::sync::watch::Receiver<bool>,
+) -> (String, tokio::task::JoinHandle<()>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = format!("http://{}", listener.local_addr().unwrap());
+    let task = tokio::spawn(async move {
+        let mut stop = stop;
+        yamor_host_agent::serve(listener, service, ServerSecurity::default(), async move {
+            let _ = stop.wait_for(|s| *s).await;
+        })
+        .await
+        .unwrap();
+    });
+    (address, task)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_powell_run_on_the_emulated_robot_through_the_organizer() {
+    let dir = temp_dir("powell");
+    let organizer = Organizer::open(
+        &dir.join("yamor.db"),
+        SchedulerConfig::default(),
+        ClientSecurity::default(),
+        vec![Arc::new(yamor_powell::Powell)],
+    )
+    .unwrap();
+    let robot = emulated_quadruped();
+    let service = Arc::new(HostService::new("robot", backend(&robot)));
+    let (_stop, stop_rx) = tokio::sync::watch::channel(false);
+    let (address, _host) = serve_host(service, stop_rx).await;
+    organizer
+        .scheduler
+        .register_host("robot", &address)
+        .await
+        .unwrap();
+
+    // One free parameter, the inner amplitude: a short real-world run.
+    let gait = ExampleRobot::named("quadruped").unwrap().gait().unwrap();
+    let xml = gait.to_xml_string();
+    let at = xml.rfind("</yamorconfig>").unwrap();
+    let config = format!(
+        "{}  <optimize param=\"amplitude_0\" min=\"0.2\" max=\"0.78\"/>\n  <optimize param=\"amplitude_1\" expr=\"amplitude_0()\"/>\n  <optimize param=\"amplitude_2\" expr=\"amplitude_0()\"/>\n  <optimize param=\"amplitude_3\" expr=\"amplitude_0()\"/>\n{}",
+        &xml[..at],
+        &xml[at..]
+    );
+    let run = organizer
+        .runs
+        .start(pb::StartRunRequest {
+            optimizer: "powell".into(),
+            settings: [("variant".to_owned(), "interval".to_owned())].into(),
+            seed: 1,
+            problem: Some(pb::start_run_request::Problem::OptimizationXml(config)),
+            spec: Some(pb::EvaluationSpec {
+                warmup_s: 1.0,
+                measure_s: 3.0,
+                ..Default::default()
+            }),
+            backend: pb::Backend::Real as i32,
+            max_evaluations: 6,
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let mut events = organizer.runs.watch(run.id).unwrap();
+    let finished = loop {
+        let event = tokio::time::timeout(Duration::from_secs(120), events.next())
+            .await
+            .expect("the run progresses")
+            .expect("the run ends before its stream");
+        if let Some(r) = event.run
+            && r.state != pb::RunState::Running as i32
+        {
+            break r;
+        }
+    };
+    assert_eq!(finished.evaluations, 6, "{finished:?}");
+    assert!(finished.error.is_empty(), "{}", finished.error);
+    organizer.scheduler.store().sync().await.unwrap();
+    let jobs = organizer
+        .scheduler
+        .store()
+        .jobs(&JobFilter {
+            run_id: Some(run.id),
+            ..Default::default()
+        })
+        .unwrap();
+    assert_eq!(jobs.len(), 6);
+    assert!(
+        jobs.iter()
+            .all(|j| j.host == "robot" && j.velocity.is_some()),
+        "{jobs:?}"
+    );
+    assert!(
+        finished.best_velocity_m_s.unwrap() > 0.02,
+        "the quadruped walks on the emulated robot: {finished:?}"
+    );
+    wait_for(&robot, "motors off between and after walks", |o| {
+        o.motors_on.is_empty()
+    })
+    .await;
+    let seen = robot.observe();
+    assert_eq!(seen.network, [0, 1, 2, 3, 4, 5, 6, 7, 8]);
+}
+
+/// Turns every motor on through a session (which, unlike an evaluation,
+/// leaves them on) and returns the host's client.
+async fn motors_on_through_a_session(address: &str, robot: &EmulatedRobot) {
+    let channel = yamor_proto::transport::channel(address, &ClientSecurity::default()).unwrap();
+    let mut client = pb::host_agent_client::HostAgentClient::new(channel);
+    client
+        .open_simulation(pb::OpenSimulationRequest::default())
+        .await
+        .unwrap();
+    let gait = ExampleRobot::named("quadruped").unwrap().gait().unwrap();
+    client
+        .connect_robot(pb::ConnectRobotRequest {
+            config_xml: gait.to_xml_string(),
+        })
+        .await
+        .unwrap();
+    wait_for(robot, "motors on", |o| o.motors_on.len() == 9).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn motors_go_off_when_the_host_stops_or_loses_its_organizer() {
+    // The host stops.
+    let robot = emulated_quadruped();
+    let service = Arc::new(HostService::new("robot", backend(&robot)));
+    let (stop, stop_rx) = tokio::sync::watch::channel(false);
+    let (address, host) = serve_host(service, stop_rx).await;
+    motors_on_through_a_session(&address, &robot).await;
+    stop.send(true).unwrap();
+    host.await.unwrap();
+    wait_for(&robot, "motors off after the host stopped", |o| {
+        o.motors_on.is_empty()
+    })
+    .await;
+    drop(robot);
+
+    // The organizer goes away while the host keeps serving.
+    let robot = emulated_quadruped();
+    let dir = temp_dir("lost");
+    let organizer = Organizer::open(
+        &dir.join("yamor.db"),
+        SchedulerConfig::default(),
+        ClientSecurity::default(),
+        vec![],
+    )
+    .unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let organizer_url = format!("http://{}", listener.local_addr().unwrap());
+    let (organizer_stop, mut organizer_stop_rx) = tokio::sync::watch::channel(false);
+    let organizer_task = tokio::spawn(yamor_organizer::serve(
+        listener,
+        organizer.clone(),
+        ServerSecurity::default(),
+        async move {
+            let _ = organizer_stop_rx.wait_for(|s| *s).await;
+        },
+    ));
+    let service = Arc::new(HostService::new("robot", backend(&robot)));
+    let (_stop, stop_rx) = tokio::sync::watch::channel(false);
+    let (address, _host) = serve_host(service.clone(), stop_rx).await;
+    let lost = Arc::new(AtomicBool::new(false));
+    {
+        let (service, lost) = (service.clone(), lost.clone());
+        tokio::spawn(yamor_host_agent::keep_registered_or(
+            Registration {
+                organizer: organizer_url,
+                security: ClientSecurity::default(),
+                name: "robot".into(),
+                address: address.clone(),
+            },
+            std::future::pending(),
+            move || {
+                lost.store(true, std::sync::atomic::Ordering::Relaxed);
+                let service = service.clone();
+                tokio::spawn(async move { service.halt().await });
+            },
+        ));
+    }
+    // Registered: the organizer lists the host.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while organizer.scheduler.hosts().is_empty() {
+        assert!(Instant::now() < deadline, "the host never registered");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    motors_on_through_a_session(&address, &robot).await;
+    organizer_stop.send(true).unwrap();
+    let _ = organizer_task.await;
+    drop(organizer);
+    wait_for(&robot, "motors off after the organizer went away", |o| {
+        o.motors_on.is_empty()
+    })
+    .await;
+    assert!(lost.load(std::sync::atomic::Ordering::Relaxed));
+}
