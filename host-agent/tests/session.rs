@@ -1047,7 +1047,6 @@ fn control(dst: u8, on: u8, off: u8) -> Event {
     Event::Snp(dst, SnpMessage::Control { on, off })
 }
 
-
 fn limits(dst: u8, min: f32, max: f32) -> Event {
     Event::Snp(dst, SnpMessage::LimitAngles { min, max })
 }
