@@ -19,6 +19,9 @@
 //! - [`optimize`]: the optimization configuration of thesis 5.7.2: a robot
 //!   plus `<optimize>` rules, free parameters with bounds and constraint
 //!   expressions, and `apply` from an optimizer's values to a robot.
+//! - [`network`]: CPG network construction for lifelong learning (thesis
+//!   7.4): couplings from the physical graph, loops, the constraints
+//!   algorithm, symmetries, and the relearning optimization.
 //! - [`error`]: errors that name the file, the element and the problem.
 //!
 //! Units are SI and radians everywhere inside; the XML keeps the thesis'
@@ -29,6 +32,7 @@ pub mod cpg;
 pub mod error;
 pub mod matheval;
 pub mod morphology;
+pub mod network;
 pub mod optimize;
 mod xml;
 
