@@ -5,6 +5,8 @@
 //! speak.
 //!
 //! # Layout
+//! - [`camera`]: the LED tracker's camera model (thesis 4.2.1, 5.1.2):
+//!   floor to pixels and back with barrel distortion, and its calibration.
 //! - [`config`]: the robot configuration of thesis appendix C.4 (`yamorconfig`
 //!   XML): modules with their oscillator parameters and limit angles, CPG
 //!   links, the Bluetooth tree.
@@ -27,6 +29,7 @@
 //! Units are SI and radians everywhere inside; the XML keeps the thesis'
 //! attribute names and units.
 
+pub mod camera;
 pub mod config;
 pub mod cpg;
 pub mod error;
