@@ -90,7 +90,7 @@ impl CameraModel {
     #[must_use]
     pub fn project(&self, world: [f64; 3]) -> Option<[f64; 2]> {
         let depth = self.height - world[2];
-        if !(depth > 1e-6) {
+        if depth.is_nan() || depth <= 1e-6 {
             return None;
         }
         let (s, c) = self.yaw.sin_cos();
