@@ -16,10 +16,12 @@
 //! - [`evaluate`]: gait evaluation as in thesis 6.2.1 and trajectories.
 //! - [`bridge`]: the TCP server playing the YaMoR Webots Bridge.
 //! - [`robots`]: the example robots of `examples/robots`, embedded.
+//! - [`camapp`]: an emulated CamApp streaming the LED's pixels over TCP.
 //! - [`serial_robot`]: the robot behind a pseudo-terminal, as the real-robot
 //!   backend sees it over a serial line.
 
 pub mod bridge;
+pub mod camapp;
 pub mod evaluate;
 pub mod firmware;
 pub mod geometry;

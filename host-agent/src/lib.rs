@@ -12,6 +12,8 @@
 //! - [`serial`]: the real robot over a serial port (SNP through
 //!   `serialport`, the 5.2.1 set-up in one call, the 5.5.4 acknowledgement
 //!   bug handled, motors off whenever nothing is being evaluated).
+//! - [`tracker`]: the CamApp LED tracker client (positions for the real
+//!   robot), robust to garbage and reconnecting.
 //! - [`session`]: the stateful IYaMoRHost3 surface (open, connect, set
 //!   parameters, flush, sleep, physical changes) over a
 //!   [`session::RobotLink`], so the simulator and the serial robot share it.
@@ -27,6 +29,7 @@ pub mod server;
 pub mod service;
 pub mod session;
 pub mod sim;
+pub mod tracker;
 
 pub use backend::{Backend, BackendKind, HostError, Job, Outcome, RobotSource, Spec};
 pub use server::{Registration, keep_registered, keep_registered_or, serve};
