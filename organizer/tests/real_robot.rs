@@ -1,17 +1,21 @@
 //! The real-robot path end to end: an organizer schedules a Powell run on a
 //! host whose backend drives the emulated robot through a pseudo-terminal
-//! with `serialport`, exactly as it would drive the USB dongle.
+//! with `serialport`, exactly as it would drive the USB dongle, and measures
+//! it through an emulated CamApp and the tracker client.
 
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
 use tokio_stream::StreamExt;
+use yamor_core::camera::CameraModel;
+use yamor_firmware_sim::camapp::{CamApp, CamAppSettings};
 use yamor_firmware_sim::robots::ExampleRobot;
 use yamor_firmware_sim::serial_robot::{EmulatedRobot, EmulationSettings, Observed};
 use yamor_firmware_sim::{SimSettings, Simulation};
 use yamor_host_agent::serial::{PositionSource, SerialBackend, SerialSettings};
-use yamor_host_agent::{HostError, HostService, Registration};
+use yamor_host_agent::tracker::Tracker;
+use yamor_host_agent::{HostService, Registration};
 use yamor_organizer::store::JobFilter;
 use yamor_organizer::{Organizer, SchedulerConfig};
 use yamor_proto::transport::{ClientSecurity, ServerSecurity};
@@ -43,29 +47,37 @@ fn emulated_quadruped() -> EmulatedRobot {
     .unwrap()
 }
 
-/// The emulator's own LED position: a perfect tracker.
-struct Led(Box<dyn Fn() -> Option<[f64; 3]> + Send + Sync>);
+/// The LED's height on the quadruped's centre module (m).
+const LED_HEIGHT: f64 = 0.05;
 
-impl PositionSource for Led {
-    fn fix_after(&self, _after: Instant, _timeout: Duration) -> Result<(f64, f64), HostError> {
-        let [x, y, _] = (self.0)().ok_or_else(|| HostError::Failed("no LED".into()))?;
-        Ok((x, y))
-    }
-}
-
-fn backend(robot: &EmulatedRobot) -> Arc<SerialBackend> {
-    Arc::new(
-        SerialBackend::new(
-            SerialSettings {
-                time_scale: SCALE,
-                join_timeout: 2.0,
-                reply_timeout: 1.0,
-                ..SerialSettings::new(robot.path())
-            },
-            Some(Arc::new(Led(Box::new(robot.led())))),
-        )
-        .unwrap(),
+/// The host's backend: the emulated robot's device, and the emulated
+/// CamApp watching it through the default camera, read by the tracker.
+fn backend(robot: &EmulatedRobot) -> (Arc<SerialBackend>, CamApp) {
+    let camapp = CamApp::serve(
+        std::net::TcpListener::bind("127.0.0.1:0").unwrap(),
+        Box::new(robot.led()),
+        CamAppSettings {
+            rate_hz: 50.0,
+            ..CamAppSettings::default()
+        },
     )
+    .unwrap();
+    let tracker = Tracker::connect(
+        &camapp.address().to_string(),
+        CameraModel::default(),
+        LED_HEIGHT,
+    );
+    let backend = SerialBackend::new(
+        SerialSettings {
+            time_scale: SCALE,
+            join_timeout: 2.0,
+            reply_timeout: 1.0,
+            ..SerialSettings::new(robot.path())
+        },
+        Some(Arc::new(tracker) as Arc<dyn PositionSource>),
+    )
+    .unwrap();
+    (Arc::new(backend), camapp)
 }
 
 /// Polls the emulator (bounded) until it shows what `done` wants.
@@ -109,7 +121,8 @@ async fn a_powell_run_on_the_emulated_robot_through_the_organizer() {
     )
     .unwrap();
     let robot = emulated_quadruped();
-    let service = Arc::new(HostService::new("robot", backend(&robot)));
+    let (backend, _camapp) = backend(&robot);
+    let service = Arc::new(HostService::new("robot", backend));
     let (_stop, stop_rx) = tokio::sync::watch::channel(false);
     let (address, _host) = serve_host(service, stop_rx).await;
     organizer
@@ -209,7 +222,8 @@ async fn motors_on_through_a_session(address: &str, robot: &EmulatedRobot) {
 async fn motors_go_off_when_the_host_stops_or_loses_its_organizer() {
     // The host stops.
     let robot = emulated_quadruped();
-    let service = Arc::new(HostService::new("robot", backend(&robot)));
+    let (backend_1, _camapp_1) = backend(&robot);
+    let service = Arc::new(HostService::new("robot", backend_1));
     let (stop, stop_rx) = tokio::sync::watch::channel(false);
     let (address, host) = serve_host(service, stop_rx).await;
     motors_on_through_a_session(&address, &robot).await;
@@ -242,7 +256,8 @@ async fn motors_go_off_when_the_host_stops_or_loses_its_organizer() {
             let _ = organizer_stop_rx.wait_for(|s| *s).await;
         },
     ));
-    let service = Arc::new(HostService::new("robot", backend(&robot)));
+    let (backend_2, _camapp_2) = backend(&robot);
+    let service = Arc::new(HostService::new("robot", backend_2));
     let (_stop, stop_rx) = tokio::sync::watch::channel(false);
     let (address, _host) = serve_host(service.clone(), stop_rx).await;
     let lost = Arc::new(AtomicBool::new(false));
