@@ -180,7 +180,6 @@ impl EmulatedRobot {
     }
 
     /// The LED position as a closure, for the emulated camera.
-    #[must_use]
     pub fn led(&self) -> impl Fn() -> Option<[f64; 3]> + Send + Sync + 'static {
         let observed = self.observed.clone();
         move || Some(observed.lock().unwrap_or_else(|e| e.into_inner()).led)

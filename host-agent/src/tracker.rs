@@ -146,7 +146,7 @@ impl Drop for Tracker {
 pub fn parse_line(line: &[u8]) -> Option<[u16; 2]> {
     let text = std::str::from_utf8(line).ok()?.trim();
     let mut parts = text
-        .split(|c: char| c == ' ' || c == ',' || c == '\t')
+        .split([' ', ',', '\t'])
         .filter(|p| !p.is_empty());
     let x: u16 = parts.next()?.parse().ok()?;
     let y: u16 = parts.next()?.parse().ok()?;

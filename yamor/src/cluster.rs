@@ -129,6 +129,8 @@ pub struct HostArgs {
     organizer: Option<String>,
     #[command(flatten)]
     security: ServerOpts,
+    #[command(flatten)]
+    serial: crate::robot::SerialOpts,
 }
 
 pub fn backend_for(
@@ -139,16 +141,19 @@ pub fn backend_for(
     Ok(match (sim, expr) {
         (Some(robot), None) => Arc::new(SimBackend::example(robot, Default::default())?),
         (None, Some(text)) => Arc::new(ExprBackend::new(text, delay)?),
-        _ => bail!("give exactly one of --sim <robot> or --expr '<expression>'"),
+        _ => bail!("give exactly one of --sim <robot>, --expr '<expression>' or --serial <port>"),
     })
 }
 
 pub async fn host(args: HostArgs) -> Result<()> {
-    let backend = backend_for(
-        args.sim.as_deref(),
-        args.expr.as_deref(),
-        Duration::from_millis(args.delay_ms),
-    )?;
+    let backend: Arc<dyn Backend> = match args.serial.backend()? {
+        Some(serial) => Arc::new(serial),
+        None => backend_for(
+            args.sim.as_deref(),
+            args.expr.as_deref(),
+            Duration::from_millis(args.delay_ms),
+        )?,
+    };
     let security = args.security.server()?;
     yamor_proto::transport::check_exposure(args.listen, &security)?;
     let listener = tokio::net::TcpListener::bind(args.listen)
@@ -180,10 +185,16 @@ pub async fn host(args: HostArgs) -> Result<()> {
             address: address.clone(),
         };
         let mut stop = stop_rx.clone();
-        tokio::spawn(yamor_host_agent::keep_registered(
+        let service = service.clone();
+        // A real robot must not walk on when nobody is in charge.
+        tokio::spawn(yamor_host_agent::keep_registered_or(
             registration,
             async move {
                 let _ = stop.wait_for(|s| *s).await;
+            },
+            move || {
+                let service = service.clone();
+                tokio::spawn(async move { service.halt().await });
             },
         ))
     });
@@ -322,6 +333,17 @@ pub struct RunSpecArgs {
     pub measure: f64,
     #[arg(long)]
     pub name: Option<String>,
+    /// Which hosts evaluate: sim (default for gaits), real (robots on a
+    /// serial line) or expr (default for bare parameters).
+    #[arg(long, value_enum)]
+    pub on: Option<HostKind>,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+pub enum HostKind {
+    Sim,
+    Real,
+    Expr,
 }
 
 fn parse_settings(pairs: &[String]) -> Result<HashMap<String, String>> {
@@ -384,7 +406,12 @@ impl RunSpecArgs {
                 seed: self.seed,
                 ..Default::default()
             }),
-            backend: 0,
+            backend: match self.on {
+                None => pb::Backend::Unspecified,
+                Some(HostKind::Sim) => pb::Backend::Simulation,
+                Some(HostKind::Real) => pb::Backend::Real,
+                Some(HostKind::Expr) => pb::Backend::Expression,
+            } as i32,
             max_evaluations: self.budget,
             max_seconds: self.time,
         })

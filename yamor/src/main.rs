@@ -17,9 +17,11 @@ struct Cli {
 }
 
 mod bench_cluster;
+mod camera;
 mod cluster;
 mod experiment;
 mod net;
+mod robot;
 mod run;
 
 #[derive(Subcommand)]
@@ -47,6 +49,11 @@ enum Command {
     Experiment(ExperimentCommand),
     /// Measure the scheduler: throughput and PSO speed-up with expression hosts.
     BenchCluster(bench_cluster::BenchClusterArgs),
+    /// The LED tracker: watch, calibrate, or emulate a CamApp.
+    #[command(subcommand)]
+    Camera(camera::CameraCommand),
+    /// An emulated robot behind a pseudo-terminal, for `yamor host --serial`.
+    Emulate(robot::EmulateArgs),
     /// Manage the organizer's hosts.
     Hosts {
         #[command(flatten)]
@@ -191,6 +198,8 @@ fn main() -> Result<()> {
             ExperimentCommand::GaitTime(args) => Box::pin(experiment::gait_time::gait_time(args)),
         }),
         Command::Organizer(args) => async_main(Box::pin(cluster::organizer(args))),
+        Command::Camera(command) => camera::camera(command),
+        Command::Emulate(args) => robot::emulate(args),
         Command::Host(args) => async_main(Box::pin(cluster::host(args))),
         Command::BenchCluster(args) => async_main(Box::pin(bench_cluster::bench_cluster(args))),
         Command::Hosts { client, command } => async_main(Box::pin(cluster::hosts(client, command))),

@@ -127,6 +127,7 @@ pub async fn run(args: RunArgs) -> Result<()> {
         warmup: 8.0,
         measure: 12.0,
         name: None,
+        on: None,
     };
     let request = spec.request()?;
     let db = args.out.join("yamor.db");
