@@ -145,9 +145,7 @@ impl Drop for Tracker {
 #[must_use]
 pub fn parse_line(line: &[u8]) -> Option<[u16; 2]> {
     let text = std::str::from_utf8(line).ok()?.trim();
-    let mut parts = text
-        .split([' ', ',', '\t'])
-        .filter(|p| !p.is_empty());
+    let mut parts = text.split([' ', ',', '\t']).filter(|p| !p.is_empty());
     let x: u16 = parts.next()?.parse().ok()?;
     let y: u16 = parts.next()?.parse().ok()?;
     if parts.next().is_some() || f64::from(x) >= IMAGE_WIDTH || f64::from(y) >= IMAGE_HEIGHT {
