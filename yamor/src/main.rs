@@ -54,6 +54,8 @@ enum Command {
     Camera(camera::CameraCommand),
     /// An emulated robot behind a pseudo-terminal, for `yamor host --serial`.
     Emulate(robot::EmulateArgs),
+    /// Time ConnectRobot (thesis 5.2.1) on an emulated robot with real timing.
+    BenchSerial(robot::BenchSerialArgs),
     /// Manage the organizer's hosts.
     Hosts {
         #[command(flatten)]
@@ -176,7 +178,10 @@ fn main() -> Result<()> {
     let cli = Cli::parse();
     // The one-process run draws a progress bar; routine logs would tear it.
     let default_filter = match cli.command {
-        Command::Run(_) | Command::BenchCluster(_) | Command::Experiment(_) => "warn",
+        Command::Run(_)
+        | Command::BenchCluster(_)
+        | Command::Experiment(_)
+        | Command::BenchSerial(_) => "warn",
         _ => "info",
     };
     tracing_subscriber::fmt()
@@ -200,6 +205,7 @@ fn main() -> Result<()> {
         Command::Organizer(args) => async_main(Box::pin(cluster::organizer(args))),
         Command::Camera(command) => camera::camera(command),
         Command::Emulate(args) => robot::emulate(args),
+        Command::BenchSerial(args) => robot::bench_serial(args),
         Command::Host(args) => async_main(Box::pin(cluster::host(args))),
         Command::BenchCluster(args) => async_main(Box::pin(bench_cluster::bench_cluster(args))),
         Command::Hosts { client, command } => async_main(Box::pin(cluster::hosts(client, command))),
