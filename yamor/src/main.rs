@@ -17,6 +17,7 @@ struct Cli {
 }
 
 mod bench_cluster;
+mod bench_peers;
 mod camera;
 mod cluster;
 mod experiment;
@@ -54,6 +55,8 @@ enum Command {
     Camera(camera::CameraCommand),
     /// An emulated robot behind a pseudo-terminal, for `yamor host --serial`.
     Emulate(robot::EmulateArgs),
+    /// Our optimizers on sphere, Rosenbrock and Rastrigin through expression hosts (for bench/peers).
+    BenchPeers(bench_peers::BenchPeersArgs),
     /// Time ConnectRobot (thesis 5.2.1) on an emulated robot with real timing.
     BenchSerial(robot::BenchSerialArgs),
     /// Manage the organizer's hosts.
@@ -181,7 +184,8 @@ fn main() -> Result<()> {
         Command::Run(_)
         | Command::BenchCluster(_)
         | Command::Experiment(_)
-        | Command::BenchSerial(_) => "warn",
+        | Command::BenchSerial(_)
+        | Command::BenchPeers(_) => "warn",
         _ => "info",
     };
     tracing_subscriber::fmt()
@@ -206,6 +210,7 @@ fn main() -> Result<()> {
         Command::Camera(command) => camera::camera(command),
         Command::Emulate(args) => robot::emulate(args),
         Command::BenchSerial(args) => robot::bench_serial(args),
+        Command::BenchPeers(args) => async_main(Box::pin(bench_peers::bench_peers(args))),
         Command::Host(args) => async_main(Box::pin(cluster::host(args))),
         Command::BenchCluster(args) => async_main(Box::pin(bench_cluster::bench_cluster(args))),
         Command::Hosts { client, command } => async_main(Box::pin(cluster::hosts(client, command))),

@@ -263,6 +263,25 @@ impl LocalCluster {
         Ok(done)
     }
 
+    /// Waits for a run's end without showing progress.
+    pub async fn follow_quietly(&self, run_id: u64) -> Result<pb::Run> {
+        use tokio_stream::StreamExt as _;
+        let mut events = self
+            .organizer
+            .runs
+            .watch(run_id)
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
+        while let Some(event) = events.next().await {
+            if let Some(run) = event.run
+                && run.state != pb::RunState::Running as i32
+            {
+                self.organizer.scheduler.store().sync().await?;
+                return Ok(run);
+            }
+        }
+        bail!("the events of run {run_id} ended before the run")
+    }
+
     pub async fn shutdown(self) {
         let _ = self.stop.send(true);
         let _ = tokio::time::timeout(Duration::from_secs(5), self.server).await;
