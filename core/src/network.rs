@@ -409,7 +409,8 @@ pub enum Limit {
     Random { max: usize, seed: u64 },
     /// 7.8.1: tie parameters over the physical graph's symmetries (one free
     /// parameter per orbit of modules or of edges); then, if more than
-    /// `max` remain, fix the rest as the thesis does.
+    /// `max` remain, keep `max` picked at random and the rest at the current
+    /// gait's values.
     Symmetric { max: usize, seed: u64 },
 }
 
@@ -569,7 +570,13 @@ pub fn plan(
     while free.len() > max {
         let i = rng.random_range(0..free.len());
         let (name, tied, lo, hi) = free.remove(i);
-        let value = rng.random_range(lo..=hi);
+        // The thesis sets a fixed parameter to a random value; with
+        // symmetries it keeps the current gait's value, which the robot
+        // walked with and is more likely useful than a random one.
+        let value = match (limit, name.get(&robot)) {
+            (Limit::Symmetric { .. }, Some(current)) => current.clamp(lo, hi),
+            _ => rng.random_range(lo..=hi),
+        };
         fixed.insert(name, value);
         for t in tied {
             fixed.insert(t, value);

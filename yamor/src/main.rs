@@ -21,6 +21,7 @@ mod bench_peers;
 mod camera;
 mod cluster;
 mod experiment;
+mod lifelong;
 mod net;
 mod robot;
 mod run;
@@ -38,6 +39,12 @@ enum ExperimentCommand {
 }
 
 #[derive(Subcommand)]
+enum LifelongCommand {
+    /// Fig 7.4: the 7.5.1 transformation, a new CPG network, relearning.
+    Transform(lifelong::TransformArgs),
+}
+
+#[derive(Subcommand)]
 enum Command {
     /// Optimize a gait on this machine: organizer, SQLite file and one simulation host per core in one process.
     Run(run::RunArgs),
@@ -45,6 +52,9 @@ enum Command {
     Organizer(cluster::OrganizerArgs),
     /// Serve one host (a simulated robot or an expression) and register with an organizer.
     Host(cluster::HostArgs),
+    /// Lifelong learning scenarios (thesis chapter 7).
+    #[command(subcommand)]
+    Lifelong(LifelongCommand),
     /// Reproduce thesis experiments on this machine.
     #[command(subcommand)]
     Experiment(ExperimentCommand),
@@ -185,7 +195,8 @@ fn main() -> Result<()> {
         | Command::BenchCluster(_)
         | Command::Experiment(_)
         | Command::BenchSerial(_)
-        | Command::BenchPeers(_) => "warn",
+        | Command::BenchPeers(_)
+        | Command::Lifelong(_) => "warn",
         _ => "info",
     };
     tracing_subscriber::fmt()
@@ -208,6 +219,9 @@ fn main() -> Result<()> {
         }),
         Command::Organizer(args) => async_main(Box::pin(cluster::organizer(args))),
         Command::Camera(command) => camera::camera(command),
+        Command::Lifelong(LifelongCommand::Transform(args)) => {
+            async_main(Box::pin(lifelong::transform(args)))
+        }
         Command::Emulate(args) => robot::emulate(args),
         Command::BenchSerial(args) => robot::bench_serial(args),
         Command::BenchPeers(args) => async_main(Box::pin(bench_peers::bench_peers(args))),

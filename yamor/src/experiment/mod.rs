@@ -16,7 +16,7 @@ pub mod surface;
 use yamor_proto::v1 as pb;
 
 /// Simulation hosts when none are asked for: one per core.
-fn default_hosts(asked: Option<usize>) -> usize {
+pub(crate) fn default_hosts(asked: Option<usize>) -> usize {
     asked
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, usize::from))
         .max(1)
