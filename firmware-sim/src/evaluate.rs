@@ -4,10 +4,48 @@
 //! divided by that time span.
 
 use crate::sim::{SimError, SimSettings, Simulation};
+use crate::snp::{DefectMode, SnpMessage, flags};
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
-use yamor_core::{Morphology, RobotConfig};
+use yamor_core::{ModuleId, Morphology, RobotConfig};
+
+/// The state of the world a walk starts in, beyond the robot and its gait:
+/// what lifelong learning (thesis 7.5) must reproduce on every evaluation
+/// host to relearn for the robot as it now is.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Situation {
+    /// The robot starts upside down (dropped from a few centimetres).
+    pub upside_down: bool,
+    /// Motor defects (C.2.6).
+    pub defects: Vec<(ModuleId, DefectMode)>,
+    /// Modules whose CPG node is dead: their oscillators are switched off
+    /// and their joints hold the angle the oscillator stopped at.
+    pub dead_cpg: Vec<ModuleId>,
+}
+
+impl Situation {
+    /// Brings a freshly configured `sim` into this situation.
+    pub fn apply(&self, sim: &mut Simulation) -> Result<(), SimError> {
+        for &(id, mode) in &self.defects {
+            sim.set_defect(id, mode)?;
+        }
+        for &id in &self.dead_cpg {
+            let wire = u8::try_from(id).map_err(|_| SimError::IdOutOfRange(id))?;
+            sim.deliver(
+                wire,
+                &SnpMessage::Control {
+                    on: 0,
+                    off: flags::CPG,
+                },
+            )?;
+        }
+        if self.upside_down {
+            sim.drop_robot(0.02, true)?;
+        }
+        Ok(())
+    }
+}
 
 /// When to measure.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -138,11 +176,32 @@ pub fn evaluate_cancellable(
     spec: EvaluationSpec,
     cancel: &AtomicBool,
 ) -> Result<Evaluation, SimError> {
+    evaluate_in(
+        morphology,
+        gait,
+        settings,
+        spec,
+        &Situation::default(),
+        cancel,
+    )
+}
+
+/// [`evaluate_cancellable`] starting from `situation` instead of a healthy
+/// robot standing on its feet.
+pub fn evaluate_in(
+    morphology: &Morphology,
+    gait: &RobotConfig,
+    settings: SimSettings,
+    spec: EvaluationSpec,
+    situation: &Situation,
+    cancel: &AtomicBool,
+) -> Result<Evaluation, SimError> {
     spec.check()?;
     let check_every = ((0.1 / settings.dt).ceil() as u64).max(1);
     let started = Instant::now();
     let mut sim = Simulation::new(morphology, settings)?;
     sim.configure(gait)?;
+    situation.apply(&mut sim)?;
     let total = spec.warmup + spec.measure;
     let mut trajectory = vec![sample(&sim)];
     let mut start = None;

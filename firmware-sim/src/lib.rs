@@ -31,5 +31,7 @@ pub mod serial_robot;
 pub mod sim;
 pub mod snp;
 
-pub use evaluate::{Evaluation, EvaluationSpec, evaluate, evaluate_cancellable};
+pub use evaluate::{
+    Evaluation, EvaluationSpec, Situation, evaluate, evaluate_cancellable, evaluate_in,
+};
 pub use sim::{SimError, SimSettings, Simulation};

@@ -373,6 +373,18 @@ impl Simulation {
             .expect("the central module always exists")
     }
 
+    /// How upright the robot is: the world z component of the central
+    /// module's own up axis, 1 as assembled, −1 upside down. The gaits
+    /// database keys gaits on it (thesis 7.8.2).
+    #[must_use]
+    pub fn robot_up(&self) -> f64 {
+        let i = self
+            .module_index(self.morphology.central)
+            .expect("the central module always exists");
+        let pose = self.physics.part_state(part_index(i, Part::Body)).pose;
+        f64::from((pose.rotation * Vector::Z).z)
+    }
+
     // ---- supervisor commands (thesis 5.4.1) ----
 
     /// Sets the master node, the module the host's Bluetooth link goes to.

@@ -376,10 +376,20 @@ fn connect_refuses_what_cannot_be_built() {
 fn drop_and_flip_put_the_robot_in_the_air_and_upside_down() {
     let (morphology, _) = example("quadruped");
     let mut sim = Simulation::new(&morphology, SimSettings::default()).unwrap();
+    sim.run_until(1.0);
+    assert!(
+        sim.robot_up() > 0.95,
+        "upright as built: {}",
+        sim.robot_up()
+    );
     sim.drop_robot(0.3, true).unwrap();
     assert!(sim.physics().lowest_point() > 0.29);
-    sim.run_until(2.0);
+    sim.run_until(3.0);
     assert!(sim.physics().lowest_point() < 0.01, "it fell");
+    assert!(sim.robot_up() < -0.9, "upside down: {}", sim.robot_up());
+    sim.drop_robot(0.3, false).unwrap();
+    sim.run_until(5.0);
+    assert!(sim.robot_up() < -0.9, "a plain drop keeps it upside down");
     assert!(sim.drop_robot(f64::NAN, false).is_err());
     assert!(sim.set_ground_friction(-1.0).is_err());
     sim.set_ground_friction(0.1).unwrap();

@@ -11,6 +11,7 @@ use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use yamor_core::RobotConfig;
+use yamor_firmware_sim::Situation;
 
 /// Which robot to build.
 #[derive(Debug, Clone, PartialEq)]
@@ -24,7 +25,7 @@ pub enum RobotSource {
 }
 
 /// How to walk and measure.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Spec {
     pub warmup: f64,
     pub measure: f64,
@@ -33,6 +34,8 @@ pub struct Spec {
     /// `None`: the backend's default.
     pub ground_friction: Option<f64>,
     pub full_trajectory: bool,
+    /// Where the walk starts (upside down, defects); simulation only.
+    pub situation: Situation,
 }
 
 impl Default for Spec {
@@ -44,6 +47,7 @@ impl Default for Spec {
             seed: 0,
             ground_friction: None,
             full_trajectory: false,
+            situation: Situation::default(),
         }
     }
 }

@@ -15,7 +15,8 @@ use yamor_proto::v1::host_agent_server::HostAgent;
 use crate::backend::{
     Backend, BackendKind, CancelOnDrop, HostError, Job, Outcome, Point, RobotSource, Spec,
 };
-use crate::session::SessionHost;
+use crate::session::{SessionHost, defect_mode};
+use yamor_firmware_sim::Situation;
 
 /// The service state shared by all connections.
 pub struct HostService {
@@ -147,6 +148,15 @@ fn spec_from_proto(spec: pb::EvaluationSpec) -> Result<Spec, Status> {
             Some(pick("ground_friction", spec.ground_friction, 0.0, 10.0)?)
         },
         full_trajectory: spec.full_trajectory,
+        situation: Situation {
+            upside_down: spec.upside_down,
+            defects: spec
+                .defects
+                .iter()
+                .map(|d| Ok((d.module_id, defect_mode("spec.defects.mode", d.mode)?)))
+                .collect::<Result<_, Status>>()?,
+            dead_cpg: spec.dead_cpg.clone(),
+        },
     })
 }
 

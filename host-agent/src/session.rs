@@ -57,6 +57,10 @@ pub trait RobotLink: Send {
     /// The robot position: the centre module in a simulator, the LED tracker
     /// on the real robot.
     fn position(&self) -> Point;
+    /// How upright the robot is (1 as built, −1 upside down), where known.
+    fn up(&self) -> Option<f64> {
+        None
+    }
     /// Sends one SNP request to module `dst` (a wire id, already translated)
     /// and returns the module's reply, an `Ack`, a `Nack` or a `State`.
     fn send(&mut self, dst: u8, message: &SnpMessage) -> Result<SnpMessage, HostError>;
@@ -526,12 +530,7 @@ impl SessionHost {
         &self,
         request: pb::SetDefectRequest,
     ) -> Result<pb::SessionState, Status> {
-        let mode = match pb::DefectMode::try_from(request.mode) {
-            Ok(pb::DefectMode::None) => DefectMode::Healthy,
-            Ok(pb::DefectMode::Limp) => DefectMode::Limp,
-            Ok(pb::DefectMode::Stuck) => DefectMode::Stuck,
-            _ => return Err(Status::invalid_argument("mode: give NONE, LIMP or STUCK")),
-        };
+        let mode = defect_mode("mode", request.mode)?;
         self.with(move |shared, _| {
             let (session, ids) = shared.open()?;
             let id = request.module_id;
@@ -762,6 +761,7 @@ impl Shared {
                         z: p.z,
                     }),
                     pending_changes: s.pending.values().map(|c| c.count()).sum(),
+                    up: s.link.up(),
                 }
             }
         }
@@ -1299,4 +1299,16 @@ fn parse_script(text: &str) -> Result<Vec<(u32, String, Step)>, String> {
         steps.push((line, name.to_owned(), step));
     }
     Ok(steps)
+}
+
+/// A `DefectMode` off the wire; `field` names it in the error.
+pub(crate) fn defect_mode(field: &str, mode: i32) -> Result<DefectMode, Status> {
+    match pb::DefectMode::try_from(mode) {
+        Ok(pb::DefectMode::None) => Ok(DefectMode::Healthy),
+        Ok(pb::DefectMode::Limp) => Ok(DefectMode::Limp),
+        Ok(pb::DefectMode::Stuck) => Ok(DefectMode::Stuck),
+        _ => Err(Status::invalid_argument(format!(
+            "{field}: give NONE, LIMP or STUCK, got {mode}"
+        ))),
+    }
 }

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use yamor_core::{Connection, ModuleId, Morphology};
 use yamor_firmware_sim::robots::ExampleRobot;
 use yamor_firmware_sim::snp::{DefectMode, SnpMessage};
-use yamor_firmware_sim::{EvaluationSpec, SimError, SimSettings, Simulation, evaluate_cancellable};
+use yamor_firmware_sim::{EvaluationSpec, SimError, SimSettings, Simulation, evaluate_in};
 
 use crate::backend::{
     Backend, BackendKind, BoxFuture, CancelFlag, HostError, Job, Outcome, Point, RobotSource,
@@ -138,6 +138,10 @@ impl RobotLink for SimLink {
             y: f64::from(p.y),
             z: f64::from(p.z),
         }
+    }
+
+    fn up(&self) -> Option<f64> {
+        Some(self.sim.robot_up())
     }
 
     fn send(&mut self, dst: u8, message: &SnpMessage) -> Result<SnpMessage, HostError> {
@@ -280,10 +284,11 @@ impl Backend for SimBackend {
                 sample_interval: job.spec.sample_interval,
             };
             let keep = job.spec.full_trajectory;
+            let situation = job.spec.situation.clone();
             let flag = cancel.clone();
             // Physics never runs on the async runtime.
             let evaluation = tokio::task::spawn_blocking(move || {
-                evaluate_cancellable(&morphology, &gait, settings, spec, &flag)
+                evaluate_in(&morphology, &gait, settings, spec, &situation, &flag)
             })
             .await
             .map_err(|e| HostError::Failed(format!("simulation thread: {e}")))?;

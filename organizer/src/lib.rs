@@ -9,10 +9,12 @@
 //!   job, retries, exactly-once results.
 //! - [`runs`]: the optimizer runtime (budget, termination, replay-based
 //!   resume, best-so-far events) over the plugin API.
+//! - [`gaits`]: the gaits database of lifelong learning (thesis 7.8.2).
 //! - [`service`]: the `Organizer` gRPC service.
 //! - [`Organizer`] and [`serve`]: wiring and serving with token, health and
 //!   reflection; graceful shutdown by an injected future.
 
+pub mod gaits;
 pub mod runs;
 pub mod scheduler;
 pub mod service;
@@ -40,11 +42,13 @@ pub fn now_ms() -> i64 {
         .map_or(0, |d| d.as_millis() as i64)
 }
 
-/// A loaded organizer: scheduler and runs over one database.
+/// A loaded organizer: scheduler, runs and the gaits database over one
+/// database file.
 #[derive(Clone)]
 pub struct Organizer {
     pub scheduler: Arc<Scheduler>,
     pub runs: Arc<Runs>,
+    pub gaits: Arc<gaits::Gaits>,
 }
 
 impl Organizer {
@@ -57,12 +61,17 @@ impl Organizer {
         plugins: Vec<Arc<dyn Plugin>>,
     ) -> Result<Organizer, ScheduleError> {
         let store = Store::open(database)?;
+        let gaits = Arc::new(gaits::Gaits::load(store.clone())?);
         let scheduler = Scheduler::load(store, config, host_security)?;
         // Runs attach to the scheduler before it dispatches restored jobs,
         // so no completion finds nobody to tell.
         let runs = Runs::load(scheduler.clone(), plugins)?;
         scheduler.start();
-        Ok(Organizer { scheduler, runs })
+        Ok(Organizer {
+            scheduler,
+            runs,
+            gaits,
+        })
     }
 
     #[must_use]

@@ -139,7 +139,7 @@ fn prepare(request: &pb::StartRunRequest) -> Result<Prepared, String> {
             robot: request.robot.clone(),
             gait_xml: String::new(),
             parameters: Vec::new(),
-            spec: request.spec,
+            spec: request.spec.clone(),
         }),
         backend: backend as i32,
         max_attempts: 0,

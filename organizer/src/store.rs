@@ -82,6 +82,21 @@ pub struct RunRow {
     pub elapsed_s: f64,
 }
 
+/// One gait of the gaits database (thesis 7.8.2).
+#[derive(Debug, Clone, PartialEq)]
+pub struct GaitRow {
+    pub id: u64,
+    /// The body key of the morphology it was learnt on.
+    pub body: String,
+    /// yamorconfig XML.
+    pub gait_xml: String,
+    pub orientation: String,
+    pub expected_velocity: f64,
+    pub last_used_ms: i64,
+    /// `(gait in use before a switch to this one, symptom of the switch)`.
+    pub predecessors: Vec<(u64, String)>,
+}
+
 /// A write; applied in submission order.
 #[derive(Debug)]
 pub enum Write {
@@ -117,6 +132,16 @@ pub enum Write {
         error: String,
         finished_ms: i64,
         elapsed_s: f64,
+    },
+    /// A new gait; its predecessors too.
+    InsertGait(GaitRow),
+    /// A stored gait was taken into use again.
+    GaitUsed {
+        id: u64,
+        last_used_ms: i64,
+        expected_velocity: f64,
+        /// The gait it replaced and why, when a switch.
+        predecessor: Option<(u64, String)>,
     },
     /// Writes nothing; its ack means everything before it is committed.
     Barrier,
@@ -175,6 +200,21 @@ CREATE TABLE IF NOT EXISTS jobs (
     finished_ms INTEGER NOT NULL
 );
 CREATE INDEX IF NOT EXISTS jobs_by_run ON jobs (run_id, seq);
+CREATE TABLE IF NOT EXISTS gaits (
+    id INTEGER PRIMARY KEY,
+    body TEXT NOT NULL,
+    gait_xml TEXT NOT NULL,
+    orientation TEXT NOT NULL,
+    expected_velocity REAL NOT NULL,
+    last_used_ms INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS gaits_by_body ON gaits (body);
+CREATE TABLE IF NOT EXISTS gait_predecessors (
+    gait_id INTEGER NOT NULL REFERENCES gaits (id),
+    predecessor_id INTEGER NOT NULL,
+    symptom TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS predecessors_by_gait ON gait_predecessors (gait_id);
 CREATE INDEX IF NOT EXISTS jobs_by_state ON jobs (state);
 ";
 
@@ -297,6 +337,50 @@ impl Store {
         })
     }
 
+    /// Every stored gait learnt on `body` (all gaits when `None`), oldest
+    /// first, with their predecessors.
+    pub fn gaits(&self, body: Option<&str>) -> Result<Vec<GaitRow>, StoreError> {
+        self.read(|c| {
+            let mut stmt = c.prepare(
+                "SELECT id, body, gait_xml, orientation, expected_velocity, last_used_ms FROM gaits WHERE ?1 IS NULL OR body = ?1 ORDER BY id",
+            )?;
+            let mut rows = stmt
+                .query_map([body], |r| {
+                    Ok(GaitRow {
+                        id: r.get::<_, i64>(0)? as u64,
+                        body: r.get(1)?,
+                        gait_xml: r.get(2)?,
+                        orientation: r.get(3)?,
+                        expected_velocity: r.get(4)?,
+                        last_used_ms: r.get(5)?,
+                        predecessors: Vec::new(),
+                    })
+                })?
+                .collect::<rusqlite::Result<Vec<_>>>()?;
+            let mut before = c.prepare_cached(
+                "SELECT predecessor_id, symptom FROM gait_predecessors WHERE gait_id = ?1 ORDER BY rowid",
+            )?;
+            for row in &mut rows {
+                row.predecessors = before
+                    .query_map([row.id as i64], |r| {
+                        Ok((r.get::<_, i64>(0)? as u64, r.get::<_, String>(1)?))
+                    })?
+                    .collect::<rusqlite::Result<_>>()?;
+            }
+            Ok(rows)
+        })
+    }
+
+    /// The largest gait id in use.
+    pub fn max_gait_id(&self) -> Result<u64, StoreError> {
+        self.read(|c| {
+            c.query_row("SELECT COALESCE(MAX(id), 0) FROM gaits", [], |r| {
+                r.get::<_, i64>(0)
+            })
+            .map(|v| v as u64)
+        })
+    }
+
     /// The largest ids in use, so new ids continue after a restart.
     pub fn max_ids(&self) -> Result<(u64, u64, u64), StoreError> {
         self.read(|c| {
@@ -362,6 +446,19 @@ fn run_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RunRow> {
         finished_ms: r.get(12)?,
         elapsed_s: r.get(13)?,
     })
+}
+
+fn insert_predecessor(
+    tx: &rusqlite::Transaction<'_>,
+    gait: u64,
+    from: u64,
+    symptom: &str,
+) -> rusqlite::Result<()> {
+    tx.prepare_cached(
+        "INSERT INTO gait_predecessors (gait_id, predecessor_id, symptom) VALUES (?1,?2,?3)",
+    )?
+    .execute(params![gait as i64, from as i64, symptom])?;
+    Ok(())
 }
 
 /// The writer thread: block for one write, take whatever else is queued
@@ -464,6 +561,36 @@ fn apply(conn: &mut Connection, batch: &[Envelope]) -> rusqlite::Result<()> {
                 .execute(params![h.id as i64, h.name, h.address])?;
             }
             Write::Barrier => {}
+            Write::InsertGait(g) => {
+                tx.prepare_cached(
+                    "INSERT INTO gaits (id, body, gait_xml, orientation, expected_velocity, last_used_ms) VALUES (?1,?2,?3,?4,?5,?6)",
+                )?
+                .execute(params![
+                    g.id as i64,
+                    g.body,
+                    g.gait_xml,
+                    g.orientation,
+                    g.expected_velocity,
+                    g.last_used_ms
+                ])?;
+                for (from, symptom) in &g.predecessors {
+                    insert_predecessor(&tx, g.id, *from, symptom)?;
+                }
+            }
+            Write::GaitUsed {
+                id,
+                last_used_ms,
+                expected_velocity,
+                predecessor,
+            } => {
+                tx.prepare_cached(
+                    "UPDATE gaits SET last_used_ms = ?2, expected_velocity = ?3 WHERE id = ?1",
+                )?
+                .execute(params![*id as i64, last_used_ms, expected_velocity])?;
+                if let Some((from, symptom)) = predecessor {
+                    insert_predecessor(&tx, *id, *from, symptom)?;
+                }
+            }
             Write::DeleteHost(id) => {
                 tx.prepare_cached("DELETE FROM hosts WHERE id = ?1")?
                     .execute([*id as i64])?;

@@ -27,9 +27,42 @@ pub enum Symptom {
     /// (motor or module defect, falling over, ground change).
     VelocityDrop,
     VelocityRise,
+    /// The robot's up axis turned over (a fall, thesis 7.5.2).
+    TurnedOver,
     ModuleInserted,
     ModuleRemoved,
+    /// A motor or a CPG node reported dead.
     MotorDefect,
+}
+
+impl Symptom {
+    pub const ALL: [Symptom; 6] = [
+        Symptom::VelocityDrop,
+        Symptom::VelocityRise,
+        Symptom::TurnedOver,
+        Symptom::ModuleInserted,
+        Symptom::ModuleRemoved,
+        Symptom::MotorDefect,
+    ];
+
+    /// The name stored in the gaits database.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Symptom::VelocityDrop => "velocity-drop",
+            Symptom::VelocityRise => "velocity-rise",
+            Symptom::TurnedOver => "turned-over",
+            Symptom::ModuleInserted => "module-inserted",
+            Symptom::ModuleRemoved => "module-removed",
+            Symptom::MotorDefect => "motor-defect",
+        }
+    }
+
+    /// The inverse of [`Symptom::as_str`].
+    #[must_use]
+    pub fn parse(name: &str) -> Option<Symptom> {
+        Symptom::ALL.into_iter().find(|s| s.as_str() == name)
+    }
 }
 
 /// The velocity monitor of 7.3.
@@ -131,6 +164,14 @@ mod tests {
             v -= 0.0004;
             assert!(matches!(m.observe(v), Verdict::Normal { .. }), "{v}");
         }
+    }
+
+    #[test]
+    fn symptom_names_round_trip() {
+        for s in Symptom::ALL {
+            assert_eq!(Symptom::parse(s.as_str()), Some(s));
+        }
+        assert_eq!(Symptom::parse("sneeze"), None);
     }
 
     #[test]

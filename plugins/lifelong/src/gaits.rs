@@ -23,6 +23,33 @@ pub enum Orientation {
     UpsideDown,
 }
 
+impl Orientation {
+    /// From the z component of the robot's up axis (1 as built).
+    #[must_use]
+    pub fn from_up(up: f64) -> Orientation {
+        if up < 0.0 {
+            Orientation::UpsideDown
+        } else {
+            Orientation::Upright
+        }
+    }
+
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Orientation::Upright => "upright",
+            Orientation::UpsideDown => "upside-down",
+        }
+    }
+
+    #[must_use]
+    pub fn parse(name: &str) -> Option<Orientation> {
+        [Orientation::Upright, Orientation::UpsideDown]
+            .into_iter()
+            .find(|o| o.as_str() == name)
+    }
+}
+
 /// One stored gait.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct GaitRecord {
@@ -65,18 +92,20 @@ pub fn body_key(morphology: &yamor_core::Morphology) -> String {
     format!("{}|{}", modules.join(","), connections.join(","))
 }
 
-/// The stored gaits worth trying for `body` after `symptom` struck while
-/// `current` was in use, most likely first; `current` itself is left out.
+/// The stored gaits worth trying for `body` lying `orientation` after
+/// `symptom` struck while `current` was in use, most likely first; `current`
+/// itself is left out.
 #[must_use]
 pub fn candidates<'a>(
     records: &'a [GaitRecord],
     body: &str,
+    orientation: Orientation,
     current: Option<u64>,
     symptom: Symptom,
 ) -> Vec<&'a GaitRecord> {
     let mut fitting: Vec<&GaitRecord> = records
         .iter()
-        .filter(|r| r.body == body && Some(r.id) != current)
+        .filter(|r| r.body == body && r.orientation == orientation && Some(r.id) != current)
         .collect();
     let followed = |r: &GaitRecord| {
         r.predecessors
@@ -129,14 +158,28 @@ mod tests {
             record(3, "quad", 300, vec![(1, Symptom::VelocityRise)]),
             record(4, "quad", 400, vec![]),
             record(5, "snake", 500, vec![(1, Symptom::VelocityDrop)]),
+            GaitRecord {
+                orientation: Orientation::UpsideDown,
+                ..record(6, "quad", 600, vec![(1, Symptom::VelocityDrop)])
+            },
         ];
-        let order: Vec<u64> = candidates(&records, "quad", Some(1), Symptom::VelocityDrop)
+        let order = |orientation| -> Vec<u64> {
+            candidates(
+                &records,
+                "quad",
+                orientation,
+                Some(1),
+                Symptom::VelocityDrop,
+            )
             .iter()
             .map(|r| r.id)
-            .collect();
+            .collect()
+        };
         // 2 followed 1 after a drop; 3 followed 1 after something else; then
-        // by recency; the snake's gait does not fit; 1 is the current one.
-        assert_eq!(order, [2, 3, 4]);
+        // by recency; the snake's gait does not fit, nor does the upside-down
+        // one; 1 is the current one.
+        assert_eq!(order(Orientation::Upright), [2, 3, 4]);
+        assert_eq!(order(Orientation::UpsideDown), [6]);
     }
 
     #[test]
