@@ -10,11 +10,14 @@
 //! - [`runs`]: the optimizer runtime (budget, termination, replay-based
 //!   resume, best-so-far events) over the plugin API.
 //! - [`gaits`]: the gaits database of lifelong learning (thesis 7.8.2).
+//! - [`lifelong`]: the lifelong-learning loop: watch a walking robot, reuse
+//!   stored gaits, relearn on the cluster (thesis chapter 7).
 //! - [`service`]: the `Organizer` gRPC service.
 //! - [`Organizer`] and [`serve`]: wiring and serving with token, health and
 //!   reflection; graceful shutdown by an injected future.
 
 pub mod gaits;
+pub mod lifelong;
 pub mod runs;
 pub mod scheduler;
 pub mod service;
