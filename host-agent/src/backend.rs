@@ -36,6 +36,8 @@ pub struct Spec {
     pub full_trajectory: bool,
     /// Where the walk starts (upside down, defects); simulation only.
     pub situation: Situation,
+    /// Walks averaged, from seeds `seed`, `seed + 1`, …; at least 1.
+    pub repeats: u32,
 }
 
 impl Default for Spec {
@@ -48,6 +50,7 @@ impl Default for Spec {
             ground_friction: None,
             full_trajectory: false,
             situation: Situation::default(),
+            repeats: 1,
         }
     }
 }

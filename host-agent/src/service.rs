@@ -157,6 +157,15 @@ fn spec_from_proto(spec: pb::EvaluationSpec) -> Result<Spec, Status> {
                 .collect::<Result<_, Status>>()?,
             dead_cpg: spec.dead_cpg.clone(),
         },
+        repeats: match spec.repeats {
+            0 => 1,
+            n @ 1..=64 => n,
+            n => {
+                return Err(Status::invalid_argument(format!(
+                    "spec.repeats must be at most 64, got {n}"
+                )));
+            }
+        },
     })
 }
 

@@ -285,10 +285,23 @@ impl Backend for SimBackend {
             };
             let keep = job.spec.full_trajectory;
             let situation = job.spec.situation.clone();
+            let repeats = job.spec.repeats.max(1);
             let flag = cancel.clone();
             // Physics never runs on the async runtime.
             let evaluation = tokio::task::spawn_blocking(move || {
-                evaluate_in(&morphology, &gait, settings, spec, &situation, &flag)
+                let mut first = evaluate_in(&morphology, &gait, settings, spec, &situation, &flag)?;
+                // The first walk's trajectory stands for all; the velocity
+                // is the mean.
+                for k in 1..repeats {
+                    let mut again = settings;
+                    again.seed = settings.seed.wrapping_add(u64::from(k));
+                    let e = evaluate_in(&morphology, &gait, again, spec, &situation, &flag)?;
+                    first.velocity += e.velocity;
+                    first.physics_steps += e.physics_steps;
+                    first.wall_time += e.wall_time;
+                }
+                first.velocity /= f64::from(repeats);
+                Ok(first)
             })
             .await
             .map_err(|e| HostError::Failed(format!("simulation thread: {e}")))?;

@@ -243,3 +243,70 @@ async fn health_is_open_while_the_api_needs_the_token() {
         .unwrap();
     assert_eq!(info.into_inner().backend, pb::Backend::Expression as i32);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_evaluation_starts_in_the_situation_its_spec_names() {
+    let mut host = start(Arc::new(
+        SimBackend::example("quadruped", SimSettings::default()).unwrap(),
+    ))
+    .await;
+    let velocity = |change: fn(&mut pb::EvaluationSpec)| {
+        let mut job = quadruped_job(6.0);
+        change(job.job.as_mut().unwrap().spec.as_mut().unwrap());
+        let mut host = host.clone();
+        async move {
+            let result = host.evaluate(job).await?.into_inner().result.unwrap();
+            Ok::<_, tonic::Status>(result)
+        }
+    };
+    let upright = velocity(|_| {}).await.unwrap();
+    let upside_down = velocity(|s| s.upside_down = true).await.unwrap();
+    // On its back the quadruped waves its legs in the air.
+    assert!(
+        upside_down.velocity_m_s < upright.velocity_m_s / 4.0,
+        "{} vs {}",
+        upside_down.velocity_m_s,
+        upright.velocity_m_s
+    );
+    let limp_hip = velocity(|s| {
+        s.defects = vec![pb::ModuleDefect {
+            module_id: 0,
+            mode: pb::DefectMode::Limp as i32,
+        }]
+    })
+    .await
+    .unwrap();
+    assert_ne!(limp_hip.velocity_m_s, upright.velocity_m_s);
+    let dead = velocity(|s| s.dead_cpg = vec![0]).await.unwrap();
+    assert_ne!(dead.velocity_m_s, upright.velocity_m_s);
+    // Bad situations are refused, naming the field.
+    let error = velocity(|s| {
+        s.defects = vec![pb::ModuleDefect {
+            module_id: 0,
+            mode: 42,
+        }]
+    })
+    .await
+    .unwrap_err();
+    assert_eq!(error.code(), Code::InvalidArgument);
+    assert!(error.message().contains("spec.defects.mode"), "{error}");
+    // Repeats average walks from successive seeds.
+    let seeds: Vec<f64> = [
+        velocity(|s| s.seed = 10).await.unwrap().velocity_m_s,
+        velocity(|s| s.seed = 11).await.unwrap().velocity_m_s,
+    ]
+    .into();
+    let mean = velocity(|s| {
+        s.seed = 10;
+        s.repeats = 2;
+    })
+    .await
+    .unwrap();
+    assert!((mean.velocity_m_s - (seeds[0] + seeds[1]) / 2.0).abs() < 1e-12);
+    let error = velocity(|s| s.repeats = 1000).await.unwrap_err();
+    assert!(error.message().contains("spec.repeats"), "{error}");
+    let error = velocity(|s| s.dead_cpg = vec![77]).await.unwrap_err();
+    assert_eq!(error.code(), Code::InvalidArgument, "{error}");
+    assert!(error.message().contains("77"), "{error}");
+    host.get_info(pb::GetInfoRequest {}).await.unwrap();
+}

@@ -54,8 +54,9 @@ pub struct LifelongSettings {
     /// A stored gait is taken when it walks at least this fraction of the
     /// velocity it is remembered for.
     pub accept: f64,
-    /// Free parameters of a relearnt network ([`Limit::Symmetric`]).
-    pub free: usize,
+    /// How the relearnt network's free parameters are kept down: the
+    /// thesis' random fixation or tying over symmetries (7.8.1).
+    pub limit: Limit,
     /// The relearning run: optimizer, its settings, wall-clock budget and
     /// evaluation protocol.
     pub optimizer: String,
@@ -66,6 +67,14 @@ pub struct LifelongSettings {
     /// Relearning stops early once its best gait reaches this fraction of
     /// the velocity before the anomaly (`None`: run the whole budget).
     pub good_enough: Option<f64>,
+    /// The run's best few gaits are each walked on the robot itself and
+    /// the one that walks best there is kept (the gait in use too, so
+    /// relearning never leaves the robot worse off): a simulation host
+    /// builds the body afresh, the robot has lived in it.
+    pub shortlist: usize,
+    /// Windows of three CPG periods averaged when a gait is measured on
+    /// the robot to compare it with others.
+    pub compare_windows: usize,
     pub seed: u64,
 }
 
@@ -77,7 +86,7 @@ impl Default for LifelongSettings {
             settle_s: 6.0,
             try_stored: 3,
             accept: 0.9,
-            free: 7,
+            limit: Limit::Symmetric { max: 7, seed: 1 },
             optimizer: "powell".into(),
             optimizer_settings: [("variant".to_owned(), "interval".to_owned())].into(),
             relearn_seconds: 110.0,
@@ -88,6 +97,8 @@ impl Default for LifelongSettings {
                 ..Default::default()
             },
             good_enough: None,
+            shortlist: 5,
+            compare_windows: 2,
             seed: 1,
         }
     }
@@ -124,6 +135,14 @@ pub enum Event {
         remembered: f64,
         accepted: bool,
     },
+    /// One of the relearning run's best gaits walked on the robot:
+    /// `evaluated` on the hosts, `on_robot` here (`rank` 0 is the gait that
+    /// was in use).
+    Shortlisted {
+        rank: usize,
+        evaluated: f64,
+        on_robot: f64,
+    },
     /// A relearning run; `curve` is (wall seconds since the anomaly, best
     /// velocity so far).
     Relearnt {
@@ -150,6 +169,9 @@ pub struct Adaptation {
     pub reused: Option<u64>,
     /// The relearning run, if there was one.
     pub run: Option<u64>,
+    /// Relearning found nothing that walks better on the robot than the
+    /// gait in use, which was kept.
+    pub kept_current: bool,
     pub gait: u64,
     pub velocity: f64,
     /// Wall seconds from the anomaly to walking again.
@@ -343,10 +365,18 @@ impl Lifelong {
                 .take(self.settings.try_stored)
                 .cloned()
                 .collect();
+        // A rise is good news: a stored gait may do better still, but
+        // nothing is relearnt; the gait in use is the one to beat.
+        let current = if symptom == Symptom::VelocityRise {
+            Some(self.load_and_measure(self.gait.clone()).await?)
+        } else {
+            None
+        };
         for record in tries {
             let gait = RobotConfig::from_xml_str("stored gait", &record.gait_xml)?;
             let velocity = self.load_and_measure(gait.clone()).await?;
-            let accepted = velocity >= self.settings.accept * record.expected_velocity;
+            let accepted = velocity >= self.settings.accept * record.expected_velocity
+                && current.is_none_or(|c| velocity > c);
             self.events.push(Event::Tried {
                 gait: record.id,
                 velocity,
@@ -371,7 +401,50 @@ impl Lifelong {
                     .await;
             }
         }
-        let (run, gait) = self.relearn(before, began).await?;
+        if let Some(velocity) = current {
+            let gait = self.gait.clone();
+            self.load_and_measure(gait.clone()).await?;
+            self.organizer.gaits.used(previous, velocity, None).await?;
+            let mut kept = self
+                .settle_on(symptom, gait, previous, None, None, velocity, began)
+                .await?;
+            kept.kept_current = true;
+            return Ok(kept);
+        }
+        let (run, shortlist) = self.relearn(before, began).await?;
+        // The gait in use takes part too: relearning must not make the
+        // robot worse than it already is.
+        let mut best = (
+            self.load_and_measure(self.gait.clone()).await?,
+            self.gait.clone(),
+        );
+        self.events.push(Event::Shortlisted {
+            rank: 0,
+            evaluated: f64::NAN,
+            on_robot: best.0,
+        });
+        for (rank, (evaluated, gait)) in shortlist.into_iter().enumerate() {
+            let on_robot = self.load_and_measure(gait.clone()).await?;
+            self.events.push(Event::Shortlisted {
+                rank: rank + 1,
+                evaluated,
+                on_robot,
+            });
+            if on_robot > best.0 {
+                best = (on_robot, gait);
+            }
+        }
+        let (velocity, gait) = best;
+        if gait.to_xml_string() == self.gait.to_xml_string() {
+            // Nothing relearnt walks better here than the gait in use.
+            self.load_and_measure(gait.clone()).await?;
+            self.organizer.gaits.used(previous, velocity, None).await?;
+            let mut kept = self
+                .settle_on(symptom, gait, previous, None, Some(run), velocity, began)
+                .await?;
+            kept.kept_current = true;
+            return Ok(kept);
+        }
         let velocity = self.load_and_measure(gait.clone()).await?;
         self.gait = gait;
         let id = self.remember(velocity, Some((previous, symptom))).await?;
@@ -415,6 +488,7 @@ impl Lifelong {
             symptom,
             reused,
             run,
+            kept_current: false,
             gait: id,
             velocity,
             wall_s: began.elapsed().as_secs_f64(),
@@ -422,12 +496,13 @@ impl Lifelong {
     }
 
     /// A new CPG network for the body as it now is, relearnt from the
-    /// current gait by an optimizer run on every free host.
+    /// current gait by an optimizer run on every free host; returns the
+    /// run and its best distinct gaits with their velocities, best first.
     async fn relearn(
         &mut self,
         before: Option<f64>,
         began: Instant,
-    ) -> Result<(u64, RobotConfig), LifelongError> {
+    ) -> Result<(u64, Vec<(f64, RobotConfig)>), LifelongError> {
         // Modules that cannot move take no part in the new network.
         let mut network_body = self.known.body.clone();
         for m in &mut network_body.modules {
@@ -439,14 +514,7 @@ impl Lifelong {
                 || self.known.dead_cpg.contains(&m.id);
             m.passive |= broken;
         }
-        let problem = plan(
-            &network_body,
-            &self.gait,
-            &Limit::Symmetric {
-                max: self.settings.free,
-                seed: self.settings.seed,
-            },
-        )?;
+        let problem = plan(&network_body, &self.gait, &self.settings.limit)?;
         let mut spec = self.settings.spec.clone();
         spec.ground_friction = self.known.ground_friction;
         spec.upside_down = self.orientation == Orientation::UpsideDown;
@@ -523,14 +591,39 @@ impl Lifelong {
                 last.id, last.error
             )));
         }
-        let gait = RobotConfig::from_xml_str("relearnt gait", &last.best_gait_xml)?;
         self.events.push(Event::Relearnt {
             run: last.id,
             evaluations: last.evaluations,
             best: last.best_velocity_m_s.unwrap_or(0.0),
             curve,
         });
-        Ok((last.id, gait))
+        Ok((last.id, self.best_gaits(last.id)?))
+    }
+
+    /// The run's `shortlist` best evaluated gaits, distinct, best first.
+    fn best_gaits(&self, run: u64) -> Result<Vec<(f64, RobotConfig)>, LifelongError> {
+        use prost::Message as _;
+        let mut jobs: Vec<(f64, String)> = self
+            .organizer
+            .scheduler
+            .store()
+            .jobs(&crate::store::JobFilter {
+                run_id: Some(run),
+                ..Default::default()
+            })?
+            .into_iter()
+            .filter_map(|row| {
+                let velocity = row.velocity.filter(|v| v.is_finite())?;
+                let request = pb::JobRequest::decode(row.request.as_slice()).ok()?;
+                Some((velocity, request.job?.gait_xml))
+            })
+            .collect();
+        jobs.sort_by(|a, b| b.0.total_cmp(&a.0));
+        jobs.dedup_by(|a, b| a.1 == b.1);
+        jobs.into_iter()
+            .take(self.settings.shortlist.max(1))
+            .map(|(v, xml)| Ok((v, RobotConfig::from_xml_str("relearnt gait", &xml)?)))
+            .collect()
     }
 
     /// Stores the current gait as a new record, or marks it used when the
@@ -578,7 +671,12 @@ impl Lifelong {
             .await?;
         self.window = window(&gait);
         self.walk(self.settings.settle_s).await?;
-        self.measure().await
+        let n = self.settings.compare_windows.max(1);
+        let mut sum = 0.0;
+        for _ in 0..n {
+            sum += self.measure().await?;
+        }
+        Ok(sum / n as f64)
     }
 
     async fn walk(&mut self, seconds: f64) -> Result<(), LifelongError> {

@@ -259,16 +259,16 @@ async fn a_relearnt_gait_is_stored_and_the_old_one_reused_when_the_motor_is_back
     let body = body_key(&quadruped());
     assert_eq!(rig.organizer.gaits.list(Some(&body)).unwrap().len(), 1);
 
-    // A knee goes limp; the robot is told (C.2.6) and relearns.
+    // A hip goes limp; the robot is told (C.2.6) and relearns.
     life.robot()
         .set_defect(pb::SetDefectRequest {
-            module_id: 5,
+            module_id: 0,
             mode: pb::DefectMode::Limp as i32,
         })
         .await
         .unwrap();
     let broken = Known {
-        defects: vec![(5, pb::DefectMode::Limp)],
+        defects: vec![(0, pb::DefectMode::Limp)],
         ..known(quadruped())
     };
     life.known_change(Symptom::MotorDefect, broken)
@@ -284,16 +284,30 @@ async fn a_relearnt_gait_is_stored_and_the_old_one_reused_when_the_motor_is_back
     let new = stored.iter().find(|g| g.id == relearnt.gait).unwrap();
     assert_eq!(new.predecessors, [(first, Symptom::MotorDefect)]);
     assert_eq!(new.orientation, Orientation::Upright);
-    // The relearnt network has the knee out of it: its amplitude is 0.
+    // The relearnt network has the hip out of it: its amplitude is 0.
     let gait = RobotConfig::from_xml_str("new", &new.gait_xml).unwrap();
-    assert_eq!(gait.module(5).unwrap().amplitude, 0.0);
+    assert_eq!(gait.module(0).unwrap().amplitude, 0.0);
+    // It walks better on the robot than the old gait did with the limp hip.
+    let on_robot = |rank| {
+        life.events().iter().find_map(|e| match e {
+            yamor_organizer::lifelong::Event::Shortlisted {
+                rank: r, on_robot, ..
+            } if *r == rank => Some(*on_robot),
+            _ => None,
+        })
+    };
+    assert!(
+        relearnt.velocity > on_robot(0).unwrap(),
+        "{:?}",
+        life.events()
+    );
     assert!(life.watch(8.0).await.unwrap().is_none());
 
     // The motor is repaired: the first gait is tried first and taken back
     // without any optimization.
     life.robot()
         .set_defect(pb::SetDefectRequest {
-            module_id: 5,
+            module_id: 0,
             mode: pb::DefectMode::None as i32,
         })
         .await

@@ -1,48 +1,67 @@
-//! `yamor lifelong transform`: thesis 7.5.1 and Fig 7.4. The quadruped
-//! walks with its learnt gait on a host of its own; the transformation
-//! script shortens two legs and puts the removed knees on the ends of the
-//! other two; the robot knows of the change (and sees its velocity drop),
-//! builds a new CPG network from its new body (7.4), relearns with Powell's
-//! regular-interval variant on every free host of a local cluster, loads the
-//! best gait and walks on.
+//! `yamor lifelong …`: the scenarios of thesis 7.5 on the lifelong loop of
+//! `yamor_organizer::lifelong`. The quadruped walks its learnt gait on a
+//! host of its own (virtual time, as fast as the CPU allows) while a local
+//! cluster of simulation hosts stands by for relearning; changes are caused
+//! through the host API, exactly as a client of a remote cluster would.
 //!
-//! Velocity is measured as in 7.3: over three CPG periods, judged by the
-//! monitor of `yamor_lifelong::anomaly`.
+//! - `transform` (7.5.1, Fig 7.4): two legs shortened, their knees moved to
+//!   the ends of the other two.
+//! - `upside-down` (7.5.2): a fall from a table onto the back, then back on
+//!   its feet.
+//! - `ground`: slippery ground, the normal floor again, slippery again: the
+//!   second meeting with each ground reuses the stored gait.
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Instant;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use clap::Args;
 use plotters::prelude::*;
-use yamor_core::network::{Limit, plan};
-use yamor_core::{Connection, Connector, Morphology, OptimizationConfig, RobotConfig};
+use yamor_core::network::Limit;
+use yamor_core::{Connection, Connector, Morphology, RobotConfig};
 use yamor_firmware_sim::robots::ExampleRobot;
 use yamor_host_agent::HostService;
 use yamor_host_agent::sim::SimBackend;
-use yamor_lifelong::anomaly::{Monitor, Verdict, three_periods};
-use yamor_proto::transport::{AuthChannel, ClientSecurity, ServerSecurity};
+use yamor_lifelong::anomaly::Symptom;
+use yamor_organizer::lifelong::{Adaptation, Event, Known, Lifelong, LifelongSettings};
+use yamor_proto::transport::{ClientSecurity, ServerSecurity};
 use yamor_proto::v1 as pb;
 use yamor_proto::v1::host_agent_client::HostAgentClient;
 
-use crate::run::{LocalCluster, evaluations, register_font};
+use crate::run::{LocalCluster, register_font};
 
-#[derive(Args)]
-pub struct TransformArgs {
-    /// Robot seconds walked before the transformation.
-    #[arg(long, default_value_t = 60.0)]
-    before: f64,
-    /// Wall-clock seconds allowed for relearning.
+#[derive(Args, Clone)]
+pub struct ScenarioArgs {
+    /// Robot seconds walked before each change.
+    #[arg(long, default_value_t = 40.0)]
+    walk: f64,
+    /// Wall-clock seconds allowed for each relearning run.
     #[arg(long, default_value_t = 110.0)]
     relearn_time: f64,
-    /// Free parameters of the new network (the thesis used 7).
+    /// Stop relearning once the best gait reaches this fraction of the
+    /// velocity before the change (0: use the whole budget).
+    #[arg(long, default_value_t = 0.0)]
+    good_enough: f64,
+    /// Free parameters of a relearnt network.
     #[arg(long, default_value_t = 7)]
     free: usize,
+    /// How the others are fixed: symmetric (tied over the body's
+    /// symmetries, 7.8.1) or random (the thesis' 7.4.2: random parameters
+    /// fixed at random values).
+    #[arg(long, default_value = "symmetric", value_parser = ["symmetric", "random"])]
+    limit: String,
     /// Relearning optimizer: powell (regular-interval line search) or pso.
     #[arg(long, default_value = "powell")]
     optimizer: String,
+    /// Walks per relearning evaluation, from different oscillator starts,
+    /// averaged (see docs/experiments.md: without it the optimizer learns
+    /// one start's luck).
+    #[arg(long, default_value_t = 3)]
+    repeats: u32,
+    /// The monitor's threshold t (m/s).
+    #[arg(long, default_value_t = 0.02)]
+    threshold: f64,
     /// Simulation hosts for relearning (default: one per core).
     #[arg(long)]
     hosts: Option<usize>,
@@ -52,23 +71,13 @@ pub struct TransformArgs {
     out: PathBuf,
 }
 
-/// The best gait of the seven-parameter set found by
-/// `yamor experiment gait-time` (seed 4, 19.74 cm/s): the thesis also
-/// started from the best gait its quadruped had learnt.
+/// The learnt gait the scenarios start from (as the thesis started from the
+/// best gait its quadruped had learnt).
 fn learnt_gait() -> Result<RobotConfig> {
-    let config = OptimizationConfig::from_xml_str(
-        "optimize.xml",
-        include_str!("../../examples/robots/quadruped/optimize.xml"),
-    )?;
-    Ok(config.apply(&[
-        0.785,
-        0.821_074_830_596_001_5,
-        -0.998_538_081_701_504_8,
-        3.042_280_326_499_1,
-        1.706_121_590_795_657_5,
-        1.947_651_829_881_214_9,
-        3.122_035_648_520_475_4,
-    ])?)
+    Ok(RobotConfig::from_xml_str(
+        "examples/robots/quadruped/learnt.xml",
+        include_str!("../../examples/robots/quadruped/learnt.xml"),
+    )?)
 }
 
 /// 7.5.1: knees 5 and 6 come off hips 0 and 1 and go on the ends of knees
@@ -120,343 +129,521 @@ fn transformed(morphology: &Morphology, moves: &[Connection]) -> Morphology {
     m
 }
 
-/// The robot walking on a host of its own, in virtual time.
-struct Walker {
-    client: HostAgentClient<AuthChannel>,
-    /// Velocity measurements: (robot time at the end, m/s).
-    samples: Vec<(f64, f64)>,
+fn known(body: Morphology, ground_friction: f64) -> Known {
+    Known {
+        body,
+        ground_friction,
+        defects: Vec::new(),
+        dead_cpg: Vec::new(),
+    }
 }
 
-impl Walker {
-    async fn measure(&mut self, seconds: f64) -> Result<f64> {
-        let a = self
-            .client
-            .get_state(pb::GetStateRequest {})
-            .await?
-            .into_inner();
-        let b = self
-            .client
-            .sleep(pb::SleepRequest {
-                seconds,
-                clock: pb::Clock::Virtual as i32,
+/// The robot on its own host, the cluster, and the loop.
+struct Scenario {
+    life: Lifelong,
+    cluster: LocalCluster,
+    hosts: usize,
+    stop: tokio::sync::watch::Sender<bool>,
+    robot_host: tokio::task::JoinHandle<Result<(), yamor_proto::transport::TransportError>>,
+    /// (robot time, label) of each change, for the plot.
+    changes: Vec<(f64, String)>,
+    out: PathBuf,
+}
+
+impl Scenario {
+    async fn start(args: &ScenarioArgs) -> Result<Scenario> {
+        std::fs::create_dir_all(&args.out)?;
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        let address = format!("http://{}", listener.local_addr()?);
+        let (stop, stop_rx) = tokio::sync::watch::channel(false);
+        let robot_host = tokio::spawn(yamor_host_agent::serve(
+            listener,
+            Arc::new(HostService::new(
+                "robot",
+                Arc::new(SimBackend::example("quadruped", Default::default())?),
+            )),
+            ServerSecurity::default(),
+            async move {
+                let mut rx = stop_rx;
+                let _ = rx.wait_for(|s| *s).await;
+            },
+        ));
+        let channel = yamor_proto::transport::channel(&address, &ClientSecurity::default())?;
+        let mut robot = HostAgentClient::new(channel);
+        robot
+            .open_simulation(pb::OpenSimulationRequest {
+                robot: Some(pb::Robot {
+                    source: Some(pb::robot::Source::Example("quadruped".into())),
+                }),
+                seed: args.seed,
+                ground_friction: 0.0,
             })
-            .await?
-            .into_inner();
-        let (pa, pb_) = (
-            a.position.unwrap_or_default(),
-            b.position.unwrap_or_default(),
-        );
-        let v = (pb_.x - pa.x).hypot(pb_.y - pa.y) / (b.elapsed_s - a.elapsed_s).max(1e-9);
-        self.samples.push((b.elapsed_s, v));
-        Ok(v)
-    }
-
-    async fn elapsed(&mut self) -> Result<f64> {
-        Ok(self
-            .client
-            .get_state(pb::GetStateRequest {})
-            .await?
-            .into_inner()
-            .elapsed_s)
-    }
-}
-
-pub async fn transform(args: TransformArgs) -> Result<()> {
-    std::fs::create_dir_all(&args.out)?;
-    let example = ExampleRobot::named("quadruped").expect("embedded");
-    let morphology = example.morphology()?;
-    let gait = learnt_gait()?;
-    let period = three_periods(gait.modules.iter().map(|m| m.speed).fold(0.0, f64::max));
-
-    // The robot itself: a host the organizer does not schedule on.
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-    let address = format!("http://{}", listener.local_addr()?);
-    let (stop, stop_rx) = tokio::sync::watch::channel(false);
-    let robot_host = tokio::spawn(yamor_host_agent::serve(
-        listener,
-        Arc::new(HostService::new(
-            "robot",
-            Arc::new(SimBackend::example("quadruped", Default::default())?),
-        )),
-        ServerSecurity::default(),
-        async move {
-            let mut rx = stop_rx;
-            let _ = rx.wait_for(|s| *s).await;
-        },
-    ));
-    let channel = yamor_proto::transport::channel(&address, &ClientSecurity::default())?;
-    let mut walker = Walker {
-        client: HostAgentClient::new(channel),
-        samples: Vec::new(),
-    };
-    walker
-        .client
-        .open_simulation(pb::OpenSimulationRequest {
-            robot: Some(pb::Robot {
-                source: Some(pb::robot::Source::Example("quadruped".into())),
-            }),
+            .await?;
+        let hosts = crate::experiment::default_hosts(args.hosts);
+        let db = args.out.join("yamor.db");
+        // Each scenario starts with an empty gaits database.
+        for suffix in ["", "-wal", "-shm"] {
+            let _ = std::fs::remove_file(format!("{}{suffix}", db.display()));
+        }
+        let cluster = LocalCluster::start("quadruped", hosts, &db).await?;
+        let settings = LifelongSettings {
+            threshold: args.threshold,
+            limit: if args.limit == "random" {
+                Limit::Random {
+                    max: args.free,
+                    seed: args.seed,
+                }
+            } else {
+                Limit::Symmetric {
+                    max: args.free,
+                    seed: args.seed,
+                }
+            },
+            optimizer: args.optimizer.clone(),
+            optimizer_settings: if args.optimizer == "powell" {
+                [("variant".to_owned(), "interval".to_owned())].into()
+            } else {
+                Default::default()
+            },
+            relearn_seconds: args.relearn_time,
+            good_enough: (args.good_enough > 0.0).then_some(args.good_enough),
             seed: args.seed,
-            ground_friction: 0.0,
-        })
+            spec: pb::EvaluationSpec {
+                repeats: args.repeats,
+                ..LifelongSettings::default().spec
+            },
+            ..LifelongSettings::default()
+        };
+        let morphology = ExampleRobot::named("quadruped")
+            .expect("embedded")
+            .morphology()?;
+        let life = Lifelong::start(
+            cluster.organizer.clone(),
+            robot,
+            known(morphology, 0.0),
+            learnt_gait()?,
+            settings,
+        )
         .await?;
-    walker
-        .client
-        .connect_robot(pb::ConnectRobotRequest {
-            config_xml: gait.to_xml_string(),
+        Ok(Scenario {
+            life,
+            cluster,
+            hosts,
+            stop,
+            robot_host,
+            changes: Vec::new(),
+            out: args.out.clone(),
         })
-        .await?;
-    let hosts = crate::experiment::default_hosts(args.hosts);
-    let cluster = LocalCluster::start("quadruped", hosts, &args.out.join("yamor.db")).await?;
-    let wall = Instant::now();
+    }
 
-    // Walking: the monitor learns the normal velocity.
-    let mut monitor = Monitor::new(0.02);
-    let mut wall_marks: Vec<(f64, f64)> = Vec::new(); // (robot time, wall s)
-    walker.measure(8.0).await?; // settle into the gait
-    while walker.elapsed().await? < args.before {
-        let v = walker.measure(period).await?;
-        if let Verdict::Anomaly { .. } = monitor.observe(v) {
-            monitor.reset();
+    /// Walks `seconds`, adapting to whatever anomaly comes up.
+    async fn walk(&mut self, seconds: f64) -> Result<Vec<Adaptation>> {
+        let end = self.life.elapsed().await? + seconds;
+        let mut adaptations = Vec::new();
+        loop {
+            let left = end - self.life.elapsed().await?;
+            // `watch` returns `None` only once the time is up.
+            let Some(symptom) = self.life.watch(left).await? else {
+                return Ok(adaptations);
+            };
+            let a = self.life.adapt(symptom).await?;
+            report(&a);
+            print_shortlist(self.life.events());
+            adaptations.push(a);
         }
     }
-    let before_v = monitor
-        .expected()
-        .context("no velocity before the change")?;
-    let change_t = walker.elapsed().await?;
-    wall_marks.push((change_t, wall.elapsed().as_secs_f64()));
-    eprintln!(
-        "walking at {:.2} cm/s; transforming at t = {change_t:.0} s",
-        before_v * 100.0
-    );
 
-    // The transformation; the robot knows its body changed. The longer
-    // legs reach below the floor, so the robot is lifted while the knees
-    // go on, and falls onto its new legs.
+    /// Walks until the monitor (or the attitude) raises an anomaly, at most
+    /// `seconds`; returns it and the robot seconds it took.
+    async fn detect(&mut self, seconds: f64) -> Result<Option<(Symptom, f64)>> {
+        let from = self.life.elapsed().await?;
+        let symptom = self.life.watch(seconds).await?;
+        let took = self.life.elapsed().await? - from;
+        Ok(symptom.map(|s| (s, took)))
+    }
+
+    async fn mark(&mut self, label: &str) -> Result<()> {
+        let t = self.life.elapsed().await?;
+        eprintln!("t = {t:.0} s: {label}");
+        self.changes.push((t, label.to_owned()));
+        Ok(())
+    }
+
+    async fn finish(self, name: &str) -> Result<()> {
+        let events = self.life.events().to_vec();
+        let stored = self.cluster.organizer.gaits.list(None)?;
+        let _ = self.stop.send(true);
+        self.cluster.shutdown().await;
+        let _ = self.robot_host.await;
+        write_csv(&self.out.join(format!("{name}.csv")), &events)?;
+        let png = self.out.join(format!("{name}.png"));
+        plot(&png, &events, &self.changes)?;
+        println!("gaits database: {} gaits", stored.len());
+        for g in &stored {
+            println!(
+                "  gait {}: {:?}, expected {:.2} cm/s, predecessors {:?}",
+                g.id,
+                g.orientation,
+                g.expected_velocity * 100.0,
+                g.predecessors
+            );
+        }
+        println!("wrote {}", png.display());
+        Ok(())
+    }
+}
+
+/// The shortlist of the last relearning: hosts' velocity against the
+/// robot's own.
+fn print_shortlist(events: &[Event]) {
+    let start = events
+        .iter()
+        .rposition(|e| matches!(e, Event::Anomaly { .. }))
+        .unwrap_or(0);
+    for e in &events[start..] {
+        if let Event::Shortlisted {
+            rank,
+            evaluated,
+            on_robot,
+        } = e
+        {
+            if *rank == 0 {
+                println!(
+                    "  the gait in use walks {:.2} cm/s on the robot",
+                    on_robot * 100.0
+                );
+            } else {
+                println!(
+                    "  relearnt gait #{rank}: {:.2} cm/s on the hosts, {:.2} cm/s on the robot",
+                    evaluated * 100.0,
+                    on_robot * 100.0
+                );
+            }
+        }
+    }
+}
+
+fn report(a: &Adaptation) {
+    if a.kept_current {
+        println!(
+            "{:?}: {}nothing walks better on the robot than the gait in use ({:.2} cm/s), kept after {:.0} s wall-clock",
+            a.symptom,
+            a.run.map_or("no optimization; ".to_owned(), |r| format!(
+                "relearnt (run {r}), but "
+            )),
+            a.velocity * 100.0,
+            a.wall_s
+        );
+        return;
+    }
+    match (a.reused, a.run) {
+        (Some(id), _) => println!(
+            "{:?}: stored gait {id} reused, no optimization: {:.2} cm/s after {:.1} s wall-clock",
+            a.symptom,
+            a.velocity * 100.0,
+            a.wall_s
+        ),
+        (None, run) => println!(
+            "{:?}: relearnt (run {}), new gait {} walks {:.2} cm/s after {:.0} s wall-clock",
+            a.symptom,
+            run.unwrap_or(0),
+            a.gait,
+            a.velocity * 100.0,
+            a.wall_s
+        ),
+    }
+}
+
+/// The relearning curve of the last run: when its best first reached
+/// `target` (wall seconds after the anomaly).
+fn time_to(events: &[Event], target: f64) -> Option<f64> {
+    events.iter().rev().find_map(|e| match e {
+        Event::Relearnt { curve, .. } => curve.iter().find(|(_, v)| *v >= target).map(|(t, _)| *t),
+        _ => None,
+    })
+}
+
+fn last_measured(events: &[Event]) -> f64 {
+    events
+        .iter()
+        .rev()
+        .find_map(|e| match e {
+            Event::Measured { velocity, .. } => Some(*velocity),
+            _ => None,
+        })
+        .unwrap_or(f64::NAN)
+}
+
+/// The last anomaly's expected and measured velocities (m/s).
+fn last_anomaly(events: &[Event]) -> Option<(f64, f64)> {
+    events.iter().rev().find_map(|e| match e {
+        Event::Anomaly {
+            expected: Some(expected),
+            measured: Some(measured),
+            ..
+        } => Some((*expected, *measured)),
+        _ => None,
+    })
+}
+
+fn last_relearnt(events: &[Event]) -> Option<(u64, f64)> {
+    events.iter().rev().find_map(|e| match e {
+        Event::Relearnt {
+            evaluations, best, ..
+        } => Some((*evaluations, *best)),
+        _ => None,
+    })
+}
+
+pub async fn transform(args: ScenarioArgs) -> Result<()> {
+    let mut s = Scenario::start(&args).await?;
+    s.walk(args.walk).await?;
+    let before = s.life.expected().context("no velocity before the change")?;
+    s.mark("transformation (7.5.1)").await?;
     let moves = transformation();
-    walker
-        .client
+    let robot = s.life.robot();
+    robot
         .run_script(pb::RunScriptRequest {
             script_xml: detach_script(&moves),
         })
         .await?;
-    walker
-        .client
+    // The longer legs reach below the floor: the robot is lifted while the
+    // knees go on, and falls onto its new legs.
+    robot
         .drop_robot(pb::DropRobotRequest {
             height_m: 0.25,
             upside_down: false,
         })
         .await?;
-    walker
-        .client
+    robot
         .run_script(pb::RunScriptRequest {
             script_xml: attach_script(&moves),
         })
         .await?;
-    let changed_wall = Instant::now();
-    let after_change = walker.measure(period).await?;
-    let detect_verdict = monitor.observe(after_change);
-    let detected_by_velocity = matches!(detect_verdict, Verdict::Anomaly { .. });
-    let detect_robot_s = walker.elapsed().await? - change_t;
-    eprintln!(
-        "after the change: {:.2} cm/s ({}), detected {:.1} s (robot) after it",
-        after_change * 100.0,
-        if detected_by_velocity {
-            "velocity anomaly"
-        } else {
-            "within threshold; the shape change is known directly"
-        },
-        detect_robot_s
-    );
-
-    // 7.4: a new network for the new body, relearnt on every free host.
-    let body = transformed(&morphology, &moves);
-    let relearn = plan(
-        &body,
-        &gait,
-        &Limit::Symmetric {
-            max: args.free,
-            seed: args.seed,
-        },
-    )?;
-    let free: Vec<String> = relearn
-        .free_parameters()
-        .into_iter()
-        .map(|p| p.name)
-        .collect();
-    eprintln!(
-        "new network: {} free parameters ({})",
-        free.len(),
-        free.join(", ")
-    );
-    let run = cluster
-        .organizer
-        .runs
-        .start(pb::StartRunRequest {
-            name: "relearn".into(),
-            optimizer: args.optimizer.clone(),
-            settings: if args.optimizer == "powell" {
-                [("variant".to_owned(), "interval".to_owned())].into()
-            } else {
-                Default::default()
-            },
-            seed: args.seed,
-            robot: Some(pb::Robot {
-                source: Some(pb::robot::Source::MorphologyXml(body.to_xml_string())),
-            }),
-            problem: Some(pb::start_run_request::Problem::OptimizationXml(
-                relearn.to_xml_string(),
-            )),
-            spec: Some(pb::EvaluationSpec {
-                warmup_s: 4.0,
-                measure_s: 8.0,
-                ..Default::default()
-            }),
-            max_seconds: args.relearn_time,
-            ..Default::default()
-        })
-        .await
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
-    let done = cluster.follow_quietly(run.id).await?;
-    let relearn_wall = changed_wall.elapsed().as_secs_f64();
-    let evals = evaluations(&cluster.organizer, run.id)?;
-    let target = 0.9 * before_v;
-    let mut best = f64::NEG_INFINITY;
-    let mut reached: Option<f64> = None;
-    let t0 = changed_wall_ms(&evals);
-    let mut relearn_curve = Vec::new();
-    for e in &evals {
-        best = best.max(e.velocity.unwrap_or(f64::NEG_INFINITY));
-        let t = (e.job.finished_ms - t0) as f64 / 1000.0;
-        relearn_curve.push((t, best));
-        if reached.is_none() && best >= target {
-            reached = Some(t);
-        }
-    }
-    if done.best_gait_xml.is_empty() {
-        bail!("relearning found nothing: {}", done.error);
-    }
-    let new_gait = RobotConfig::from_xml_str("relearnt gait", &done.best_gait_xml)?;
-    std::fs::write(args.out.join("relearnt_gait.xml"), new_gait.to_xml_string())?;
-
-    // Walk on with the relearnt gait.
-    walker
-        .client
-        .connect_robot(pb::ConnectRobotRequest {
-            config_xml: new_gait.to_xml_string(),
-        })
+    let wall = std::time::Instant::now();
+    let detected = s.detect(30.0).await?;
+    let detect_wall = wall.elapsed().as_secs_f64();
+    // The shape change is known directly (7.3); the velocity anomaly, when
+    // there is one, says the old gait no longer works.
+    let body = transformed(&s.life_body(), &moves);
+    s.life
+        .known_change(Symptom::ModuleInserted, known(body, 0.0))
         .await?;
-    let resume_t = walker.elapsed().await?;
-    wall_marks.push((resume_t, wall.elapsed().as_secs_f64()));
-    walker.measure(8.0).await?;
-    let mut after = Vec::new();
-    while walker.elapsed().await? < resume_t + 40.0 {
-        after.push(walker.measure(period).await?);
+    let adaptation = s.life.adapt(Symptom::ModuleInserted).await?;
+    report(&adaptation);
+    print_shortlist(s.life.events());
+    s.walk(args.walk).await?;
+    let after = s.life.expected().unwrap_or(0.0);
+    let events = s.life.events().to_vec();
+    let target = 0.9 * before;
+    println!("before the change: {:.2} cm/s", before * 100.0);
+    match detected {
+        Some((symptom, robot_s)) => println!(
+            "detected: {symptom:?} after {robot_s:.1} s of robot time ({detect_wall:.2} s wall-clock); the old gait on the new body: {:.2} cm/s",
+            last_anomaly(&events).map_or(f64::NAN, |(_, m)| m * 100.0)
+        ),
+        None => println!("no velocity anomaly within 30 s; the shape change is known directly"),
     }
-    let after_v = after.iter().sum::<f64>() / after.len().max(1) as f64;
-    let _ = stop.send(true);
-    cluster.shutdown().await;
-    let _ = robot_host.await;
-
-    write_csv(&args.out.join("lifelong.csv"), &walker.samples)?;
-    plot(
-        &args.out.join("fig7_4.png"),
-        &walker.samples,
-        change_t,
-        resume_t,
-        &relearn_curve,
-        target,
-    )?;
+    if let Some((evaluations, best)) = last_relearnt(&events) {
+        println!(
+            "relearning: {evaluations} evaluations on {} hosts, best {:.2} cm/s; 90 % of before ({:.2} cm/s) {}",
+            s.hosts,
+            best * 100.0,
+            target * 100.0,
+            time_to(&events, target).map_or("not reached".to_owned(), |t| format!(
+                "reached {t:.0} s after the change"
+            ))
+        );
+    }
     println!(
-        "before the change: {:.2} cm/s (learnt gait, 3-period monitor)",
-        before_v * 100.0
+        "walking again at {:.2} cm/s ({:.0} % of before), {:.0} s wall-clock after the change",
+        after * 100.0,
+        after / before * 100.0,
+        adaptation.wall_s + detect_wall
     );
-    println!(
-        "right after: {:.2} cm/s; {} {:.1} s of robot time after the change",
-        after_change * 100.0,
-        if detected_by_velocity {
-            "velocity anomaly"
+    s.finish("fig7_4").await
+}
+
+pub async fn upside_down(args: ScenarioArgs) -> Result<()> {
+    let mut s = Scenario::start(&args).await?;
+    s.walk(args.walk).await?;
+    let before = s.life.expected().context("no velocity before the fall")?;
+    for (label, stage) in [
+        ("falls onto its back (7.5.2)", "upside down"),
+        ("turned back onto its feet", "upright again"),
+    ] {
+        s.mark(label).await?;
+        s.life
+            .robot()
+            .drop_robot(pb::DropRobotRequest {
+                height_m: 0.3,
+                upside_down: true,
+            })
+            .await?;
+        let detected = s.detect(30.0).await?;
+        match detected {
+            Some((symptom, robot_s)) => {
+                println!(
+                    "{stage}: {symptom:?} detected after {robot_s:.1} s of robot time, the old gait walks {:.2} cm/s",
+                    last_measured(s.life.events()) * 100.0
+                );
+                let a = s.life.adapt(symptom).await?;
+                report(&a);
+                print_shortlist(s.life.events());
+            }
+            None => println!("{stage}: nothing detected"),
+        }
+        s.walk(args.walk).await?;
+        println!(
+            "{stage}: walking at {:.2} cm/s ({:?}; {:.2} cm/s before the fall)",
+            s.life.expected().unwrap_or(0.0) * 100.0,
+            s.life.orientation(),
+            before * 100.0
+        );
+    }
+    s.finish("upside_down").await
+}
+
+pub async fn ground(args: ScenarioArgs, slippery: f64) -> Result<()> {
+    let mut s = Scenario::start(&args).await?;
+    s.walk(args.walk).await?;
+    let body = s.life_body();
+    for (label, friction) in [
+        ("slippery ground", slippery),
+        ("the normal floor again", 0.0),
+        ("slippery ground again", slippery),
+        ("the normal floor again", 0.0),
+    ] {
+        s.mark(label).await?;
+        let mu = if friction > 0.0 {
+            friction
         } else {
-            "shape change known"
-        },
-        detect_robot_s
-    );
-    println!(
-        "relearning: {} evaluations on {hosts} hosts, {relearn_wall:.0} s wall-clock, best {:.2} cm/s (target 90 % = {:.2} cm/s){}",
-        evals.len(),
-        done.best_velocity_m_s.unwrap_or(0.0) * 100.0,
-        target * 100.0,
-        reached.map_or(" not reached".into(), |t| format!(
-            ", reached after {t:.0} s"
-        ))
-    );
-    println!(
-        "walking again at {:.2} cm/s ({:.0} % of before)",
-        after_v * 100.0,
-        after_v / before_v * 100.0
-    );
-    println!("wrote {}", args.out.join("fig7_4.png").display());
-    Ok(())
+            yamor_firmware_sim::SimSettings::default().ground_friction
+        };
+        s.life
+            .robot()
+            .set_ground_friction(pb::SetGroundFrictionRequest { friction: mu })
+            .await?;
+        // The robot learns of the ground only through its velocity; the
+        // relearning hosts are given the new friction, as an experimenter
+        // would set up the simulator to match.
+        s.life.set_known(known(body.clone(), friction));
+        let adaptations = s.walk(args.walk).await?;
+        if let Some((expected, measured)) = last_anomaly(s.life.events())
+            && !adaptations.is_empty()
+        {
+            println!(
+                "{label}: anomaly, expected {:.2} cm/s, measured {:.2} cm/s",
+                expected * 100.0,
+                measured * 100.0
+            );
+        }
+        let how = match adaptations.last() {
+            None => "no anomaly".to_owned(),
+            Some(a) if a.kept_current => format!(
+                "gait in use kept{}",
+                if a.run.is_some() {
+                    " (relearning found nothing better)"
+                } else {
+                    ", no optimization"
+                }
+            ),
+            Some(a) if a.reused.is_some() => {
+                format!("stored gait {} reused", a.reused.unwrap_or(0))
+            }
+            Some(a) => format!("relearnt in {:.0} s", a.wall_s),
+        };
+        println!(
+            "{label} (mu {mu}): {how}; walking at {:.2} cm/s",
+            s.life.expected().unwrap_or(0.0) * 100.0
+        );
+    }
+    s.finish("ground").await
 }
 
-/// When the relearning run submitted its first job (ms since the epoch).
-fn changed_wall_ms(evals: &[crate::run::Evaluation]) -> i64 {
-    evals.iter().map(|e| e.job.submitted_ms).min().unwrap_or(0)
+impl Scenario {
+    fn life_body(&self) -> Morphology {
+        ExampleRobot::named("quadruped")
+            .expect("embedded")
+            .morphology()
+            .expect("the embedded quadruped is valid")
+    }
 }
 
-fn write_csv(path: &Path, samples: &[(f64, f64)]) -> Result<()> {
+fn write_csv(path: &Path, events: &[Event]) -> Result<()> {
     let mut f = std::io::BufWriter::new(std::fs::File::create(path)?);
     writeln!(f, "robot_time_s,velocity_m_s")?;
-    for (t, v) in samples {
-        writeln!(f, "{t},{v}")?;
+    for e in events {
+        if let Event::Measured { robot_s, velocity } = e {
+            writeln!(f, "{robot_s},{velocity}")?;
+        }
     }
     f.flush()?;
     Ok(())
 }
 
-fn plot(
-    path: &Path,
-    samples: &[(f64, f64)],
-    change_t: f64,
-    resume_t: f64,
-    relearn: &[(f64, f64)],
-    target: f64,
-) -> Result<()> {
+/// Left: velocity against robot time, changes in red, gait switches in
+/// green (reused) or blue (relearnt). Right: each relearning run's best so
+/// far against wall-clock seconds since its anomaly.
+fn plot(path: &Path, events: &[Event], changes: &[(f64, String)]) -> Result<()> {
     register_font();
-    let root = BitMapBackend::new(path, (1000, 520)).into_drawing_area();
-    root.fill(&WHITE)?;
-    let (left, right) = root.split_horizontally(620);
+    let samples: Vec<(f64, f64)> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Measured { robot_s, velocity } => Some((*robot_s, velocity * 100.0)),
+            _ => None,
+        })
+        .collect();
+    let curves: Vec<&Vec<(f64, f64)>> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Relearnt { curve, .. } => Some(curve),
+            _ => None,
+        })
+        .collect();
     let top = samples
         .iter()
         .map(|s| s.1)
-        .chain(relearn.iter().map(|r| r.1))
-        .fold(0.01, f64::max)
-        * 110.0;
+        .chain(curves.iter().flat_map(|c| c.iter().map(|p| p.1 * 100.0)))
+        .fold(1.0, f64::max)
+        * 1.1;
     let end = samples.last().map_or(1.0, |s| s.0);
+    let root = BitMapBackend::new(path, (1100, 500)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let (left, right) = root.split_horizontally(700);
     let mut walk = ChartBuilder::on(&left)
-        .caption("the robot walking (robot time)", ("sans-serif", 18))
+        .caption("the robot walking", ("sans-serif", 18))
         .margin(10)
         .x_label_area_size(36)
         .y_label_area_size(50)
         .build_cartesian_2d(0.0..end, 0.0..top)?;
     walk.configure_mesh()
         .x_desc("robot time (s)")
-        .y_desc("velocity (cm/s)")
+        .y_desc("velocity over 3 CPG periods (cm/s)")
         .draw()?;
     walk.draw_series(LineSeries::new(
-        samples.iter().map(|(t, v)| (*t, v * 100.0)),
+        samples.iter().copied(),
         BLUE.stroke_width(2),
     ))?;
-    for (t, colour) in [(change_t, RED), (resume_t, GREEN)] {
-        walk.draw_series(LineSeries::new(
-            [(t, 0.0), (t, top)],
-            colour.stroke_width(1),
-        ))?;
+    for (t, _) in changes {
+        walk.draw_series(LineSeries::new([(*t, 0.0), (*t, top)], RED.stroke_width(1)))?;
     }
-    walk.draw_series(LineSeries::new(
-        [(0.0, target * 100.0), (end, target * 100.0)],
-        BLACK.mix(0.4),
-    ))?;
-    let last = relearn.last().map_or(1.0, |r| r.0).max(1.0);
+    for e in events {
+        if let Event::Walking {
+            robot_s, reused, ..
+        } = e
+        {
+            let colour = if *reused { GREEN } else { BLACK };
+            walk.draw_series(LineSeries::new(
+                [(*robot_s, 0.0), (*robot_s, top)],
+                colour.mix(0.6),
+            ))?;
+        }
+    }
+    let last = curves
+        .iter()
+        .flat_map(|c| c.last().map(|p| p.0))
+        .fold(1.0, f64::max);
     let mut learn = ChartBuilder::on(&right)
         .caption("relearning (wall-clock)", ("sans-serif", 18))
         .margin(10)
@@ -465,20 +652,15 @@ fn plot(
         .build_cartesian_2d(0.0..last, 0.0..top)?;
     learn
         .configure_mesh()
-        .x_desc("seconds since the change")
+        .x_desc("seconds since the anomaly")
         .y_desc("best so far (cm/s)")
         .draw()?;
-    learn.draw_series(LineSeries::new(
-        relearn
-            .iter()
-            .filter(|r| r.1.is_finite())
-            .map(|(t, v)| (*t, v * 100.0)),
-        RED.stroke_width(2),
-    ))?;
-    learn.draw_series(LineSeries::new(
-        [(0.0, target * 100.0), (last, target * 100.0)],
-        BLACK.mix(0.4),
-    ))?;
+    for (i, curve) in curves.iter().enumerate() {
+        learn.draw_series(LineSeries::new(
+            curve.iter().map(|(t, v)| (*t, v * 100.0)),
+            Palette99::pick(i).stroke_width(2),
+        ))?;
+    }
     root.present().context("writing the plot")?;
     Ok(())
 }
@@ -501,10 +683,10 @@ mod tests {
         assert_eq!(component.len(), 9);
         assert!(edges.contains(&(7, 5)) && edges.contains(&(8, 6)));
         assert!(!edges.contains(&(0, 5)) && !edges.contains(&(1, 6)));
-        let relearn = plan(
+        let relearn = yamor_core::network::plan(
             &reparsed,
             &learnt_gait().unwrap(),
-            &Limit::Symmetric { max: 7, seed: 1 },
+            &yamor_core::network::Limit::Symmetric { max: 7, seed: 1 },
         )
         .unwrap();
         assert_eq!(relearn.free_parameters().len(), 7);

@@ -41,7 +41,17 @@ enum ExperimentCommand {
 #[derive(Subcommand)]
 enum LifelongCommand {
     /// Fig 7.4: the 7.5.1 transformation, a new CPG network, relearning.
-    Transform(lifelong::TransformArgs),
+    Transform(lifelong::ScenarioArgs),
+    /// 7.5.2: a fall onto the back, learning to walk upside down, and back.
+    UpsideDown(lifelong::ScenarioArgs),
+    /// Slippery ground and back, twice: the second time, stored gaits.
+    Ground {
+        #[command(flatten)]
+        args: lifelong::ScenarioArgs,
+        /// The slippery ground's friction coefficient (the floor's is 0.8).
+        #[arg(long, default_value_t = 0.02)]
+        slippery: f64,
+    },
 }
 
 #[derive(Subcommand)]
@@ -219,9 +229,13 @@ fn main() -> Result<()> {
         }),
         Command::Organizer(args) => async_main(Box::pin(cluster::organizer(args))),
         Command::Camera(command) => camera::camera(command),
-        Command::Lifelong(LifelongCommand::Transform(args)) => {
-            async_main(Box::pin(lifelong::transform(args)))
-        }
+        Command::Lifelong(command) => async_main(match command {
+            LifelongCommand::Transform(args) => Box::pin(lifelong::transform(args)),
+            LifelongCommand::UpsideDown(args) => Box::pin(lifelong::upside_down(args)),
+            LifelongCommand::Ground { args, slippery } => {
+                Box::pin(lifelong::ground(args, slippery))
+            }
+        }),
         Command::Emulate(args) => robot::emulate(args),
         Command::BenchSerial(args) => robot::bench_serial(args),
         Command::BenchPeers(args) => async_main(Box::pin(bench_peers::bench_peers(args))),
