@@ -313,16 +313,25 @@ impl Lifelong {
             }
         };
         if let Some(symptom) = symptom {
-            let robot_s = self.elapsed().await?;
-            self.events.push(Event::Anomaly {
-                robot_s,
-                wall_s: self.wall(),
-                symptom,
-                expected: self.monitor.expected(),
-                measured: Some(velocity),
-            });
+            self.record_anomaly(symptom, Some(velocity)).await?;
         }
         Ok(symptom)
+    }
+
+    async fn record_anomaly(
+        &mut self,
+        symptom: Symptom,
+        measured: Option<f64>,
+    ) -> Result<(), LifelongError> {
+        let robot_s = self.elapsed().await?;
+        self.events.push(Event::Anomaly {
+            robot_s,
+            wall_s: self.wall(),
+            symptom,
+            expected: self.monitor.expected(),
+            measured,
+        });
+        Ok(())
     }
 
     /// A physical change the robot knows of directly (a module inserted or
@@ -333,15 +342,7 @@ impl Lifelong {
         known: Known,
     ) -> Result<(), LifelongError> {
         self.known = known;
-        let robot_s = self.elapsed().await?;
-        self.events.push(Event::Anomaly {
-            robot_s,
-            wall_s: self.wall(),
-            symptom,
-            expected: self.monitor.expected(),
-            measured: None,
-        });
-        Ok(())
+        self.record_anomaly(symptom, None).await
     }
 
     /// What the robot knows of its world changed without an anomaly of its
