@@ -323,3 +323,37 @@ async fn a_relearnt_gait_is_stored_and_the_old_one_reused_when_the_motor_is_back
     let old = stored.iter().find(|g| g.id == first).unwrap();
     assert_eq!(old.predecessors, [(relearnt.gait, Symptom::MotorDefect)]);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_gait_for_another_robot_is_a_clear_error() {
+    let mut rig = rig("bad", 0).await;
+    rig.robot
+        .open_simulation(pb::OpenSimulationRequest {
+            robot: Some(pb::Robot {
+                source: Some(pb::robot::Source::Example("quadruped".into())),
+            }),
+            seed: 1,
+            ground_friction: 0.0,
+        })
+        .await
+        .unwrap();
+    let mut gait = learnt_gait();
+    gait.modules[0].id = 99;
+    let error = Lifelong::start(
+        rig.organizer.clone(),
+        rig.robot.clone(),
+        known(quadruped()),
+        gait,
+        LifelongSettings::default(),
+    )
+    .await
+    .err()
+    .expect("module 99 is not on the quadruped");
+    let yamor_organizer::lifelong::LifelongError::Robot(status) = &error else {
+        panic!("{error}")
+    };
+    assert_eq!(status.code(), tonic::Code::InvalidArgument, "{error}");
+    assert!(error.to_string().contains("99"), "{error}");
+    // Nothing was stored.
+    assert!(rig.organizer.gaits.list(None).unwrap().is_empty());
+}
