@@ -570,6 +570,55 @@ impl Scenario {
     }
 }
 
+#[derive(Args)]
+pub struct GaitsArgs {
+    /// The organizer's database (a scenario writes OUT/yamor.db).
+    #[arg(long, default_value = "yamor.db")]
+    db: PathBuf,
+    /// Print this gait's yamorconfig XML instead of the list.
+    #[arg(long)]
+    show: Option<u64>,
+}
+
+/// `yamor lifelong gaits`: what the robot remembers.
+pub async fn gaits(args: GaitsArgs) -> Result<()> {
+    if !args.db.exists() {
+        anyhow::bail!("{}: no such database", args.db.display());
+    }
+    let store = yamor_organizer::Store::open(&args.db)
+        .with_context(|| format!("opening {}", args.db.display()))?;
+    let gaits = yamor_organizer::gaits::Gaits::load(store)?.list(None)?;
+    if let Some(id) = args.show {
+        let gait = gaits
+            .iter()
+            .find(|g| g.id == id)
+            .with_context(|| format!("no gait {id} in {}", args.db.display()))?;
+        print!("{}", gait.gait_xml);
+        return Ok(());
+    }
+    println!(
+        "{:>4}  {:<11} {:>9}  {:>14}  predecessors (gait: symptom)",
+        "id", "orientation", "cm/s", "last used"
+    );
+    let now = yamor_organizer::now_ms();
+    for g in &gaits {
+        let before: Vec<String> = g
+            .predecessors
+            .iter()
+            .map(|(id, s)| format!("{id}: {}", s.as_str()))
+            .collect();
+        println!(
+            "{:>4}  {:<11} {:>9.2}  {:>14}  {}",
+            g.id,
+            g.orientation.as_str(),
+            g.expected_velocity * 100.0,
+            format!("{:.0} s ago", (now - g.last_used_ms) as f64 / 1000.0),
+            before.join(", ")
+        );
+    }
+    Ok(())
+}
+
 fn write_csv(path: &Path, events: &[Event]) -> Result<()> {
     let mut f = std::io::BufWriter::new(std::fs::File::create(path)?);
     writeln!(f, "robot_time_s,velocity_m_s")?;

@@ -52,6 +52,8 @@ enum LifelongCommand {
         #[arg(long, default_value_t = 0.02)]
         slippery: f64,
     },
+    /// The gaits database of an organizer's SQLite file (thesis 7.8.2).
+    Gaits(lifelong::GaitsArgs),
 }
 
 #[derive(Subcommand)]
@@ -235,6 +237,7 @@ fn main() -> Result<()> {
             LifelongCommand::Ground { args, slippery } => {
                 Box::pin(lifelong::ground(args, slippery))
             }
+            LifelongCommand::Gaits(args) => Box::pin(lifelong::gaits(args)),
         }),
         Command::Emulate(args) => robot::emulate(args),
         Command::BenchSerial(args) => robot::bench_serial(args),
