@@ -178,6 +178,17 @@ pub struct Adaptation {
     pub wall_s: f64,
 }
 
+/// Which gait an adaptation ends with.
+#[derive(Debug, Clone, Copy)]
+enum Choice {
+    /// A stored gait, taken back without optimization.
+    Stored(u64),
+    /// A gait a relearning run found, stored as `id`.
+    Relearnt { run: u64, id: u64 },
+    /// The gait in use, after a relearning run (`Some`) or none.
+    Kept { run: Option<u64> },
+}
+
 /// The robot under lifelong learning.
 pub struct Lifelong {
     organizer: Organizer,
@@ -390,35 +401,19 @@ impl Lifelong {
                     .used(record.id, velocity, Some((previous, symptom)))
                     .await?;
                 return self
-                    .settle_on(
-                        symptom,
-                        gait,
-                        record.id,
-                        Some(record.id),
-                        None,
-                        velocity,
-                        began,
-                    )
+                    .settle_on(symptom, gait, Choice::Stored(record.id), velocity, began)
                     .await;
             }
         }
         if let Some(velocity) = current {
-            let gait = self.gait.clone();
-            self.load_and_measure(gait.clone()).await?;
-            self.organizer.gaits.used(previous, velocity, None).await?;
-            let mut kept = self
-                .settle_on(symptom, gait, previous, None, None, velocity, began)
-                .await?;
-            kept.kept_current = true;
-            return Ok(kept);
+            return self.keep_current(symptom, velocity, None, began).await;
         }
         let (run, shortlist) = self.relearn(before, began).await?;
-        // The gait in use takes part too: relearning must not make the
-        // robot worse than it already is.
-        let mut best = (
-            self.load_and_measure(self.gait.clone()).await?,
-            self.gait.clone(),
-        );
+        // The gait in use takes part too (`None`): relearning must not make
+        // the robot worse than it already is.
+        let current_xml = self.gait.to_xml_string();
+        let mut best: (f64, Option<RobotConfig>) =
+            (self.load_and_measure(self.gait.clone()).await?, None);
         self.events.push(Event::Shortlisted {
             rank: 0,
             evaluated: f64::NAN,
@@ -432,46 +427,60 @@ impl Lifelong {
                 on_robot,
             });
             if on_robot > best.0 {
-                best = (on_robot, gait);
+                // The run starts from the gait in use, so it may be listed.
+                let is_current = gait.to_xml_string() == current_xml;
+                best = (on_robot, (!is_current).then_some(gait));
             }
         }
-        let (velocity, gait) = best;
-        if gait.to_xml_string() == self.gait.to_xml_string() {
-            // Nothing relearnt walks better here than the gait in use.
-            self.load_and_measure(gait.clone()).await?;
-            self.organizer.gaits.used(previous, velocity, None).await?;
-            let mut kept = self
-                .settle_on(symptom, gait, previous, None, Some(run), velocity, began)
-                .await?;
-            kept.kept_current = true;
-            return Ok(kept);
-        }
+        let (_, Some(gait)) = best else {
+            return self.keep_current(symptom, best.0, Some(run), began).await;
+        };
         let velocity = self.load_and_measure(gait.clone()).await?;
         self.gait = gait;
         let id = self.remember(velocity, Some((previous, symptom))).await?;
         self.settle_on(
             symptom,
             self.gait.clone(),
-            id,
-            None,
-            Some(run),
+            Choice::Relearnt { run, id },
             velocity,
             began,
         )
         .await
     }
 
-    #[allow(clippy::too_many_arguments)]
+    /// Nothing walks better on the robot than the gait in use (measured at
+    /// `velocity`): it is loaded again, since the robot walks the last gait
+    /// tried, and kept.
+    async fn keep_current(
+        &mut self,
+        symptom: Symptom,
+        velocity: f64,
+        run: Option<u64>,
+        began: Instant,
+    ) -> Result<Adaptation, LifelongError> {
+        let gait = self.gait.clone();
+        self.load_and_measure(gait.clone()).await?;
+        self.organizer
+            .gaits
+            .used(self.gait_id, velocity, None)
+            .await?;
+        self.settle_on(symptom, gait, Choice::Kept { run }, velocity, began)
+            .await
+    }
+
     async fn settle_on(
         &mut self,
         symptom: Symptom,
         gait: RobotConfig,
-        id: u64,
-        reused: Option<u64>,
-        run: Option<u64>,
+        choice: Choice,
         velocity: f64,
         began: Instant,
     ) -> Result<Adaptation, LifelongError> {
+        let (id, reused, run) = match choice {
+            Choice::Stored(id) => (id, Some(id), None),
+            Choice::Relearnt { run, id } => (id, None, Some(run)),
+            Choice::Kept { run } => (self.gait_id, None, run),
+        };
         self.window = window(&gait);
         self.gait = gait;
         self.gait_id = id;
@@ -489,7 +498,7 @@ impl Lifelong {
             symptom,
             reused,
             run,
-            kept_current: false,
+            kept_current: matches!(choice, Choice::Kept { .. }),
             gait: id,
             velocity,
             wall_s: began.elapsed().as_secs_f64(),
