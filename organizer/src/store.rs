@@ -373,28 +373,23 @@ impl Store {
 
     /// The largest gait id in use.
     pub fn max_gait_id(&self) -> Result<u64, StoreError> {
-        self.read(|c| {
-            c.query_row("SELECT COALESCE(MAX(id), 0) FROM gaits", [], |r| {
-                r.get::<_, i64>(0)
-            })
-            .map(|v| v as u64)
-        })
+        self.read(|c| max_id(c, "gaits"))
     }
 
     /// The largest ids in use, so new ids continue after a restart.
     pub fn max_ids(&self) -> Result<(u64, u64, u64), StoreError> {
-        self.read(|c| {
-            let get = |table: &str| -> rusqlite::Result<u64> {
-                c.query_row(
-                    &format!("SELECT COALESCE(MAX(id), 0) FROM {table}"),
-                    [],
-                    |r| r.get::<_, i64>(0),
-                )
-                .map(|v| v as u64)
-            };
-            Ok((get("hosts")?, get("runs")?, get("jobs")?))
-        })
+        self.read(|c| Ok((max_id(c, "hosts")?, max_id(c, "runs")?, max_id(c, "jobs")?)))
     }
+}
+
+/// The largest `id` of `table` (one of ours), 0 when it is empty.
+fn max_id(c: &Connection, table: &str) -> rusqlite::Result<u64> {
+    c.query_row(
+        &format!("SELECT COALESCE(MAX(id), 0) FROM {table}"),
+        [],
+        |r| r.get::<_, i64>(0),
+    )
+    .map(|v| v as u64)
 }
 
 /// Which jobs to read.
