@@ -80,6 +80,13 @@ fn learnt_gait() -> Result<RobotConfig> {
     )?)
 }
 
+/// The quadruped as built, before any change.
+fn quadruped() -> Result<Morphology> {
+    Ok(ExampleRobot::named("quadruped")
+        .expect("embedded")
+        .morphology()?)
+}
+
 /// 7.5.1: knees 5 and 6 come off hips 0 and 1 and go on the ends of knees
 /// 7 and 8.
 fn transformation() -> Vec<Connection> {
@@ -214,13 +221,10 @@ impl Scenario {
             },
             ..LifelongSettings::default()
         };
-        let morphology = ExampleRobot::named("quadruped")
-            .expect("embedded")
-            .morphology()?;
         let life = Lifelong::start(
             cluster.organizer.clone(),
             robot,
-            known(morphology, 0.0),
+            known(quadruped()?, 0.0),
             learnt_gait()?,
             settings,
         )
@@ -425,7 +429,7 @@ pub async fn transform(args: ScenarioArgs) -> Result<()> {
     let detect_wall = wall.elapsed().as_secs_f64();
     // The shape change is known directly (7.3); the velocity anomaly, when
     // there is one, says the old gait no longer works.
-    let body = transformed(&s.life_body(), &moves);
+    let body = transformed(&quadruped()?, &moves);
     s.life
         .known_change(Symptom::ModuleInserted, known(body, 0.0))
         .await?;
@@ -507,7 +511,7 @@ pub async fn upside_down(args: ScenarioArgs) -> Result<()> {
 pub async fn ground(args: ScenarioArgs, slippery: f64) -> Result<()> {
     let mut s = Scenario::start(&args).await?;
     s.walk(args.walk).await?;
-    let body = s.life_body();
+    let body = quadruped()?;
     for (label, friction) in [
         ("slippery ground", slippery),
         ("the normal floor again", 0.0),
@@ -559,15 +563,6 @@ pub async fn ground(args: ScenarioArgs, slippery: f64) -> Result<()> {
         );
     }
     s.finish("ground").await
-}
-
-impl Scenario {
-    fn life_body(&self) -> Morphology {
-        ExampleRobot::named("quadruped")
-            .expect("embedded")
-            .morphology()
-            .expect("the embedded quadruped is valid")
-    }
 }
 
 #[derive(Args)]
@@ -720,11 +715,7 @@ mod tests {
 
     #[test]
     fn the_transformed_quadruped_has_legs_of_one_and_three_modules() {
-        let morphology = ExampleRobot::named("quadruped")
-            .unwrap()
-            .morphology()
-            .unwrap();
-        let body = transformed(&morphology, &transformation());
+        let body = transformed(&quadruped().unwrap(), &transformation());
         let text = body.to_xml_string();
         let reparsed = Morphology::from_xml_str("transformed", &text).unwrap();
         assert!(reparsed.unreachable_modules().is_empty());
