@@ -3,26 +3,21 @@
 //! through the host API; relearning runs on the organizer's other hosts and
 //! gaits go to and come back from the gaits database.
 
+mod common;
+
 use std::sync::Arc;
 
+use common::{serve_host, temp_dir};
 use yamor_core::{Morphology, RobotConfig};
 use yamor_firmware_sim::robots::ExampleRobot;
-use yamor_host_agent::HostService;
 use yamor_host_agent::sim::SimBackend;
 use yamor_lifelong::anomaly::Symptom;
 use yamor_lifelong::gaits::{Orientation, body_key};
 use yamor_organizer::lifelong::{Known, Lifelong, LifelongSettings};
 use yamor_organizer::{Organizer, SchedulerConfig};
-use yamor_proto::transport::{AuthChannel, ClientSecurity, ServerSecurity};
+use yamor_proto::transport::{AuthChannel, ClientSecurity};
 use yamor_proto::v1 as pb;
 use yamor_proto::v1::host_agent_client::HostAgentClient;
-
-fn temp_dir(name: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("yamor-lifelong-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
 
 fn learnt_gait() -> RobotConfig {
     RobotConfig::from_xml_str(
@@ -39,22 +34,13 @@ fn quadruped() -> Morphology {
         .unwrap()
 }
 
-/// A simulation host of the quadruped on 127.0.0.1:0; it serves until the
-/// test's runtime ends.
+/// A simulation host of the quadruped; returns its URL.
 async fn sim_host(name: &str) -> String {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let address = format!("http://{}", listener.local_addr().unwrap());
-    let service = Arc::new(HostService::new(
+    serve_host(
         name,
         Arc::new(SimBackend::example("quadruped", Default::default()).unwrap()),
-    ));
-    tokio::spawn(yamor_host_agent::serve(
-        listener,
-        service,
-        ServerSecurity::default(),
-        std::future::pending(),
-    ));
-    address
+    )
+    .await
 }
 
 struct Rig {

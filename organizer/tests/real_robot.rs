@@ -3,10 +3,13 @@
 //! with `serialport`, exactly as it would drive the USB dongle, and measures
 //! it through an emulated CamApp and the tracker client.
 
+mod common;
+
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
+use common::{serve_until, temp_dir};
 use tokio_stream::StreamExt;
 use yamor_core::camera::CameraModel;
 use yamor_firmware_sim::camapp::{CamApp, CamAppSettings};
@@ -22,13 +25,6 @@ use yamor_proto::transport::{ClientSecurity, ServerSecurity};
 use yamor_proto::v1 as pb;
 
 const SCALE: f64 = 10.0;
-
-fn temp_dir(name: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("yamor-real-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
 
 fn emulated_quadruped() -> EmulatedRobot {
     let robot = ExampleRobot::named("quadruped").unwrap();
@@ -93,21 +89,15 @@ async fn wait_for(robot: &EmulatedRobot, what: &str, done: impl Fn(&Observed) ->
     }
 }
 
+/// Serves `service` until `stop` turns true.
 async fn serve_host(
     service: Arc<HostService>,
-    stop: tokio::sync::watch::Receiver<bool>,
+    mut stop: tokio::sync::watch::Receiver<bool>,
 ) -> (String, tokio::task::JoinHandle<()>) {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let address = format!("http://{}", listener.local_addr().unwrap());
-    let task = tokio::spawn(async move {
-        let mut stop = stop;
-        yamor_host_agent::serve(listener, service, ServerSecurity::default(), async move {
-            let _ = stop.wait_for(|s| *s).await;
-        })
-        .await
-        .unwrap();
-    });
-    (address, task)
+    serve_until(service, async move {
+        let _ = stop.wait_for(|s| *s).await;
+    })
+    .await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

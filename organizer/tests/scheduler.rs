@@ -1,21 +1,16 @@
 //! The scheduler in one process, with real expression hosts on loopback gRPC.
 
+mod common;
+
 use std::sync::Arc;
 use std::time::Duration;
 
-use yamor_host_agent::HostService;
+use common::{serve_host, temp_dir};
 use yamor_host_agent::expr::ExprBackend;
 use yamor_organizer::store::{JobFilter, Write};
 use yamor_organizer::{Organizer, SchedulerConfig, Store};
-use yamor_proto::transport::{ClientSecurity, ServerSecurity};
+use yamor_proto::transport::ClientSecurity;
 use yamor_proto::v1 as pb;
-
-fn temp_dir(name: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("yamor-org-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
 
 async fn organizer_with_hosts(name: &str, hosts: usize, delay: Duration) -> Organizer {
     let dir = temp_dir(name);
@@ -27,16 +22,8 @@ async fn organizer_with_hosts(name: &str, hosts: usize, delay: Duration) -> Orga
     )
     .unwrap();
     for i in 0..hosts {
-        let backend = Arc::new(ExprBackend::new("x", delay).unwrap());
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let address = format!("http://{}", listener.local_addr().unwrap());
         let name = format!("h{i}");
-        tokio::spawn(yamor_host_agent::serve(
-            listener,
-            Arc::new(HostService::new(name.clone(), backend)),
-            ServerSecurity::default(),
-            std::future::pending(),
-        ));
+        let address = serve_host(&name, Arc::new(ExprBackend::new("x", delay).unwrap())).await;
         organizer
             .scheduler
             .register_host(&name, &address)
