@@ -20,7 +20,7 @@
 
 use crate::ModuleId;
 use crate::error::{Problem, XmlError};
-use crate::xml::{Source, XmlOut, number, read_file};
+use crate::xml::{Source, XmlOut, number, read_xml_file};
 use std::collections::HashSet;
 use std::path::Path;
 
@@ -91,7 +91,7 @@ impl RobotConfig {
     /// Reads and validates a `yamorconfig` file.
     pub fn from_file(path: impl AsRef<Path>) -> Result<Self, XmlError> {
         let path = path.as_ref();
-        Self::from_xml_str(&path.display().to_string(), &read_file(path)?)
+        Self::from_xml_str(&path.display().to_string(), &read_xml_file(path)?)
     }
 
     /// Parses and validates `yamorconfig` XML; `file` names the source in errors.

@@ -28,10 +28,54 @@ pub enum XmlError {
         #[source]
         source: std::io::Error,
     },
+    /// The XML declaration names an encoding that is not known (or, like
+    /// `ISO-2022-KR`, cannot be decoded safely).
+    #[error("{file}: unknown encoding `{label}` in the XML declaration")]
+    UnknownEncoding { file: String, label: String },
+    /// The bytes are not valid in the encoding chosen for the file; `offset`
+    /// counts bytes from the start of the file (byte order mark included) to
+    /// the first malformed byte, `line` is the line it is on.
+    #[error(
+        "{file}:{line}: not valid {encoding} ({basis}): malformed byte sequence at byte offset {offset}"
+    )]
+    BadEncoding {
+        file: String,
+        line: u32,
+        offset: usize,
+        encoding: &'static str,
+        basis: EncodingBasis,
+    },
+}
+
+/// Why a file was decoded with the encoding it was.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EncodingBasis {
+    /// A byte order mark (UTF-8, UTF-16 LE or UTF-16 BE) starts the file.
+    ByteOrderMark,
+    /// The XML declaration's `encoding` pseudo-attribute names it.
+    Declaration,
+    /// The first bytes show it: `<?` in UTF-16 without a byte order mark, or
+    /// an ASCII-compatible file whose declaration claims UTF-16 (as .NET
+    /// writes when a document serialised to a string is saved as UTF-8).
+    FirstBytes,
+    /// Neither a byte order mark nor a declared encoding: XML's default,
+    /// UTF-8.
+    Default,
+}
+
+impl std::fmt::Display for EncodingBasis {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            EncodingBasis::ByteOrderMark => "as its byte order mark says",
+            EncodingBasis::Declaration => "as its XML declaration says",
+            EncodingBasis::FirstBytes => "as its first bytes show",
+            EncodingBasis::Default => "the default without a byte order mark or declared encoding",
+        })
+    }
 }
 
 impl XmlError {
-    /// The semantic problem, if this is not a syntax or I/O error.
+    /// The semantic problem, if this is not a syntax, encoding or I/O error.
     #[must_use]
     pub fn problem(&self) -> Option<&Problem> {
         match self {

@@ -5,8 +5,6 @@
 //! speak.
 //!
 //! # Layout
-//! - [`camera`]: the LED tracker's camera model (thesis 4.2.1, 5.1.2):
-//!   floor to pixels and back with barrel distortion, and its calibration.
 //! - [`config`]: the robot configuration of thesis appendix C.4 (`yamorconfig`
 //!   XML): modules with their oscillator parameters and limit angles, CPG
 //!   links, the Bluetooth tree.
@@ -25,11 +23,13 @@
 //!   7.4): couplings from the physical graph, loops, the constraints
 //!   algorithm, symmetries, and the relearning optimization.
 //! - [`error`]: errors that name the file, the element and the problem.
+//! - [`read_xml_file`]: reads an XML file in the encoding its byte order
+//!   mark or XML declaration names (the thesis' files declare
+//!   Windows-1252), UTF-8 otherwise; every `from_file` goes through it.
 //!
 //! Units are SI and radians everywhere inside; the XML keeps the thesis'
 //! attribute names and units.
 
-pub mod camera;
 pub mod config;
 pub mod cpg;
 pub mod error;
@@ -44,6 +44,7 @@ pub use error::{Problem, XmlError};
 pub use matheval::{Expr, ExprError};
 pub use morphology::{Connection, Connector, Morphology, MorphologyModule};
 pub use optimize::{OptimizationConfig, ParamName};
+pub use xml::read_xml_file;
 
 /// A module identifier as written in the XML files (`id` / `realid`).
 pub type ModuleId = u32;

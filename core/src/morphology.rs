@@ -25,7 +25,7 @@
 
 use crate::ModuleId;
 use crate::error::{Problem, XmlError};
-use crate::xml::{Source, XmlOut, number, read_file};
+use crate::xml::{Source, XmlOut, number, read_xml_file};
 use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::path::Path;
@@ -146,7 +146,7 @@ pub struct Morphology {
 impl Morphology {
     pub fn from_file(path: impl AsRef<Path>) -> Result<Self, XmlError> {
         let path = path.as_ref();
-        Self::from_xml_str(&path.display().to_string(), &read_file(path)?)
+        Self::from_xml_str(&path.display().to_string(), &read_xml_file(path)?)
     }
 
     pub fn from_xml_str(file: &str, text: &str) -> Result<Self, XmlError> {

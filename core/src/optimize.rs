@@ -45,7 +45,7 @@ use crate::ModuleId;
 use crate::config::{CpgLink, RobotConfig};
 use crate::error::{Problem, XmlError};
 use crate::matheval::{Context, Expr, ExprError};
-use crate::xml::{Source, number, read_file};
+use crate::xml::{Source, number, read_xml_file};
 
 /// Which field of which module or CPG link.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -390,7 +390,7 @@ impl OptimizationConfig {
 
     pub fn from_file(path: impl AsRef<Path>) -> Result<Self, XmlError> {
         let path = path.as_ref();
-        let text = read_file(path)?;
+        let text = read_xml_file(path)?;
         Self::from_xml_str(&path.display().to_string(), &text)
     }
 

@@ -11,7 +11,7 @@ use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use yamor_core::RobotConfig;
-use yamor_firmware_sim::Situation;
+use yamor_sim::Situation;
 
 /// Which robot to build.
 #[derive(Debug, Clone, PartialEq)]

@@ -1,5 +1,5 @@
 //! The host agent: a gRPC server that wraps exactly one robot behind a
-//! [`Backend`] seam: the simulator of `yamor-firmware-sim`, the real robot
+//! [`Backend`] seam: the simulator of `yamor-sim`, the real robot
 //! over a serial line (issue 5), or an expression standing in for a robot.
 //!
 //! # Layout
@@ -12,8 +12,6 @@
 //! - [`serial`]: the real robot over a serial port (SNP through
 //!   `serialport`, the 5.2.1 set-up in one call, the 5.5.4 acknowledgement
 //!   bug handled, motors off whenever nothing is being evaluated).
-//! - [`tracker`]: the CamApp LED tracker client (positions for the real
-//!   robot), robust to garbage and reconnecting.
 //! - [`session`]: the stateful IYaMoRHost3 surface (open, connect, set
 //!   parameters, flush, sleep, physical changes) over a
 //!   [`session::RobotLink`], so the simulator and the serial robot share it.
@@ -29,7 +27,6 @@ pub mod server;
 pub mod service;
 pub mod session;
 pub mod sim;
-pub mod tracker;
 
 pub use backend::{Backend, BackendKind, HostError, Job, Outcome, RobotSource, Spec};
 pub use server::{Registration, keep_registered, keep_registered_or, serve};

@@ -34,13 +34,14 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use yamor_core::{ModuleId, RobotConfig};
-use yamor_firmware_sim::firmware::configuration_messages;
-use yamor_firmware_sim::snp::{BROADCAST, Frame, FrameDecoder, HOST, SnpFrame, SnpMessage, flags};
+use yamor_snp::configuration_messages;
+use yamor_snp::{BROADCAST, Frame, FrameDecoder, HOST, SnpFrame, SnpMessage, flags};
 
 use crate::backend::{
     Backend, BackendKind, BoxFuture, CancelFlag, HostError, Job, Outcome, Point, RobotSource,
 };
 use crate::session::{RobotLink, SessionFactory};
+use yamor_camera::{PositionSource, TrackerError};
 
 /// How to reach the robot and how patient to be with it. Durations are in
 /// robot seconds (the wall clock unless `time_scale` says otherwise).
@@ -108,11 +109,10 @@ impl SerialSettings {
     }
 }
 
-/// Where the robot is on the floor (the LED tracker).
-pub trait PositionSource: Send + Sync {
-    /// The first position measured after `after`, waiting up to `timeout`;
-    /// (x, y) in metres on the floor.
-    fn fix_after(&self, after: Instant, timeout: Duration) -> Result<(f64, f64), HostError>;
+/// A position the tracker could not give fails the walk, not the job: another
+/// attempt (or host) may see the LED.
+fn position_lost(e: TrackerError) -> HostError {
+    HostError::Failed(e.to_string())
 }
 
 /// Counters of the line, for logs and tests.
@@ -220,7 +220,9 @@ impl SerialRobot {
                 .max(Duration::from_secs(2));
             stop.sleep(settings.wall(job.spec.warmup))?;
             let begin = Instant::now();
-            let (x, y) = position.fix_after(begin, fix_timeout)?;
+            let (x, y) = position
+                .fix_after(begin, fix_timeout)
+                .map_err(position_lost)?;
             let start = Point {
                 t: robot_time(begin),
                 x,
@@ -238,7 +240,7 @@ impl SerialRobot {
                 let next = (Instant::now() + settings.wall(interval)).min(end_at);
                 stop.sleep(next.saturating_duration_since(Instant::now()))?;
                 let at = Instant::now();
-                let (x, y) = position.fix_after(at, fix_timeout)?;
+                let (x, y) = position.fix_after(at, fix_timeout).map_err(position_lost)?;
                 samples.push(Point {
                     t: robot_time(at),
                     x,
@@ -511,7 +513,7 @@ impl RobotState {
             config.modules.iter().map(configuration_messages).collect();
         let pick =
             |kind: u8| move |ms: &Vec<SnpMessage>| ms.iter().find(|m| m.kind() == kind).cloned();
-        use yamor_firmware_sim::snp::snp_kind::{CPG_PARAMS, CPG_STRUCTURE, LIMIT_ANGLES};
+        use yamor_snp::snp_kind::{CPG_PARAMS, CPG_STRUCTURE, LIMIT_ANGLES};
         for (&id, ms) in ids.iter().zip(&messages) {
             if let Some(m) = pick(LIMIT_ANGLES)(ms) {
                 self.send_changed(id, &m, stop)?;
@@ -770,7 +772,7 @@ mod tests {
 
     #[test]
     fn the_master_starts_the_first_bluetooth_link() {
-        let gait = yamor_firmware_sim::robots::ExampleRobot::named("quadruped")
+        let gait = yamor_sim::robots::ExampleRobot::named("quadruped")
             .unwrap()
             .gait()
             .unwrap();

@@ -16,7 +16,7 @@ use crate::backend::{
     Backend, BackendKind, CancelOnDrop, HostError, Job, Outcome, Point, RobotSource, Spec,
 };
 use crate::session::{SessionHost, defect_mode};
-use yamor_firmware_sim::Situation;
+use yamor_sim::Situation;
 
 /// The service state shared by all connections.
 pub struct HostService {

@@ -37,10 +37,10 @@ use std::time::{Duration, Instant};
 
 use tonic::Status;
 use yamor_core::{Connection, Connector, CpgLink, ModuleConfig, ModuleId, RobotConfig};
-use yamor_firmware_sim::firmware::{MAX_ANGLE_PARAMETER, MAX_SPEED, configuration_messages};
-use yamor_firmware_sim::geometry::HANDLE_RANGE;
-use yamor_firmware_sim::snp::{DefectMode, MAX_LINKS, SnpMessage, flags};
 use yamor_proto::v1 as pb;
+use yamor_snp::configuration_messages;
+use yamor_snp::limits::{HANDLE_RANGE, MAX_ANGLE_PARAMETER, MAX_SPEED};
+use yamor_snp::{DefectMode, MAX_LINKS, SnpMessage, flags};
 
 use crate::backend::{CancelOnDrop, HostError, Point, RobotSource};
 use crate::service::host_error_to_status;
@@ -1001,9 +1001,7 @@ impl Session {
         for module in &config.modules {
             messages.push((module.id, configuration_messages(&ids.wire_config(module)?)));
         }
-        use yamor_firmware_sim::snp::snp_kind::{
-            BLUETOOTH_CONNECT, CPG_PARAMS, CPG_STRUCTURE, LIMIT_ANGLES,
-        };
+        use yamor_snp::snp_kind::{BLUETOOTH_CONNECT, CPG_PARAMS, CPG_STRUCTURE, LIMIT_ANGLES};
         let phase = |session: &mut Self, kind: u8| -> Result<(), Status> {
             for (id, list) in &messages {
                 for message in list.iter().filter(|m| m.kind() == kind) {
@@ -1071,7 +1069,7 @@ fn not_in_world(real: ModuleId, id: ModuleId, world: &[ModuleId]) -> Status {
 /// The limits the module firmware enforces (`ModuleFirmware::handle`), with
 /// amplitude and speed also non-negative; the error names the field.
 fn check_module(m: &ModuleConfig) -> Result<(), String> {
-    let range = f64::from(HANDLE_RANGE) + 1e-6;
+    let range = HANDLE_RANGE + 1e-6;
     let checks: [(&str, f64, bool, String); 5] = [
         (
             "amplitude",

@@ -6,9 +6,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use yamor_core::{Connection, ModuleId, Morphology};
-use yamor_firmware_sim::robots::ExampleRobot;
-use yamor_firmware_sim::snp::{DefectMode, SnpMessage};
-use yamor_firmware_sim::{EvaluationSpec, SimError, SimSettings, Simulation, evaluate_in};
+use yamor_sim::robots::ExampleRobot;
+use yamor_sim::{EvaluationSpec, SimError, SimSettings, Simulation, evaluate_in};
+use yamor_snp::{DefectMode, SnpMessage};
 
 use crate::backend::{
     Backend, BackendKind, BoxFuture, CancelFlag, HostError, Job, Outcome, Point, RobotSource,
@@ -72,7 +72,7 @@ impl SimBackend {
     }
 }
 
-fn point(s: yamor_firmware_sim::evaluate::Sample) -> Point {
+fn point(s: yamor_sim::evaluate::Sample) -> Point {
     Point {
         t: s.t,
         x: s.x,

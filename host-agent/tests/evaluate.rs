@@ -4,14 +4,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tonic::Code;
-use yamor_firmware_sim::SimSettings;
-use yamor_firmware_sim::robots::ExampleRobot;
 use yamor_host_agent::expr::ExprBackend;
 use yamor_host_agent::sim::SimBackend;
 use yamor_host_agent::{Backend, HostService};
 use yamor_proto::transport::{AuthChannel, ClientSecurity, ServerSecurity, channel};
 use yamor_proto::v1 as pb;
 use yamor_proto::v1::host_agent_client::HostAgentClient;
+use yamor_sim::SimSettings;
+use yamor_sim::robots::ExampleRobot;
 
 async fn start(backend: Arc<dyn Backend>) -> HostAgentClient<AuthChannel> {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();

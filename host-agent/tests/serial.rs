@@ -6,13 +6,14 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use yamor_camera::{PositionSource, TrackerError};
 use yamor_core::RobotConfig;
-use yamor_firmware_sim::robots::ExampleRobot;
-use yamor_firmware_sim::serial_robot::{EmulatedRobot, EmulationSettings, Observed};
-use yamor_firmware_sim::{SimSettings, Simulation};
 use yamor_host_agent::backend::{Job, Spec};
-use yamor_host_agent::serial::{PositionSource, SerialBackend, SerialSettings};
+use yamor_host_agent::serial::{SerialBackend, SerialSettings};
 use yamor_host_agent::{Backend, HostError, RobotSource};
+use yamor_sim::robots::ExampleRobot;
+use yamor_sim::serial_robot::{EmulatedRobot, EmulationSettings, Observed};
+use yamor_sim::{SimSettings, Simulation};
 
 /// Robot seconds per wall second in these tests.
 const SCALE: f64 = 10.0;
@@ -47,8 +48,11 @@ fn settings(robot: &EmulatedRobot) -> SerialSettings {
 struct Led(Box<dyn Fn() -> Option<[f64; 3]> + Send + Sync>);
 
 impl PositionSource for Led {
-    fn fix_after(&self, _after: Instant, _timeout: Duration) -> Result<(f64, f64), HostError> {
-        let [x, y, _] = (self.0)().ok_or_else(|| HostError::Failed("no LED".into()))?;
+    fn fix_after(&self, _after: Instant, timeout: Duration) -> Result<(f64, f64), TrackerError> {
+        let [x, y, _] = (self.0)().ok_or_else(|| TrackerError::NoFix {
+            address: "the test's LED".into(),
+            seconds: timeout.as_secs_f64(),
+        })?;
         Ok((x, y))
     }
 }

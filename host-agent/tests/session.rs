@@ -8,9 +8,6 @@ use std::time::{Duration, Instant};
 
 use tonic::Code;
 use yamor_core::{Connection, Connector, ModuleId, RobotConfig};
-use yamor_firmware_sim::SimSettings;
-use yamor_firmware_sim::robots::ExampleRobot;
-use yamor_firmware_sim::snp::{DefectMode, SnpMessage, WireLink, flags};
 use yamor_host_agent::backend::{BoxFuture, CancelFlag, Point};
 use yamor_host_agent::session::{RobotLink, SessionFactory, Supervisor};
 use yamor_host_agent::sim::SimBackend;
@@ -18,6 +15,9 @@ use yamor_host_agent::{Backend, BackendKind, HostError, HostService, Job, Outcom
 use yamor_proto::transport::{AuthChannel, ClientSecurity, ServerSecurity, channel};
 use yamor_proto::v1 as pb;
 use yamor_proto::v1::host_agent_client::HostAgentClient;
+use yamor_sim::SimSettings;
+use yamor_sim::robots::ExampleRobot;
+use yamor_snp::{DefectMode, SnpMessage, WireLink, flags};
 
 type Client = HostAgentClient<AuthChannel>;
 

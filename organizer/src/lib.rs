@@ -9,15 +9,10 @@
 //!   job, retries, exactly-once results.
 //! - [`runs`]: the optimizer runtime (budget, termination, replay-based
 //!   resume, best-so-far events) over the plugin API.
-//! - [`gaits`]: the gaits database of lifelong learning (thesis 7.8.2).
-//! - [`lifelong`]: the lifelong-learning loop: watch a walking robot, reuse
-//!   stored gaits, relearn on the cluster (thesis chapter 7).
 //! - [`service`]: the `Organizer` gRPC service.
 //! - [`Organizer`] and [`serve`]: wiring and serving with token, health and
 //!   reflection; graceful shutdown by an injected future.
 
-pub mod gaits;
-pub mod lifelong;
 pub mod runs;
 pub mod scheduler;
 pub mod service;
@@ -29,7 +24,7 @@ use std::sync::Arc;
 
 use tokio::net::TcpListener;
 use tokio_stream::wrappers::TcpListenerStream;
-use yamor_plugin_api::Plugin;
+use yamor_optimizer_api::Plugin;
 use yamor_proto::transport::{self, ClientSecurity, RequireToken, ServerSecurity, TransportError};
 use yamor_proto::v1::organizer_server::OrganizerServer;
 
@@ -45,13 +40,11 @@ pub fn now_ms() -> i64 {
         .map_or(0, |d| d.as_millis() as i64)
 }
 
-/// A loaded organizer: scheduler, runs and the gaits database over one
-/// database file.
+/// A loaded organizer: scheduler and runs over one database file.
 #[derive(Clone)]
 pub struct Organizer {
     pub scheduler: Arc<Scheduler>,
     pub runs: Arc<Runs>,
-    pub gaits: Arc<gaits::Gaits>,
 }
 
 impl Organizer {
@@ -64,17 +57,12 @@ impl Organizer {
         plugins: Vec<Arc<dyn Plugin>>,
     ) -> Result<Organizer, ScheduleError> {
         let store = Store::open(database)?;
-        let gaits = Arc::new(gaits::Gaits::load(store.clone())?);
         let scheduler = Scheduler::load(store, config, host_security)?;
         // Runs attach to the scheduler before it dispatches restored jobs,
         // so no completion finds nobody to tell.
         let runs = Runs::load(scheduler.clone(), plugins)?;
         scheduler.start();
-        Ok(Organizer {
-            scheduler,
-            runs,
-            gaits,
-        })
+        Ok(Organizer { scheduler, runs })
     }
 
     #[must_use]

@@ -3,7 +3,7 @@
 //! and the best-so-far stream.
 //!
 //! # Resuming
-//! Plugins are deterministic state machines (see `yamor-plugin-api`), so a
+//! Plugins are deterministic state machines (see `yamor-optimizer-api`), so a
 //! run's checkpoint is its job log: every proposal is a job row with its
 //! position `seq`, and every result is stored with the order `tell_seq` in
 //! which the optimizer learnt it. After a restart a fresh optimizer with the
@@ -22,7 +22,7 @@ use tokio::sync::{broadcast, mpsc, watch};
 use tokio_stream::wrappers::BroadcastStream;
 use tokio_stream::{Stream, StreamExt};
 use yamor_core::optimize::OptimizationConfig;
-use yamor_plugin_api::{Bound, Outcome, Plugin, SettingKind, Settings, Space, Step};
+use yamor_optimizer_api::{Bound, Outcome, Plugin, SettingKind, Settings, Space, Step};
 use yamor_proto::v1 as pb;
 
 use crate::now_ms;

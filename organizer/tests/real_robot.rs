@@ -11,18 +11,19 @@ use std::time::{Duration, Instant};
 
 use common::{serve_until, temp_dir};
 use tokio_stream::StreamExt;
-use yamor_core::camera::CameraModel;
-use yamor_firmware_sim::camapp::{CamApp, CamAppSettings};
-use yamor_firmware_sim::robots::ExampleRobot;
-use yamor_firmware_sim::serial_robot::{EmulatedRobot, EmulationSettings, Observed};
-use yamor_firmware_sim::{SimSettings, Simulation};
-use yamor_host_agent::serial::{PositionSource, SerialBackend, SerialSettings};
-use yamor_host_agent::tracker::Tracker;
+use yamor_camera::PositionSource;
+use yamor_camera::camapp::{CamApp, CamAppSettings};
+use yamor_camera::model::CameraModel;
+use yamor_camera::tracker::Tracker;
+use yamor_host_agent::serial::{SerialBackend, SerialSettings};
 use yamor_host_agent::{HostService, Registration};
 use yamor_organizer::store::JobFilter;
 use yamor_organizer::{Organizer, SchedulerConfig};
 use yamor_proto::transport::{ClientSecurity, ServerSecurity};
 use yamor_proto::v1 as pb;
+use yamor_sim::robots::ExampleRobot;
+use yamor_sim::serial_robot::{EmulatedRobot, EmulationSettings, Observed};
+use yamor_sim::{SimSettings, Simulation};
 
 const SCALE: f64 = 10.0;
 

@@ -10,10 +10,10 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use clap::Subcommand;
-use yamor_core::camera::{CameraModel, LED_HEIGHT, Sample};
-use yamor_firmware_sim::camapp::{CamApp, CamAppSettings, LedSource};
-use yamor_host_agent::serial::PositionSource;
-use yamor_host_agent::tracker::Tracker;
+use yamor_camera::PositionSource;
+use yamor_camera::camapp::{CamApp, CamAppSettings, LedSource};
+use yamor_camera::model::{CameraModel, LED_HEIGHT, Sample};
+use yamor_camera::tracker::Tracker;
 
 #[derive(Subcommand)]
 pub enum CameraCommand {
@@ -57,7 +57,7 @@ pub enum CameraCommand {
         #[arg(long, default_value_t = LED_HEIGHT)]
         led_height: f64,
         /// The camera's height above the floor (m): measured, not fitted.
-        #[arg(long, default_value_t = yamor_core::camera::CAMERA_HEIGHT)]
+        #[arg(long, default_value_t = yamor_camera::model::CAMERA_HEIGHT)]
         height: f64,
         /// Seconds of frames averaged at each point.
         #[arg(long, default_value_t = 1.0)]

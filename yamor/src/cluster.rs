@@ -8,7 +8,6 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use clap::{Args, Subcommand};
-use indicatif::{ProgressBar, ProgressStyle};
 use tokio_stream::StreamExt;
 use yamor_host_agent::expr::ExprBackend;
 use yamor_host_agent::sim::SimBackend;
@@ -69,19 +68,16 @@ impl OrganizerArgs {
     }
 }
 
-pub fn plugins() -> Vec<Arc<dyn yamor_plugin_api::Plugin>> {
-    vec![
-        Arc::new(yamor_pso::Pso),
-        Arc::new(yamor_powell::Powell),
-        Arc::new(yamor_brute_force::BruteForce),
-    ]
-}
-
 pub async fn organizer(args: OrganizerArgs) -> Result<()> {
     let security = args.security.server()?;
     yamor_proto::transport::check_exposure(args.listen, &security)?;
-    let organizer = Organizer::open(&args.db, args.config()?, args.security.client()?, plugins())
-        .with_context(|| format!("opening {}", args.db.display()))?;
+    let organizer = Organizer::open(
+        &args.db,
+        args.config()?,
+        args.security.client()?,
+        yamor_local::optimizers(),
+    )
+    .with_context(|| format!("opening {}", args.db.display()))?;
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await
         .with_context(|| format!("binding {}", args.listen))?;
@@ -364,7 +360,7 @@ impl RunSpecArgs {
                 let xml = match &self.config {
                     Some(path) => std::fs::read_to_string(path)
                         .with_context(|| format!("reading {}", path.display()))?,
-                    None => crate::run::default_optimization(&self.robot)?,
+                    None => yamor_local::default_optimization(&self.robot)?,
                 };
                 pb::start_run_request::Problem::OptimizationXml(xml)
             } else {
@@ -549,48 +545,11 @@ pub async fn optimize(client: ClientOpts, command: OptimizeCommand) -> Result<()
                 .watch_run(pb::WatchRunRequest { run_id: run })
                 .await?
                 .into_inner();
-            let run = follow_run(stream).await?;
+            let run = yamor_local::progress::follow_run(stream).await?;
             print_run(&run);
         }
     }
     Ok(())
-}
-
-/// Shows a run's progress until it ends; returns its final state.
-pub async fn follow_run(
-    mut stream: impl tokio_stream::Stream<Item = Result<pb::RunEvent, tonic::Status>> + Unpin,
-) -> Result<pb::Run> {
-    let bar = ProgressBar::new(0);
-    bar.set_style(
-        ProgressStyle::with_template(
-            "{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} evals {msg}",
-        )
-        .expect("valid template"),
-    );
-    let mut last = pb::Run::default();
-    while let Some(event) = stream.next().await {
-        let event = event?;
-        if let Some(run) = event.run {
-            bar.set_length(if run.max_evaluations > 0 {
-                run.max_evaluations
-            } else {
-                run.evaluations.max(1)
-            });
-            bar.set_position(run.evaluations);
-            bar.set_message(format!(
-                "best {}",
-                run.best_velocity_m_s
-                    .map_or("-".into(), |v| format!("{:.2} cm/s", v * 100.0))
-            ));
-            let done = run.state != pb::RunState::Running as i32;
-            last = run;
-            if done {
-                break;
-            }
-        }
-    }
-    bar.finish();
-    Ok(last)
 }
 
 #[derive(Subcommand)]

@@ -6,8 +6,8 @@ use clap::{Args, Parser, Subcommand};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 use yamor_core::{Morphology, RobotConfig};
-use yamor_firmware_sim::robots::{EXAMPLES, ExampleRobot};
-use yamor_firmware_sim::{EvaluationSpec, SimSettings, evaluate};
+use yamor_sim::robots::{EXAMPLES, ExampleRobot};
+use yamor_sim::{EvaluationSpec, SimSettings, evaluate};
 
 #[derive(Parser)]
 #[command(name = "yamor", version, about = "Teach modular YaMoR robots to walk")]
@@ -16,12 +16,8 @@ struct Cli {
     command: Command,
 }
 
-mod bench_cluster;
-mod bench_peers;
 mod camera;
 mod cluster;
-mod experiment;
-mod lifelong;
 mod net;
 mod robot;
 mod run;
@@ -29,31 +25,31 @@ mod run;
 #[derive(Subcommand)]
 enum ExperimentCommand {
     /// Figs 6.3 and 6.5-6.7: velocity over outer offset x inner-outer phase lag, with Powell paths.
-    Surface(experiment::surface::SurfaceArgs),
+    Surface(yamor_experiments::surface::SurfaceArgs),
     /// Fig 6.8: a seven-parameter Powell timeline (parameters and velocity per evaluation).
-    Timeline(experiment::powell::TimelineArgs),
+    Timeline(yamor_experiments::powell::TimelineArgs),
     /// Fig 6.12: classic against regular-interval Powell from ten starting points.
-    Compare(experiment::powell::CompareArgs),
+    Compare(yamor_experiments::powell::CompareArgs),
     /// Experiment 5: wall-clock time to a good quadruped gait over several seeds.
-    GaitTime(experiment::gait_time::GaitTimeArgs),
+    GaitTime(yamor_experiments::gait_time::GaitTimeArgs),
 }
 
 #[derive(Subcommand)]
 enum LifelongCommand {
     /// Fig 7.4: the 7.5.1 transformation, a new CPG network, relearning.
-    Transform(lifelong::ScenarioArgs),
+    Transform(yamor_lifelong::scenarios::ScenarioArgs),
     /// 7.5.2: a fall onto the back, learning to walk upside down, and back.
-    UpsideDown(lifelong::ScenarioArgs),
+    UpsideDown(yamor_lifelong::scenarios::ScenarioArgs),
     /// Slippery ground and back, twice: the second time, stored gaits.
     Ground {
         #[command(flatten)]
-        args: lifelong::ScenarioArgs,
+        args: yamor_lifelong::scenarios::ScenarioArgs,
         /// The slippery ground's friction coefficient (the floor's is 0.8).
         #[arg(long, default_value_t = 0.02)]
         slippery: f64,
     },
     /// The gaits database of an organizer's SQLite file (thesis 7.8.2).
-    Gaits(lifelong::GaitsArgs),
+    Gaits(yamor_lifelong::scenarios::GaitsArgs),
 }
 
 #[derive(Subcommand)]
@@ -71,14 +67,14 @@ enum Command {
     #[command(subcommand)]
     Experiment(ExperimentCommand),
     /// Measure the scheduler: throughput and PSO speed-up with expression hosts.
-    BenchCluster(bench_cluster::BenchClusterArgs),
+    BenchCluster(yamor_experiments::bench_cluster::BenchClusterArgs),
     /// The LED tracker: watch, calibrate, or emulate a CamApp.
     #[command(subcommand)]
     Camera(camera::CameraCommand),
     /// An emulated robot behind a pseudo-terminal, for `yamor host --serial`.
     Emulate(robot::EmulateArgs),
     /// Our optimizers on sphere, Rosenbrock and Rastrigin through expression hosts (for bench/peers).
-    BenchPeers(bench_peers::BenchPeersArgs),
+    BenchPeers(yamor_experiments::bench_peers::BenchPeersArgs),
     /// Time ConnectRobot (thesis 5.2.1) on an emulated robot with real timing.
     BenchSerial(robot::BenchSerialArgs),
     /// Manage the organizer's hosts.
@@ -121,7 +117,7 @@ struct RobotArgs {
     #[arg(long)]
     gait: Option<PathBuf>,
     /// Physics step and firmware tick in seconds.
-    #[arg(long, default_value_t = yamor_firmware_sim::sim::DEFAULT_DT)]
+    #[arg(long, default_value_t = yamor_sim::sim::DEFAULT_DT)]
     dt: f64,
     /// Ground friction coefficient.
     #[arg(long, default_value_t = 0.8)]
@@ -224,26 +220,38 @@ fn main() -> Result<()> {
     match cli.command {
         Command::Run(args) => async_main(Box::pin(run::run(args))),
         Command::Experiment(command) => async_main(match command {
-            ExperimentCommand::Surface(args) => Box::pin(experiment::surface::surface(args)),
-            ExperimentCommand::Timeline(args) => Box::pin(experiment::powell::timeline(args)),
-            ExperimentCommand::Compare(args) => Box::pin(experiment::powell::compare(args)),
-            ExperimentCommand::GaitTime(args) => Box::pin(experiment::gait_time::gait_time(args)),
+            ExperimentCommand::Surface(args) => Box::pin(yamor_experiments::surface::surface(args)),
+            ExperimentCommand::Timeline(args) => {
+                Box::pin(yamor_experiments::powell::timeline(args))
+            }
+            ExperimentCommand::Compare(args) => Box::pin(yamor_experiments::powell::compare(args)),
+            ExperimentCommand::GaitTime(args) => {
+                Box::pin(yamor_experiments::gait_time::gait_time(args))
+            }
         }),
         Command::Organizer(args) => async_main(Box::pin(cluster::organizer(args))),
         Command::Camera(command) => camera::camera(command),
         Command::Lifelong(command) => async_main(match command {
-            LifelongCommand::Transform(args) => Box::pin(lifelong::transform(args)),
-            LifelongCommand::UpsideDown(args) => Box::pin(lifelong::upside_down(args)),
-            LifelongCommand::Ground { args, slippery } => {
-                Box::pin(lifelong::ground(args, slippery))
+            LifelongCommand::Transform(args) => {
+                Box::pin(yamor_lifelong::scenarios::transform(args))
             }
-            LifelongCommand::Gaits(args) => Box::pin(lifelong::gaits(args)),
+            LifelongCommand::UpsideDown(args) => {
+                Box::pin(yamor_lifelong::scenarios::upside_down(args))
+            }
+            LifelongCommand::Ground { args, slippery } => {
+                Box::pin(yamor_lifelong::scenarios::ground(args, slippery))
+            }
+            LifelongCommand::Gaits(args) => Box::pin(yamor_lifelong::scenarios::gaits(args)),
         }),
         Command::Emulate(args) => robot::emulate(args),
         Command::BenchSerial(args) => robot::bench_serial(args),
-        Command::BenchPeers(args) => async_main(Box::pin(bench_peers::bench_peers(args))),
+        Command::BenchPeers(args) => {
+            async_main(Box::pin(yamor_experiments::bench_peers::bench_peers(args)))
+        }
         Command::Host(args) => async_main(Box::pin(cluster::host(args))),
-        Command::BenchCluster(args) => async_main(Box::pin(bench_cluster::bench_cluster(args))),
+        Command::BenchCluster(args) => async_main(Box::pin(
+            yamor_experiments::bench_cluster::bench_cluster(args),
+        )),
         Command::Hosts { client, command } => async_main(Box::pin(cluster::hosts(client, command))),
         Command::Optimize { client, command } => {
             async_main(Box::pin(cluster::optimize(client, command)))
@@ -304,7 +312,7 @@ fn bridge(args: BridgeArgs) -> Result<()> {
         let shutdown = async {
             let _ = tokio::signal::ctrl_c().await;
         };
-        yamor_firmware_sim::bridge::serve(listener, morphology, settings, shutdown).await?;
+        yamor_sim::bridge::serve(listener, morphology, settings, shutdown).await?;
         anyhow::Ok(())
     })
 }

@@ -7,10 +7,11 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use clap::Args;
-use yamor_firmware_sim::robots::ExampleRobot;
-use yamor_firmware_sim::serial_robot::{EmulatedRobot, EmulationSettings};
-use yamor_firmware_sim::{SimSettings, Simulation};
-use yamor_host_agent::serial::{PositionSource, SerialBackend, SerialSettings};
+use yamor_camera::PositionSource;
+use yamor_host_agent::serial::{SerialBackend, SerialSettings};
+use yamor_sim::robots::ExampleRobot;
+use yamor_sim::serial_robot::{EmulatedRobot, EmulationSettings};
+use yamor_sim::{SimSettings, Simulation};
 
 /// The real robot's line and tracker (thesis C.1 settings window).
 #[derive(Args, Clone)]

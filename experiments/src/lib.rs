@@ -1,0 +1,72 @@
+//! The thesis' experiments and yamor's benchmarks, each on a
+//! [`LocalCluster`](yamor_local::LocalCluster): what `yamor experiment …`,
+//! `yamor bench-cluster` and `yamor bench-peers` run. Results and plots go to
+//! the terminal and an output directory; docs/experiments.md and
+//! docs/benchmarks.md quote them.
+//!
+//! # Layout
+//! - [`surface`]: Figs 6.3 and 6.5–6.7, the two-parameter velocity surface
+//!   and classic Powell paths on it.
+//! - [`powell`]: Fig 6.8 (a seven-parameter Powell timeline) and Fig 6.12
+//!   (classic against regular-interval Powell from ten starts).
+//! - [`gait_time`]: experiment 5, wall-clock time to a good quadruped gait
+//!   over several seeds.
+//! - [`bench_cluster`]: scheduler throughput, PSO speed-up and Powell's host
+//!   utilisation with expression hosts.
+//! - [`bench_peers`]: our optimizers on test functions through expression
+//!   hosts, for `bench/peers/run.py` to compare with scipy and pyswarms.
+
+pub mod bench_cluster;
+pub mod bench_peers;
+pub mod gait_time;
+pub mod powell;
+pub mod surface;
+
+use yamor_proto::v1 as pb;
+
+/// A run of `optimizer` on the quadruped with the thesis' 20 s evaluation
+/// (8 s warm-up, 12 s measured).
+fn quadruped_run(
+    optimizer: &str,
+    settings: &[(&str, String)],
+    optimization_xml: String,
+    budget: u64,
+    seed: u64,
+) -> pb::StartRunRequest {
+    pb::StartRunRequest {
+        optimizer: optimizer.into(),
+        settings: settings
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), v.clone()))
+            .collect(),
+        seed,
+        robot: Some(pb::Robot {
+            source: Some(pb::robot::Source::Example("quadruped".into())),
+        }),
+        problem: Some(pb::start_run_request::Problem::OptimizationXml(
+            optimization_xml,
+        )),
+        spec: Some(pb::EvaluationSpec {
+            warmup_s: 8.0,
+            measure_s: 12.0,
+            ..Default::default()
+        }),
+        max_evaluations: budget,
+        ..Default::default()
+    }
+}
+
+/// The best value so far after each element of `values` (failures count as
+/// no improvement).
+fn best_so_far(values: impl IntoIterator<Item = Option<f64>>) -> Vec<f64> {
+    let mut best = f64::NEG_INFINITY;
+    values
+        .into_iter()
+        .map(|v| {
+            if let Some(v) = v {
+                best = best.max(v);
+            }
+            best
+        })
+        .collect()
+}

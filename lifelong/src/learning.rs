@@ -1,0 +1,736 @@
+//! The lifelong-learning runtime (thesis chapter 7): a robot walks on a host
+//! of its own while this loop watches its velocity; on an anomaly it first
+//! tries the stored gaits that fit (7.8.2), most likely first, and only when
+//! none walks as remembered does it build a new CPG network for the robot as
+//! it now is (7.4) and relearn it with an optimizer run on every free host
+//! of the cluster. Every gait it settles on is kept in the organizer's gaits
+//! database.
+//!
+//! The decisions (monitor, ranking, network construction) are in
+//! [`crate::anomaly`], [`crate::gaits`] and `yamor_core::network`; this module only moves data
+//! between them, the robot's host and the organizer.
+
+use std::collections::HashMap;
+use std::time::Instant;
+
+use crate::anomaly::{Monitor, Symptom, Verdict, three_periods};
+use crate::gaits::{GaitRecord, Orientation, body_key, candidates};
+use tokio_stream::StreamExt as _;
+use yamor_core::network::{Limit, plan};
+use yamor_core::{ModuleId, Morphology, RobotConfig};
+use yamor_proto::transport::AuthChannel;
+use yamor_proto::v1 as pb;
+use yamor_proto::v1::host_agent_client::HostAgentClient;
+
+use std::sync::Arc;
+
+use yamor_organizer::Organizer;
+
+use crate::database::Gaits;
+
+#[derive(Debug, thiserror::Error)]
+pub enum LifelongError {
+    #[error("the robot's host: {0}")]
+    Robot(#[from] tonic::Status),
+    #[error("the gaits database: {0}")]
+    Store(#[from] yamor_organizer::store::StoreError),
+    #[error("relearning: {0}")]
+    Run(String),
+    #[error("the new CPG network: {0}")]
+    Network(#[from] yamor_core::network::NetworkError),
+    #[error("a gait: {0}")]
+    Config(#[from] yamor_core::XmlError),
+}
+
+/// How the loop behaves.
+#[derive(Debug, Clone)]
+pub struct LifelongSettings {
+    /// The monitor's threshold `t` (m/s, 7.3).
+    pub threshold: f64,
+    /// Robot seconds walked from a standstill before the first measurement
+    /// (the evaluation warm-up of 6.2.1).
+    pub warmup_s: f64,
+    /// Robot seconds walked after switching gaits before measuring the new
+    /// one.
+    pub settle_s: f64,
+    /// At most this many stored gaits are tried before relearning.
+    pub try_stored: usize,
+    /// A stored gait is taken when it walks at least this fraction of the
+    /// velocity it is remembered for.
+    pub accept: f64,
+    /// How the relearnt network's free parameters are kept down: the
+    /// thesis' random fixation or tying over symmetries (7.8.1).
+    pub limit: Limit,
+    /// The relearning run: optimizer, its settings, wall-clock budget and
+    /// evaluation protocol.
+    pub optimizer: String,
+    pub optimizer_settings: HashMap<String, String>,
+    pub relearn_seconds: f64,
+    pub relearn_evaluations: u64,
+    pub spec: pb::EvaluationSpec,
+    /// Relearning stops early once its best gait reaches this fraction of
+    /// the velocity before the anomaly (`None`: run the whole budget).
+    pub good_enough: Option<f64>,
+    /// The run's best few gaits are each walked on the robot itself and
+    /// the one that walks best there is kept (the gait in use too, so
+    /// relearning never leaves the robot worse off): a simulation host
+    /// builds the body afresh, the robot has lived in it.
+    pub shortlist: usize,
+    /// Windows of three CPG periods averaged when a gait is measured on
+    /// the robot to compare it with others.
+    pub compare_windows: usize,
+    pub seed: u64,
+}
+
+impl Default for LifelongSettings {
+    fn default() -> Self {
+        LifelongSettings {
+            threshold: 0.02,
+            warmup_s: 8.0,
+            settle_s: 6.0,
+            try_stored: 3,
+            accept: 0.9,
+            limit: Limit::Symmetric { max: 7, seed: 1 },
+            optimizer: "powell".into(),
+            optimizer_settings: [("variant".to_owned(), "interval".to_owned())].into(),
+            relearn_seconds: 110.0,
+            relearn_evaluations: 0,
+            spec: pb::EvaluationSpec {
+                warmup_s: 4.0,
+                measure_s: 8.0,
+                ..Default::default()
+            },
+            good_enough: None,
+            shortlist: 5,
+            compare_windows: 2,
+            seed: 1,
+        }
+    }
+}
+
+/// What the robot knows of itself and its world: what relearning hosts must
+/// reproduce. Physical changes are known directly (7.3); the ground is
+/// known only when the caller says so.
+#[derive(Debug, Clone)]
+pub struct Known {
+    pub body: Morphology,
+    /// 0: the simulator's default.
+    pub ground_friction: f64,
+    pub defects: Vec<(ModuleId, pb::DefectMode)>,
+    pub dead_cpg: Vec<ModuleId>,
+}
+
+/// Something that happened, for timelines and plots.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Event {
+    /// One three-period velocity measurement.
+    Measured { robot_s: f64, velocity: f64 },
+    Anomaly {
+        robot_s: f64,
+        wall_s: f64,
+        symptom: Symptom,
+        expected: Option<f64>,
+        measured: Option<f64>,
+    },
+    /// A stored gait was tried.
+    Tried {
+        gait: u64,
+        velocity: f64,
+        remembered: f64,
+        accepted: bool,
+    },
+    /// One of the relearning run's best gaits walked on the robot:
+    /// `evaluated` on the hosts, `on_robot` here (`rank` 0 is the gait that
+    /// was in use).
+    Shortlisted {
+        rank: usize,
+        evaluated: f64,
+        on_robot: f64,
+    },
+    /// A relearning run; `curve` is (wall seconds since the anomaly, best
+    /// velocity so far).
+    Relearnt {
+        run: u64,
+        evaluations: u64,
+        best: f64,
+        curve: Vec<(f64, f64)>,
+    },
+    /// The gait now in use and its measured velocity.
+    Walking {
+        robot_s: f64,
+        wall_s: f64,
+        gait: u64,
+        velocity: f64,
+        reused: bool,
+    },
+}
+
+/// How an adaptation ended.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Adaptation {
+    pub symptom: Symptom,
+    /// The stored gait that was reused, if any.
+    pub reused: Option<u64>,
+    /// The relearning run, if there was one.
+    pub run: Option<u64>,
+    /// Relearning found nothing that walks better on the robot than the
+    /// gait in use, which was kept.
+    pub kept_current: bool,
+    pub gait: u64,
+    pub velocity: f64,
+    /// Wall seconds from the anomaly to walking again.
+    pub wall_s: f64,
+}
+
+/// Which gait an adaptation ends with.
+#[derive(Debug, Clone, Copy)]
+enum Choice {
+    /// A stored gait, taken back without optimization.
+    Stored(u64),
+    /// A gait a relearning run found, stored as `id`.
+    Relearnt { run: u64, id: u64 },
+    /// The gait in use, after a relearning run (`Some`) or none.
+    Kept { run: Option<u64> },
+}
+
+/// The robot under lifelong learning.
+pub struct Lifelong {
+    organizer: Organizer,
+    gaits: Arc<Gaits>,
+    robot: HostAgentClient<AuthChannel>,
+    settings: LifelongSettings,
+    known: Known,
+    gait: RobotConfig,
+    gait_id: u64,
+    monitor: Monitor,
+    orientation: Orientation,
+    window: f64,
+    started: Instant,
+    events: Vec<Event>,
+}
+
+impl Lifelong {
+    /// Loads `gait` on the robot behind `robot` (a session already open),
+    /// stores it if the database does not know it, and lets it settle.
+    pub async fn start(
+        organizer: Organizer,
+        gaits: Arc<Gaits>,
+        mut robot: HostAgentClient<AuthChannel>,
+        known: Known,
+        gait: RobotConfig,
+        settings: LifelongSettings,
+    ) -> Result<Lifelong, LifelongError> {
+        let state = robot
+            .connect_robot(pb::ConnectRobotRequest {
+                config_xml: gait.to_xml_string(),
+            })
+            .await?
+            .into_inner();
+        let orientation = Orientation::from_up(state.up.unwrap_or(1.0));
+        let mut me = Lifelong {
+            organizer,
+            gaits,
+            robot,
+            monitor: Monitor::new(settings.threshold),
+            window: window(&gait),
+            settings,
+            known,
+            gait,
+            gait_id: 0,
+            orientation,
+            started: Instant::now(),
+            events: Vec::new(),
+        };
+        me.walk(me.settings.warmup_s).await?;
+        let velocity = me.measure().await?;
+        me.monitor.observe(velocity);
+        me.gait_id = me.remember(velocity, None).await?;
+        let robot_s = me.elapsed().await?;
+        me.events.push(Event::Walking {
+            robot_s,
+            wall_s: me.wall(),
+            gait: me.gait_id,
+            velocity,
+            reused: false,
+        });
+        Ok(me)
+    }
+
+    /// The robot's host, to cause changes through its API.
+    pub fn robot(&mut self) -> &mut HostAgentClient<AuthChannel> {
+        &mut self.robot
+    }
+
+    #[must_use]
+    pub fn events(&self) -> &[Event] {
+        &self.events
+    }
+
+    #[must_use]
+    pub fn gait(&self) -> &RobotConfig {
+        &self.gait
+    }
+
+    #[must_use]
+    pub fn gait_id(&self) -> u64 {
+        self.gait_id
+    }
+
+    /// The velocity the monitor expects (m/s).
+    #[must_use]
+    pub fn expected(&self) -> Option<f64> {
+        self.monitor.expected()
+    }
+
+    #[must_use]
+    pub fn orientation(&self) -> Orientation {
+        self.orientation
+    }
+
+    /// Robot seconds since the session opened.
+    pub async fn elapsed(&mut self) -> Result<f64, LifelongError> {
+        Ok(self
+            .robot
+            .get_state(pb::GetStateRequest {})
+            .await?
+            .into_inner()
+            .elapsed_s)
+    }
+
+    fn wall(&self) -> f64 {
+        self.started.elapsed().as_secs_f64()
+    }
+
+    /// Walks for `seconds` of robot time, measuring every three CPG periods,
+    /// until an anomaly; returns it (already recorded), or `None`.
+    pub async fn watch(&mut self, seconds: f64) -> Result<Option<Symptom>, LifelongError> {
+        let end = self.elapsed().await? + seconds;
+        while self.elapsed().await? + self.window / 2.0 <= end {
+            if let Some(symptom) = self.check().await? {
+                return Ok(Some(symptom));
+            }
+        }
+        Ok(None)
+    }
+
+    /// One measurement and its verdict (7.3), plus the robot's attitude:
+    /// turning over is an anomaly whatever the velocity says.
+    pub async fn check(&mut self) -> Result<Option<Symptom>, LifelongError> {
+        let (velocity, up) = self.measure_with_attitude().await?;
+        let orientation = up.map_or(self.orientation, Orientation::from_up);
+        let symptom = if orientation != self.orientation {
+            self.orientation = orientation;
+            Some(Symptom::TurnedOver)
+        } else {
+            match self.monitor.observe(velocity) {
+                Verdict::Anomaly {
+                    expected, measured, ..
+                } if measured < expected => Some(Symptom::VelocityDrop),
+                Verdict::Anomaly { .. } => Some(Symptom::VelocityRise),
+                _ => None,
+            }
+        };
+        if let Some(symptom) = symptom {
+            self.record_anomaly(symptom, Some(velocity)).await?;
+        }
+        Ok(symptom)
+    }
+
+    async fn record_anomaly(
+        &mut self,
+        symptom: Symptom,
+        measured: Option<f64>,
+    ) -> Result<(), LifelongError> {
+        let robot_s = self.elapsed().await?;
+        self.events.push(Event::Anomaly {
+            robot_s,
+            wall_s: self.wall(),
+            symptom,
+            expected: self.monitor.expected(),
+            measured,
+        });
+        Ok(())
+    }
+
+    /// A physical change the robot knows of directly (a module inserted or
+    /// removed, a motor reported dead): the anomaly needs no measurement.
+    pub async fn known_change(
+        &mut self,
+        symptom: Symptom,
+        known: Known,
+    ) -> Result<(), LifelongError> {
+        self.known = known;
+        self.record_anomaly(symptom, None).await
+    }
+
+    /// What the robot knows of its world changed without an anomaly of its
+    /// own (the caller learnt the new ground friction, say).
+    pub fn set_known(&mut self, known: Known) {
+        self.known = known;
+    }
+
+    /// The base strategy of 7.2 with the gaits database of 7.8.2: stored
+    /// gaits that fit, most likely first; relearning when none walks as
+    /// remembered. Ends walking with the chosen gait.
+    pub async fn adapt(&mut self, symptom: Symptom) -> Result<Adaptation, LifelongError> {
+        let began = Instant::now();
+        let before = self.monitor.expected();
+        let body = body_key(&self.known.body);
+        let records = self.gaits.list(Some(&body))?;
+        let previous = self.gait_id;
+        let tries: Vec<GaitRecord> =
+            candidates(&records, &body, self.orientation, Some(previous), symptom)
+                .into_iter()
+                .take(self.settings.try_stored)
+                .cloned()
+                .collect();
+        // A rise is good news: a stored gait may do better still, but
+        // nothing is relearnt; the gait in use is the one to beat.
+        let current = if symptom == Symptom::VelocityRise {
+            Some(self.load_and_measure(self.gait.clone()).await?)
+        } else {
+            None
+        };
+        for record in tries {
+            let gait = RobotConfig::from_xml_str("stored gait", &record.gait_xml)?;
+            let velocity = self.load_and_measure(gait.clone()).await?;
+            let accepted = velocity >= self.settings.accept * record.expected_velocity
+                && current.is_none_or(|c| velocity > c);
+            self.events.push(Event::Tried {
+                gait: record.id,
+                velocity,
+                remembered: record.expected_velocity,
+                accepted,
+            });
+            if accepted {
+                self.gaits
+                    .used(record.id, velocity, Some((previous, symptom)))
+                    .await?;
+                return self
+                    .settle_on(symptom, gait, Choice::Stored(record.id), velocity, began)
+                    .await;
+            }
+        }
+        if let Some(velocity) = current {
+            return self.keep_current(symptom, velocity, None, began).await;
+        }
+        let (run, shortlist) = self.relearn(before, began).await?;
+        // The gait in use takes part too (`None`): relearning must not make
+        // the robot worse than it already is.
+        let current_xml = self.gait.to_xml_string();
+        let mut best: (f64, Option<RobotConfig>) =
+            (self.load_and_measure(self.gait.clone()).await?, None);
+        self.events.push(Event::Shortlisted {
+            rank: 0,
+            evaluated: f64::NAN,
+            on_robot: best.0,
+        });
+        for (rank, (evaluated, gait)) in shortlist.into_iter().enumerate() {
+            let on_robot = self.load_and_measure(gait.clone()).await?;
+            self.events.push(Event::Shortlisted {
+                rank: rank + 1,
+                evaluated,
+                on_robot,
+            });
+            if on_robot > best.0 {
+                // The run starts from the gait in use, so it may be listed.
+                let is_current = gait.to_xml_string() == current_xml;
+                best = (on_robot, (!is_current).then_some(gait));
+            }
+        }
+        let (_, Some(gait)) = best else {
+            return self.keep_current(symptom, best.0, Some(run), began).await;
+        };
+        let velocity = self.load_and_measure(gait.clone()).await?;
+        self.gait = gait;
+        let id = self.remember(velocity, Some((previous, symptom))).await?;
+        self.settle_on(
+            symptom,
+            self.gait.clone(),
+            Choice::Relearnt { run, id },
+            velocity,
+            began,
+        )
+        .await
+    }
+
+    /// Nothing walks better on the robot than the gait in use (measured at
+    /// `velocity`): it is loaded again, since the robot walks the last gait
+    /// tried, and kept.
+    async fn keep_current(
+        &mut self,
+        symptom: Symptom,
+        velocity: f64,
+        run: Option<u64>,
+        began: Instant,
+    ) -> Result<Adaptation, LifelongError> {
+        let gait = self.gait.clone();
+        self.load_and_measure(gait.clone()).await?;
+        self.gaits.used(self.gait_id, velocity, None).await?;
+        self.settle_on(symptom, gait, Choice::Kept { run }, velocity, began)
+            .await
+    }
+
+    async fn settle_on(
+        &mut self,
+        symptom: Symptom,
+        gait: RobotConfig,
+        choice: Choice,
+        velocity: f64,
+        began: Instant,
+    ) -> Result<Adaptation, LifelongError> {
+        let (id, reused, run) = match choice {
+            Choice::Stored(id) => (id, Some(id), None),
+            Choice::Relearnt { run, id } => (id, None, Some(run)),
+            Choice::Kept { run } => (self.gait_id, None, run),
+        };
+        self.window = window(&gait);
+        self.gait = gait;
+        self.gait_id = id;
+        self.monitor.reset();
+        self.monitor.observe(velocity);
+        let robot_s = self.elapsed().await?;
+        self.events.push(Event::Walking {
+            robot_s,
+            wall_s: self.wall(),
+            gait: id,
+            velocity,
+            reused: reused.is_some(),
+        });
+        Ok(Adaptation {
+            symptom,
+            reused,
+            run,
+            kept_current: matches!(choice, Choice::Kept { .. }),
+            gait: id,
+            velocity,
+            wall_s: began.elapsed().as_secs_f64(),
+        })
+    }
+
+    /// A new CPG network for the body as it now is, relearnt from the
+    /// current gait by an optimizer run on every free host; returns the
+    /// run and its best distinct gaits with their velocities, best first.
+    async fn relearn(
+        &mut self,
+        before: Option<f64>,
+        began: Instant,
+    ) -> Result<(u64, Vec<(f64, RobotConfig)>), LifelongError> {
+        // Modules that cannot move take no part in the new network.
+        let mut network_body = self.known.body.clone();
+        for m in &mut network_body.modules {
+            let broken = self
+                .known
+                .defects
+                .iter()
+                .any(|(id, mode)| *id == m.id && *mode != pb::DefectMode::None)
+                || self.known.dead_cpg.contains(&m.id);
+            m.passive |= broken;
+        }
+        let problem = plan(&network_body, &self.gait, &self.settings.limit)?;
+        let mut spec = self.settings.spec.clone();
+        spec.ground_friction = self.known.ground_friction;
+        spec.upside_down = self.orientation == Orientation::UpsideDown;
+        spec.defects = self
+            .known
+            .defects
+            .iter()
+            .map(|(id, mode)| pb::ModuleDefect {
+                module_id: *id,
+                mode: *mode as i32,
+            })
+            .collect();
+        spec.dead_cpg = self.known.dead_cpg.clone();
+        let run = self
+            .organizer
+            .runs
+            .start(pb::StartRunRequest {
+                name: format!("lifelong relearn after gait {}", self.gait_id),
+                optimizer: self.settings.optimizer.clone(),
+                settings: self.settings.optimizer_settings.clone(),
+                seed: self.settings.seed,
+                robot: Some(pb::Robot {
+                    source: Some(pb::robot::Source::MorphologyXml(
+                        self.known.body.to_xml_string(),
+                    )),
+                }),
+                problem: Some(pb::start_run_request::Problem::OptimizationXml(
+                    problem.to_xml_string(),
+                )),
+                spec: Some(spec),
+                max_seconds: self.settings.relearn_seconds,
+                max_evaluations: self.settings.relearn_evaluations,
+                ..Default::default()
+            })
+            .await
+            .map_err(|e| LifelongError::Run(e.to_string()))?;
+        let stop_at = self
+            .settings
+            .good_enough
+            .zip(before)
+            .map(|(fraction, v)| fraction * v);
+        let mut curve = Vec::new();
+        let mut events = self
+            .organizer
+            .runs
+            .watch(run.id)
+            .map_err(|e| LifelongError::Run(e.to_string()))?;
+        let mut last = run;
+        let mut stopping = false;
+        while let Some(event) = events.next().await {
+            let Some(r) = event.run else { continue };
+            if let Some(best) = r.best_velocity_m_s
+                && event.evaluation.is_some()
+            {
+                curve.push((began.elapsed().as_secs_f64(), best));
+                if !stopping && stop_at.is_some_and(|target| best >= target) {
+                    stopping = true;
+                    self.organizer
+                        .runs
+                        .stop(r.id)
+                        .map_err(|e| LifelongError::Run(e.to_string()))?;
+                }
+            }
+            let finished = r.state != pb::RunState::Running as i32;
+            last = r;
+            if finished {
+                break;
+            }
+        }
+        self.organizer.scheduler.store().sync().await?;
+        if last.best_gait_xml.is_empty() {
+            return Err(LifelongError::Run(format!(
+                "run {} found no gait: {}",
+                last.id, last.error
+            )));
+        }
+        self.events.push(Event::Relearnt {
+            run: last.id,
+            evaluations: last.evaluations,
+            best: last.best_velocity_m_s.unwrap_or(0.0),
+            curve,
+        });
+        Ok((last.id, self.best_gaits(last.id)?))
+    }
+
+    /// The run's `shortlist` best evaluated gaits, distinct, best first.
+    fn best_gaits(&self, run: u64) -> Result<Vec<(f64, RobotConfig)>, LifelongError> {
+        use prost::Message as _;
+        let mut jobs: Vec<(f64, String)> = self
+            .organizer
+            .scheduler
+            .store()
+            .jobs(&yamor_organizer::store::JobFilter {
+                run_id: Some(run),
+                ..Default::default()
+            })?
+            .into_iter()
+            .filter_map(|row| {
+                let velocity = row.velocity.filter(|v| v.is_finite())?;
+                let request = pb::JobRequest::decode(row.request.as_slice()).ok()?;
+                Some((velocity, request.job?.gait_xml))
+            })
+            .collect();
+        jobs.sort_by(|a, b| b.0.total_cmp(&a.0));
+        jobs.dedup_by(|a, b| a.1 == b.1);
+        jobs.into_iter()
+            .take(self.settings.shortlist.max(1))
+            .map(|(v, xml)| Ok((v, RobotConfig::from_xml_str("relearnt gait", &xml)?)))
+            .collect()
+    }
+
+    /// Stores the current gait as a new record, or marks it used when the
+    /// database already holds the same gait for this body and orientation.
+    async fn remember(
+        &mut self,
+        velocity: f64,
+        switched_from: Option<(u64, Symptom)>,
+    ) -> Result<u64, LifelongError> {
+        let body = body_key(&self.known.body);
+        let xml = self.gait.to_xml_string();
+        let same = self
+            .gaits
+            .list(Some(&body))?
+            .into_iter()
+            .find(|r| r.gait_xml == xml && r.orientation == self.orientation);
+        if let Some(same) = same {
+            self.gaits.used(same.id, velocity, switched_from).await?;
+            return Ok(same.id);
+        }
+        Ok(self
+            .gaits
+            .insert(GaitRecord {
+                id: 0,
+                body,
+                gait_xml: xml,
+                orientation: self.orientation,
+                expected_velocity: velocity,
+                last_used_ms: yamor_organizer::now_ms(),
+                predecessors: switched_from.into_iter().collect(),
+            })
+            .await?)
+    }
+
+    async fn load_and_measure(&mut self, gait: RobotConfig) -> Result<f64, LifelongError> {
+        self.robot
+            .connect_robot(pb::ConnectRobotRequest {
+                config_xml: gait.to_xml_string(),
+            })
+            .await?;
+        self.window = window(&gait);
+        self.walk(self.settings.settle_s).await?;
+        let n = self.settings.compare_windows.max(1);
+        let mut sum = 0.0;
+        for _ in 0..n {
+            sum += self.measure().await?;
+        }
+        Ok(sum / n as f64)
+    }
+
+    async fn walk(&mut self, seconds: f64) -> Result<(), LifelongError> {
+        self.robot
+            .sleep(pb::SleepRequest {
+                seconds,
+                clock: pb::Clock::Virtual as i32,
+            })
+            .await?;
+        Ok(())
+    }
+
+    async fn measure(&mut self) -> Result<f64, LifelongError> {
+        Ok(self.measure_with_attitude().await?.0)
+    }
+
+    /// Velocity over one window (three CPG periods) and the attitude at its
+    /// end.
+    async fn measure_with_attitude(&mut self) -> Result<(f64, Option<f64>), LifelongError> {
+        let a = self
+            .robot
+            .get_state(pb::GetStateRequest {})
+            .await?
+            .into_inner();
+        let b = self
+            .robot
+            .sleep(pb::SleepRequest {
+                seconds: self.window,
+                clock: pb::Clock::Virtual as i32,
+            })
+            .await?
+            .into_inner();
+        let (pa, pb_) = (
+            a.position.unwrap_or_default(),
+            b.position.unwrap_or_default(),
+        );
+        let velocity = (pb_.x - pa.x).hypot(pb_.y - pa.y) / (b.elapsed_s - a.elapsed_s).max(1e-9);
+        self.events.push(Event::Measured {
+            robot_s: b.elapsed_s,
+            velocity,
+        });
+        Ok((velocity, b.up))
+    }
+}
+
+/// Three periods of the gait's fastest oscillator (7.3).
+fn window(gait: &RobotConfig) -> f64 {
+    three_periods(gait.modules.iter().map(|m| m.speed).fold(0.0, f64::max))
+}

@@ -1,0 +1,738 @@
+//! `yamor lifelong …`: the scenarios of thesis 7.5 on the lifelong loop of
+//! [`crate::learning`]. The quadruped walks its learnt gait on a
+//! host of its own (virtual time, as fast as the CPU allows) while a local
+//! cluster of simulation hosts stands by for relearning; changes are caused
+//! through the host API, exactly as a client of a remote cluster would.
+//!
+//! - `transform` (7.5.1, Fig 7.4): two legs shortened, their knees moved to
+//!   the ends of the other two.
+//! - `upside-down` (7.5.2): a fall from a table onto the back, then back on
+//!   its feet.
+//! - `ground`: slippery ground, the normal floor again, slippery again: the
+//!   second meeting with each ground reuses the stored gait.
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::anomaly::Symptom;
+use crate::database::Gaits;
+use crate::learning::{Adaptation, Event, Known, Lifelong, LifelongSettings};
+use anyhow::{Context, Result};
+use clap::Args;
+use plotters::prelude::*;
+use yamor_core::network::Limit;
+use yamor_core::{Connection, Connector, Morphology, RobotConfig};
+use yamor_host_agent::HostService;
+use yamor_host_agent::sim::SimBackend;
+use yamor_proto::transport::ClientSecurity;
+use yamor_proto::v1 as pb;
+use yamor_proto::v1::host_agent_client::HostAgentClient;
+use yamor_sim::robots::ExampleRobot;
+
+use yamor_local::{LocalCluster, register_font};
+
+#[derive(Args, Clone)]
+pub struct ScenarioArgs {
+    /// Robot seconds walked before each change.
+    #[arg(long, default_value_t = 40.0)]
+    walk: f64,
+    /// Wall-clock seconds allowed for each relearning run.
+    #[arg(long, default_value_t = 110.0)]
+    relearn_time: f64,
+    /// Stop relearning once the best gait reaches this fraction of the
+    /// velocity before the change (0: use the whole budget).
+    #[arg(long, default_value_t = 0.0)]
+    good_enough: f64,
+    /// Free parameters of a relearnt network.
+    #[arg(long, default_value_t = 7)]
+    free: usize,
+    /// How the others are fixed: symmetric (tied over the body's
+    /// symmetries, 7.8.1) or random (the thesis' 7.4.2: random parameters
+    /// fixed at random values).
+    #[arg(long, default_value = "symmetric", value_parser = ["symmetric", "random"])]
+    limit: String,
+    /// Relearning optimizer: powell (regular-interval line search) or pso.
+    #[arg(long, default_value = "powell")]
+    optimizer: String,
+    /// Walks per relearning evaluation, from different oscillator starts,
+    /// averaged (see docs/experiments.md: without it the optimizer learns
+    /// one start's luck).
+    #[arg(long, default_value_t = 3)]
+    repeats: u32,
+    /// The monitor's threshold t (m/s).
+    #[arg(long, default_value_t = 0.02)]
+    threshold: f64,
+    /// Simulation hosts for relearning (default: one per core).
+    #[arg(long)]
+    hosts: Option<usize>,
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    #[arg(long, default_value = ".")]
+    out: PathBuf,
+}
+
+/// The learnt gait the scenarios start from (as the thesis started from the
+/// best gait its quadruped had learnt).
+fn learnt_gait() -> Result<RobotConfig> {
+    Ok(RobotConfig::from_xml_str(
+        "examples/robots/quadruped/learnt.xml",
+        include_str!("../../examples/robots/quadruped/learnt.xml"),
+    )?)
+}
+
+/// The quadruped as built, before any change.
+fn quadruped() -> Result<Morphology> {
+    Ok(ExampleRobot::named("quadruped")
+        .expect("embedded")
+        .morphology()?)
+}
+
+/// 7.5.1: knees 5 and 6 come off hips 0 and 1 and go on the ends of knees
+/// 7 and 8.
+fn transformation() -> Vec<Connection> {
+    [(5, 7), (6, 8)]
+        .into_iter()
+        .map(|(moved, onto)| Connection {
+            id_from: moved,
+            conn_from: Connector::Front,
+            id_to: onto,
+            conn_to: Connector::Rear,
+            angle_deg: 90,
+        })
+        .collect()
+}
+
+fn detach_script(moves: &[Connection]) -> String {
+    let mut s = String::from("<script>\n");
+    for c in moves {
+        s += &format!("  <disconnect id=\"{}\"/>\n", c.id_from);
+    }
+    s + "</script>\n"
+}
+
+fn attach_script(moves: &[Connection]) -> String {
+    let mut s = String::from("<script>\n");
+    for c in moves {
+        s += &format!(
+            "  <connect idfrom=\"{}\" connfrom=\"{}\" idto=\"{}\" connto=\"{}\" angle=\"{}\"/>\n",
+            c.id_from,
+            c.conn_from.as_str(),
+            c.id_to,
+            c.conn_to.as_str(),
+            c.angle_deg
+        );
+    }
+    s + "</script>\n"
+}
+
+/// The morphology after `moves`, as the robot knows it (7.3: physical
+/// changes are known directly).
+fn transformed(morphology: &Morphology, moves: &[Connection]) -> Morphology {
+    let mut m = morphology.clone();
+    for c in moves {
+        m.connections.retain(|k| !k.involves(c.id_from));
+    }
+    m.connections.extend_from_slice(moves);
+    m
+}
+
+fn known(body: Morphology, ground_friction: f64) -> Known {
+    Known {
+        body,
+        ground_friction,
+        defects: Vec::new(),
+        dead_cpg: Vec::new(),
+    }
+}
+
+/// The robot on its own host, the cluster, and the loop.
+struct Scenario {
+    life: Lifelong,
+    gaits: Arc<Gaits>,
+    cluster: LocalCluster,
+    hosts: usize,
+    stop: tokio::sync::watch::Sender<bool>,
+    robot_host: tokio::task::JoinHandle<Result<(), yamor_proto::transport::TransportError>>,
+    /// (robot time, label) of each change, for the plot.
+    changes: Vec<(f64, String)>,
+    out: PathBuf,
+}
+
+impl Scenario {
+    async fn start(args: &ScenarioArgs) -> Result<Scenario> {
+        std::fs::create_dir_all(&args.out)?;
+        let (stop, stop_rx) = tokio::sync::watch::channel(false);
+        let (address, robot_host) = yamor_local::serve_host(
+            Arc::new(HostService::new(
+                "robot",
+                Arc::new(SimBackend::example("quadruped", Default::default())?),
+            )),
+            async move {
+                let mut rx = stop_rx;
+                let _ = rx.wait_for(|s| *s).await;
+            },
+        )
+        .await?;
+        let channel = yamor_proto::transport::channel(&address, &ClientSecurity::default())?;
+        let mut robot = HostAgentClient::new(channel);
+        robot
+            .open_simulation(pb::OpenSimulationRequest {
+                robot: Some(pb::Robot {
+                    source: Some(pb::robot::Source::Example("quadruped".into())),
+                }),
+                seed: args.seed,
+                ground_friction: 0.0,
+            })
+            .await?;
+        let hosts = yamor_local::default_hosts(args.hosts);
+        let db = args.out.join("yamor.db");
+        // Each scenario starts with an empty gaits database.
+        for suffix in ["", "-wal", "-shm"] {
+            let _ = std::fs::remove_file(format!("{}{suffix}", db.display()));
+        }
+        let cluster = LocalCluster::start("quadruped", hosts, &db).await?;
+        let settings = LifelongSettings {
+            threshold: args.threshold,
+            limit: if args.limit == "random" {
+                Limit::Random {
+                    max: args.free,
+                    seed: args.seed,
+                }
+            } else {
+                Limit::Symmetric {
+                    max: args.free,
+                    seed: args.seed,
+                }
+            },
+            optimizer: args.optimizer.clone(),
+            optimizer_settings: if args.optimizer == "powell" {
+                [("variant".to_owned(), "interval".to_owned())].into()
+            } else {
+                Default::default()
+            },
+            relearn_seconds: args.relearn_time,
+            good_enough: (args.good_enough > 0.0).then_some(args.good_enough),
+            seed: args.seed,
+            spec: pb::EvaluationSpec {
+                repeats: args.repeats,
+                ..LifelongSettings::default().spec
+            },
+            ..LifelongSettings::default()
+        };
+        let gaits = Arc::new(Gaits::load(cluster.organizer.scheduler.store().clone())?);
+        let life = Lifelong::start(
+            cluster.organizer.clone(),
+            gaits.clone(),
+            robot,
+            known(quadruped()?, 0.0),
+            learnt_gait()?,
+            settings,
+        )
+        .await?;
+        Ok(Scenario {
+            life,
+            gaits,
+            cluster,
+            hosts,
+            stop,
+            robot_host,
+            changes: Vec::new(),
+            out: args.out.clone(),
+        })
+    }
+
+    /// Walks `seconds`, adapting to whatever anomaly comes up.
+    async fn walk(&mut self, seconds: f64) -> Result<Vec<Adaptation>> {
+        let end = self.life.elapsed().await? + seconds;
+        let mut adaptations = Vec::new();
+        loop {
+            let left = end - self.life.elapsed().await?;
+            // `watch` returns `None` only once the time is up.
+            let Some(symptom) = self.life.watch(left).await? else {
+                return Ok(adaptations);
+            };
+            let a = self.life.adapt(symptom).await?;
+            report(&a);
+            print_shortlist(self.life.events());
+            adaptations.push(a);
+        }
+    }
+
+    /// Walks until the monitor (or the attitude) raises an anomaly, at most
+    /// `seconds`; returns it and the robot seconds it took.
+    async fn detect(&mut self, seconds: f64) -> Result<Option<(Symptom, f64)>> {
+        let from = self.life.elapsed().await?;
+        let symptom = self.life.watch(seconds).await?;
+        let took = self.life.elapsed().await? - from;
+        Ok(symptom.map(|s| (s, took)))
+    }
+
+    async fn mark(&mut self, label: &str) -> Result<()> {
+        let t = self.life.elapsed().await?;
+        eprintln!("t = {t:.0} s: {label}");
+        self.changes.push((t, label.to_owned()));
+        Ok(())
+    }
+
+    async fn finish(self, name: &str) -> Result<()> {
+        let events = self.life.events().to_vec();
+        let stored = self.gaits.list(None)?;
+        let _ = self.stop.send(true);
+        self.cluster.shutdown().await;
+        let _ = self.robot_host.await;
+        write_csv(&self.out.join(format!("{name}.csv")), &events)?;
+        let png = self.out.join(format!("{name}.png"));
+        plot(&png, &events, &self.changes)?;
+        println!("gaits database: {} gaits", stored.len());
+        for g in &stored {
+            println!(
+                "  gait {}: {:?}, expected {:.2} cm/s, predecessors {:?}",
+                g.id,
+                g.orientation,
+                g.expected_velocity * 100.0,
+                g.predecessors
+            );
+        }
+        println!("wrote {}", png.display());
+        Ok(())
+    }
+}
+
+/// The shortlist of the last relearning: hosts' velocity against the
+/// robot's own.
+fn print_shortlist(events: &[Event]) {
+    let start = events
+        .iter()
+        .rposition(|e| matches!(e, Event::Anomaly { .. }))
+        .unwrap_or(0);
+    for e in &events[start..] {
+        if let Event::Shortlisted {
+            rank,
+            evaluated,
+            on_robot,
+        } = e
+        {
+            if *rank == 0 {
+                println!(
+                    "  the gait in use walks {:.2} cm/s on the robot",
+                    on_robot * 100.0
+                );
+            } else {
+                println!(
+                    "  relearnt gait #{rank}: {:.2} cm/s on the hosts, {:.2} cm/s on the robot",
+                    evaluated * 100.0,
+                    on_robot * 100.0
+                );
+            }
+        }
+    }
+}
+
+fn report(a: &Adaptation) {
+    if a.kept_current {
+        println!(
+            "{:?}: {}nothing walks better on the robot than the gait in use ({:.2} cm/s), kept after {:.0} s wall-clock",
+            a.symptom,
+            a.run.map_or("no optimization; ".to_owned(), |r| format!(
+                "relearnt (run {r}), but "
+            )),
+            a.velocity * 100.0,
+            a.wall_s
+        );
+        return;
+    }
+    match (a.reused, a.run) {
+        (Some(id), _) => println!(
+            "{:?}: stored gait {id} reused, no optimization: {:.2} cm/s after {:.1} s wall-clock",
+            a.symptom,
+            a.velocity * 100.0,
+            a.wall_s
+        ),
+        (None, run) => println!(
+            "{:?}: relearnt (run {}), new gait {} walks {:.2} cm/s after {:.0} s wall-clock",
+            a.symptom,
+            run.unwrap_or(0),
+            a.gait,
+            a.velocity * 100.0,
+            a.wall_s
+        ),
+    }
+}
+
+/// The relearning curve of the last run: when its best first reached
+/// `target` (wall seconds after the anomaly).
+fn time_to(events: &[Event], target: f64) -> Option<f64> {
+    events.iter().rev().find_map(|e| match e {
+        Event::Relearnt { curve, .. } => curve.iter().find(|(_, v)| *v >= target).map(|(t, _)| *t),
+        _ => None,
+    })
+}
+
+fn last_measured(events: &[Event]) -> f64 {
+    events
+        .iter()
+        .rev()
+        .find_map(|e| match e {
+            Event::Measured { velocity, .. } => Some(*velocity),
+            _ => None,
+        })
+        .unwrap_or(f64::NAN)
+}
+
+/// The last anomaly's expected and measured velocities (m/s).
+fn last_anomaly(events: &[Event]) -> Option<(f64, f64)> {
+    events.iter().rev().find_map(|e| match e {
+        Event::Anomaly {
+            expected: Some(expected),
+            measured: Some(measured),
+            ..
+        } => Some((*expected, *measured)),
+        _ => None,
+    })
+}
+
+fn last_relearnt(events: &[Event]) -> Option<(u64, f64)> {
+    events.iter().rev().find_map(|e| match e {
+        Event::Relearnt {
+            evaluations, best, ..
+        } => Some((*evaluations, *best)),
+        _ => None,
+    })
+}
+
+pub async fn transform(args: ScenarioArgs) -> Result<()> {
+    let mut s = Scenario::start(&args).await?;
+    s.walk(args.walk).await?;
+    let before = s.life.expected().context("no velocity before the change")?;
+    s.mark("transformation (7.5.1)").await?;
+    let moves = transformation();
+    let robot = s.life.robot();
+    robot
+        .run_script(pb::RunScriptRequest {
+            script_xml: detach_script(&moves),
+        })
+        .await?;
+    // The longer legs reach below the floor: the robot is lifted while the
+    // knees go on, and falls onto its new legs.
+    robot
+        .drop_robot(pb::DropRobotRequest {
+            height_m: 0.25,
+            upside_down: false,
+        })
+        .await?;
+    robot
+        .run_script(pb::RunScriptRequest {
+            script_xml: attach_script(&moves),
+        })
+        .await?;
+    let wall = std::time::Instant::now();
+    let detected = s.detect(30.0).await?;
+    let detect_wall = wall.elapsed().as_secs_f64();
+    // The shape change is known directly (7.3); the velocity anomaly, when
+    // there is one, says the old gait no longer works.
+    let body = transformed(&quadruped()?, &moves);
+    s.life
+        .known_change(Symptom::ModuleInserted, known(body, 0.0))
+        .await?;
+    let adaptation = s.life.adapt(Symptom::ModuleInserted).await?;
+    report(&adaptation);
+    print_shortlist(s.life.events());
+    s.walk(args.walk).await?;
+    let after = s.life.expected().unwrap_or(0.0);
+    let events = s.life.events().to_vec();
+    let target = 0.9 * before;
+    println!("before the change: {:.2} cm/s", before * 100.0);
+    match detected {
+        Some((symptom, robot_s)) => println!(
+            "detected: {symptom:?} after {robot_s:.1} s of robot time ({detect_wall:.2} s wall-clock); the old gait on the new body: {:.2} cm/s",
+            last_anomaly(&events).map_or(f64::NAN, |(_, m)| m * 100.0)
+        ),
+        None => println!("no velocity anomaly within 30 s; the shape change is known directly"),
+    }
+    if let Some((evaluations, best)) = last_relearnt(&events) {
+        println!(
+            "relearning: {evaluations} evaluations on {} hosts, best {:.2} cm/s; 90 % of before ({:.2} cm/s) {}",
+            s.hosts,
+            best * 100.0,
+            target * 100.0,
+            time_to(&events, target).map_or("not reached".to_owned(), |t| format!(
+                "reached {t:.0} s after the change"
+            ))
+        );
+    }
+    println!(
+        "walking again at {:.2} cm/s ({:.0} % of before), {:.0} s wall-clock after the change",
+        after * 100.0,
+        after / before * 100.0,
+        adaptation.wall_s + detect_wall
+    );
+    s.finish("fig7_4").await
+}
+
+pub async fn upside_down(args: ScenarioArgs) -> Result<()> {
+    let mut s = Scenario::start(&args).await?;
+    s.walk(args.walk).await?;
+    let before = s.life.expected().context("no velocity before the fall")?;
+    for (label, stage) in [
+        ("falls onto its back (7.5.2)", "upside down"),
+        ("turned back onto its feet", "upright again"),
+    ] {
+        s.mark(label).await?;
+        s.life
+            .robot()
+            .drop_robot(pb::DropRobotRequest {
+                height_m: 0.3,
+                upside_down: true,
+            })
+            .await?;
+        let detected = s.detect(30.0).await?;
+        match detected {
+            Some((symptom, robot_s)) => {
+                println!(
+                    "{stage}: {symptom:?} detected after {robot_s:.1} s of robot time, the old gait walks {:.2} cm/s",
+                    last_measured(s.life.events()) * 100.0
+                );
+                let a = s.life.adapt(symptom).await?;
+                report(&a);
+                print_shortlist(s.life.events());
+            }
+            None => println!("{stage}: nothing detected"),
+        }
+        s.walk(args.walk).await?;
+        println!(
+            "{stage}: walking at {:.2} cm/s ({:?}; {:.2} cm/s before the fall)",
+            s.life.expected().unwrap_or(0.0) * 100.0,
+            s.life.orientation(),
+            before * 100.0
+        );
+    }
+    s.finish("upside_down").await
+}
+
+pub async fn ground(args: ScenarioArgs, slippery: f64) -> Result<()> {
+    let mut s = Scenario::start(&args).await?;
+    s.walk(args.walk).await?;
+    let body = quadruped()?;
+    for (label, friction) in [
+        ("slippery ground", slippery),
+        ("the normal floor again", 0.0),
+        ("slippery ground again", slippery),
+        ("the normal floor again", 0.0),
+    ] {
+        s.mark(label).await?;
+        let mu = if friction > 0.0 {
+            friction
+        } else {
+            yamor_sim::SimSettings::default().ground_friction
+        };
+        s.life
+            .robot()
+            .set_ground_friction(pb::SetGroundFrictionRequest { friction: mu })
+            .await?;
+        // The robot learns of the ground only through its velocity; the
+        // relearning hosts are given the new friction, as an experimenter
+        // would set up the simulator to match.
+        s.life.set_known(known(body.clone(), friction));
+        let adaptations = s.walk(args.walk).await?;
+        if let Some((expected, measured)) = last_anomaly(s.life.events())
+            && !adaptations.is_empty()
+        {
+            println!(
+                "{label}: anomaly, expected {:.2} cm/s, measured {:.2} cm/s",
+                expected * 100.0,
+                measured * 100.0
+            );
+        }
+        let how = match adaptations.last() {
+            None => "no anomaly".to_owned(),
+            Some(a) if a.kept_current => format!(
+                "gait in use kept{}",
+                if a.run.is_some() {
+                    " (relearning found nothing better)"
+                } else {
+                    ", no optimization"
+                }
+            ),
+            Some(a) if a.reused.is_some() => {
+                format!("stored gait {} reused", a.reused.unwrap_or(0))
+            }
+            Some(a) => format!("relearnt in {:.0} s", a.wall_s),
+        };
+        println!(
+            "{label} (mu {mu}): {how}; walking at {:.2} cm/s",
+            s.life.expected().unwrap_or(0.0) * 100.0
+        );
+    }
+    s.finish("ground").await
+}
+
+#[derive(Args)]
+pub struct GaitsArgs {
+    /// The organizer's database (a scenario writes OUT/yamor.db).
+    #[arg(long, default_value = "yamor.db")]
+    db: PathBuf,
+    /// Print this gait's yamorconfig XML instead of the list.
+    #[arg(long)]
+    show: Option<u64>,
+}
+
+/// `yamor lifelong gaits`: what the robot remembers.
+pub async fn gaits(args: GaitsArgs) -> Result<()> {
+    if !args.db.exists() {
+        anyhow::bail!("{}: no such database", args.db.display());
+    }
+    let store = yamor_organizer::Store::open(&args.db)
+        .with_context(|| format!("opening {}", args.db.display()))?;
+    let gaits = Gaits::load(store)?.list(None)?;
+    if let Some(id) = args.show {
+        let gait = gaits
+            .iter()
+            .find(|g| g.id == id)
+            .with_context(|| format!("no gait {id} in {}", args.db.display()))?;
+        print!("{}", gait.gait_xml);
+        return Ok(());
+    }
+    println!(
+        "{:>4}  {:<11} {:>9}  {:>14}  predecessors (gait: symptom)",
+        "id", "orientation", "cm/s", "last used"
+    );
+    let now = yamor_organizer::now_ms();
+    for g in &gaits {
+        let before: Vec<String> = g
+            .predecessors
+            .iter()
+            .map(|(id, s)| format!("{id}: {}", s.as_str()))
+            .collect();
+        println!(
+            "{:>4}  {:<11} {:>9.2}  {:>14}  {}",
+            g.id,
+            g.orientation.as_str(),
+            g.expected_velocity * 100.0,
+            format!("{:.0} s ago", (now - g.last_used_ms) as f64 / 1000.0),
+            before.join(", ")
+        );
+    }
+    Ok(())
+}
+
+fn write_csv(path: &Path, events: &[Event]) -> Result<()> {
+    let mut f = std::io::BufWriter::new(std::fs::File::create(path)?);
+    writeln!(f, "robot_time_s,velocity_m_s")?;
+    for e in events {
+        if let Event::Measured { robot_s, velocity } = e {
+            writeln!(f, "{robot_s},{velocity}")?;
+        }
+    }
+    f.flush()?;
+    Ok(())
+}
+
+/// Left: velocity against robot time, changes in red, gait switches in
+/// green (reused) or blue (relearnt). Right: each relearning run's best so
+/// far against wall-clock seconds since its anomaly.
+fn plot(path: &Path, events: &[Event], changes: &[(f64, String)]) -> Result<()> {
+    register_font();
+    let samples: Vec<(f64, f64)> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Measured { robot_s, velocity } => Some((*robot_s, velocity * 100.0)),
+            _ => None,
+        })
+        .collect();
+    let curves: Vec<&Vec<(f64, f64)>> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Relearnt { curve, .. } => Some(curve),
+            _ => None,
+        })
+        .collect();
+    let top = samples
+        .iter()
+        .map(|s| s.1)
+        .chain(curves.iter().flat_map(|c| c.iter().map(|p| p.1 * 100.0)))
+        .fold(1.0, f64::max)
+        * 1.1;
+    let end = samples.last().map_or(1.0, |s| s.0);
+    let root = BitMapBackend::new(path, (1100, 500)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let (left, right) = root.split_horizontally(700);
+    let mut walk = ChartBuilder::on(&left)
+        .caption("the robot walking", ("sans-serif", 18))
+        .margin(10)
+        .x_label_area_size(36)
+        .y_label_area_size(50)
+        .build_cartesian_2d(0.0..end, 0.0..top)?;
+    walk.configure_mesh()
+        .x_desc("robot time (s)")
+        .y_desc("velocity over 3 CPG periods (cm/s)")
+        .draw()?;
+    walk.draw_series(LineSeries::new(
+        samples.iter().copied(),
+        BLUE.stroke_width(2),
+    ))?;
+    for (t, _) in changes {
+        walk.draw_series(LineSeries::new([(*t, 0.0), (*t, top)], RED.stroke_width(1)))?;
+    }
+    for e in events {
+        if let Event::Walking {
+            robot_s, reused, ..
+        } = e
+        {
+            let colour = if *reused { GREEN } else { BLACK };
+            walk.draw_series(LineSeries::new(
+                [(*robot_s, 0.0), (*robot_s, top)],
+                colour.mix(0.6),
+            ))?;
+        }
+    }
+    let last = curves
+        .iter()
+        .flat_map(|c| c.last().map(|p| p.0))
+        .fold(1.0, f64::max);
+    let mut learn = ChartBuilder::on(&right)
+        .caption("relearning (wall-clock)", ("sans-serif", 18))
+        .margin(10)
+        .x_label_area_size(36)
+        .y_label_area_size(50)
+        .build_cartesian_2d(0.0..last, 0.0..top)?;
+    learn
+        .configure_mesh()
+        .x_desc("seconds since the anomaly")
+        .y_desc("best so far (cm/s)")
+        .draw()?;
+    for (i, curve) in curves.iter().enumerate() {
+        learn.draw_series(LineSeries::new(
+            curve.iter().map(|(t, v)| (*t, v * 100.0)),
+            Palette99::pick(i).stroke_width(2),
+        ))?;
+    }
+    root.present().context("writing the plot")?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_transformed_quadruped_has_legs_of_one_and_three_modules() {
+        let body = transformed(&quadruped().unwrap(), &transformation());
+        let text = body.to_xml_string();
+        let reparsed = Morphology::from_xml_str("transformed", &text).unwrap();
+        assert!(reparsed.unreachable_modules().is_empty());
+        let (component, edges) = yamor_core::network::cpg_graph(&reparsed);
+        assert_eq!(component.len(), 9);
+        assert!(edges.contains(&(7, 5)) && edges.contains(&(8, 6)));
+        assert!(!edges.contains(&(0, 5)) && !edges.contains(&(1, 6)));
+        let relearn = yamor_core::network::plan(
+            &reparsed,
+            &learnt_gait().unwrap(),
+            &yamor_core::network::Limit::Symmetric { max: 7, seed: 1 },
+        )
+        .unwrap();
+        assert_eq!(relearn.free_parameters().len(), 7);
+        assert!(detach_script(&transformation()).contains("<disconnect id=\"5\"/>"));
+        assert!(attach_script(&transformation()).contains("idfrom=\"6\""));
+    }
+}

@@ -1,0 +1,351 @@
+//! Lifelong learning end to end (thesis chapter 7): a simulated quadruped
+//! walks on a host of its own under the lifelong loop; anomalies are caused
+//! through the host API; relearning runs on the organizer's other hosts and
+//! gaits go to and come back from the gaits database.
+
+use std::sync::Arc;
+
+use yamor_core::{Morphology, RobotConfig};
+use yamor_host_agent::HostService;
+use yamor_host_agent::sim::SimBackend;
+use yamor_lifelong::anomaly::Symptom;
+use yamor_lifelong::database::Gaits;
+use yamor_lifelong::gaits::{Orientation, body_key};
+use yamor_lifelong::learning::{Known, Lifelong, LifelongSettings};
+use yamor_organizer::{Organizer, SchedulerConfig};
+use yamor_proto::transport::{AuthChannel, ClientSecurity};
+use yamor_proto::v1 as pb;
+use yamor_proto::v1::host_agent_client::HostAgentClient;
+use yamor_sim::robots::ExampleRobot;
+
+fn learnt_gait() -> RobotConfig {
+    RobotConfig::from_xml_str(
+        "learnt.xml",
+        include_str!("../../examples/robots/quadruped/learnt.xml"),
+    )
+    .unwrap()
+}
+
+fn quadruped() -> Morphology {
+    ExampleRobot::named("quadruped")
+        .unwrap()
+        .morphology()
+        .unwrap()
+}
+
+/// A simulation host of the quadruped, served until the test ends; returns its URL.
+async fn sim_host(name: &str) -> String {
+    let backend = Arc::new(SimBackend::example("quadruped", Default::default()).unwrap());
+    let service = Arc::new(HostService::new(name, backend));
+    yamor_local::serve_host(service, std::future::pending())
+        .await
+        .unwrap()
+        .0
+}
+
+struct Rig {
+    organizer: Organizer,
+    gaits: Arc<Gaits>,
+    _dir: tempfile::TempDir,
+    robot: HostAgentClient<AuthChannel>,
+}
+
+/// An organizer with `hosts` evaluation hosts and a robot host the
+/// organizer does not schedule on.
+async fn rig(name: &str, hosts: usize) -> Rig {
+    let dir = tempfile::Builder::new().prefix(name).tempdir().unwrap();
+    let organizer = Organizer::open(
+        &dir.path().join("yamor.db"),
+        SchedulerConfig::default(),
+        ClientSecurity::default(),
+        vec![Arc::new(yamor_powell::Powell)],
+    )
+    .unwrap();
+    for i in 0..hosts {
+        let address = sim_host(&format!("sim-{i}")).await;
+        organizer
+            .scheduler
+            .register_host(&format!("sim-{i}"), &address)
+            .await
+            .unwrap();
+    }
+    let address = sim_host("robot").await;
+    let channel = yamor_proto::transport::channel(&address, &ClientSecurity::default()).unwrap();
+    Rig {
+        gaits: Arc::new(Gaits::load(organizer.scheduler.store().clone()).unwrap()),
+        organizer,
+        robot: HostAgentClient::new(channel),
+        _dir: dir,
+    }
+}
+
+fn known(body: Morphology) -> Known {
+    Known {
+        body,
+        ground_friction: 0.0,
+        defects: Vec::new(),
+        dead_cpg: Vec::new(),
+    }
+}
+
+/// The robot freshly placed and walking the learnt gait under the loop.
+async fn walking(rig: &mut Rig, settings: LifelongSettings) -> Lifelong {
+    rig.robot
+        .open_simulation(pb::OpenSimulationRequest {
+            robot: Some(pb::Robot {
+                source: Some(pb::robot::Source::Example("quadruped".into())),
+            }),
+            seed: 3,
+            ground_friction: 0.0,
+        })
+        .await
+        .unwrap();
+    Lifelong::start(
+        rig.organizer.clone(),
+        rig.gaits.clone(),
+        rig.robot.clone(),
+        known(quadruped()),
+        learnt_gait(),
+        settings,
+    )
+    .await
+    .unwrap()
+}
+
+/// A change caused through the host API, and the symptom it must raise.
+async fn cause(robot: &mut HostAgentClient<AuthChannel>, change: &str) {
+    match change {
+        // A hip: a limp knee hardly matters to this gait (it walks 5 %
+        // faster), a limp hip stops it.
+        "limp motor" => {
+            robot
+                .set_defect(pb::SetDefectRequest {
+                    module_id: 0,
+                    mode: pb::DefectMode::Limp as i32,
+                })
+                .await
+                .unwrap();
+        }
+        "stuck motor" => {
+            robot
+                .set_defect(pb::SetDefectRequest {
+                    module_id: 1,
+                    mode: pb::DefectMode::Stuck as i32,
+                })
+                .await
+                .unwrap();
+        }
+        "dead CPG node" => {
+            robot
+                .send_control_message(pb::ControlMessageRequest {
+                    module_id: Some(0),
+                    cpg: Some(false),
+                    ..Default::default()
+                })
+                .await
+                .unwrap();
+        }
+        "upside down" => {
+            robot
+                .drop_robot(pb::DropRobotRequest {
+                    height_m: 0.3,
+                    upside_down: true,
+                })
+                .await
+                .unwrap();
+        }
+        "slippery ground" => {
+            robot
+                .set_ground_friction(pb::SetGroundFrictionRequest { friction: 0.1 })
+                .await
+                .unwrap();
+        }
+        "module removed" => {
+            robot
+                .disconnect_module(pb::DisconnectModuleRequest { module_id: 7 })
+                .await
+                .unwrap();
+        }
+        // Thesis 7.5.1: knees 5 and 6 off hips 0 and 1, onto the ends of
+        // knees 7 and 8; lifted so the longer legs fit.
+        "transformation" => {
+            robot
+                .run_script(pb::RunScriptRequest {
+                    script_xml: r#"<script><disconnect id="5"/><disconnect id="6"/></script>"#
+                        .into(),
+                })
+                .await
+                .unwrap();
+            robot
+                .drop_robot(pb::DropRobotRequest {
+                    height_m: 0.25,
+                    upside_down: false,
+                })
+                .await
+                .unwrap();
+            robot
+                .run_script(pb::RunScriptRequest {
+                    script_xml: r#"<script>
+  <connect idfrom="5" connfrom="front" idto="7" connto="rear" angle="90"/>
+  <connect idfrom="6" connfrom="front" idto="8" connto="rear" angle="90"/>
+</script>"#
+                        .into(),
+                })
+                .await
+                .unwrap();
+        }
+        other => panic!("unknown change {other}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_anomaly_kind_is_detected_while_walking() {
+    let mut rig = rig("detect", 0).await;
+    let cases = [
+        ("limp motor", None),
+        ("stuck motor", None),
+        ("dead CPG node", None),
+        ("upside down", Some(Symptom::TurnedOver)),
+        ("slippery ground", None),
+        ("module removed", None),
+        ("transformation", None),
+    ];
+    for (change, expected) in cases {
+        let mut life = walking(&mut rig, LifelongSettings::default()).await;
+        // Healthy walking raises nothing.
+        assert_eq!(
+            life.watch(12.0).await.unwrap(),
+            None,
+            "{change}: before; {:?}",
+            life.events()
+        );
+        cause(life.robot(), change).await;
+        let symptom = life.watch(16.0).await.unwrap();
+        match expected {
+            Some(s) => assert_eq!(symptom, Some(s), "{change}"),
+            None => assert!(
+                matches!(symptom, Some(Symptom::VelocityDrop | Symptom::VelocityRise)),
+                "{change}: {symptom:?}, events {:?}",
+                life.events()
+            ),
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_relearnt_gait_is_stored_and_the_old_one_reused_when_the_motor_is_back() {
+    let mut rig = rig("relearn", 2).await;
+    let settings = LifelongSettings {
+        relearn_evaluations: 16,
+        relearn_seconds: 0.0,
+        spec: pb::EvaluationSpec {
+            warmup_s: 2.0,
+            measure_s: 4.0,
+            ..Default::default()
+        },
+        ..LifelongSettings::default()
+    };
+    let mut life = walking(&mut rig, settings).await;
+    let first = life.gait_id();
+    let body = body_key(&quadruped());
+    assert_eq!(rig.gaits.list(Some(&body)).unwrap().len(), 1);
+
+    // A hip goes limp; the robot is told (C.2.6) and relearns.
+    life.robot()
+        .set_defect(pb::SetDefectRequest {
+            module_id: 0,
+            mode: pb::DefectMode::Limp as i32,
+        })
+        .await
+        .unwrap();
+    let broken = Known {
+        defects: vec![(0, pb::DefectMode::Limp)],
+        ..known(quadruped())
+    };
+    life.known_change(Symptom::MotorDefect, broken)
+        .await
+        .unwrap();
+    let relearnt = life.adapt(Symptom::MotorDefect).await.unwrap();
+    assert!(relearnt.run.is_some() && relearnt.reused.is_none());
+    assert_ne!(relearnt.gait, first);
+    let run = rig.organizer.runs.get(relearnt.run.unwrap()).unwrap();
+    assert_eq!(run.evaluations, 16);
+    let stored = rig.gaits.list(Some(&body)).unwrap();
+    assert_eq!(stored.len(), 2);
+    let new = stored.iter().find(|g| g.id == relearnt.gait).unwrap();
+    assert_eq!(new.predecessors, [(first, Symptom::MotorDefect)]);
+    assert_eq!(new.orientation, Orientation::Upright);
+    // The relearnt network has the hip out of it: its amplitude is 0.
+    let gait = RobotConfig::from_xml_str("new", &new.gait_xml).unwrap();
+    assert_eq!(gait.module(0).unwrap().amplitude, 0.0);
+    // It walks better on the robot than the old gait did with the limp hip.
+    let on_robot = |rank| {
+        life.events().iter().find_map(|e| match e {
+            yamor_lifelong::learning::Event::Shortlisted {
+                rank: r, on_robot, ..
+            } if *r == rank => Some(*on_robot),
+            _ => None,
+        })
+    };
+    assert!(
+        relearnt.velocity > on_robot(0).unwrap(),
+        "{:?}",
+        life.events()
+    );
+    assert!(life.watch(8.0).await.unwrap().is_none());
+
+    // The motor is repaired: the first gait is tried first and taken back
+    // without any optimization.
+    life.robot()
+        .set_defect(pb::SetDefectRequest {
+            module_id: 0,
+            mode: pb::DefectMode::None as i32,
+        })
+        .await
+        .unwrap();
+    life.known_change(Symptom::MotorDefect, known(quadruped()))
+        .await
+        .unwrap();
+    let back = life.adapt(Symptom::MotorDefect).await.unwrap();
+    assert_eq!(back.reused, Some(first), "{:?}", life.events());
+    assert_eq!(back.run, None);
+    assert_eq!(rig.organizer.runs.list().len(), 1, "no second run");
+    let stored = rig.gaits.list(Some(&body)).unwrap();
+    let old = stored.iter().find(|g| g.id == first).unwrap();
+    assert_eq!(old.predecessors, [(relearnt.gait, Symptom::MotorDefect)]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_gait_for_another_robot_is_a_clear_error() {
+    let mut rig = rig("bad", 0).await;
+    rig.robot
+        .open_simulation(pb::OpenSimulationRequest {
+            robot: Some(pb::Robot {
+                source: Some(pb::robot::Source::Example("quadruped".into())),
+            }),
+            seed: 1,
+            ground_friction: 0.0,
+        })
+        .await
+        .unwrap();
+    let mut gait = learnt_gait();
+    gait.modules[0].id = 99;
+    let error = Lifelong::start(
+        rig.organizer.clone(),
+        rig.gaits.clone(),
+        rig.robot.clone(),
+        known(quadruped()),
+        gait,
+        LifelongSettings::default(),
+    )
+    .await
+    .err()
+    .expect("module 99 is not on the quadruped");
+    let yamor_lifelong::learning::LifelongError::Robot(status) = &error else {
+        panic!("{error}")
+    };
+    assert_eq!(status.code(), tonic::Code::InvalidArgument, "{error}");
+    assert!(error.to_string().contains("99"), "{error}");
+    // Nothing was stored.
+    assert!(rig.gaits.list(None).unwrap().is_empty());
+}

@@ -1,0 +1,152 @@
+//! [`LocalCluster`]: an organizer and its hosts in this process, on loopback
+//! gRPC, so `yamor run`, the experiments, the benchmarks and the tests all
+//! drive the same code paths as a real cluster.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use yamor_host_agent::sim::SimBackend;
+use yamor_host_agent::{Backend, HostService, Registration};
+use yamor_organizer::{Organizer, SchedulerConfig};
+use yamor_proto::transport::{ClientSecurity, ServerSecurity};
+use yamor_proto::v1 as pb;
+
+use crate::LocalError;
+
+/// Serves `service` on 127.0.0.1:0 until `shutdown` resolves; returns its
+/// URL and the serving task.
+pub async fn serve_host(
+    service: Arc<HostService>,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> Result<(String, HostTask), LocalError> {
+    let listener = bind_loopback().await?;
+    let address = format!(
+        "http://{}",
+        listener.local_addr().map_err(LocalError::Listen)?
+    );
+    let task = tokio::spawn(yamor_host_agent::serve(
+        listener,
+        service,
+        ServerSecurity::default(),
+        shutdown,
+    ));
+    Ok((address, task))
+}
+
+/// A host served by [`serve_host`]; it ends when its shutdown future does.
+pub type HostTask = tokio::task::JoinHandle<Result<(), yamor_proto::transport::TransportError>>;
+
+/// An organizer with its SQLite file and `hosts` simulation hosts of
+/// `robot`, all on loopback gRPC in this process: the same code paths as a
+/// real cluster.
+pub struct LocalCluster {
+    pub organizer: Organizer,
+    /// The organizer's gRPC address.
+    pub url: String,
+    stop: tokio::sync::watch::Sender<bool>,
+    server: tokio::task::JoinHandle<Result<(), yamor_proto::transport::TransportError>>,
+}
+
+impl LocalCluster {
+    /// `hosts` simulation hosts of the embedded `robot`.
+    pub async fn start(robot: &str, hosts: usize, db: &Path) -> Result<LocalCluster, LocalError> {
+        Self::start_with(hosts, db, |_| {
+            Ok(Arc::new(SimBackend::example(robot, Default::default())?))
+        })
+        .await
+    }
+
+    /// `hosts` hosts with the backends `backend(index)` makes. Every host is
+    /// admitted before this returns, then keeps itself registered.
+    pub async fn start_with(
+        hosts: usize,
+        db: &Path,
+        backend: impl Fn(usize) -> Result<Arc<dyn Backend>, yamor_host_agent::HostError>,
+    ) -> Result<LocalCluster, LocalError> {
+        let organizer = Organizer::open(
+            db,
+            SchedulerConfig::default(),
+            ClientSecurity::default(),
+            crate::optimizers(),
+        )?;
+        let listener = bind_loopback().await?;
+        let organizer_url = format!(
+            "http://{}",
+            listener.local_addr().map_err(LocalError::Listen)?
+        );
+        let (stop, stop_rx) = tokio::sync::watch::channel(false);
+        let stopped = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
+            let _ = rx.wait_for(|s| *s).await;
+        };
+        let server = tokio::spawn(yamor_organizer::serve(
+            listener,
+            organizer.clone(),
+            ServerSecurity::default(),
+            stopped(stop_rx.clone()),
+        ));
+        for index in 0..hosts {
+            let name = format!("local-{}", index + 1);
+            let service = Arc::new(HostService::new(name.clone(), backend(index)?));
+            let (address, _) = serve_host(service, stopped(stop_rx.clone())).await?;
+            organizer.scheduler.register_host(&name, &address).await?;
+            let registration = Registration {
+                organizer: organizer_url.clone(),
+                security: ClientSecurity::default(),
+                name,
+                address,
+            };
+            tokio::spawn(yamor_host_agent::keep_registered(
+                registration,
+                stopped(stop_rx.clone()),
+            ));
+        }
+        Ok(LocalCluster {
+            organizer,
+            url: organizer_url,
+            stop,
+            server,
+        })
+    }
+
+    /// Starts a run and waits for its end, showing progress.
+    pub async fn run_to_end(&self, request: pb::StartRunRequest) -> Result<pb::Run, LocalError> {
+        let run = self.organizer.runs.start(request).await?;
+        self.follow(run.id).await
+    }
+
+    /// Shows a run's progress until it ends; returns it once its results
+    /// are on disk.
+    pub async fn follow(&self, run_id: u64) -> Result<pb::Run, LocalError> {
+        let events = self.organizer.runs.watch(run_id)?;
+        let done = crate::progress::follow_run(tokio_stream::StreamExt::map(events, Ok)).await?;
+        self.organizer.scheduler.store().sync().await?;
+        Ok(done)
+    }
+
+    /// Waits for a run's end without showing progress.
+    pub async fn follow_quietly(&self, run_id: u64) -> Result<pb::Run, LocalError> {
+        use tokio_stream::StreamExt as _;
+        let mut events = self.organizer.runs.watch(run_id)?;
+        while let Some(event) = events.next().await {
+            if let Some(run) = event.run
+                && run.state != pb::RunState::Running as i32
+            {
+                self.organizer.scheduler.store().sync().await?;
+                return Ok(run);
+            }
+        }
+        Err(LocalError::EventsEnded(run_id))
+    }
+
+    pub async fn shutdown(self) {
+        let _ = self.stop.send(true);
+        let _ = tokio::time::timeout(Duration::from_secs(5), self.server).await;
+    }
+}
+
+async fn bind_loopback() -> Result<tokio::net::TcpListener, LocalError> {
+    tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .map_err(LocalError::Listen)
+}

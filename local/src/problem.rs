@@ -1,0 +1,55 @@
+//! The optimization problem a run solves when the user names only a robot.
+
+use std::f64::consts::PI;
+
+use yamor_core::optimize::{OptimizationConfig, ParamName, Rule};
+use yamor_sim::robots::ExampleRobot;
+
+use crate::LocalError;
+
+/// The optimization configuration shipped with `robot`, or a generic one:
+/// every oscillating module's amplitude and offset, and every coupled pair's
+/// phase lag, within the module's limit angles.
+pub fn default_optimization(robot: &str) -> Result<String, LocalError> {
+    if robot == "quadruped" {
+        return Ok(include_str!("../../examples/robots/quadruped/optimize.xml").to_owned());
+    }
+    let example = ExampleRobot::named(robot).ok_or_else(|| LocalError::UnknownRobot {
+        name: robot.to_owned(),
+        known: ExampleRobot::names().join(", "),
+    })?;
+    let gait = example.gait()?;
+    let mut rules = Vec::new();
+    for m in &gait.modules {
+        if m.speed == 0.0 {
+            continue;
+        }
+        let reach = m.max_angle.abs().min(m.min_angle.abs());
+        let amplitude = m.amplitude.clamp(0.0, reach);
+        rules.push(Rule::Free {
+            param: ParamName::Amplitude(m.id),
+            min: 0.0,
+            max: reach.max(amplitude),
+        });
+        let offset = reach / 2.0;
+        if m.offset.abs() <= offset {
+            rules.push(Rule::Free {
+                param: ParamName::Offset(m.id),
+                min: -offset,
+                max: offset,
+            });
+        }
+        for link in &m.cpg_links {
+            if link.to > m.id && (-PI..=PI).contains(&link.phase) {
+                rules.push(Rule::Free {
+                    param: ParamName::Phase(m.id, link.to),
+                    min: -PI,
+                    max: PI,
+                });
+            }
+        }
+    }
+    let config = OptimizationConfig::new(gait, rules)
+        .map_err(|e| LocalError::Problem(format!("the default problem of {robot}: {e}")))?;
+    Ok(config.to_xml_string())
+}

@@ -1,0 +1,163 @@
+//! Reading a finished run back: its evaluations in the order its optimizer
+//! learnt them, and the files `yamor run` leaves behind.
+
+use std::io::Write as _;
+use std::path::Path;
+
+use plotters::prelude::*;
+use prost::Message;
+use yamor_organizer::Organizer;
+use yamor_proto::v1 as pb;
+
+use crate::LocalError;
+
+/// One evaluation of a run as its optimizer learnt it.
+pub struct Evaluation {
+    pub job: yamor_organizer::store::JobRow,
+    /// The free parameters' names and values, in the run's order.
+    pub names: Vec<String>,
+    pub values: Vec<f64>,
+    /// `None` when the evaluation failed for good.
+    pub velocity: Option<f64>,
+}
+
+/// Every evaluation of `run_id` the optimizer was told of, in tell order.
+pub fn evaluations(organizer: &Organizer, run_id: u64) -> Result<Vec<Evaluation>, LocalError> {
+    let mut jobs = organizer
+        .scheduler
+        .store()
+        .jobs(&yamor_organizer::store::JobFilter {
+            run_id: Some(run_id),
+            ..Default::default()
+        })?;
+    jobs.retain(|j| j.tell_seq.is_some());
+    jobs.sort_by_key(|j| j.tell_seq);
+    jobs.into_iter()
+        .map(|job| {
+            let request = pb::JobRequest::decode(job.request.as_slice())
+                .map_err(|source| LocalError::StoredJob { id: job.id, source })?;
+            let parameters = request.job.map(|j| j.parameters).unwrap_or_default();
+            Ok(Evaluation {
+                names: parameters.iter().map(|p| p.name.clone()).collect(),
+                values: parameters.iter().map(|p| p.value).collect(),
+                velocity: job.velocity,
+                job,
+            })
+        })
+        .collect()
+}
+
+/// best_gait.xml, evaluations.csv and progress.png in `out`.
+pub fn write_outputs(organizer: &Organizer, run: &pb::Run, out: &Path) -> Result<(), LocalError> {
+    if !run.best_gait_xml.is_empty() {
+        let path = out.join("best_gait.xml");
+        std::fs::write(&path, &run.best_gait_xml).map_err(LocalError::writing(&path))?;
+        eprintln!(
+            "best gait: {} ({:.2} cm/s)",
+            path.display(),
+            run.best_velocity_m_s.unwrap_or(0.0) * 100.0
+        );
+    }
+    let finished = evaluations(organizer, run.id)?;
+    let path = out.join("evaluations.csv");
+    let best_curve = write_csv(&path, &finished).map_err(LocalError::writing(&path))?;
+    eprintln!("evaluations: {} ({} rows)", path.display(), finished.len());
+    let path = out.join("progress.png");
+    plot_progress(&path, &run.name, &best_curve)?;
+    eprintln!("plot: {}", path.display());
+    Ok(())
+}
+
+/// Writes one row per evaluation; returns the best-so-far curve.
+fn write_csv(path: &Path, finished: &[Evaluation]) -> std::io::Result<Vec<(f64, f64)>> {
+    let mut csv = std::io::BufWriter::new(std::fs::File::create(path)?);
+    let mut best_curve = Vec::new();
+    let mut best = f64::NEG_INFINITY;
+    for (index, e) in finished.iter().enumerate() {
+        if index == 0 {
+            writeln!(
+                csv,
+                "evaluation,job,host,attempts,velocity_m_s,best_m_s,{}",
+                e.names.join(",")
+            )?;
+        }
+        if let Some(v) = e.velocity {
+            best = best.max(v);
+        }
+        if best.is_finite() {
+            best_curve.push(((index + 1) as f64, best));
+        }
+        let values: Vec<String> = e.values.iter().map(f64::to_string).collect();
+        writeln!(
+            csv,
+            "{},{},{},{},{},{},{}",
+            index + 1,
+            e.job.id,
+            e.job.host,
+            e.job.attempts,
+            e.velocity.map_or(String::new(), |v| v.to_string()),
+            if best.is_finite() {
+                best.to_string()
+            } else {
+                String::new()
+            },
+            values.join(",")
+        )?;
+    }
+    csv.flush()?;
+    Ok(best_curve)
+}
+
+/// Plots must render on machines without system fonts, so one is embedded.
+pub fn register_font() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let font: &'static [u8] = include_bytes!("../assets/DejaVuSans.ttf");
+        if plotters::style::register_font("sans-serif", FontStyle::Normal, font).is_err() {
+            tracing::warn!("the embedded font could not be registered; plot labels may be missing");
+        }
+    });
+}
+
+/// Best velocity so far against evaluations.
+pub fn plot_progress(path: &Path, title: &str, best: &[(f64, f64)]) -> Result<(), LocalError> {
+    draw_progress(path, title, best).map_err(|e| LocalError::Plot {
+        path: path.to_owned(),
+        message: e.to_string(),
+    })
+}
+
+fn draw_progress<'a>(
+    path: &'a Path,
+    title: &str,
+    best: &[(f64, f64)],
+) -> Result<(), Box<dyn std::error::Error + 'a>> {
+    register_font();
+    let root = BitMapBackend::new(path, (900, 540)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let n = best.last().map_or(1.0, |p| p.0).max(1.0);
+    let top = best
+        .iter()
+        .map(|p| p.1 * 100.0)
+        .fold(0.0f64, f64::max)
+        .max(0.1)
+        * 1.1;
+    let bottom = best.iter().map(|p| p.1 * 100.0).fold(0.0f64, f64::min);
+    let mut chart = ChartBuilder::on(&root)
+        .caption(format!("{title}: best velocity so far"), ("sans-serif", 22))
+        .margin(12)
+        .x_label_area_size(40)
+        .y_label_area_size(56)
+        .build_cartesian_2d(0.0..n, bottom..top)?;
+    chart
+        .configure_mesh()
+        .x_desc("evaluations")
+        .y_desc("velocity (cm/s)")
+        .draw()?;
+    chart.draw_series(LineSeries::new(
+        best.iter().map(|&(x, y)| (x, y * 100.0)),
+        BLUE.stroke_width(2),
+    ))?;
+    root.present()?;
+    Ok(())
+}

@@ -1,0 +1,34 @@
+//! The simulated YaMoR robot.
+//!
+//! Module firmware (control flags, limit angles, CPG parameters, the
+//! oscillators of thesis 6.1) runs inside a rapier3d world; a Webots-style
+//! supervisor answers the special commands of thesis 5.4; the bridge serves
+//! both over TCP with the SNP framing of `docs/snp.md`.
+//!
+//! # Layout
+//! - The wire format is the `yamor_snp` crate.
+//! - [`firmware`]: what one module does with each SNP message.
+//! - [`geometry`]: module dimensions, masses, servo figures and connector
+//!   frames; the placement rule of thesis 5.4.2.
+//! - [`physics`]: the rapier world: rigid clusters joined by servo hinges.
+//! - [`sim`]: [`Simulation`], the device loop (read sensors → integrate
+//!   oscillators → write servos → step) and the supervisor commands.
+//! - [`evaluate`]: gait evaluation as in thesis 6.2.1 and trajectories.
+//! - [`bridge`]: the TCP server playing the YaMoR Webots Bridge.
+//! - [`robots`]: the example robots of `examples/robots`, embedded.
+//! - [`serial_robot`]: the robot behind a pseudo-terminal, as the real-robot
+//!   backend sees it over a serial line.
+
+pub mod bridge;
+pub mod evaluate;
+pub mod firmware;
+pub mod geometry;
+pub mod physics;
+pub mod robots;
+pub mod serial_robot;
+pub mod sim;
+
+pub use evaluate::{
+    Evaluation, EvaluationSpec, Situation, evaluate, evaluate_cancellable, evaluate_in,
+};
+pub use sim::{SimError, SimSettings, Simulation};

@@ -1,0 +1,367 @@
+//! An emulated YaMoR robot behind a pseudo-terminal: the real-robot backend
+//! opens [`EmulatedRobot::path`] with `serialport` exactly as it would open
+//! the USB adapter of the Bluetooth dongle, and speaks SNP to it.
+//!
+//! Behind the terminal the same module firmware and physics as the simulator
+//! run in (scaled) real time, with what makes the real robot slow and
+//! unreliable (thesis 5.2.1, 5.5.4):
+//! - every message takes [`EmulationSettings::message_delay`] robot seconds
+//!   to be handled, and a module takes up to
+//!   [`EmulationSettings::join_delay`] to join the Bluetooth network;
+//! - only the master module (the one the dongle talks to) and the modules the
+//!   network has reached answer: a message to any other module is lost on
+//!   the radio and gets no reply at all;
+//! - the acknowledgement of a Bluetooth connection is sometimes never sent
+//!   ([`EmulationSettings::missing_ack`]), although the module did join;
+//! - the line can corrupt or drop bytes in both directions.
+//!
+//! Broadcast messages are handled by every module in the network and
+//! answered by none, as radio broadcasts are.
+
+use std::collections::{BTreeSet, VecDeque};
+use std::io::{Read, Write};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use serialport::{SerialPort, TTYPort};
+use yamor_core::ModuleId;
+
+use crate::Simulation;
+use yamor_snp::{BROADCAST, Frame, FrameDecoder, HOST, SnpFrame, SnpMessage, flags};
+
+/// How the emulated robot behaves on the line.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct EmulationSettings {
+    /// Robot seconds per wall-clock second: 1 is real time, 20 runs a 20 s
+    /// walk in one second (the host must be told the same scale).
+    pub time_scale: f64,
+    /// Most robot seconds a module takes to join the network; each join
+    /// takes between half of it and all of it (thesis 5.2.1: up to 7 s).
+    pub join_delay: f64,
+    /// Robot seconds the robot takes to handle one SNP message (about 1 s
+    /// on the real robot).
+    pub message_delay: f64,
+    /// Probability that a Bluetooth connection is made but never
+    /// acknowledged (thesis 5.5.4).
+    pub missing_ack: f64,
+    /// Probability that a frame, in either direction, has one byte flipped.
+    pub corrupt_frame: f64,
+    /// Probability that a frame, in either direction, loses one byte.
+    pub drop_byte: f64,
+    /// Seeds the delays and the line noise.
+    pub seed: u64,
+    /// The module the dongle talks to; default: the simulation's master, or
+    /// else the central module.
+    pub master: Option<ModuleId>,
+}
+
+impl Default for EmulationSettings {
+    /// The real robot as the thesis describes it, on a clean line.
+    fn default() -> Self {
+        EmulationSettings {
+            time_scale: 1.0,
+            join_delay: 7.0,
+            message_delay: 1.0,
+            missing_ack: 0.2,
+            corrupt_frame: 0.0,
+            drop_byte: 0.0,
+            seed: 0,
+            master: None,
+        }
+    }
+}
+
+/// What an observer (a test, the emulated camera) can see of the robot.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Observed {
+    /// Robot time (s).
+    pub time: f64,
+    /// The central module's body centre (m), where its LED is.
+    pub led: [f64; 3],
+    /// Modules whose servo is powered.
+    pub motors_on: Vec<ModuleId>,
+    /// Modules reachable over the Bluetooth network, the master included.
+    pub network: Vec<ModuleId>,
+    /// SNP requests received intact.
+    pub requests: u64,
+    /// Received bytes or frames that were not SNP requests.
+    pub garbage: u64,
+    /// Bluetooth connections made without an acknowledgement.
+    pub lost_acks: u64,
+    /// Requests to modules outside the network (lost on the radio).
+    pub unreachable: u64,
+}
+
+/// A robot running behind a pseudo-terminal until dropped.
+pub struct EmulatedRobot {
+    path: String,
+    observed: Arc<Mutex<Observed>>,
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+/// Errors starting an emulated robot.
+#[derive(Debug, thiserror::Error)]
+pub enum EmulationError {
+    #[error("creating the pseudo-terminal: {0}")]
+    Pty(#[from] serialport::Error),
+    #[error("the pseudo-terminal has no device path")]
+    NoPath,
+    #[error("master module {0} is not in the robot")]
+    UnknownMaster(ModuleId),
+    #[error("time_scale must be positive and finite, got {0}")]
+    TimeScale(f64),
+}
+
+impl EmulatedRobot {
+    /// Starts the robot `sim` (as built: powered on, idle) behind a new
+    /// pseudo-terminal.
+    pub fn spawn(sim: Simulation, settings: EmulationSettings) -> Result<Self, EmulationError> {
+        if !(settings.time_scale.is_finite() && settings.time_scale > 0.0) {
+            return Err(EmulationError::TimeScale(settings.time_scale));
+        }
+        let master = settings
+            .master
+            .or(sim.master())
+            .unwrap_or(sim.morphology().central);
+        if sim.module_index(master).is_err() {
+            return Err(EmulationError::UnknownMaster(master));
+        }
+        let (mut port, device) = TTYPort::pair()?;
+        let path = device.name().ok_or(EmulationError::NoPath)?;
+        // The device end is closed here (it holds an exclusive lock) and
+        // opened by the backend like any serial device; until then reads
+        // on this side fail, which only means nothing came.
+        drop(device);
+        port.set_timeout(Duration::from_millis(2))?;
+        let observed = Arc::new(Mutex::new(Observed::default()));
+        let stop = Arc::new(AtomicBool::new(false));
+        let mut robot = Robot {
+            sim,
+            settings,
+            rng: ChaCha8Rng::seed_from_u64(settings.seed),
+            network: BTreeSet::from([master]),
+            queue: VecDeque::new(),
+            busy_until: 0.0,
+            observed: Observed::default(),
+        };
+        let thread = {
+            let (observed, stop) = (observed.clone(), stop.clone());
+            std::thread::Builder::new()
+                .name("emulated-robot".into())
+                .spawn(move || robot.run(&mut port, &observed, &stop))
+                .expect("spawning a thread")
+        };
+        Ok(EmulatedRobot {
+            path,
+            observed,
+            stop,
+            thread: Some(thread),
+        })
+    }
+
+    /// The device to open, e.g. `/dev/pts/7`.
+    #[must_use]
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+
+    /// A snapshot of the robot.
+    #[must_use]
+    pub fn observe(&self) -> Observed {
+        self.observed
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// The LED position as a closure, for the emulated camera.
+    pub fn led(&self) -> impl Fn() -> Option<[f64; 3]> + Send + Sync + 'static {
+        let observed = self.observed.clone();
+        move || Some(observed.lock().unwrap_or_else(|e| e.into_inner()).led)
+    }
+}
+
+impl Drop for EmulatedRobot {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+struct Robot {
+    sim: Simulation,
+    settings: EmulationSettings,
+    rng: ChaCha8Rng,
+    network: BTreeSet<ModuleId>,
+    /// Requests waiting for the robot, with the robot time they are handled at.
+    queue: VecDeque<(f64, SnpFrame)>,
+    busy_until: f64,
+    observed: Observed,
+}
+
+/// Most physics steps between two looks at the line, so a slow machine
+/// still answers promptly (it then falls behind the wall clock).
+const MAX_TICKS_PER_TURN: usize = 8;
+
+impl Robot {
+    fn run(&mut self, port: &mut TTYPort, observed: &Mutex<Observed>, stop: &AtomicBool) {
+        let started = Instant::now();
+        let t0 = self.sim.time();
+        let mut decoder = FrameDecoder::new();
+        let mut buf = [0u8; 512];
+        while !stop.load(Ordering::Relaxed) {
+            match port.read(&mut buf) {
+                Ok(n) if n > 0 => {
+                    let bytes = self.noise(&buf[..n]);
+                    decoder.push(&bytes);
+                }
+                // The line went quiet: a frame still incomplete never will be.
+                Ok(_) => {
+                    decoder.abandon_partial();
+                }
+                // Nobody has the device open: reads fail at once, so wait
+                // as long as a read would have.
+                Err(e) if e.kind() != std::io::ErrorKind::TimedOut => {
+                    std::thread::sleep(Duration::from_millis(2));
+                }
+                Err(_) => {
+                    decoder.abandon_partial();
+                }
+            }
+            while let Some(next) = decoder.next_frame() {
+                match next {
+                    Ok(Frame::Snp(frame)) if frame.dst != HOST && frame.message.is_request() => {
+                        self.observed.requests += 1;
+                        self.enqueue(frame);
+                    }
+                    _ => self.observed.garbage += 1,
+                }
+            }
+            let target = t0 + started.elapsed().as_secs_f64() * self.settings.time_scale;
+            for _ in 0..MAX_TICKS_PER_TURN {
+                if self.sim.time() >= target {
+                    break;
+                }
+                self.sim.tick();
+            }
+            while let Some(&(due, _)) = self.queue.front() {
+                if due > self.sim.time() {
+                    break;
+                }
+                let (_, frame) = self.queue.pop_front().expect("peeked");
+                if let Some(reply) = self.handle(&frame) {
+                    let bytes = match SnpFrame::new(HOST, frame.dst, reply).encode() {
+                        Ok(bytes) => bytes,
+                        Err(e) => {
+                            tracing::error!("emulated robot: unencodable reply: {e}");
+                            continue;
+                        }
+                    };
+                    let bytes = self.noise(&bytes);
+                    // A host that went away loses the reply, as on the radio.
+                    let _ = port.write_all(&bytes).and_then(|()| port.flush());
+                }
+            }
+            self.publish(observed);
+        }
+    }
+
+    fn enqueue(&mut self, frame: SnpFrame) {
+        // Lost on the radio: it never occupies the robot.
+        if frame.dst != BROADCAST && !self.network.contains(&ModuleId::from(frame.dst)) {
+            self.observed.unreachable += 1;
+            return;
+        }
+        let now = self.sim.time();
+        let delay = match frame.message {
+            SnpMessage::BluetoothConnect { .. } => {
+                let max = self.settings.join_delay.max(0.0);
+                self.rng
+                    .random_range(max / 2.0..=max.max(f64::MIN_POSITIVE))
+            }
+            _ => self.settings.message_delay.max(0.0),
+        };
+        // One message at a time, as the master relays them.
+        self.busy_until = self.busy_until.max(now) + delay;
+        self.queue.push_back((self.busy_until, frame));
+    }
+
+    /// The module's reply, or `None` when nothing comes back.
+    fn handle(&mut self, frame: &SnpFrame) -> Option<SnpMessage> {
+        if frame.dst == BROADCAST {
+            for id in self.network.clone() {
+                let _ = self.sim.deliver(wire(id)?, &frame.message);
+            }
+            return None;
+        }
+        let id = ModuleId::from(frame.dst);
+        if !self.network.contains(&id) {
+            self.observed.unreachable += 1;
+            return None;
+        }
+        let reply = self.sim.deliver(frame.dst, &frame.message).ok()?;
+        if let (SnpMessage::BluetoothConnect { to }, SnpMessage::Ack { .. }) =
+            (&frame.message, &reply)
+        {
+            self.network.insert(ModuleId::from(*to));
+            if self
+                .rng
+                .random_bool(self.settings.missing_ack.clamp(0.0, 1.0))
+            {
+                self.observed.lost_acks += 1;
+                return None;
+            }
+        }
+        Some(reply)
+    }
+
+    /// The line's damage to one burst of bytes.
+    fn noise(&mut self, bytes: &[u8]) -> Vec<u8> {
+        let mut out = bytes.to_vec();
+        if out.is_empty() {
+            return out;
+        }
+        if self
+            .rng
+            .random_bool(self.settings.corrupt_frame.clamp(0.0, 1.0))
+        {
+            let at = self.rng.random_range(0..out.len());
+            out[at] ^= 1 << self.rng.random_range(0..8);
+        }
+        if self
+            .rng
+            .random_bool(self.settings.drop_byte.clamp(0.0, 1.0))
+        {
+            let at = self.rng.random_range(0..out.len());
+            out.remove(at);
+        }
+        out
+    }
+
+    fn publish(&mut self, observed: &Mutex<Observed>) {
+        let p = self.sim.robot_position();
+        self.observed.time = self.sim.time();
+        self.observed.led = [f64::from(p.x), f64::from(p.y), f64::from(p.z)];
+        self.observed.motors_on = self
+            .sim
+            .modules()
+            .iter()
+            .filter(|m| m.firmware.flags & flags::MOTOR != 0)
+            .map(|m| m.id)
+            .collect();
+        self.observed.motors_on.sort_unstable();
+        self.observed.network = self.network.iter().copied().collect();
+        *observed.lock().unwrap_or_else(|e| e.into_inner()) = self.observed.clone();
+    }
+}
+
+fn wire(id: ModuleId) -> Option<u8> {
+    u8::try_from(id).ok()
+}
