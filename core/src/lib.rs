@@ -11,6 +11,9 @@
 //! - [`morphology`]: how modules are physically assembled: modules, passive
 //!   modules and connector-to-connector connections (the vocabulary of the
 //!   C.2.7 transformation scripts).
+//! - [`evaluation`]: one evaluation as every crate speaks of it: the spec
+//!   (warm-up, window, seed, situation), trajectory samples, the velocity of
+//!   thesis 6.2.1 and the outcome.
 //! - [`cpg`]: the coupled oscillator network of thesis equation set 6.1 and
 //!   its fixed-step RK4 integrator.
 //! - [`matheval`]: MathEval (thesis 5.6): expressions with functions and
@@ -33,6 +36,7 @@
 pub mod config;
 pub mod cpg;
 pub mod error;
+pub mod evaluation;
 pub mod matheval;
 pub mod morphology;
 pub mod network;

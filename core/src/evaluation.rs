@@ -1,0 +1,321 @@
+//! One evaluation of a gait, as every part of yamor speaks of it (thesis
+//! 6.2.1): the robot walks, a warm-up lets messages arrive and the CPG
+//! converge, then the central module's straight-line distance in the ground
+//! plane over the measured window, divided by the window's length, is the
+//! velocity. Simulator, real robot, expression hosts, organizer and
+//! optimizers all use these types; the wire and the database convert to and
+//! from them at their edges.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::{ModuleId, RobotConfig};
+
+/// Seconds walked before the measurement starts (thesis 6.2.1).
+pub const DEFAULT_WARMUP_S: f64 = 8.0;
+/// Seconds measured (thesis 6.2.1: a 20-s walk in all).
+pub const DEFAULT_MEASURE_S: f64 = 12.0;
+/// Spacing of the trajectory samples a result carries (s).
+pub const DEFAULT_SAMPLE_INTERVAL_S: f64 = 0.5;
+
+/// What is wrong with a motor (thesis C.2.6).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+pub enum DefectMode {
+    #[default]
+    Healthy,
+    /// Servo unpowered: the joint swings freely.
+    Limp,
+    /// Servo blocked where it is.
+    Stuck,
+}
+
+/// The state of the world a walk starts in, beyond the robot and its gait:
+/// what lifelong learning (thesis 7.5) must reproduce on every evaluation
+/// host to relearn for the robot as it now is.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Situation {
+    /// The robot starts upside down (dropped from a few centimetres).
+    pub upside_down: bool,
+    /// Motor defects (C.2.6).
+    pub defects: Vec<(ModuleId, DefectMode)>,
+    /// Modules whose CPG node is dead: their oscillators are switched off
+    /// and their joints hold the angle the oscillator stopped at.
+    pub dead_cpg: Vec<ModuleId>,
+}
+
+impl Situation {
+    /// A healthy robot standing on its feet.
+    #[must_use]
+    pub fn is_normal(&self) -> bool {
+        *self == Situation::default()
+    }
+}
+
+/// How one walk is run and measured.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct EvaluationSpec {
+    /// Time for messages to arrive and the CPG to converge (s).
+    pub warmup: f64,
+    /// Length of the measured window (s).
+    pub measure: f64,
+    /// Trajectory sampling interval (s); 0 records every tick.
+    pub sample_interval: f64,
+    /// Seeds the initial oscillator phases: same robot, gait and seed give
+    /// the same walk.
+    pub seed: u64,
+    /// Ground friction coefficient; `None`: the host's own.
+    pub ground_friction: Option<f64>,
+    /// Keep every trajectory sample in the result, not only the summary.
+    pub full_trajectory: bool,
+    /// Where the walk starts (upside down, defects); simulation only.
+    pub situation: Situation,
+    /// Walks averaged, from seeds `seed`, `seed + 1`, …; at least 1. Gaits of
+    /// some bodies depend on where the oscillators start; an optimizer given
+    /// one start learns that start's luck, not a gait.
+    pub repeats: u32,
+}
+
+impl Default for EvaluationSpec {
+    /// The thesis' protocol: 8 s warm-up, 12 s measured.
+    fn default() -> Self {
+        EvaluationSpec {
+            warmup: DEFAULT_WARMUP_S,
+            measure: DEFAULT_MEASURE_S,
+            sample_interval: DEFAULT_SAMPLE_INTERVAL_S,
+            seed: 0,
+            ground_friction: None,
+            full_trajectory: false,
+            situation: Situation::default(),
+            repeats: 1,
+        }
+    }
+}
+
+/// A spec value out of its range; names the field.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{field} = {value} is out of range: expected {expected}")]
+pub struct SpecError {
+    pub field: &'static str,
+    pub value: f64,
+    pub expected: &'static str,
+}
+
+impl EvaluationSpec {
+    /// A spec whose walk lasts `seconds` in total, with the default warm-up.
+    pub fn lasting(seconds: f64) -> Result<Self, SpecError> {
+        let spec = EvaluationSpec {
+            measure: seconds - DEFAULT_WARMUP_S,
+            ..EvaluationSpec::default()
+        };
+        spec.check()?;
+        Ok(spec)
+    }
+
+    /// Seconds walked in all.
+    #[must_use]
+    pub fn walk_seconds(&self) -> f64 {
+        self.warmup + self.measure
+    }
+
+    /// Every field within what a host can do.
+    pub fn check(&self) -> Result<(), SpecError> {
+        let bad = |field, value, expected| {
+            Err(SpecError {
+                field,
+                value,
+                expected,
+            })
+        };
+        if !(self.warmup >= 0.0 && self.warmup <= 3600.0) {
+            return bad("warm-up", self.warmup, "in [0, 3600] s");
+        }
+        if !(self.measure > 0.0 && self.measure <= 36000.0) {
+            return bad(
+                "measured window",
+                self.measure,
+                "in (0, 36000] s (the walk must last longer than its warm-up)",
+            );
+        }
+        if !(self.sample_interval >= 0.0 && self.sample_interval.is_finite()) {
+            return bad("sample interval", self.sample_interval, "finite and >= 0 s");
+        }
+        if let Some(mu) = self.ground_friction
+            && !(mu > 0.0 && mu <= 10.0)
+        {
+            return bad("ground friction", mu, "in (0, 10]");
+        }
+        if self.repeats > 100 {
+            return bad("repeats", f64::from(self.repeats), "at most 100");
+        }
+        Ok(())
+    }
+}
+
+/// One position of the central module: time (s) and world metres, z up.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct Sample {
+    pub t: f64,
+    pub x: f64,
+    pub y: f64,
+    pub z: f64,
+}
+
+impl Sample {
+    /// Distance to `other` in the ground plane (m).
+    #[must_use]
+    pub fn planar_distance(&self, other: &Sample) -> f64 {
+        (other.x - self.x).hypot(other.y - self.y)
+    }
+}
+
+/// The velocity of thesis 6.2.1: straight-line distance in the ground plane
+/// from `start` to `end`, divided by the time between them (m/s).
+#[must_use]
+pub fn planar_velocity(start: &Sample, end: &Sample) -> f64 {
+    start.planar_distance(end) / (end.t - start.t).max(f64::EPSILON)
+}
+
+/// Which robot a simulation host builds.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub enum RobotSource {
+    /// The host's own robot.
+    #[default]
+    Default,
+    /// An embedded example by name.
+    Example(String),
+    /// A morphology document.
+    Morphology(String),
+}
+
+/// One evaluation request, parsed and validated.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct EvaluationJob {
+    pub robot: RobotSource,
+    /// `None` when the job carries no gait (expression hosts need none).
+    pub gait: Option<RobotConfig>,
+    /// The free parameters' values, named as in thesis 5.7.2.
+    pub parameters: Vec<(String, f64)>,
+    pub spec: EvaluationSpec,
+}
+
+/// What kind of robot (or stand-in) a host evaluates on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum BackendKind {
+    Simulation,
+    Real,
+    Expression,
+}
+
+impl BackendKind {
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BackendKind::Simulation => "simulation",
+            BackendKind::Real => "real",
+            BackendKind::Expression => "expression",
+        }
+    }
+}
+
+/// What one evaluation measured. The fitness is `velocity`, and optimizers
+/// maximise it.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Outcome {
+    /// m/s for robots, the expression's value for expression hosts.
+    pub velocity: f64,
+    /// Where the measured window starts and ends.
+    pub start: Sample,
+    pub end: Sample,
+    /// Planar distance over the measured window (m).
+    pub distance: f64,
+    /// Length of the sampled path over the measured window (m).
+    pub path_length: f64,
+    /// Lowest and highest centre-module height seen (falls, jumps).
+    pub min_height: f64,
+    pub max_height: f64,
+    pub sample_count: u32,
+    /// Every sample, when the spec asked for them.
+    pub samples: Vec<Sample>,
+    /// Robot seconds walked.
+    pub simulated: f64,
+    /// Wall-clock time the evaluation took (not part of its identity).
+    pub wall: Duration,
+    pub physics_steps: u64,
+}
+
+impl Outcome {
+    /// The summary of a walk sampled as `samples`, measured from `start` to
+    /// `end` with the velocity of thesis 6.2.1.
+    #[must_use]
+    pub fn from_samples(
+        start: Sample,
+        end: Sample,
+        samples: Vec<Sample>,
+        keep_samples: bool,
+    ) -> Self {
+        let window: Vec<&Sample> = samples
+            .iter()
+            .filter(|p| p.t >= start.t && p.t <= end.t)
+            .collect();
+        let path_length = window.windows(2).map(|w| w[0].planar_distance(w[1])).sum();
+        let (min_height, max_height) = samples
+            .iter()
+            .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), p| {
+                (lo.min(p.z), hi.max(p.z))
+            });
+        Outcome {
+            velocity: planar_velocity(&start, &end),
+            start,
+            end,
+            distance: start.planar_distance(&end),
+            path_length,
+            min_height: if samples.is_empty() { 0.0 } else { min_height },
+            max_height: if samples.is_empty() { 0.0 } else { max_height },
+            sample_count: u32::try_from(samples.len()).unwrap_or(u32::MAX),
+            samples: if keep_samples { samples } else { Vec::new() },
+            ..Outcome::default()
+        }
+    }
+
+    /// Simulated seconds per wall-clock second.
+    #[must_use]
+    pub fn real_time_factor(&self) -> f64 {
+        self.simulated / self.wall.as_secs_f64().max(1e-9)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(t: f64, x: f64, y: f64) -> Sample {
+        Sample { t, x, y, z: 0.05 }
+    }
+
+    #[test]
+    fn velocity_is_straight_line_distance_over_the_window() {
+        // A detour does not count: only where the window starts and ends.
+        let samples = vec![at(8.0, 0.0, 0.0), at(14.0, 0.5, 0.9), at(20.0, 0.3, 0.4)];
+        let o = Outcome::from_samples(samples[0], samples[2], samples.clone(), false);
+        assert!((o.distance - 0.5).abs() < 1e-12);
+        assert!((o.velocity - 0.5 / 12.0).abs() < 1e-12);
+        assert!(o.path_length > o.distance);
+        assert_eq!(o.sample_count, 3);
+        assert!(o.samples.is_empty());
+    }
+
+    #[test]
+    fn out_of_range_fields_are_named() {
+        let e = EvaluationSpec::lasting(5.0).unwrap_err();
+        assert_eq!(e.field, "measured window");
+        let spec = EvaluationSpec {
+            ground_friction: Some(-1.0),
+            ..EvaluationSpec::default()
+        };
+        assert_eq!(spec.check().unwrap_err().field, "ground friction");
+        assert!(EvaluationSpec::default().check().is_ok());
+    }
+}
