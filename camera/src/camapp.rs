@@ -18,13 +18,14 @@
 
 use std::io::Write;
 use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, TrySendError};
-use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crate::model::CameraModel;
+use parking_lot::Mutex;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -151,7 +152,7 @@ impl CamApp {
     /// noticed at the next frame sent to it).
     #[must_use]
     pub fn clients(&self) -> usize {
-        lock(&self.clients).len()
+        self.clients.lock().len()
     }
 
     /// Stops serving and closes every connection.
@@ -166,7 +167,7 @@ impl CamApp {
         }
         // Dropping the senders ends each writer after its queued frames.
         let writers: Vec<JoinHandle<()>> =
-            lock(&self.clients).drain(..).map(|c| c.writer).collect();
+            self.clients.lock().drain(..).map(|c| c.writer).collect();
         for w in writers {
             let _ = w.join();
         }
@@ -177,10 +178,6 @@ impl Drop for CamApp {
     fn drop(&mut self) {
         self.stop_all();
     }
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 fn accept_loop(listener: &TcpListener, stop: &AtomicBool, clients: &Mutex<Vec<Client>>) {
@@ -198,7 +195,7 @@ fn accept_loop(listener: &TcpListener, stop: &AtomicBool, clients: &Mutex<Vec<Cl
                     Ok(Client { frames, writer })
                 })();
                 match spawned {
-                    Ok(client) => lock(clients).push(client),
+                    Ok(client) => clients.lock().push(client),
                     Err(e) => tracing::warn!("CamApp: dropping client {peer}: {e}"),
                 }
             }
@@ -236,7 +233,7 @@ fn frame_loop(
             let line: Arc<str> = line.into();
             // A full queue is a slow reader: it misses this frame. A
             // disconnected one is a writer that ended: the client left.
-            lock(clients).retain(|c| {
+            clients.lock().retain(|c| {
                 !matches!(
                     c.frames.try_send(line.clone()),
                     Err(TrySendError::Disconnected(_))
@@ -279,7 +276,7 @@ mod tests {
     fn serve(led: Arc<Mutex<Option<[f64; 3]>>>, noise_px: f64) -> CamApp {
         CamApp::serve(
             TcpListener::bind("127.0.0.1:0").unwrap(),
-            Box::new(move || *lock(&led)),
+            Box::new(move || *led.lock()),
             CamAppSettings {
                 noise_px,
                 rate_hz: 200.0,
@@ -354,10 +351,10 @@ mod tests {
             "{silent}"
         );
         // 3 m to the side is outside the image: still nothing.
-        *lock(&led) = Some([3.0, 0.0, 0.05]);
+        *led.lock() = Some([3.0, 0.0, 0.05]);
         assert!(reader.read_line(&mut line).is_err() && line.is_empty());
         // In view again: the stream resumes.
-        *lock(&led) = Some([0.0, 0.0, 0.05]);
+        *led.lock() = Some([0.0, 0.0, 0.05]);
         reader
             .get_ref()
             .set_read_timeout(Some(Duration::from_secs(5)))

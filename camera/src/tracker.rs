@@ -15,8 +15,10 @@
 
 use std::io::Read;
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
+
+use parking_lot::{Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -159,7 +161,7 @@ impl Tracker {
 
     #[must_use]
     pub fn stats(&self) -> TrackerStats {
-        *lock(&self.shared.stats)
+        *self.shared.stats.lock()
     }
 
     /// Lines skipped as garbage so far.
@@ -186,7 +188,7 @@ impl Tracker {
     /// [`wait_fresh_async`](Self::wait_fresh_async).
     pub fn wait_fresh(&self, after: Instant, timeout: Duration) -> Result<Fix, TrackerError> {
         let deadline = Instant::now() + timeout;
-        let mut stats = lock(&self.shared.stats);
+        let mut stats = self.shared.stats.lock();
         loop {
             if let Some(fix) = self.latest()
                 && fix.at > after
@@ -197,12 +199,7 @@ impl Tracker {
             if left.is_zero() {
                 return Err(self.no_fix(timeout));
             }
-            stats = self
-                .shared
-                .fresh
-                .wait_timeout(stats, left)
-                .unwrap_or_else(|e| e.into_inner())
-                .0;
+            self.shared.fresh.wait_for(&mut stats, left);
         }
     }
 
@@ -245,10 +242,6 @@ impl Drop for Tracker {
             let _ = t.join();
         }
     }
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// A CamApp line (without its `\n`) as a pixel, or `None` for garbage.
@@ -296,7 +289,7 @@ impl Reader {
                         tracing::info!("CamApp at {} is reachable again", self.address);
                     }
                     failing = false;
-                    lock(&self.shared.stats).connections += 1;
+                    self.shared.stats.lock().connections += 1;
                     let why = self.read(stream);
                     if !self.stopped() {
                         tracing::warn!("CamApp at {}: {why}; reconnecting", self.address);
@@ -411,7 +404,7 @@ impl Reader {
         };
         // Under the stats lock, so a synchronous waiter that has just
         // checked `latest` cannot miss the wake-up.
-        let mut stats = lock(&self.shared.stats);
+        let mut stats = self.shared.stats.lock();
         stats.fixes += 1;
         self.shared.latest.send_replace(Some(fix));
         self.shared.fresh.notify_all();
@@ -419,7 +412,7 @@ impl Reader {
 
     fn garbage(&self, line: &[u8]) {
         let count = {
-            let mut stats = lock(&self.shared.stats);
+            let mut stats = self.shared.stats.lock();
             stats.garbage += 1;
             stats.garbage
         };

@@ -18,6 +18,8 @@ pub const DEFAULT_WARMUP_S: f64 = 8.0;
 pub const DEFAULT_MEASURE_S: f64 = 12.0;
 /// Spacing of the trajectory samples a result carries (s).
 pub const DEFAULT_SAMPLE_INTERVAL_S: f64 = 0.5;
+/// Most walks one evaluation may average.
+pub const MAX_REPEATS: u32 = 64;
 
 /// What is wrong with a motor (thesis C.2.6).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
@@ -147,8 +149,8 @@ impl EvaluationSpec {
         {
             return bad("ground friction", mu, "in (0, 10]");
         }
-        if self.repeats > 100 {
-            return bad("repeats", f64::from(self.repeats), "at most 100");
+        if self.repeats > MAX_REPEATS {
+            return bad("repeats", f64::from(self.repeats), "at most 64");
         }
         Ok(())
     }

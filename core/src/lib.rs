@@ -22,6 +22,8 @@
 //! - [`optimize`]: the optimization configuration of thesis 5.7.2: a robot
 //!   plus `<optimize>` rules, free parameters with bounds and constraint
 //!   expressions, and `apply` from an optimizer's values to a robot.
+//! - [`script`]: transformation scripts of thesis C.2.7 (`<connect>`,
+//!   `<disconnect>`, `<pause>`), read and written.
 //! - [`network`]: CPG network construction for lifelong learning (thesis
 //!   7.4): couplings from the physical graph, loops, the constraints
 //!   algorithm, symmetries, and the relearning optimization.
@@ -41,6 +43,7 @@ pub mod matheval;
 pub mod morphology;
 pub mod network;
 pub mod optimize;
+pub mod script;
 mod xml;
 
 pub use config::{CpgLink, IdAttribute, ModuleConfig, RobotConfig};

@@ -29,16 +29,17 @@
 //!   only exists for emulated robots that run faster than real time.
 
 use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use parking_lot::Mutex;
 use yamor_core::{ModuleId, RobotConfig};
 use yamor_snp::configuration_messages;
 use yamor_snp::{BROADCAST, Frame, FrameDecoder, HOST, SnpFrame, SnpMessage, flags};
 
 use crate::backend::{
-    Backend, BackendKind, BoxFuture, CancelFlag, HostError, Job, Outcome, Point, RobotSource,
+    Backend, BackendKind, BoxFuture, CancelFlag, HostError, Job, Outcome, RobotSource, Sample,
 };
 use crate::session::{RobotLink, SessionFactory};
 use yamor_camera::{PositionSource, TrackerError};
@@ -173,8 +174,8 @@ impl SerialRobot {
         })
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, RobotState> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    fn lock(&self) -> parking_lot::MutexGuard<'_, RobotState> {
+        self.state.lock()
     }
 
     #[must_use]
@@ -223,7 +224,7 @@ impl SerialRobot {
             let (x, y) = position
                 .fix_after(begin, fix_timeout)
                 .map_err(position_lost)?;
-            let start = Point {
+            let start = Sample {
                 t: robot_time(begin),
                 x,
                 y,
@@ -241,7 +242,7 @@ impl SerialRobot {
                 stop.sleep(next.saturating_duration_since(Instant::now()))?;
                 let at = Instant::now();
                 let (x, y) = position.fix_after(at, fix_timeout).map_err(position_lost)?;
-                samples.push(Point {
+                samples.push(Sample {
                     t: robot_time(at),
                     x,
                     y,
@@ -252,9 +253,7 @@ impl SerialRobot {
                 }
             }
             let end = *samples.last().expect("at least two samples");
-            let velocity = (end.x - start.x).hypot(end.y - start.y) / (end.t - start.t).max(1e-9);
-            let mut outcome =
-                Outcome::from_samples(velocity, start, end, samples, job.spec.full_trajectory);
+            let mut outcome = Outcome::from_samples(start, end, samples, job.spec.full_trajectory);
             outcome.simulated = robot_time(Instant::now());
             Ok(outcome)
         })();
@@ -705,17 +704,17 @@ impl RobotLink for SerialLink {
         self.opened.elapsed().as_secs_f64() * self.robot.lock().settings.time_scale
     }
 
-    fn position(&self) -> Point {
+    fn position(&self) -> Sample {
         let t = self.elapsed();
         match &self.robot.position {
             Some(p) => match p.fix_after(
                 Instant::now() - Duration::from_secs(1),
                 Duration::from_secs(1),
             ) {
-                Ok((x, y)) => Point { t, x, y, z: 0.0 },
+                Ok((x, y)) => Sample { t, x, y, z: 0.0 },
                 Err(e) => {
                     tracing::warn!("position: {e}");
-                    Point {
+                    Sample {
                         t,
                         x: f64::NAN,
                         y: f64::NAN,
@@ -723,7 +722,7 @@ impl RobotLink for SerialLink {
                     }
                 }
             },
-            None => Point {
+            None => Sample {
                 t,
                 x: f64::NAN,
                 y: f64::NAN,

@@ -13,10 +13,10 @@ use yamor_proto::v1 as pb;
 use yamor_proto::v1::host_agent_server::HostAgent;
 
 use crate::backend::{
-    Backend, BackendKind, CancelOnDrop, HostError, Job, Outcome, Point, RobotSource, Spec,
+    Backend, BackendKind, CancelOnDrop, HostError, Job, Outcome, RobotSource, Sample, Spec,
 };
 use crate::session::{SessionHost, defect_mode};
-use yamor_sim::Situation;
+use yamor_core::evaluation::{MAX_REPEATS, Situation};
 
 /// The service state shared by all connections.
 pub struct HostService {
@@ -159,17 +159,17 @@ fn spec_from_proto(spec: pb::EvaluationSpec) -> Result<Spec, Status> {
         },
         repeats: match spec.repeats {
             0 => 1,
-            n @ 1..=64 => n,
+            n @ 1..=MAX_REPEATS => n,
             n => {
                 return Err(Status::invalid_argument(format!(
-                    "spec.repeats must be at most 64, got {n}"
+                    "spec.repeats must be at most {MAX_REPEATS}, got {n}"
                 )));
             }
         },
     })
 }
 
-fn point(p: Point) -> pb::Position {
+fn point(p: Sample) -> pb::Position {
     pb::Position {
         t: p.t,
         x: p.x,

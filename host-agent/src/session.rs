@@ -36,13 +36,14 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use tonic::Status;
-use yamor_core::{Connection, Connector, CpgLink, ModuleConfig, ModuleId, RobotConfig};
+use yamor_core::script::{Script, ScriptStep, Step, connection};
+use yamor_core::{Connection, CpgLink, ModuleConfig, ModuleId, RobotConfig};
 use yamor_proto::v1 as pb;
 use yamor_snp::configuration_messages;
 use yamor_snp::limits::{HANDLE_RANGE, MAX_ANGLE_PARAMETER, MAX_SPEED};
 use yamor_snp::{DefectMode, MAX_LINKS, SnpMessage, flags};
 
-use crate::backend::{CancelOnDrop, HostError, Point, RobotSource};
+use crate::backend::{CancelOnDrop, HostError, RobotSource, Sample};
 use crate::service::host_error_to_status;
 
 /// One robot as a session drives it: SNP messages out, replies back, and
@@ -56,7 +57,7 @@ pub trait RobotLink: Send {
     fn elapsed(&self) -> f64;
     /// The robot position: the centre module in a simulator, the LED tracker
     /// on the real robot.
-    fn position(&self) -> Point;
+    fn position(&self) -> Sample;
     /// How upright the robot is (1 as built, −1 upside down), where known.
     fn up(&self) -> Option<f64> {
         None
@@ -600,14 +601,16 @@ impl SessionHost {
         request: pb::RunScriptRequest,
     ) -> Result<pb::SessionState, Status> {
         self.with(move |shared, cancel| {
-            let steps = parse_script(&request.script_xml).map_err(Status::invalid_argument)?;
+            let script = Script::from_xml_str(&request.script_xml)
+                .map_err(|e| Status::invalid_argument(e.to_string()))?;
+            check_pauses(&script)?;
             let (session, ids) = shared.open()?;
             session.supervisor()?;
-            for (line, name, step) in &steps {
+            for ScriptStep { line, step } in &script.steps {
                 session.run_step(&ids, step, cancel).map_err(|e| {
                     Status::new(
                         e.code(),
-                        format!("script_xml:{line}: <{name}>: {}", e.message()),
+                        format!("script_xml:{line}: <{}>: {}", step.element(), e.message()),
                     )
                 })?;
             }
@@ -819,14 +822,6 @@ impl Ids<'_> {
         }
         Ok(out)
     }
-}
-
-/// A step of a transformation, in real ids.
-enum Step {
-    Connect(Connection),
-    Disconnect(ModuleId),
-    /// Seconds.
-    Pause(f64),
 }
 
 impl Session {
@@ -1198,105 +1193,22 @@ fn paced(link: &mut dyn RobotLink, seconds: f64, cancel: &AtomicBool) -> Result<
     }
 }
 
-/// A connection from request fields; errors name `fields`
-/// (from-connector, to-connector, angle).
-fn connection(
-    fields: [&str; 3],
-    id_from: ModuleId,
-    conn_from: &str,
-    id_to: ModuleId,
-    conn_to: &str,
-    angle_deg: f64,
-) -> Result<Connection, String> {
-    let connector = |name: &str, text: &str| -> Result<Connector, String> {
-        text.parse().map_err(|p| format!("{name}: {p}"))
-    };
-    if id_from == id_to {
-        return Err(format!("module {id_from} cannot connect to itself"));
-    }
-    Ok(Connection {
-        id_from,
-        conn_from: connector(fields[0], conn_from)?,
-        id_to,
-        conn_to: connector(fields[1], conn_to)?,
-        angle_deg: Connection::check_angle(angle_deg).map_err(|p| format!("{}: {p}", fields[2]))?,
-    })
-}
-
-/// Parses a C.2.7 transformation script into (line, element, step);
-/// errors name the line and element.
-fn parse_script(text: &str) -> Result<Vec<(u32, String, Step)>, String> {
-    let doc = roxmltree::Document::parse(text).map_err(|e| format!("script_xml: {e}"))?;
-    let root = doc.root_element();
-    if root.tag_name().name() != "script" {
-        return Err(format!(
-            "script_xml:{}: the root element must be <script>, got <{}>",
-            doc.text_pos_at(root.range().start).row,
-            root.tag_name().name()
-        ));
-    }
-    let mut steps = Vec::new();
+/// A script may not sleep longer than one `Sleep` call; the error names the
+/// pause that goes over.
+fn check_pauses(script: &Script) -> Result<(), Status> {
     let mut paused = 0.0;
-    for node in root.children().filter(roxmltree::Node::is_element) {
-        let line = doc.text_pos_at(node.range().start).row;
-        let name = node.tag_name().name();
-        let at = |why: String| format!("script_xml:{line}: <{name}>: {why}");
-        let attr = |key: &str| {
-            node.attribute(key)
-                .ok_or_else(|| at(format!("missing attribute `{key}`")))
-        };
-        let number = |key: &str| -> Result<f64, String> {
-            let text = attr(key)?;
-            text.trim()
-                .parse::<f64>()
-                .ok()
-                .filter(|v| v.is_finite())
-                .ok_or_else(|| at(format!("attribute `{key}`: {text:?} is not a number")))
-        };
-        let id = |key: &str| -> Result<ModuleId, String> {
-            let text = attr(key)?;
-            text.trim()
-                .parse::<ModuleId>()
-                .map_err(|_| at(format!("attribute `{key}`: {text:?} is not a module id")))
-        };
-        let step = match name {
-            "connect" => Step::Connect(
-                connection(
-                    ["connfrom", "connto", "angle"],
-                    id("idfrom")?,
-                    attr("connfrom")?,
-                    id("idto")?,
-                    attr("connto")?,
-                    // The angle may be left out for a straight mating.
-                    if node.has_attribute("angle") {
-                        number("angle")?
-                    } else {
-                        0.0
-                    },
-                )
-                .map_err(at)?,
-            ),
-            "disconnect" => Step::Disconnect(id("id")?),
-            "pause" => {
-                let ms = number("delay")?;
-                if ms < 0.0 {
-                    return Err(at(format!("delay {ms} ms is negative")));
-                }
-                paused += ms / 1000.0;
-                if paused > MAX_SLEEP {
-                    return Err(at(format!("the pauses add up to more than {MAX_SLEEP} s")));
-                }
-                Step::Pause(ms / 1000.0)
-            }
-            other => {
-                return Err(at(format!(
-                    "unknown command <{other}> (connect, disconnect or pause)"
+    for s in &script.steps {
+        if let Step::Pause(seconds) = s.step {
+            paused += seconds;
+            if paused > MAX_SLEEP {
+                return Err(Status::invalid_argument(format!(
+                    "script_xml:{}: <pause>: the pauses add up to more than {MAX_SLEEP} s",
+                    s.line
                 )));
             }
-        };
-        steps.push((line, name.to_owned(), step));
+        }
     }
-    Ok(steps)
+    Ok(())
 }
 
 /// A `DefectMode` off the wire; `field` names it in the error.

@@ -7,11 +7,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use yamor_core::{Connection, ModuleId, Morphology};
 use yamor_sim::robots::ExampleRobot;
-use yamor_sim::{EvaluationSpec, SimError, SimSettings, Simulation, evaluate_in};
+use yamor_sim::{SimError, SimSettings, Simulation, evaluate_cancellable};
 use yamor_snp::{DefectMode, SnpMessage};
 
 use crate::backend::{
-    Backend, BackendKind, BoxFuture, CancelFlag, HostError, Job, Outcome, Point, RobotSource,
+    Backend, BackendKind, BoxFuture, CancelFlag, HostError, Job, Outcome, RobotSource, Sample,
 };
 use crate::session::{RobotLink, SessionFactory, Supervisor};
 
@@ -72,15 +72,6 @@ impl SimBackend {
     }
 }
 
-fn point(s: yamor_sim::evaluate::Sample) -> Point {
-    Point {
-        t: s.t,
-        x: s.x,
-        y: s.y,
-        z: s.z,
-    }
-}
-
 /// The simulated robot as a session drives it: SNP messages go to the
 /// module firmware, time is the simulation's, and the supervisor commands
 /// change the world.
@@ -105,8 +96,10 @@ const CANCEL_CHECK: f64 = 0.1;
 
 /// Every simulator error is about the request (an unknown module, a value
 /// out of range, a refused message, a connection that does not fit) except
-/// a cancellation; the match is exhaustive so a new kind must be placed.
-fn session_error(e: SimError) -> HostError {
+/// a cancellation: retrying it on another host is pointless. The match is
+/// exhaustive so a new kind must be placed. Evaluations and sessions share
+/// it.
+fn sim_error(e: SimError) -> HostError {
     match e {
         SimError::Cancelled(_) => HostError::Cancelled,
         e @ (SimError::UnknownModule(_)
@@ -130,9 +123,9 @@ impl RobotLink for SimLink {
         self.sim.time()
     }
 
-    fn position(&self) -> Point {
+    fn position(&self) -> Sample {
         let p = self.sim.robot_position();
-        Point {
+        Sample {
             t: self.sim.time(),
             x: f64::from(p.x),
             y: f64::from(p.y),
@@ -145,7 +138,7 @@ impl RobotLink for SimLink {
     }
 
     fn send(&mut self, dst: u8, message: &SnpMessage) -> Result<SnpMessage, HostError> {
-        self.sim.deliver(dst, message).map_err(session_error)
+        self.sim.deliver(dst, message).map_err(sim_error)
     }
 
     fn advance(&mut self, seconds: f64, cancel: &AtomicBool) -> Result<(), HostError> {
@@ -172,25 +165,23 @@ impl Supervisor for SimLink {
     }
 
     fn connect(&mut self, connection: Connection) -> Result<(), HostError> {
-        self.sim.connect(connection).map_err(session_error)
+        self.sim.connect(connection).map_err(sim_error)
     }
 
     fn disconnect(&mut self, id: ModuleId) -> Result<(), HostError> {
-        self.sim.disconnect(id).map_err(session_error)
+        self.sim.disconnect(id).map_err(sim_error)
     }
 
     fn set_defect(&mut self, id: ModuleId, mode: DefectMode) -> Result<(), HostError> {
-        self.sim.set_defect(id, mode).map_err(session_error)
+        self.sim.set_defect(id, mode).map_err(sim_error)
     }
 
     fn set_ground_friction(&mut self, mu: f64) -> Result<(), HostError> {
-        self.sim.set_ground_friction(mu).map_err(session_error)
+        self.sim.set_ground_friction(mu).map_err(sim_error)
     }
 
     fn drop_robot(&mut self, height: f64, upside_down: bool) -> Result<(), HostError> {
-        self.sim
-            .drop_robot(height, upside_down)
-            .map_err(session_error)
+        self.sim.drop_robot(height, upside_down).map_err(sim_error)
     }
 
     fn reset(&mut self) -> Result<(), HostError> {
@@ -235,7 +226,7 @@ impl SessionFactory for SimSessions {
         if let Some(mu) = ground_friction {
             settings.ground_friction = mu;
         }
-        let sim = Simulation::new(&morphology, settings).map_err(session_error)?;
+        let sim = Simulation::new(&morphology, settings).map_err(sim_error)?;
         Ok(Box::new(SimLink::new(sim)))
     }
 }
@@ -273,64 +264,18 @@ impl Backend for SimBackend {
         Box::pin(async move {
             let morphology = self.morphology_for(&job.robot)?;
             let gait = job.gait.unwrap_or_else(|| self.gait.clone());
-            let mut settings = self.settings;
-            settings.seed = job.spec.seed;
-            if let Some(mu) = job.spec.ground_friction {
-                settings.ground_friction = mu;
-            }
-            let spec = EvaluationSpec {
-                warmup: job.spec.warmup,
-                measure: job.spec.measure,
-                sample_interval: job.spec.sample_interval,
-            };
-            let keep = job.spec.full_trajectory;
-            let situation = job.spec.situation.clone();
-            let repeats = job.spec.repeats.max(1);
+            let settings = self.settings;
             let flag = cancel.clone();
             // Physics never runs on the async runtime.
-            let evaluation = tokio::task::spawn_blocking(move || {
-                let mut first = evaluate_in(&morphology, &gait, settings, spec, &situation, &flag)?;
-                // The first walk's trajectory stands for all; the velocity
-                // is the mean.
-                for k in 1..repeats {
-                    let mut again = settings;
-                    again.seed = settings.seed.wrapping_add(u64::from(k));
-                    let e = evaluate_in(&morphology, &gait, again, spec, &situation, &flag)?;
-                    first.velocity += e.velocity;
-                    first.physics_steps += e.physics_steps;
-                    first.wall_time += e.wall_time;
-                }
-                first.velocity /= f64::from(repeats);
-                Ok(first)
+            let outcome = tokio::task::spawn_blocking(move || {
+                evaluate_cancellable(&morphology, &gait, settings, &job.spec, &flag)
             })
             .await
-            .map_err(|e| HostError::Failed(format!("simulation thread: {e}")))?;
-            let evaluation = match evaluation {
-                Ok(e) => e,
-                Err(SimError::Cancelled(_)) => return Err(HostError::Cancelled),
-                Err(
-                    e @ (SimError::UnknownModule(_)
-                    | SimError::IdOutOfRange(_)
-                    | SimError::GaitModuleNotInMorphology(_)
-                    | SimError::OutOfRange { .. }
-                    | SimError::Refused { .. }),
-                ) => return Err(HostError::InvalidJob(e.to_string())),
-                Err(e) => return Err(HostError::Failed(e.to_string())),
-            };
+            .map_err(|e| HostError::Failed(format!("simulation thread: {e}")))?
+            .map_err(sim_error)?;
             if cancel.load(Ordering::Relaxed) {
                 return Err(HostError::Cancelled);
             }
-            let samples = evaluation.trajectory.iter().copied().map(point).collect();
-            let mut outcome = Outcome::from_samples(
-                evaluation.velocity,
-                point(evaluation.start),
-                point(evaluation.end),
-                samples,
-                keep,
-            );
-            outcome.simulated = evaluation.end.t;
-            outcome.wall = evaluation.wall_time;
-            outcome.physics_steps = evaluation.physics_steps;
             Ok(outcome)
         })
     }

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use tonic::Code;
 use yamor_core::{Connection, Connector, ModuleId, RobotConfig};
-use yamor_host_agent::backend::{BoxFuture, CancelFlag, Point};
+use yamor_host_agent::backend::{BoxFuture, CancelFlag, Sample};
 use yamor_host_agent::session::{RobotLink, SessionFactory, Supervisor};
 use yamor_host_agent::sim::SimBackend;
 use yamor_host_agent::{Backend, BackendKind, HostError, HostService, Job, Outcome};
@@ -955,10 +955,10 @@ impl RobotLink for RecordingLink {
         self.time
     }
 
-    fn position(&self) -> Point {
-        Point {
+    fn position(&self) -> Sample {
+        Sample {
             t: self.time,
-            ..Point::default()
+            ..Sample::default()
         }
     }
 

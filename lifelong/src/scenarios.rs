@@ -22,6 +22,7 @@ use anyhow::{Context, Result};
 use clap::Args;
 use plotters::prelude::*;
 use yamor_core::network::Limit;
+use yamor_core::script::{Script, Step};
 use yamor_core::{Connection, Connector, Morphology, RobotConfig};
 use yamor_host_agent::HostService;
 use yamor_host_agent::sim::SimBackend;
@@ -104,26 +105,11 @@ fn transformation() -> Vec<Connection> {
 }
 
 fn detach_script(moves: &[Connection]) -> String {
-    let mut s = String::from("<script>\n");
-    for c in moves {
-        s += &format!("  <disconnect id=\"{}\"/>\n", c.id_from);
-    }
-    s + "</script>\n"
+    Script::new(moves.iter().map(|c| Step::Disconnect(c.id_from))).to_xml_string()
 }
 
 fn attach_script(moves: &[Connection]) -> String {
-    let mut s = String::from("<script>\n");
-    for c in moves {
-        s += &format!(
-            "  <connect idfrom=\"{}\" connfrom=\"{}\" idto=\"{}\" connto=\"{}\" angle=\"{}\"/>\n",
-            c.id_from,
-            c.conn_from.as_str(),
-            c.id_to,
-            c.conn_to.as_str(),
-            c.angle_deg
-        );
-    }
-    s + "</script>\n"
+    Script::new(moves.iter().cloned().map(Step::Connect)).to_xml_string()
 }
 
 /// The morphology after `moves`, as the robot knows it (7.3: physical

@@ -1,149 +1,45 @@
 //! Gait evaluation as in thesis 6.2.1: the robot walks, and its velocity is
 //! the straight-line distance in the ground plane travelled by the central
-//! module between the end of the warm-up (8 s) and the end of the walk,
-//! divided by that time span.
+//! module between the end of the warm-up and the end of the walk, divided by
+//! that time span. The spec, the samples, the formula and the outcome are
+//! `yamor_core::evaluation`'s; this module only walks.
 
 use crate::sim::{SimError, SimSettings, Simulation};
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
-use yamor_core::{ModuleId, Morphology, RobotConfig};
-use yamor_snp::{DefectMode, SnpMessage, flags};
+use std::time::Instant;
+use yamor_core::evaluation::{EvaluationSpec, Outcome, Sample, Situation};
+use yamor_core::{Morphology, RobotConfig};
+use yamor_snp::{SnpMessage, flags};
 
-/// The state of the world a walk starts in, beyond the robot and its gait:
-/// what lifelong learning (thesis 7.5) must reproduce on every evaluation
-/// host to relearn for the robot as it now is.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Situation {
-    /// The robot starts upside down (dropped from a few centimetres).
-    pub upside_down: bool,
-    /// Motor defects (C.2.6).
-    pub defects: Vec<(ModuleId, DefectMode)>,
-    /// Modules whose CPG node is dead: their oscillators are switched off
-    /// and their joints hold the angle the oscillator stopped at.
-    pub dead_cpg: Vec<ModuleId>,
-}
-
-impl Situation {
-    /// Brings a freshly configured `sim` into this situation.
-    pub fn apply(&self, sim: &mut Simulation) -> Result<(), SimError> {
-        for &(id, mode) in &self.defects {
-            sim.set_defect(id, mode)?;
-        }
-        for &id in &self.dead_cpg {
-            let wire = u8::try_from(id).map_err(|_| SimError::IdOutOfRange(id))?;
-            sim.deliver(
-                wire,
-                &SnpMessage::Control {
-                    on: 0,
-                    off: flags::CPG,
-                },
-            )?;
-        }
-        if self.upside_down {
-            sim.drop_robot(0.02, true)?;
-        }
-        Ok(())
+/// Brings a freshly configured `sim` into `situation`.
+pub fn enter(sim: &mut Simulation, situation: &Situation) -> Result<(), SimError> {
+    for &(id, mode) in &situation.defects {
+        sim.set_defect(id, mode)?;
     }
-}
-
-/// When to measure.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct EvaluationSpec {
-    /// Time for messages to arrive and the CPG to converge (s).
-    pub warmup: f64,
-    /// Length of the measured window (s).
-    pub measure: f64,
-    /// Trajectory sampling interval (s); 0 records every tick.
-    pub sample_interval: f64,
-}
-
-impl Default for EvaluationSpec {
-    /// The thesis' quadruped protocol: 8 s warm-up, 12 s measured.
-    fn default() -> Self {
-        Self {
-            warmup: 8.0,
-            measure: 12.0,
-            sample_interval: 0.01,
-        }
+    for &id in &situation.dead_cpg {
+        let wire = u8::try_from(id).map_err(|_| SimError::IdOutOfRange(id))?;
+        sim.deliver(
+            wire,
+            &SnpMessage::Control {
+                on: 0,
+                off: flags::CPG,
+            },
+        )?;
     }
+    if situation.upside_down {
+        sim.drop_robot(0.02, true)?;
+    }
+    Ok(())
 }
 
-impl EvaluationSpec {
-    /// A spec whose walk lasts `seconds` in total, with the default warm-up.
-    pub fn lasting(seconds: f64) -> Result<Self, SimError> {
-        let spec = Self {
-            measure: seconds - Self::default().warmup,
-            ..Self::default()
-        };
-        spec.check()?;
-        Ok(spec)
+/// Writes a trajectory as CSV with a header (`t,x,y,z`, SI units).
+pub fn write_trajectory_csv(samples: &[Sample], mut out: impl Write) -> std::io::Result<()> {
+    writeln!(out, "t,x,y,z")?;
+    for s in samples {
+        writeln!(out, "{:.4},{:.6},{:.6},{:.6}", s.t, s.x, s.y, s.z)?;
     }
-
-    fn check(&self) -> Result<(), SimError> {
-        let bad = |name, value, expected| {
-            Err(SimError::OutOfRange {
-                name,
-                value,
-                expected,
-            })
-        };
-        if !(self.warmup >= 0.0 && self.warmup <= 3600.0) {
-            return bad("warm-up", self.warmup, "in [0, 3600] s");
-        }
-        if !(self.measure > 0.0 && self.measure <= 36000.0) {
-            return bad(
-                "measured window",
-                self.measure,
-                "in (0, 36000] s (the walk must last longer than the 8 s warm-up)",
-            );
-        }
-        if !(self.sample_interval >= 0.0 && self.sample_interval.is_finite()) {
-            return bad("sample interval", self.sample_interval, "finite and >= 0 s");
-        }
-        Ok(())
-    }
-}
-
-/// One trajectory sample of the central module.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Sample {
-    pub t: f64,
-    pub x: f64,
-    pub y: f64,
-    pub z: f64,
-}
-
-/// The outcome of one walk.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Evaluation {
-    /// Planar velocity (m/s) over the measured window.
-    pub velocity: f64,
-    /// Planar distance (m) over the measured window.
-    pub distance: f64,
-    pub start: Sample,
-    pub end: Sample,
-    pub trajectory: Vec<Sample>,
-    pub physics_steps: u64,
-    /// Wall-clock time spent simulating (not part of the result's identity).
-    pub wall_time: Duration,
-}
-
-impl Evaluation {
-    /// Simulated seconds per wall-clock second.
-    #[must_use]
-    pub fn real_time_factor(&self) -> f64 {
-        self.end.t / self.wall_time.as_secs_f64().max(1e-9)
-    }
-
-    /// Writes the trajectory as CSV with a header (`t,x,y,z`, SI units).
-    pub fn write_csv(&self, mut out: impl Write) -> std::io::Result<()> {
-        writeln!(out, "t,x,y,z")?;
-        for s in &self.trajectory {
-            writeln!(out, "{:.4},{:.6},{:.6},{:.6}", s.t, s.x, s.y, s.z)?;
-        }
-        Ok(())
-    }
+    Ok(())
 }
 
 fn sample(sim: &Simulation) -> Sample {
@@ -156,13 +52,17 @@ fn sample(sim: &Simulation) -> Sample {
     }
 }
 
-/// Builds the robot, configures the gait over SNP at t = 0, walks and measures.
+/// Builds the robot, configures the gait over SNP at t = 0, walks and
+/// measures as `spec` says. The spec's seed and ground friction (when it
+/// names one) override `settings`; with `repeats > 1` the velocity is the
+/// mean over seeds `seed`, `seed + 1`, … and the first walk's trajectory
+/// stands for all.
 pub fn evaluate(
     morphology: &Morphology,
     gait: &RobotConfig,
     settings: SimSettings,
-    spec: EvaluationSpec,
-) -> Result<Evaluation, SimError> {
+    spec: &EvaluationSpec,
+) -> Result<Outcome, SimError> {
     evaluate_cancellable(morphology, gait, settings, spec, &AtomicBool::new(false))
 }
 
@@ -172,37 +72,49 @@ pub fn evaluate(
 pub fn evaluate_cancellable(
     morphology: &Morphology,
     gait: &RobotConfig,
-    settings: SimSettings,
-    spec: EvaluationSpec,
+    mut settings: SimSettings,
+    spec: &EvaluationSpec,
     cancel: &AtomicBool,
-) -> Result<Evaluation, SimError> {
-    evaluate_in(
-        morphology,
-        gait,
-        settings,
-        spec,
-        &Situation::default(),
-        cancel,
-    )
+) -> Result<Outcome, SimError> {
+    spec.check().map_err(|e| SimError::OutOfRange {
+        name: e.field,
+        value: e.value,
+        expected: e.expected,
+    })?;
+    settings.seed = spec.seed;
+    if let Some(mu) = spec.ground_friction {
+        settings.ground_friction = mu;
+    }
+    let repeats = spec.repeats.max(1);
+    let mut outcome = walk(morphology, gait, settings, spec, cancel)?;
+    let mut velocity_sum = outcome.velocity;
+    for k in 1..repeats {
+        let mut again = settings;
+        again.seed = settings.seed.wrapping_add(u64::from(k));
+        let other = walk(morphology, gait, again, spec, cancel)?;
+        velocity_sum += other.velocity;
+        outcome.physics_steps += other.physics_steps;
+        outcome.wall += other.wall;
+        outcome.simulated += other.simulated;
+    }
+    outcome.velocity = velocity_sum / f64::from(repeats);
+    Ok(outcome)
 }
 
-/// [`evaluate_cancellable`] starting from `situation` instead of a healthy
-/// robot standing on its feet.
-pub fn evaluate_in(
+/// One walk from `spec.situation`.
+fn walk(
     morphology: &Morphology,
     gait: &RobotConfig,
     settings: SimSettings,
-    spec: EvaluationSpec,
-    situation: &Situation,
+    spec: &EvaluationSpec,
     cancel: &AtomicBool,
-) -> Result<Evaluation, SimError> {
-    spec.check()?;
+) -> Result<Outcome, SimError> {
     let check_every = ((0.1 / settings.dt).ceil() as u64).max(1);
     let started = Instant::now();
     let mut sim = Simulation::new(morphology, settings)?;
     sim.configure(gait)?;
-    situation.apply(&mut sim)?;
-    let total = spec.warmup + spec.measure;
+    enter(&mut sim, &spec.situation)?;
+    let total = spec.walk_seconds();
     let mut trajectory = vec![sample(&sim)];
     let mut start = None;
     let mut next_sample = spec.sample_interval;
@@ -224,14 +136,9 @@ pub fn evaluate_in(
         trajectory.push(end);
     }
     let start = start.unwrap_or(trajectory[0]);
-    let distance = (end.x - start.x).hypot(end.y - start.y);
-    Ok(Evaluation {
-        velocity: distance / (end.t - start.t).max(f64::EPSILON),
-        distance,
-        start,
-        end,
-        trajectory,
-        physics_steps: sim.ticks(),
-        wall_time: started.elapsed(),
-    })
+    let mut outcome = Outcome::from_samples(start, end, trajectory, spec.full_trajectory);
+    outcome.simulated = end.t;
+    outcome.wall = started.elapsed();
+    outcome.physics_steps = sim.ticks();
+    Ok(outcome)
 }

@@ -28,7 +28,5 @@ pub mod robots;
 pub mod serial_robot;
 pub mod sim;
 
-pub use evaluate::{
-    Evaluation, EvaluationSpec, Situation, evaluate, evaluate_cancellable, evaluate_in,
-};
+pub use evaluate::{evaluate, evaluate_cancellable, write_trajectory_csv};
 pub use sim::{SimError, SimSettings, Simulation};

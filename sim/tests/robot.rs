@@ -1,9 +1,10 @@
 //! Behaviour of the simulated robot: servo, firmware, walking, determinism,
 //! supervisor commands.
 
+use yamor_core::evaluation::EvaluationSpec;
 use yamor_core::{Connection, Connector, Morphology, RobotConfig};
 use yamor_sim::robots::ExampleRobot;
-use yamor_sim::{EvaluationSpec, SimError, SimSettings, Simulation, evaluate};
+use yamor_sim::{SimError, SimSettings, Simulation, evaluate};
 use yamor_snp::{BROADCAST, DefectMode, SnpMessage, flags};
 
 fn example(name: &str) -> (Morphology, RobotConfig) {
@@ -196,7 +197,7 @@ fn quadruped_reference_gait_walks_at_least_2_cm_per_s() {
         &morphology,
         &gait,
         SimSettings::default(),
-        EvaluationSpec::default(),
+        &EvaluationSpec::default(),
     )
     .unwrap();
     assert!(
@@ -214,7 +215,7 @@ fn snake_moves_with_its_appendix_a_parameters() {
         &morphology,
         &gait,
         SimSettings::default(),
-        EvaluationSpec::default(),
+        &EvaluationSpec::default(),
     )
     .unwrap();
     assert!(
@@ -232,14 +233,14 @@ fn every_example_robot_builds_and_stays_finite() {
             warmup: 1.0,
             measure: 4.0,
             sample_interval: 0.1,
+            full_trajectory: true,
+            ..EvaluationSpec::default()
         };
-        let evaluation = evaluate(&morphology, &gait, SimSettings::default(), spec).unwrap();
+        let evaluation = evaluate(&morphology, &gait, SimSettings::default(), &spec).unwrap();
         assert!(evaluation.velocity.is_finite(), "{name}");
+        assert!(!evaluation.samples.is_empty(), "{name}");
         assert!(
-            evaluation
-                .trajectory
-                .iter()
-                .all(|s| s.z > -0.01 && s.z < 0.5),
+            evaluation.samples.iter().all(|s| s.z > -0.01 && s.z < 0.5),
             "{name}"
         );
     }
@@ -248,19 +249,18 @@ fn every_example_robot_builds_and_stays_finite() {
 #[test]
 fn same_robot_gait_and_seed_give_the_same_trajectory_bit_for_bit() {
     let (morphology, gait) = example("quadruped");
-    let spec = EvaluationSpec {
-        warmup: 2.0,
-        measure: 4.0,
-        sample_interval: 0.0,
-    };
     let run = |seed| {
-        let settings = SimSettings {
+        let spec = EvaluationSpec {
+            warmup: 2.0,
+            measure: 4.0,
+            sample_interval: 0.0,
+            full_trajectory: true,
             seed,
-            ..SimSettings::default()
+            ..EvaluationSpec::default()
         };
-        evaluate(&morphology, &gait, settings, spec)
+        evaluate(&morphology, &gait, SimSettings::default(), &spec)
             .unwrap()
-            .trajectory
+            .samples
     };
     let (a, b) = (run(7), run(7));
     assert!(a.iter().zip(&b).all(|(p, q)| p.x.to_bits() == q.x.to_bits()

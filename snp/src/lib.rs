@@ -239,36 +239,26 @@ pub enum BridgeMessage {
     Error { code: u8, message: String },
 }
 
-/// Simulated motor defect (thesis C.2.6).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-pub enum DefectMode {
-    #[default]
-    Healthy,
-    /// Servo unpowered: the joint swings freely.
-    Limp,
-    /// Servo blocked where it is.
-    Stuck,
+pub use yamor_core::evaluation::DefectMode;
+
+/// Wire code of a defect mode: 0 healthy, 1 limp, 2 stuck.
+#[must_use]
+pub fn defect_code(mode: DefectMode) -> u8 {
+    match mode {
+        DefectMode::Healthy => 0,
+        DefectMode::Limp => 1,
+        DefectMode::Stuck => 2,
+    }
 }
 
-impl DefectMode {
-    /// Wire code: 0 healthy, 1 limp, 2 stuck.
-    #[must_use]
-    pub fn code(self) -> u8 {
-        match self {
-            DefectMode::Healthy => 0,
-            DefectMode::Limp => 1,
-            DefectMode::Stuck => 2,
-        }
-    }
-
-    #[must_use]
-    pub fn from_code(code: u8) -> Option<Self> {
-        match code {
-            0 => Some(DefectMode::Healthy),
-            1 => Some(DefectMode::Limp),
-            2 => Some(DefectMode::Stuck),
-            _ => None,
-        }
+/// The defect mode of a wire code, `None` for an unknown code.
+#[must_use]
+pub fn defect_from_code(code: u8) -> Option<DefectMode> {
+    match code {
+        0 => Some(DefectMode::Healthy),
+        1 => Some(DefectMode::Limp),
+        2 => Some(DefectMode::Stuck),
+        _ => None,
     }
 }
 
@@ -600,7 +590,7 @@ impl BridgeMessage {
             }
             BridgeMessage::DefectMotor { id, mode } => {
                 w.u8(*id);
-                w.u8(mode.code());
+                w.u8(defect_code(*mode));
             }
             BridgeMessage::SetPacing { real_time } => w.bool(*real_time),
             BridgeMessage::Position { x, y, z } => {
@@ -834,8 +824,7 @@ fn decode_bridge(kind: u8, body: &[u8]) -> Result<BridgeMessage, DecodeError> {
         },
         DEFECT_MOTOR => {
             let id = r.u8()?;
-            let mode =
-                DefectMode::from_code(r.u8()?).ok_or_else(|| r.bad("unknown defect mode"))?;
+            let mode = defect_from_code(r.u8()?).ok_or_else(|| r.bad("unknown defect mode"))?;
             BridgeMessage::DefectMotor { id, mode }
         }
         SET_PACING => BridgeMessage::SetPacing {

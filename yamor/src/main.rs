@@ -5,9 +5,10 @@ use anyhow::{Context, Result, bail};
 use clap::{Args, Parser, Subcommand};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
+use yamor_core::evaluation::EvaluationSpec;
 use yamor_core::{Morphology, RobotConfig};
 use yamor_sim::robots::{EXAMPLES, ExampleRobot};
-use yamor_sim::{EvaluationSpec, SimSettings, evaluate};
+use yamor_sim::{SimSettings, evaluate, write_trajectory_csv};
 
 #[derive(Parser)]
 #[command(name = "yamor", version, about = "Teach modular YaMoR robots to walk")]
@@ -277,11 +278,17 @@ fn main() -> Result<()> {
 
 fn sim(args: SimArgs) -> Result<()> {
     let (morphology, gait) = args.robot.load()?;
-    let spec = EvaluationSpec::lasting(args.seconds)?;
-    let evaluation = evaluate(&morphology, &gait, args.robot.settings(), spec)?;
+    let settings = args.robot.settings();
+    let spec = EvaluationSpec {
+        seed: settings.seed,
+        sample_interval: 0.01,
+        full_trajectory: true,
+        ..EvaluationSpec::lasting(args.seconds)?
+    };
+    let evaluation = evaluate(&morphology, &gait, settings, &spec)?;
     let file = std::fs::File::create(&args.csv)
         .with_context(|| format!("creating {}", args.csv.display()))?;
-    evaluation.write_csv(std::io::BufWriter::new(file))?;
+    write_trajectory_csv(&evaluation.samples, std::io::BufWriter::new(file))?;
     println!(
         "velocity {:.4} m/s ({:.2} cm/s): {:.3} m from t={:.1}s to t={:.1}s",
         evaluation.velocity,
@@ -293,7 +300,7 @@ fn sim(args: SimArgs) -> Result<()> {
     println!(
         "{} physics steps in {:.3} s wall: {:.0}x real time; trajectory in {}",
         evaluation.physics_steps,
-        evaluation.wall_time.as_secs_f64(),
+        evaluation.wall.as_secs_f64(),
         evaluation.real_time_factor(),
         args.csv.display()
     );
@@ -323,7 +330,11 @@ fn bench(args: BenchArgs) -> Result<()> {
     }
     let example = ExampleRobot::named("quadruped").expect("embedded");
     let (morphology, gait) = (example.morphology()?, example.gait()?);
-    let spec = EvaluationSpec::lasting(args.seconds)?;
+    // Sampled as the old fine-grained trajectory was, so figures stay comparable.
+    let spec = EvaluationSpec {
+        sample_interval: 0.01,
+        ..EvaluationSpec::lasting(args.seconds)?
+    };
     let settings = SimSettings::default();
     println!(
         "quadruped, {} s walk, dt = {:.5} s, one core, {} runs",
@@ -333,7 +344,7 @@ fn bench(args: BenchArgs) -> Result<()> {
     let mut last = None;
     for _ in 0..args.runs {
         let started = Instant::now();
-        let evaluation = evaluate(&morphology, &gait, settings, spec)?;
+        let evaluation = evaluate(&morphology, &gait, settings, &spec)?;
         times.push(started.elapsed().as_secs_f64());
         last = Some(evaluation);
     }
@@ -357,7 +368,7 @@ fn bench(args: BenchArgs) -> Result<()> {
         dt: settings.dt / 2.0,
         ..settings
     };
-    let fine = evaluate(&morphology, &gait, half, spec)?;
+    let fine = evaluate(&morphology, &gait, half, &spec)?;
     println!(
         "gait at dt: {:.2} cm/s; at dt/2: {:.2} cm/s (ratio {:.3}); final position differs by {:.1} mm",
         evaluation.velocity * 100.0,
