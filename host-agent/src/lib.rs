@@ -4,8 +4,9 @@
 //!
 //! # Layout
 //! - [`backend`]: the [`Backend`] trait and the domain types of a job.
-//! - [`sim`]: the simulation backend (fresh rapier world per evaluation, on a
-//!   blocking thread, cancellable).
+//! - `sim` (feature `sim`, on by default): the simulation backend (fresh
+//!   rapier world per evaluation, on a blocking thread, cancellable); a
+//!   real-robot host built without it links no physics engine.
 //! - [`expr`]: the expression backend: a MathEval expression of the
 //!   parameters, with an optional delay; the zero-cost host for testing and
 //!   benchmarking schedulers and optimizers.
@@ -26,6 +27,7 @@ pub mod serial;
 pub mod server;
 pub mod service;
 pub mod session;
+#[cfg(feature = "sim")]
 pub mod sim;
 
 pub use backend::{Backend, BackendKind, HostError, Job, Outcome, RobotSource, Spec};

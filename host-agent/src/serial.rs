@@ -396,8 +396,8 @@ impl RobotState {
             match self.exchange(dst, message, timeout, stop)? {
                 Some(SnpMessage::Nack { code, .. }) => {
                     return Err(HostError::InvalidJob(format!(
-                        "module {dst} refused {} (nack code {code})",
-                        kind_name(message)
+                        "module {dst} refused the {} message (nack code {code})",
+                        message.name()
                     )));
                 }
                 Some(_) => return Ok(()),
@@ -405,8 +405,8 @@ impl RobotState {
             }
         }
         Err(HostError::Failed(format!(
-            "module {dst} did not answer {} after {} attempts of {timeout} s; is it powered and in the Bluetooth network?",
-            kind_name(message),
+            "module {dst} did not answer the {} message after {} attempts of {timeout} s; is it powered and in the Bluetooth network?",
+            message.name(),
             self.settings.retries + 1
         )))
     }
@@ -580,18 +580,6 @@ fn answers(frame: &SnpFrame, dst: u8, message: &SnpMessage) -> bool {
     }
 }
 
-fn kind_name(message: &SnpMessage) -> &'static str {
-    match message {
-        SnpMessage::BluetoothConnect { .. } => "a Bluetooth connection",
-        SnpMessage::LimitAngles { .. } => "its limit angles",
-        SnpMessage::Control { .. } => "a control message",
-        SnpMessage::CpgStructure { .. } => "its CPG structure",
-        SnpMessage::CpgParams { .. } => "its CPG parameters",
-        SnpMessage::QueryState => "a state query",
-        _ => "a reply",
-    }
-}
-
 fn wire_id(id: ModuleId) -> Result<u8, HostError> {
     u8::try_from(id).ok().filter(|&w| w < HOST).ok_or_else(|| {
         HostError::InvalidJob(format!(
@@ -754,8 +742,8 @@ impl RobotLink for SerialLink {
             state.stats.retries += 1;
         }
         Err(HostError::Failed(format!(
-            "module {dst} did not answer {}",
-            kind_name(message)
+            "module {dst} did not answer the {} message",
+            message.name()
         )))
     }
 

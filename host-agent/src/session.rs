@@ -906,7 +906,7 @@ impl Session {
         match self.link.send(dst, message).map_err(status)? {
             SnpMessage::Nack { code, .. } => Err(Status::invalid_argument(format!(
                 "module {real} refused the {} message: {}",
-                message_name(message),
+                message.name(),
                 nack_reason(code)
             ))),
             _ => Ok(()),
@@ -1120,18 +1120,6 @@ fn check_module(m: &ModuleConfig) -> Result<(), String> {
         }
     }
     Ok(())
-}
-
-fn message_name(message: &SnpMessage) -> &'static str {
-    match message {
-        SnpMessage::BluetoothConnect { .. } => "Bluetooth connect",
-        SnpMessage::LimitAngles { .. } => "limit angles",
-        SnpMessage::Control { .. } => "control",
-        SnpMessage::CpgStructure { .. } => "CPG structure",
-        SnpMessage::CpgParams { .. } => "CPG parameters",
-        SnpMessage::QueryState => "query state",
-        SnpMessage::Ack { .. } | SnpMessage::Nack { .. } | SnpMessage::State { .. } => "reply",
-    }
 }
 
 /// The firmware's `NackCode`s in words.

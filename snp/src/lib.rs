@@ -439,6 +439,22 @@ fn truncate_utf8(s: &str, max: usize) -> &str {
 }
 
 impl SnpMessage {
+    /// The message's name in words, for logs and errors.
+    #[must_use]
+    pub fn name(&self) -> &'static str {
+        match self {
+            SnpMessage::BluetoothConnect { .. } => "Bluetooth connect",
+            SnpMessage::LimitAngles { .. } => "limit angles",
+            SnpMessage::Control { .. } => "control",
+            SnpMessage::CpgStructure { .. } => "CPG structure",
+            SnpMessage::CpgParams { .. } => "CPG parameters",
+            SnpMessage::QueryState => "query state",
+            SnpMessage::Ack { .. } => "acknowledgement",
+            SnpMessage::Nack { .. } => "refusal",
+            SnpMessage::State { .. } => "state",
+        }
+    }
+
     /// The kind byte.
     #[must_use]
     pub fn kind(&self) -> u8 {
