@@ -24,13 +24,24 @@ use std::sync::mpsc::{Receiver, SyncSender, TrySendError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use crate::model::CameraModel;
+use crate::model::{CameraModel, LED_HEIGHT};
 use parking_lot::Mutex;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 /// Where the LED is now (world metres), or `None` when it is dark.
 pub type LedSource = Box<dyn Fn() -> Option<[f64; 3]> + Send + Sync>;
+
+/// An LED `radius` m around the origin at [`LED_HEIGHT`], circling at
+/// 0.3 rad/s (a turn in about 21 s) from now.
+#[must_use]
+pub fn circling(radius: f64) -> LedSource {
+    let started = Instant::now();
+    Box::new(move || {
+        let t = started.elapsed().as_secs_f64() * 0.3;
+        Some([radius * t.cos(), radius * t.sin(), LED_HEIGHT])
+    })
+}
 
 /// Why the emulated CamApp did not start.
 #[derive(Debug, thiserror::Error)]
@@ -39,6 +50,11 @@ pub enum CamAppError {
     Settings(String),
     #[error("CamApp: {0}")]
     Io(#[from] std::io::Error),
+    #[error("binding {address}: {error}")]
+    Bind {
+        address: SocketAddr,
+        error: std::io::Error,
+    },
 }
 
 /// How the emulated camera behaves.
@@ -67,6 +83,17 @@ impl Default for CamAppSettings {
 }
 
 impl CamAppSettings {
+    /// The default rate with this camera, noise (px) and seed.
+    #[must_use]
+    pub fn new(model: CameraModel, noise_px: f64, seed: u64) -> Self {
+        CamAppSettings {
+            model,
+            noise_px,
+            seed,
+            ..CamAppSettings::default()
+        }
+    }
+
     fn check(&self) -> Result<(), CamAppError> {
         if !(self.noise_px.is_finite() && self.noise_px >= 0.0) {
             return Err(CamAppError::Settings(format!(
@@ -111,6 +138,17 @@ pub struct CamApp {
 }
 
 impl CamApp {
+    /// Binds `address` (port 0: any free port) and [serves](Self::serve) there.
+    pub fn bind(
+        address: SocketAddr,
+        led: LedSource,
+        settings: CamAppSettings,
+    ) -> Result<Self, CamAppError> {
+        let listener =
+            TcpListener::bind(address).map_err(|error| CamAppError::Bind { address, error })?;
+        Self::serve(listener, led, settings)
+    }
+
     /// Serves frames of `led` on `listener` until shut down.
     pub fn serve(
         listener: TcpListener,
@@ -418,6 +456,34 @@ mod tests {
             .err()
             .unwrap();
             assert!(matches!(error, CamAppError::Settings(_)), "{error}");
+        }
+    }
+
+    #[test]
+    fn binding_a_taken_address_names_it() {
+        let taken = TcpListener::bind("127.0.0.1:0").unwrap();
+        let address = taken.local_addr().unwrap();
+        let error = CamApp::bind(address, circling(1.0), CamAppSettings::default())
+            .err()
+            .unwrap();
+        assert!(
+            error
+                .to_string()
+                .starts_with(&format!("binding {address}: ")),
+            "{error}"
+        );
+        let any = "127.0.0.1:0".parse().unwrap();
+        let server = CamApp::bind(any, circling(1.0), CamAppSettings::default()).unwrap();
+        assert_ne!(server.address().port(), 0);
+    }
+
+    #[test]
+    fn the_circling_led_keeps_its_radius_and_height() {
+        let led = circling(2.0);
+        for _ in 0..3 {
+            let [x, y, z] = led().unwrap();
+            assert!((x.hypot(y) - 2.0).abs() < 1e-9, "({x}, {y})");
+            assert_eq!(z, LED_HEIGHT);
         }
     }
 

@@ -13,10 +13,14 @@
 //!   garbage, the latest fix for sync and async callers.
 //! - [`camapp`]: an emulated CamApp streaming a [`CameraModel`]'s view of an
 //!   LED, with seeded pixel noise.
+//! - [`survey`]: the procedures of `yamor camera`: camera model, sample and
+//!   point files; measuring floor points with a [`Tracker`]; calibrating
+//!   with a residual report; watching and recording the tracker.
 //! - [`PositionSource`]: what a real-robot host asks for a position.
 
 pub mod camapp;
 pub mod model;
+pub mod survey;
 pub mod tracker;
 
 use std::time::{Duration, Instant};

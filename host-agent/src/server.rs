@@ -5,9 +5,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::net::TcpListener;
-use tokio_stream::wrappers::TcpListenerStream;
 use tonic::Code;
-use yamor_proto::transport::{self, ClientSecurity, RequireToken, ServerSecurity, TransportError};
+use yamor_proto::transport::{self, ClientSecurity, ServerSecurity, TransportError};
 use yamor_proto::v1 as pb;
 use yamor_proto::v1::host_agent_server::HostAgentServer;
 use yamor_proto::v1::organizer_client::OrganizerClient;
@@ -23,24 +22,11 @@ pub async fn serve(
     security: ServerSecurity,
     shutdown: impl Future<Output = ()> + Send,
 ) -> Result<(), TransportError> {
-    transport::check_exposure(listener.local_addr()?, &security)?;
-    let (health, health_service) = tonic_health::server::health_reporter();
-    health
-        .set_serving::<HostAgentServer<Arc<HostService>>>()
-        .await;
     let halt = service.clone();
     let host = HostAgentServer::from_arc(service)
         .max_decoding_message_size(64 << 20)
         .max_encoding_message_size(64 << 20);
-    transport::server(&security)?
-        .add_service(health_service)
-        .add_service(transport::reflection(&security)?)
-        .add_service(tonic::service::interceptor::InterceptedService::new(
-            host,
-            RequireToken::new(security.token.clone()),
-        ))
-        .serve_with_incoming_shutdown(TcpListenerStream::new(listener), shutdown)
-        .await?;
+    transport::serve(listener, &security, host, shutdown).await?;
     halt.halt().await;
     Ok(())
 }

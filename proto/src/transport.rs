@@ -237,6 +237,46 @@ pub fn server(security: &ServerSecurity) -> Result<Server, TransportError> {
     Ok(builder)
 }
 
+/// Serves `service` on `listener` until `shutdown` resolves, as every yamor
+/// server does: behind the token, beside an open health service (reporting
+/// `service` as serving) and reflection, with TLS when configured. Refuses a
+/// non-loopback address without a token.
+pub async fn serve<S>(
+    listener: tokio::net::TcpListener,
+    security: &ServerSecurity,
+    service: S,
+    shutdown: impl std::future::Future<Output = ()> + Send,
+) -> Result<(), TransportError>
+where
+    S: tonic::codegen::Service<
+            tonic::codegen::http::Request<tonic::body::Body>,
+            Response = tonic::codegen::http::Response<tonic::body::Body>,
+            Error = std::convert::Infallible,
+        > + tonic::server::NamedService
+        + Clone
+        + Send
+        + Sync
+        + 'static,
+    S::Future: Send + 'static,
+{
+    check_exposure(listener.local_addr()?, security)?;
+    let (health, health_service) = tonic_health::server::health_reporter();
+    health.set_serving::<S>().await;
+    server(security)?
+        .add_service(health_service)
+        .add_service(reflection(security)?)
+        .add_service(tonic::service::interceptor::InterceptedService::new(
+            service,
+            RequireToken::new(security.token.clone()),
+        ))
+        .serve_with_incoming_shutdown(
+            tokio_stream::wrappers::TcpListenerStream::new(listener),
+            shutdown,
+        )
+        .await?;
+    Ok(())
+}
+
 /// The reflection service for every yamor service, behind the token.
 pub fn reflection(
     security: &ServerSecurity,

@@ -50,3 +50,56 @@ impl ExampleRobot {
         RobotConfig::from_xml_str(&format!("{}/gait.xml", self.name), self.gait_xml)
     }
 }
+
+/// Why a robot named on a command line cannot be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    #[error("`{name}` is neither an example robot ({known}) nor a file")]
+    Unknown { name: String, known: String },
+    #[error(transparent)]
+    Xml(#[from] Box<XmlError>),
+    #[error("no gait given and {path} is unusable: {source}")]
+    GaitBeside {
+        path: std::path::PathBuf,
+        source: Box<XmlError>,
+    },
+}
+
+/// A robot as a user names it: an embedded example, or a morphology file
+/// with `gait.xml` beside it. `gait` overrides the robot's own gait.
+pub fn load(
+    robot: &str,
+    gait: Option<&std::path::Path>,
+) -> Result<(Morphology, RobotConfig), LoadError> {
+    let given = || {
+        gait.map(RobotConfig::from_file)
+            .transpose()
+            .map_err(Box::new)
+    };
+    if let Some(example) = ExampleRobot::named(robot) {
+        let gait = match given()? {
+            Some(g) => g,
+            None => example.gait().map_err(Box::new)?,
+        };
+        return Ok((example.morphology().map_err(Box::new)?, gait));
+    }
+    let path = std::path::Path::new(robot);
+    if !path.exists() {
+        return Err(LoadError::Unknown {
+            name: robot.to_owned(),
+            known: ExampleRobot::names().join(", "),
+        });
+    }
+    let morphology = Morphology::from_file(path).map_err(Box::new)?;
+    let gait = match given()? {
+        Some(g) => g,
+        None => {
+            let beside = path.with_file_name("gait.xml");
+            RobotConfig::from_file(&beside).map_err(|source| LoadError::GaitBeside {
+                path: beside,
+                source: Box::new(source),
+            })?
+        }
+    };
+    Ok((morphology, gait))
+}

@@ -1,13 +1,12 @@
 //! `yamor`: the command line of the yamor cluster. Thin glue over the
 //! library crates; see `yamor --help`.
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use clap::{Args, Parser, Subcommand};
-use std::path::{Path, PathBuf};
-use std::time::Instant;
+use std::path::PathBuf;
 use yamor_core::evaluation::EvaluationSpec;
 use yamor_core::{Morphology, RobotConfig};
-use yamor_sim::robots::{EXAMPLES, ExampleRobot};
+use yamor_sim::robots::EXAMPLES;
 use yamor_sim::{SimSettings, evaluate, write_trajectory_csv};
 
 #[derive(Parser)]
@@ -77,7 +76,7 @@ enum Command {
     /// Our optimizers on sphere, Rosenbrock and Rastrigin through expression hosts (for bench/peers).
     BenchPeers(yamor_experiments::bench_peers::BenchPeersArgs),
     /// Time ConnectRobot (thesis 5.2.1) on an emulated robot with real timing.
-    BenchSerial(robot::BenchSerialArgs),
+    BenchSerial(yamor_experiments::bench_serial::BenchSerialArgs),
     /// Manage the organizer's hosts.
     Hosts {
         #[command(flatten)]
@@ -104,7 +103,7 @@ enum Command {
     /// Serve the simulated robot as a YaMoR Webots Bridge over TCP (thesis 5.4).
     Bridge(BridgeArgs),
     /// Measure simulation speed on the quadruped: steps per second and real-time factor.
-    Bench(BenchArgs),
+    Bench(yamor_experiments::bench_sim::BenchSimArgs),
     /// List the embedded example robots.
     Robots,
 }
@@ -139,29 +138,7 @@ impl RobotArgs {
     }
 
     fn load(&self) -> Result<(Morphology, RobotConfig)> {
-        let gait = |default: &dyn Fn() -> Result<RobotConfig>| match &self.gait {
-            Some(path) => Ok(RobotConfig::from_file(path)?),
-            None => default(),
-        };
-        if let Some(example) = ExampleRobot::named(&self.robot) {
-            return Ok((example.morphology()?, gait(&|| Ok(example.gait()?))?));
-        }
-        let path = Path::new(&self.robot);
-        if !path.exists() {
-            let names: Vec<_> = EXAMPLES.iter().map(|e| e.name).collect();
-            bail!(
-                "`{}` is neither an example robot ({}) nor a file",
-                self.robot,
-                names.join(", ")
-            );
-        }
-        let morphology = Morphology::from_file(path)?;
-        let beside = path.with_file_name("gait.xml");
-        let gait = gait(&|| {
-            RobotConfig::from_file(&beside)
-                .with_context(|| format!("no --gait given and {} is unusable", beside.display()))
-        })?;
-        Ok((morphology, gait))
+        Ok(yamor_sim::robots::load(&self.robot, self.gait.as_deref())?)
     }
 }
 
@@ -184,16 +161,6 @@ struct BridgeArgs {
     /// Address to listen on (the thesis' bridge used port 2223).
     #[arg(long, default_value = "127.0.0.1:2223")]
     listen: String,
-}
-
-#[derive(Args)]
-struct BenchArgs {
-    /// Length of each benchmark walk in seconds.
-    #[arg(long, default_value_t = 20.0)]
-    seconds: f64,
-    /// Number of timed walks (the best and the median are reported).
-    #[arg(long, default_value_t = 5)]
-    runs: usize,
 }
 
 fn main() -> Result<()> {
@@ -245,7 +212,7 @@ fn main() -> Result<()> {
             LifelongCommand::Gaits(args) => Box::pin(yamor_lifelong::scenarios::gaits(args)),
         }),
         Command::Emulate(args) => robot::emulate(args),
-        Command::BenchSerial(args) => robot::bench_serial(args),
+        Command::BenchSerial(args) => yamor_experiments::bench_serial::bench_serial(args),
         Command::BenchPeers(args) => {
             async_main(Box::pin(yamor_experiments::bench_peers::bench_peers(args)))
         }
@@ -260,7 +227,7 @@ fn main() -> Result<()> {
         Command::Jobs { client, command } => async_main(Box::pin(cluster::jobs(client, command))),
         Command::Sim(args) => sim(args),
         Command::Bridge(args) => bridge(args),
-        Command::Bench(args) => bench(args),
+        Command::Bench(args) => yamor_experiments::bench_sim::bench_sim(args),
         Command::Robots => {
             for example in EXAMPLES {
                 let morphology = example.morphology()?;
@@ -322,59 +289,4 @@ fn bridge(args: BridgeArgs) -> Result<()> {
         yamor_sim::bridge::serve(listener, morphology, settings, shutdown).await?;
         anyhow::Ok(())
     })
-}
-
-fn bench(args: BenchArgs) -> Result<()> {
-    if args.runs == 0 {
-        bail!("--runs must be at least 1");
-    }
-    let example = ExampleRobot::named("quadruped").expect("embedded");
-    let (morphology, gait) = (example.morphology()?, example.gait()?);
-    // Sampled as the old fine-grained trajectory was, so figures stay comparable.
-    let spec = EvaluationSpec {
-        sample_interval: 0.01,
-        ..EvaluationSpec::lasting(args.seconds)?
-    };
-    let settings = SimSettings::default();
-    println!(
-        "quadruped, {} s walk, dt = {:.5} s, one core, {} runs",
-        args.seconds, settings.dt, args.runs
-    );
-    let mut times = Vec::new();
-    let mut last = None;
-    for _ in 0..args.runs {
-        let started = Instant::now();
-        let evaluation = evaluate(&morphology, &gait, settings, &spec)?;
-        times.push(started.elapsed().as_secs_f64());
-        last = Some(evaluation);
-    }
-    let evaluation = last.expect("at least one run");
-    times.sort_by(f64::total_cmp);
-    let (best, median) = (times[0], times[times.len() / 2]);
-    let steps = evaluation.physics_steps as f64;
-    println!(
-        "best   {:.4} s: {:>9.0} steps/s, {:>6.0}x real time",
-        best,
-        steps / best,
-        args.seconds / best
-    );
-    println!(
-        "median {:.4} s: {:>9.0} steps/s, {:>6.0}x real time",
-        median,
-        steps / median,
-        args.seconds / median
-    );
-    let half = SimSettings {
-        dt: settings.dt / 2.0,
-        ..settings
-    };
-    let fine = evaluate(&morphology, &gait, half, &spec)?;
-    println!(
-        "gait at dt: {:.2} cm/s; at dt/2: {:.2} cm/s (ratio {:.3}); final position differs by {:.1} mm",
-        evaluation.velocity * 100.0,
-        fine.velocity * 100.0,
-        evaluation.velocity / fine.velocity,
-        1000.0 * (evaluation.end.x - fine.end.x).hypot(evaluation.end.y - fine.end.y)
-    );
-    Ok(())
 }
