@@ -224,7 +224,8 @@ impl BackendKind {
 
 /// What one evaluation measured. The fitness is `velocity`, and optimizers
 /// maximise it.
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Outcome {
     /// m/s for robots, the expression's value for expression hosts.
     pub velocity: f64,

@@ -99,8 +99,8 @@ async fn throughput(hosts: usize, jobs: usize) -> Result<f64> {
     let mut done = 0;
     while done < jobs {
         match events.recv().await {
-            Ok(job) if job.state == pb::JobState::Done as i32 => done += 1,
-            Ok(job) if job.state == pb::JobState::Failed as i32 => {
+            Ok(job) if job.state == yamor_organizer::model::JobState::Done => done += 1,
+            Ok(job) if job.state == yamor_organizer::model::JobState::Failed => {
                 bail!("job {} failed: {}", job.id, job.error)
             }
             Ok(_) => {}
@@ -150,15 +150,13 @@ async fn pso_time(hosts: usize, delay: Duration, generations: u64) -> Result<f64
     let run = c
         .organizer
         .runs
-        .start(request)
+        .start(yamor_organizer::grpc::run_spec(request).map_err(anyhow::Error::msg)?)
         .await
         .map_err(|e| anyhow::anyhow!("{e}"))?;
     loop {
         let event = events.recv().await?;
-        if let Some(r) = event.run
-            && r.id == run.id
-            && r.state != pb::RunState::Running as i32
-        {
+        let r = event.run;
+        if r.id == run.id && r.state != yamor_organizer::model::RunState::Running {
             if r.evaluations != 32 * generations {
                 bail!("run ended after {} evaluations: {}", r.evaluations, r.error);
             }
@@ -206,15 +204,13 @@ async fn powell_utilisation(
     let run = c
         .organizer
         .runs
-        .start(request)
+        .start(yamor_organizer::grpc::run_spec(request).map_err(anyhow::Error::msg)?)
         .await
         .map_err(|e| anyhow::anyhow!("{e}"))?;
     let finished = loop {
         let event = events.recv().await?;
-        if let Some(r) = event.run
-            && r.id == run.id
-            && r.state != pb::RunState::Running as i32
-        {
+        let r = event.run;
+        if r.id == run.id && r.state != yamor_organizer::model::RunState::Running {
             break r;
         }
     };
@@ -234,7 +230,7 @@ async fn powell_utilisation(
     Ok((
         busy as f64 / (last - first).max(1) as f64,
         finished.evaluations,
-        finished.best_velocity_m_s.unwrap_or(f64::NAN),
+        finished.best_velocity.unwrap_or(f64::NAN),
     ))
 }
 

@@ -180,7 +180,9 @@ pub async fn bench_peers(args: BenchPeersArgs) -> Result<()> {
                     let run = cluster
                         .organizer
                         .runs
-                        .start(request)
+                        .start(
+                            yamor_organizer::grpc::run_spec(request).map_err(anyhow::Error::msg)?,
+                        )
                         .await
                         .map_err(|e| anyhow::anyhow!("{e}"))?;
                     let done = cluster.follow_quietly(run.id).await?;

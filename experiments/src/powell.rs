@@ -276,7 +276,7 @@ pub async fn compare(args: CompareArgs) -> Result<()> {
             let run = cluster
                 .organizer
                 .runs
-                .start(request)
+                .start(yamor_organizer::grpc::run_spec(request).map_err(anyhow::Error::msg)?)
                 .await
                 .map_err(|e| anyhow::anyhow!("{e}"))?;
             runs.push(run.id);
@@ -429,18 +429,20 @@ mod tests {
 
     fn evaluation(values: &[f64], velocity: f64) -> Evaluation {
         Evaluation {
-            job: yamor_organizer::store::JobRow {
+            job: yamor_organizer::model::Job {
                 id: 0,
                 run_id: 0,
                 owner: String::new(),
                 seq: 0,
                 tell_seq: None,
-                state: 0,
-                request: vec![],
+                state: yamor_organizer::model::JobState::Done,
+                request: Default::default(),
                 attempts: 1,
                 host: String::new(),
-                result: vec![],
-                velocity: Some(velocity),
+                outcome: Some(yamor_core::evaluation::Outcome {
+                    velocity,
+                    ..Default::default()
+                }),
                 error: String::new(),
                 submitted_ms: 0,
                 started_ms: 0,

@@ -544,24 +544,27 @@ impl Lifelong {
         let run = self
             .organizer
             .runs
-            .start(pb::StartRunRequest {
-                name: format!("lifelong relearn after gait {}", self.gait_id),
-                optimizer: self.settings.optimizer.clone(),
-                settings: self.settings.optimizer_settings.clone(),
-                seed: self.settings.seed,
-                robot: Some(pb::Robot {
-                    source: Some(pb::robot::Source::MorphologyXml(
-                        self.known.body.to_xml_string(),
+            .start(
+                yamor_organizer::grpc::run_spec(pb::StartRunRequest {
+                    name: format!("lifelong relearn after gait {}", self.gait_id),
+                    optimizer: self.settings.optimizer.clone(),
+                    settings: self.settings.optimizer_settings.clone(),
+                    seed: self.settings.seed,
+                    robot: Some(pb::Robot {
+                        source: Some(pb::robot::Source::MorphologyXml(
+                            self.known.body.to_xml_string(),
+                        )),
+                    }),
+                    problem: Some(pb::start_run_request::Problem::OptimizationXml(
+                        problem.to_xml_string(),
                     )),
-                }),
-                problem: Some(pb::start_run_request::Problem::OptimizationXml(
-                    problem.to_xml_string(),
-                )),
-                spec: Some(spec),
-                max_seconds: self.settings.relearn_seconds,
-                max_evaluations: self.settings.relearn_evaluations,
-                ..Default::default()
-            })
+                    spec: Some(spec),
+                    max_seconds: self.settings.relearn_seconds,
+                    max_evaluations: self.settings.relearn_evaluations,
+                    ..Default::default()
+                })
+                .map_err(LifelongError::Run)?,
+            )
             .await
             .map_err(|e| LifelongError::Run(e.to_string()))?;
         let stop_at = self
@@ -578,8 +581,8 @@ impl Lifelong {
         let mut last = run;
         let mut stopping = false;
         while let Some(event) = events.next().await {
-            let Some(r) = event.run else { continue };
-            if let Some(best) = r.best_velocity_m_s
+            let r = event.run;
+            if let Some(best) = r.best_velocity
                 && event.evaluation.is_some()
             {
                 curve.push((began.elapsed().as_secs_f64(), best));
@@ -591,7 +594,7 @@ impl Lifelong {
                         .map_err(|e| LifelongError::Run(e.to_string()))?;
                 }
             }
-            let finished = r.state != pb::RunState::Running as i32;
+            let finished = r.state != yamor_organizer::model::RunState::Running;
             last = r;
             if finished {
                 break;
@@ -607,36 +610,30 @@ impl Lifelong {
         self.events.push(Event::Relearnt {
             run: last.id,
             evaluations: last.evaluations,
-            best: last.best_velocity_m_s.unwrap_or(0.0),
+            best: last.best_velocity.unwrap_or(0.0),
             curve,
         });
-        Ok((last.id, self.best_gaits(last.id)?))
+        Ok((last.id, self.best_gaits(last.id).await?))
     }
 
     /// The run's `shortlist` best evaluated gaits, distinct, best first.
-    fn best_gaits(&self, run: u64) -> Result<Vec<(f64, RobotConfig)>, LifelongError> {
-        use prost::Message as _;
-        let mut jobs: Vec<(f64, String)> = self
+    async fn best_gaits(&self, run: u64) -> Result<Vec<(f64, RobotConfig)>, LifelongError> {
+        let mut jobs: Vec<(f64, RobotConfig)> = self
             .organizer
-            .scheduler
-            .store()
-            .jobs(&yamor_organizer::store::JobFilter {
-                run_id: Some(run),
-                ..Default::default()
-            })?
+            .runs
+            .told_jobs(run)
+            .await
+            .map_err(|e| LifelongError::Run(e.to_string()))?
             .into_iter()
-            .filter_map(|row| {
-                let velocity = row.velocity.filter(|v| v.is_finite())?;
-                let request = pb::JobRequest::decode(row.request.as_slice()).ok()?;
-                Some((velocity, request.job?.gait_xml))
+            .filter_map(|job| {
+                let velocity = job.velocity().filter(|v| v.is_finite())?;
+                Some((velocity, job.request.job.gait?))
             })
             .collect();
         jobs.sort_by(|a, b| b.0.total_cmp(&a.0));
         jobs.dedup_by(|a, b| a.1 == b.1);
-        jobs.into_iter()
-            .take(self.settings.shortlist.max(1))
-            .map(|(v, xml)| Ok((v, RobotConfig::from_xml_str("relearnt gait", &xml)?)))
-            .collect()
+        jobs.truncate(self.settings.shortlist.max(1));
+        Ok(jobs)
     }
 
     /// Stores the current gait as a new record, or marks it used when the

@@ -111,7 +111,9 @@ impl LocalCluster {
 
     /// Starts a run and waits for its end, showing progress.
     pub async fn run_to_end(&self, request: pb::StartRunRequest) -> Result<pb::Run, LocalError> {
-        let run = self.organizer.runs.start(request).await?;
+        let spec = yamor_organizer::grpc::run_spec(request)
+            .map_err(yamor_organizer::ScheduleError::Invalid)?;
+        let run = self.organizer.runs.start(spec).await?;
         self.follow(run.id).await
     }
 
@@ -119,7 +121,10 @@ impl LocalCluster {
     /// are on disk.
     pub async fn follow(&self, run_id: u64) -> Result<pb::Run, LocalError> {
         let events = self.organizer.runs.watch(run_id)?;
-        let done = crate::progress::follow_run(tokio_stream::StreamExt::map(events, Ok)).await?;
+        let events = tokio_stream::StreamExt::map(events, |e| {
+            Ok(yamor_organizer::grpc::run_event_to_pb(&e))
+        });
+        let done = crate::progress::follow_run(events).await?;
         self.organizer.scheduler.store().sync().await?;
         Ok(done)
     }
@@ -129,11 +134,9 @@ impl LocalCluster {
         use tokio_stream::StreamExt as _;
         let mut events = self.organizer.runs.watch(run_id)?;
         while let Some(event) = events.next().await {
-            if let Some(run) = event.run
-                && run.state != pb::RunState::Running as i32
-            {
+            if event.run.state != yamor_organizer::model::RunState::Running {
                 self.organizer.scheduler.store().sync().await?;
-                return Ok(run);
+                return Ok(yamor_organizer::grpc::run_to_pb(&event.run));
             }
         }
         Err(LocalError::EventsEnded(run_id))

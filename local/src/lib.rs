@@ -49,8 +49,6 @@ pub enum LocalError {
     Plot { path: PathBuf, message: String },
     #[error("unknown robot {name:?}; known: {known}")]
     UnknownRobot { name: String, known: String },
-    #[error("stored job {id} cannot be read: {source}")]
-    StoredJob { id: u64, source: prost::DecodeError },
     #[error("the events of run {0} ended before the run")]
     EventsEnded(u64),
     #[error("{0}")]

@@ -5,7 +5,6 @@ use std::io::Write as _;
 use std::path::Path;
 
 use plotters::prelude::*;
-use prost::Message;
 use yamor_organizer::Organizer;
 use yamor_proto::v1 as pb;
 
@@ -13,7 +12,7 @@ use crate::LocalError;
 
 /// One evaluation of a run as its optimizer learnt it.
 pub struct Evaluation {
-    pub job: yamor_organizer::store::JobRow,
+    pub job: yamor_organizer::model::Job,
     /// The free parameters' names and values, in the run's order.
     pub names: Vec<String>,
     pub values: Vec<f64>,
@@ -23,28 +22,19 @@ pub struct Evaluation {
 
 /// Every evaluation of `run_id` the optimizer was told of, in tell order.
 pub fn evaluations(organizer: &Organizer, run_id: u64) -> Result<Vec<Evaluation>, LocalError> {
-    let mut jobs = organizer
-        .scheduler
-        .store()
-        .jobs(&yamor_organizer::store::JobFilter {
-            run_id: Some(run_id),
-            ..Default::default()
-        })?;
-    jobs.retain(|j| j.tell_seq.is_some());
-    jobs.sort_by_key(|j| j.tell_seq);
-    jobs.into_iter()
+    let jobs = organizer.scheduler.store().told_jobs(run_id)?;
+    Ok(jobs
+        .into_iter()
         .map(|job| {
-            let request = pb::JobRequest::decode(job.request.as_slice())
-                .map_err(|source| LocalError::StoredJob { id: job.id, source })?;
-            let parameters = request.job.map(|j| j.parameters).unwrap_or_default();
-            Ok(Evaluation {
-                names: parameters.iter().map(|p| p.name.clone()).collect(),
-                values: parameters.iter().map(|p| p.value).collect(),
-                velocity: job.velocity,
+            let parameters = &job.request.job.parameters;
+            Evaluation {
+                names: parameters.iter().map(|(name, _)| name.clone()).collect(),
+                values: parameters.iter().map(|(_, value)| *value).collect(),
+                velocity: job.velocity(),
                 job,
-            })
+            }
         })
-        .collect()
+        .collect())
 }
 
 /// best_gait.xml, evaluations.csv and progress.png in `out`.

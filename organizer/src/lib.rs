@@ -4,18 +4,25 @@
 //! is kept in one SQLite file so a restart loses nothing.
 //!
 //! # Layout
-//! - [`store`]: SQLite with a single writer thread and group commit.
-//! - [`scheduler`]: hosts, leases, the fair queue, one manager per running
-//!   job, retries, exactly-once results.
+//! - [`model`]: the domain: jobs, hosts, runs as plain Rust types over
+//!   core's evaluation types. Everything below speaks it.
+//! - [`store`]: SQLite with a single writer thread and group commit; its own
+//!   columns, a schema version, and the migration of older files.
+//! - [`scheduler`]: hosts (behind the [`scheduler::HostClient`] trait),
+//!   leases, the fair queue, one manager per running job, retries,
+//!   exactly-once results.
 //! - [`runs`]: the optimizer runtime (budget, termination, replay-based
 //!   resume, best-so-far events) over the plugin API.
-//! - [`service`]: the `Organizer` gRPC service.
+//! - [`grpc`]: the `Organizer` gRPC service, the gRPC host client, and every
+//!   conversion between protobuf and the domain; the only place that knows
+//!   the wire.
 //! - [`Organizer`] and [`serve`]: wiring and serving with token, health and
 //!   reflection; graceful shutdown by an injected future.
 
+pub mod grpc;
+pub mod model;
 pub mod runs;
 pub mod scheduler;
-pub mod service;
 pub mod store;
 
 use std::future::Future;
@@ -28,8 +35,10 @@ use yamor_optimizer_api::Plugin;
 use yamor_proto::transport::{self, ClientSecurity, RequireToken, ServerSecurity, TransportError};
 use yamor_proto::v1::organizer_server::OrganizerServer;
 
-pub use runs::Runs;
-pub use scheduler::{ScheduleError, Scheduler, SchedulerConfig};
+pub use runs::{RunError, Runs};
+pub use scheduler::{
+    HostClient, HostConnector, HostError, ScheduleError, Scheduler, SchedulerConfig,
+};
 pub use store::Store;
 
 /// Milliseconds since the Unix epoch.
@@ -57,7 +66,21 @@ impl Organizer {
         plugins: Vec<Arc<dyn Plugin>>,
     ) -> Result<Organizer, ScheduleError> {
         let store = Store::open(database)?;
-        let scheduler = Scheduler::load(store, config, host_security)?;
+        let connector = Arc::new(grpc::GrpcConnector {
+            security: host_security,
+        });
+        Organizer::with_hosts(store, config, connector, plugins)
+    }
+
+    /// Like [`Organizer::open`], over `store` and hosts reached through
+    /// `connector` (a fake one in tests).
+    pub fn with_hosts(
+        store: Store,
+        config: SchedulerConfig,
+        connector: Arc<dyn HostConnector>,
+        plugins: Vec<Arc<dyn Plugin>>,
+    ) -> Result<Organizer, ScheduleError> {
+        let scheduler = Scheduler::load(store, config, connector)?;
         // Runs attach to the scheduler before it dispatches restored jobs,
         // so no completion finds nobody to tell.
         let runs = Runs::load(scheduler.clone(), plugins)?;
@@ -66,8 +89,8 @@ impl Organizer {
     }
 
     #[must_use]
-    pub fn service(&self) -> service::OrganizerService {
-        service::OrganizerService {
+    pub fn service(&self) -> grpc::OrganizerService {
+        grpc::OrganizerService {
             scheduler: self.scheduler.clone(),
             runs: self.runs.clone(),
         }
@@ -85,7 +108,7 @@ pub async fn serve(
     transport::check_exposure(listener.local_addr()?, &security)?;
     let (health, health_service) = tonic_health::server::health_reporter();
     health
-        .set_serving::<OrganizerServer<service::OrganizerService>>()
+        .set_serving::<OrganizerServer<grpc::OrganizerService>>()
         .await;
     let api = OrganizerServer::new(organizer.service())
         .max_decoding_message_size(64 << 20)

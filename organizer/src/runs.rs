@@ -17,20 +17,45 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use prost::Message;
 use tokio::sync::{broadcast, mpsc, watch};
 use tokio_stream::wrappers::BroadcastStream;
 use tokio_stream::{Stream, StreamExt};
+use yamor_core::evaluation::{BackendKind, EvaluationJob};
 use yamor_core::optimize::OptimizationConfig;
-use yamor_optimizer_api::{Bound, Outcome, Plugin, SettingKind, Settings, Space, Step};
-use yamor_proto::v1 as pb;
+use yamor_optimizer_api::{Bound, Optimizer, Outcome, Plugin, PluginInfo, Settings, Space, Step};
 
+use crate::model::{
+    JobRequest, Problem, Run, RunEvaluation, RunEvent, RunSpec, RunState, RunVariant,
+};
 use crate::now_ms;
 use crate::scheduler::{Completion, ScheduleError, Scheduler};
-use crate::store::{JobFilter, RunRow, Write};
+use crate::store::{RunRow, StoreError, Write};
+
+/// Why a run stopped with an error.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error("stored settings: {0}")]
+    StoredSettings(#[source] serde_json::Error),
+    #[error("{0}")]
+    Invalid(String),
+    #[error("{0}")]
+    Optimizer(String),
+    #[error(
+        "cannot resume: proposal {seq} differs from the stored one (is the {optimizer} plugin deterministic?)"
+    )]
+    Diverged { seq: u64, optimizer: String },
+    #[error("cannot resume: job {0} was told before it was proposed")]
+    ToldBeforeProposed(u64),
+    #[error("the scheduler went away")]
+    SchedulerGone,
+    #[error(transparent)]
+    Schedule(#[from] ScheduleError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
 
 /// What is being optimized.
-enum Problem {
+enum Objective {
     /// A gait: a yamorconfig with <optimize> rules.
     Gait(Box<OptimizationConfig>),
     /// Bare named parameters (expression hosts).
@@ -38,51 +63,46 @@ enum Problem {
 }
 
 struct Prepared {
-    problem: Problem,
+    objective: Objective,
     space: Space,
-    template: pb::JobRequest,
+    template: JobRequest,
 }
 
 impl Prepared {
     /// `x` as named parameters, in space order.
-    fn parameters(&self, x: &[f64]) -> Vec<pb::Parameter> {
+    fn parameters(&self, x: &[f64]) -> Vec<(String, f64)> {
         self.space
             .bounds
             .iter()
             .zip(x)
-            .map(|(b, &value)| pb::Parameter {
-                name: b.name.clone(),
-                value,
-            })
+            .map(|(b, &value)| (b.name.clone(), value))
             .collect()
     }
 
     /// The job that evaluates `x`, or why `x` cannot be turned into one.
-    fn job_for(&self, x: &[f64]) -> Result<pb::JobRequest, String> {
+    fn job_for(&self, x: &[f64]) -> Result<JobRequest, String> {
         let mut request = self.template.clone();
-        let job = request.job.get_or_insert_with(Default::default);
-        job.parameters = self.parameters(x);
-        if let Problem::Gait(config) = &self.problem {
-            let gait = config.apply(x).map_err(|e| e.to_string())?;
-            job.gait_xml = gait.to_xml_string();
+        request.job.parameters = self.parameters(x);
+        if let Objective::Gait(config) = &self.objective {
+            request.job.gait = Some(config.apply(x).map_err(|e| e.to_string())?);
         }
         Ok(request)
     }
 
     fn best_gait(&self, x: &[f64]) -> String {
-        match &self.problem {
-            Problem::Gait(config) => config
+        match &self.objective {
+            Objective::Gait(config) => config
                 .apply(x)
                 .map(|g| g.to_xml_string())
                 .unwrap_or_default(),
-            Problem::Bare => String::new(),
+            Objective::Bare => String::new(),
         }
     }
 }
 
-fn prepare(request: &pb::StartRunRequest) -> Result<Prepared, String> {
-    let (problem, space) = match &request.problem {
-        Some(pb::start_run_request::Problem::OptimizationXml(xml)) => {
+fn prepare(spec: &RunSpec) -> Result<Prepared, String> {
+    let (objective, space) = match &spec.problem {
+        Problem::OptimizationXml(xml) => {
             let config = OptimizationConfig::from_xml_str("optimization_xml", xml)
                 .map_err(|e| e.to_string())?;
             let free = config.free_parameters();
@@ -102,11 +122,11 @@ fn prepare(request: &pb::StartRunRequest) -> Result<Prepared, String> {
                 .collect();
             let start = free.iter().map(|p| p.start).collect();
             let space = Space::new(bounds, start).map_err(|e| format!("optimization_xml: {e}"))?;
-            (Problem::Gait(Box::new(config)), space)
+            (Objective::Gait(Box::new(config)), space)
         }
-        Some(pb::start_run_request::Problem::Space(space)) => {
-            let bounds: Vec<Bound> = space
-                .bounds
+        Problem::Space(bounds) => {
+            let start = bounds.iter().map(|b| b.start).collect();
+            let bounds = bounds
                 .iter()
                 .map(|b| Bound {
                     name: b.name.clone(),
@@ -114,39 +134,33 @@ fn prepare(request: &pb::StartRunRequest) -> Result<Prepared, String> {
                     max: b.max,
                 })
                 .collect();
-            let start = space.bounds.iter().map(|b| b.start).collect();
             let space = Space::new(bounds, start).map_err(|e| format!("space: {e}"))?;
-            (Problem::Bare, space)
+            (Objective::Bare, space)
         }
-        None => return Err("problem: give optimization_xml or space".into()),
     };
-    let backend = match pb::Backend::try_from(request.backend) {
-        Ok(pb::Backend::Unspecified) => match problem {
-            Problem::Gait(_) => pb::Backend::Simulation,
-            Problem::Bare => pb::Backend::Expression,
-        },
-        Ok(b) => b,
-        Err(_) => return Err(format!("backend: unknown value {}", request.backend)),
-    };
-    if !request.max_seconds.is_finite() || request.max_seconds < 0.0 {
+    let backend = spec.backend.unwrap_or(match objective {
+        Objective::Gait(_) => BackendKind::Simulation,
+        Objective::Bare => BackendKind::Expression,
+    });
+    if !spec.max_seconds.is_finite() || spec.max_seconds < 0.0 {
         return Err(format!(
             "max_seconds must be non-negative, got {}",
-            request.max_seconds
+            spec.max_seconds
         ));
     }
-    let template = pb::JobRequest {
-        job: Some(pb::EvaluationJob {
-            robot: request.robot.clone(),
-            gait_xml: String::new(),
+    let template = JobRequest {
+        job: EvaluationJob {
+            robot: spec.robot.clone(),
+            gait: None,
             parameters: Vec::new(),
-            spec: request.spec.clone(),
-        }),
-        backend: backend as i32,
+            spec: spec.spec.clone(),
+        },
+        backend: Some(backend),
         max_attempts: 0,
-        timeout_s: 0.0,
+        timeout: None,
     };
     let prepared = Prepared {
-        problem,
+        objective,
         space,
         template,
     };
@@ -158,7 +172,7 @@ fn prepare(request: &pb::StartRunRequest) -> Result<Prepared, String> {
 }
 
 struct RunEntry {
-    view: pb::Run,
+    view: Run,
     stop: watch::Sender<bool>,
 }
 
@@ -167,11 +181,11 @@ pub struct Runs {
     scheduler: Arc<Scheduler>,
     plugins: Vec<Arc<dyn Plugin>>,
     runs: Mutex<BTreeMap<u64, RunEntry>>,
-    events: broadcast::Sender<pb::RunEvent>,
+    events: broadcast::Sender<RunEvent>,
     next_id: Mutex<u64>,
 }
 
-fn settings_text(settings: &Settings) -> HashMap<String, String> {
+fn settings_text(settings: &Settings) -> BTreeMap<String, String> {
     settings
         .0
         .iter()
@@ -197,23 +211,11 @@ impl Runs {
         for row in runs.scheduler.store().runs()? {
             let view = row_view(&row);
             let (stop, _) = watch::channel(false);
-            let running = row.state == pb::RunState::Running as i32;
+            let running = row.state == RunState::Running;
             runs.lock().insert(row.id, RunEntry { view, stop });
             if running {
-                match pb::StartRunRequest::decode(row.request.as_slice()) {
-                    Ok(request) => {
-                        tracing::info!(run = row.id, "resuming run");
-                        runs.launch(
-                            row.id,
-                            request,
-                            row.seed,
-                            row.settings.clone(),
-                            row.elapsed_s,
-                            row.started_ms,
-                        );
-                    }
-                    Err(e) => tracing::error!(run = row.id, "cannot resume: {e}"),
-                }
+                tracing::info!(run = row.id, "resuming run");
+                runs.launch(row.id, row.spec, row.seed, row.settings, row.elapsed_s);
             }
         }
         Ok(runs)
@@ -223,48 +225,10 @@ impl Runs {
         self.runs.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// What every loaded optimizer is and which settings it takes.
     #[must_use]
-    pub fn optimizers(&self) -> Vec<pb::OptimizerInfo> {
-        self.plugins
-            .iter()
-            .map(|p| {
-                let info = p.info();
-                pb::OptimizerInfo {
-                    name: info.name,
-                    author: info.author,
-                    version: info.version,
-                    description: info.description,
-                    settings: info
-                        .settings
-                        .into_iter()
-                        .map(|s| {
-                            let (kind, min, max, options) = match s.kind {
-                                SettingKind::Integer { min, max } => {
-                                    (pb::SettingKind::Integer, min as f64, max as f64, vec![])
-                                }
-                                SettingKind::Float { min, max } => {
-                                    (pb::SettingKind::Float, min, max, vec![])
-                                }
-                                SettingKind::Bool => (pb::SettingKind::Bool, 0.0, 0.0, vec![]),
-                                SettingKind::File => (pb::SettingKind::File, 0.0, 0.0, vec![]),
-                                SettingKind::Choice { options } => {
-                                    (pb::SettingKind::Choice, 0.0, 0.0, options)
-                                }
-                            };
-                            pb::SettingSpec {
-                                name: s.name,
-                                description: s.description,
-                                kind: kind as i32,
-                                min,
-                                max,
-                                options,
-                                default_value: s.default.to_string(),
-                            }
-                        })
-                        .collect(),
-                }
-            })
-            .collect()
+    pub fn optimizers(&self) -> Vec<PluginInfo> {
+        self.plugins.iter().map(|p| p.info()).collect()
     }
 
     fn plugin(&self, name: &str) -> Result<&Arc<dyn Plugin>, String> {
@@ -277,10 +241,10 @@ impl Runs {
             })
     }
 
-    fn resolve_settings(&self, request: &pb::StartRunRequest) -> Result<Settings, String> {
-        let plugin = self.plugin(&request.optimizer)?;
+    fn resolve_settings(&self, spec: &RunSpec) -> Result<Settings, String> {
+        let plugin = self.plugin(&spec.optimizer)?;
         let specs = plugin.info().settings;
-        let pairs: Vec<String> = request
+        let pairs: Vec<String> = spec
             .settings
             .iter()
             .map(|(k, v)| format!("{k}={v}"))
@@ -291,50 +255,46 @@ impl Runs {
     }
 
     /// Validates, persists and starts a run.
-    pub async fn start(
-        self: &Arc<Self>,
-        request: pb::StartRunRequest,
-    ) -> Result<pb::Run, ScheduleError> {
+    pub async fn start(self: &Arc<Self>, spec: RunSpec) -> Result<Run, ScheduleError> {
         let settings = self
-            .resolve_settings(&request)
+            .resolve_settings(&spec)
             .map_err(ScheduleError::Invalid)?;
-        let prepared = prepare(&request).map_err(ScheduleError::Invalid)?;
+        let prepared = prepare(&spec).map_err(ScheduleError::Invalid)?;
         // Creating the optimizer validates the settings against the space.
-        self.plugin(&request.optimizer)
+        self.plugin(&spec.optimizer)
             .map_err(ScheduleError::Invalid)?
-            .create(&prepared.space, &settings, request.seed)
+            .create(&prepared.space, &settings, spec.seed)
             .map_err(|e| ScheduleError::Invalid(format!("settings: {e}")))?;
         let id = {
             let mut next = self.next_id.lock().unwrap_or_else(|e| e.into_inner());
             *next += 1;
             *next - 1
         };
-        let name = if request.name.is_empty() {
-            format!("{}-{id}", request.optimizer)
+        let name = if spec.name.is_empty() {
+            format!("{}-{id}", spec.optimizer)
         } else {
-            request.name.clone()
+            spec.name.clone()
         };
         let settings_json = serde_json::to_string(&settings).expect("settings serialise");
-        let started = now_ms();
         let row = RunRow {
             id,
             name,
-            optimizer: request.optimizer.clone(),
+            optimizer: spec.optimizer.clone(),
             settings: settings_json.clone(),
-            seed: request.seed,
-            request: request.encode_to_vec(),
-            state: pb::RunState::Running as i32,
+            seed: spec.seed,
+            spec,
+            state: RunState::Running,
             evaluations: 0,
             best_velocity: None,
-            best_parameters: "[]".into(),
+            best_parameters: Vec::new(),
             error: String::new(),
-            started_ms: started,
+            started_ms: now_ms(),
             finished_ms: 0,
             elapsed_s: 0.0,
         };
         self.scheduler
             .store()
-            .commit(Write::InsertRun(row.clone()))
+            .commit(Write::InsertRun(Box::new(row.clone())))
             .await?;
         let view = row_view(&row);
         let (stop, _) = watch::channel(false);
@@ -345,25 +305,24 @@ impl Runs {
                 stop,
             },
         );
-        self.launch(id, request, row.seed, settings_json, 0.0, started);
+        self.launch(id, row.spec, row.seed, settings_json, 0.0);
         Ok(view)
     }
 
+    /// Many runs of `base` with other settings and seeds; all or nothing.
     pub async fn batch_start(
         self: &Arc<Self>,
-        request: pb::BatchStartRunsRequest,
-    ) -> Result<Vec<pb::Run>, ScheduleError> {
-        let base = request
-            .base
-            .ok_or_else(|| ScheduleError::Invalid("base: missing".into()))?;
-        if request.variants.is_empty() {
+        base: RunSpec,
+        variants: Vec<RunVariant>,
+    ) -> Result<Vec<Run>, ScheduleError> {
+        if variants.is_empty() {
             return Err(ScheduleError::Invalid(
                 "variants: at least one is needed".into(),
             ));
         }
         // Check every variant before starting any: all or nothing.
-        let mut requests = Vec::new();
-        for (index, variant) in request.variants.into_iter().enumerate() {
+        let mut specs = Vec::new();
+        for (index, variant) in variants.into_iter().enumerate() {
             let mut r = base.clone();
             r.settings.extend(variant.settings);
             r.seed = variant.seed;
@@ -372,17 +331,17 @@ impl Runs {
             }
             self.resolve_settings(&r)
                 .map_err(|e| ScheduleError::Invalid(format!("variants[{index}]: {e}")))?;
-            requests.push(r);
+            specs.push(r);
         }
         prepare(&base).map_err(ScheduleError::Invalid)?;
         let mut runs = Vec::new();
-        for r in requests {
+        for r in specs {
             runs.push(self.start(r).await?);
         }
         Ok(runs)
     }
 
-    pub fn stop(&self, id: u64) -> Result<pb::Run, ScheduleError> {
+    pub fn stop(&self, id: u64) -> Result<Run, ScheduleError> {
         let runs = self.lock();
         let entry = runs
             .get(&id)
@@ -391,7 +350,7 @@ impl Runs {
         Ok(entry.view.clone())
     }
 
-    pub fn get(&self, id: u64) -> Result<pb::Run, ScheduleError> {
+    pub fn get(&self, id: u64) -> Result<Run, ScheduleError> {
         self.lock()
             .get(&id)
             .map(|e| e.view.clone())
@@ -399,12 +358,12 @@ impl Runs {
     }
 
     #[must_use]
-    pub fn list(&self) -> Vec<pb::Run> {
+    pub fn list(&self) -> Vec<Run> {
         self.lock().values().map(|e| e.view.clone()).collect()
     }
 
     #[must_use]
-    pub fn subscribe(&self) -> broadcast::Receiver<pb::RunEvent> {
+    pub fn subscribe(&self) -> broadcast::Receiver<RunEvent> {
         self.events.subscribe()
     }
 
@@ -415,17 +374,23 @@ impl Runs {
     pub fn watch(
         &self,
         run_id: u64,
-    ) -> Result<std::pin::Pin<Box<dyn Stream<Item = pb::RunEvent> + Send>>, ScheduleError> {
+    ) -> Result<std::pin::Pin<Box<dyn Stream<Item = RunEvent> + Send>>, ScheduleError> {
         let events = BroadcastStream::new(self.subscribe());
-        let first = pb::RunEvent {
-            run: Some(self.get(run_id)?),
+        let first = RunEvent {
+            run: self.get(run_id)?,
             evaluation: None,
         };
         let live = events.filter_map(move |event| match event {
-            Ok(e) if e.run.as_ref().is_some_and(|r| r.id == run_id) => Some(e),
+            Ok(e) if e.run.id == run_id => Some(e),
             _ => None,
         });
         Ok(Box::pin(tokio_stream::once(first).chain(live)))
+    }
+
+    /// Every evaluation `run_id`'s optimizer learnt, in the order it learnt
+    /// them, with parameters, outcome and gait.
+    pub async fn told_jobs(&self, run_id: u64) -> Result<Vec<crate::model::Job>, ScheduleError> {
+        self.scheduler.told_jobs(run_id).await
     }
 
     /// Signals every run to stop and keep what it found (graceful shutdown).
@@ -438,11 +403,10 @@ impl Runs {
     fn launch(
         self: &Arc<Self>,
         id: u64,
-        request: pb::StartRunRequest,
+        spec: RunSpec,
         seed: u64,
         settings_json: String,
         elapsed_before: f64,
-        started_ms: i64,
     ) {
         let (sink, completions) = mpsc::unbounded_channel();
         self.scheduler.attach_run(id, sink);
@@ -453,21 +417,21 @@ impl Runs {
             let outcome = me
                 .drive(
                     id,
-                    &request,
+                    &spec,
                     seed,
                     &settings_json,
                     elapsed_before,
-                    started_ms,
                     completions,
                     stop,
                 )
                 .await;
             me.scheduler.detach_run(id);
-            if let Err(message) = outcome {
+            if let Err(error) = outcome {
+                let message = error.to_string();
                 tracing::error!(run = id, "run failed: {message}");
                 me.update(id, |v| {
-                    v.state = pb::RunState::Failed as i32;
-                    v.error = message.clone();
+                    v.state = RunState::Failed;
+                    v.error = message;
                     v.finished_ms = now_ms();
                 });
                 me.persist(id);
@@ -475,7 +439,7 @@ impl Runs {
         });
     }
 
-    fn update(&self, id: u64, f: impl FnOnce(&mut pb::Run)) -> Option<pb::Run> {
+    fn update(&self, id: u64, f: impl FnOnce(&mut Run)) -> Option<Run> {
         let mut runs = self.lock();
         let entry = runs.get_mut(&id)?;
         f(&mut entry.view);
@@ -484,267 +448,355 @@ impl Runs {
 
     fn persist(&self, id: u64) {
         let Ok(view) = self.get(id) else { return };
-        let best: Vec<(String, f64)> = view
-            .best_parameters
-            .iter()
-            .map(|p| (p.name.clone(), p.value))
-            .collect();
         self.scheduler.store().write(Write::UpdateRun {
             id,
             state: view.state,
             evaluations: view.evaluations,
-            best_velocity: view.best_velocity_m_s,
-            best_parameters: serde_json::to_string(&best).expect("numbers serialise"),
+            best_velocity: view.best_velocity,
+            best_parameters: view.best_parameters.clone(),
             error: view.error.clone(),
             finished_ms: view.finished_ms,
             elapsed_s: view.elapsed_s,
         });
-        let _ = self.events.send(pb::RunEvent {
-            run: Some(view),
+        let _ = self.events.send(RunEvent {
+            run: view,
             evaluation: None,
         });
     }
 
+    /// Runs one optimizer from its stored history (if any) to its end.
     #[allow(clippy::too_many_arguments)]
     async fn drive(
         &self,
         id: u64,
-        request: &pb::StartRunRequest,
+        spec: &RunSpec,
         seed: u64,
         settings_json: &str,
         elapsed_before: f64,
-        started_ms: i64,
         mut completions: mpsc::UnboundedReceiver<Completion>,
         mut stop: watch::Receiver<bool>,
-    ) -> Result<(), String> {
-        let _ = started_ms;
-        let settings: Settings =
-            serde_json::from_str(settings_json).map_err(|e| format!("stored settings: {e}"))?;
-        let prepared = prepare(request)?;
-        let plugin = self.plugin(&request.optimizer)?.clone();
-        let mut optimizer = plugin
-            .create(&prepared.space, &settings, seed)
-            .map_err(|e| e.to_string())?;
+    ) -> Result<(), RunError> {
+        let mut run = self
+            .executor(id, spec, seed, settings_json, elapsed_before)
+            .await?;
+        loop {
+            run.propose(self).await?;
+            if run.pending.is_empty() {
+                break;
+            }
+            let Some(completion) = run.next_completion(&mut completions, &mut stop).await? else {
+                run.stopped = true;
+                let ids: Vec<u64> = run.pending.keys().copied().collect();
+                self.scheduler.cancel(&ids).await?;
+                break;
+            };
+            run.learn(self, completion)?;
+        }
+        run.finish(self).await
+    }
 
-        // The stored history of this run, by proposal position.
+    /// A fresh optimizer and the run's stored history, ready to replay.
+    async fn executor<'a>(
+        &self,
+        id: u64,
+        spec: &'a RunSpec,
+        seed: u64,
+        settings_json: &str,
+        elapsed_before: f64,
+    ) -> Result<Executor<'a>, RunError> {
+        let settings: Settings =
+            serde_json::from_str(settings_json).map_err(RunError::StoredSettings)?;
+        let prepared = prepare(spec).map_err(RunError::Invalid)?;
+        let plugin = self
+            .plugin(&spec.optimizer)
+            .map_err(RunError::Invalid)?
+            .clone();
+        let optimizer = plugin
+            .create(&prepared.space, &settings, seed)
+            .map_err(|e| RunError::Optimizer(e.to_string()))?;
         let history = self
             .scheduler
             .store()
-            .jobs(&JobFilter {
-                run_id: Some(id),
-                ..JobFilter::default()
+            .read_async(move |s| {
+                s.jobs(&crate::model::JobFilter {
+                    run_id: Some(id),
+                    ..Default::default()
+                })
             })
-            .map_err(|e| e.to_string())?;
-        let mut stored: HashMap<u64, (u64, Vec<f64>, i32)> = HashMap::new();
-        // Results the optimizer had already learnt, keyed by tell order.
-        let mut ready: BTreeMap<u64, Completion> = BTreeMap::new();
-        for row in &history {
-            let request =
-                pb::JobRequest::decode(row.request.as_slice()).map_err(|e| e.to_string())?;
-            let x: Vec<f64> = request
-                .job
-                .map(|j| j.parameters.into_iter().map(|p| p.value).collect())
-                .unwrap_or_default();
-            stored.insert(row.seq, (row.id, x, row.state));
-            if let Some(tell_seq) = row.tell_seq {
-                let outcome = if row.state == pb::JobState::Done as i32 {
-                    Ok(pb::EvaluationResult::decode(row.result.as_slice())
-                        .map_err(|e| e.to_string())?)
-                } else {
-                    Err(row.error.clone())
+            .await?;
+        let mut stored = HashMap::new();
+        let mut ready = BTreeMap::new();
+        for job in history {
+            let x: Vec<f64> = job.request.job.parameters.iter().map(|(_, v)| *v).collect();
+            stored.insert(job.seq, (job.id, x));
+            if let Some(tell_seq) = job.tell_seq {
+                let outcome = match job.outcome {
+                    Some(o) if job.state == crate::model::JobState::Done => Ok(o),
+                    _ => Err(job.error),
                 };
                 ready.insert(
                     tell_seq,
                     Completion {
-                        job_id: row.id,
-                        seq: row.seq,
+                        job_id: job.id,
+                        seq: job.seq,
                         tell_seq,
                         outcome,
                     },
                 );
             }
         }
-        let replayed = ready.len();
-        let mut next_tell = 0u64;
-        let mut next_seq = 0u64;
-        // job id → (optimizer tag, x)
-        let mut pending: HashMap<u64, (u64, Vec<f64>)> = HashMap::new();
-        let mut finished = false;
-        let mut evaluations = 0u64;
-        let mut best: Option<(f64, Vec<f64>)> = None;
-        let clock = Instant::now();
-        let elapsed = |clock: &Instant| elapsed_before + clock.elapsed().as_secs_f64();
-        let out_of_time =
-            |clock: &Instant| request.max_seconds > 0.0 && elapsed(clock) >= request.max_seconds;
-        let mut stopped = false;
+        Ok(Executor {
+            id,
+            spec,
+            prepared,
+            optimizer,
+            replayed: ready.len(),
+            stored,
+            ready,
+            next_tell: 0,
+            next_seq: 0,
+            pending: HashMap::new(),
+            finished: false,
+            stopped: false,
+            evaluations: 0,
+            best: None,
+            clock: Instant::now(),
+            elapsed_before,
+        })
+    }
+}
 
-        loop {
-            // Ask for everything the optimizer can propose now.
-            while !finished && !stopped {
-                let budget_left =
-                    request.max_evaluations == 0 || next_seq < request.max_evaluations;
-                if !budget_left || out_of_time(&clock) {
-                    break;
-                }
-                match optimizer.ask() {
-                    Step::Finished => finished = true,
-                    Step::Wait => break,
-                    Step::Evaluate(candidates) => {
-                        let mut fresh = Vec::new();
-                        for c in candidates {
-                            if request.max_evaluations > 0 && next_seq >= request.max_evaluations {
-                                break;
-                            }
-                            let seq = next_seq;
-                            next_seq += 1;
-                            if let Some((job_id, x, _)) = stored.get(&seq) {
-                                if x.len() != c.x.len()
-                                    || x.iter().zip(&c.x).any(|(a, b)| a.to_bits() != b.to_bits())
-                                {
-                                    return Err(format!(
-                                        "cannot resume: proposal {seq} differs from the stored one (is the {} plugin deterministic?)",
-                                        request.optimizer
-                                    ));
-                                }
-                                pending.insert(*job_id, (c.tag, c.x));
-                            } else {
-                                let job = prepared.job_for(&c.x)?;
-                                fresh.push((seq, c.tag, c.x, job));
-                            }
-                        }
-                        if !fresh.is_empty() {
-                            let jobs = fresh
-                                .iter()
-                                .map(|(seq, _, _, job)| (*seq, job.clone()))
-                                .collect();
-                            let ids = self
-                                .scheduler
-                                .submit(&format!("run-{id}"), id, jobs)
-                                .await
-                                .map_err(|e| e.to_string())?;
-                            for (job_id, (_, tag, x, _)) in ids.into_iter().zip(fresh) {
-                                pending.insert(job_id, (tag, x));
-                            }
-                        }
-                    }
-                }
-            }
-            if pending.is_empty() {
-                break;
-            }
-            // The next result, strictly in tell order.
-            let completion = loop {
-                if let Some(c) = ready.remove(&next_tell) {
-                    break Some(c);
-                }
-                tokio::select! {
-                    c = completions.recv() => match c {
-                        Some(c) => { ready.insert(c.tell_seq, c); }
-                        None => return Err("the scheduler went away".into()),
-                    },
-                    changed = stop.changed() => {
-                        if changed.is_err() || *stop.borrow() {
-                            break None;
-                        }
-                    }
-                    // Time budget: wake up when it runs out.
-                    () = tokio::time::sleep(std::time::Duration::from_millis(250)), if request.max_seconds > 0.0 => {
-                        if out_of_time(&clock) { break None; }
-                    }
-                }
-            };
-            let Some(completion) = completion else {
-                stopped = true;
-                let ids: Vec<u64> = pending.keys().copied().collect();
-                self.scheduler
-                    .cancel(&ids)
-                    .await
-                    .map_err(|e| e.to_string())?;
-                break;
-            };
-            next_tell += 1;
-            let Some((tag, x)) = pending.remove(&completion.job_id) else {
-                return Err(format!(
-                    "cannot resume: job {} was told before it was proposed",
-                    completion.job_id
-                ));
-            };
-            let (outcome, velocity) = match &completion.outcome {
-                Ok(result) if result.velocity_m_s.is_finite() => (
-                    Outcome::Fitness(result.velocity_m_s),
-                    Some(result.velocity_m_s),
-                ),
-                _ => (Outcome::Failed, None),
-            };
-            optimizer.tell(tag, outcome);
-            evaluations += 1;
-            let improved = velocity.is_some_and(|v| best.as_ref().is_none_or(|(b, _)| v > *b));
-            if improved {
-                best = Some((velocity.expect("improved implies a value"), x.clone()));
-            }
-            // Replayed history is not news: only new results are broadcast.
-            if evaluations as usize > replayed || improved {
-                let view = self.update(id, |v| {
-                    v.evaluations = evaluations;
-                    v.elapsed_s = elapsed(&clock);
-                    if let Some((b, bx)) = &best {
-                        v.best_velocity_m_s = Some(*b);
-                        v.best_parameters = prepared.parameters(bx);
-                        if improved {
-                            v.best_gait_xml = prepared.best_gait(bx);
-                        }
-                    }
-                });
-                if evaluations as usize > replayed {
-                    if improved || evaluations.is_multiple_of(16) {
-                        self.persist(id);
-                    }
-                    let _ = self.events.send(pb::RunEvent {
-                        run: view,
-                        evaluation: Some(pb::Evaluation {
-                            job_id: completion.job_id,
-                            index: evaluations,
-                            parameters: prepared.parameters(&x),
-                            velocity_m_s: velocity,
-                            improved,
-                        }),
-                    });
+/// A new proposal: (position, optimizer tag, x, its job).
+type Fresh = (u64, u64, Vec<f64>, JobRequest);
+
+/// One run being driven: the optimizer, what is stored of its past, and
+/// what is in flight.
+struct Executor<'a> {
+    id: u64,
+    spec: &'a RunSpec,
+    prepared: Prepared,
+    optimizer: Box<dyn Optimizer>,
+    /// The stored proposals by position: (job id, x).
+    stored: HashMap<u64, (u64, Vec<f64>)>,
+    /// Results waiting to be told, by tell order; the stored ones first.
+    ready: BTreeMap<u64, Completion>,
+    replayed: usize,
+    next_tell: u64,
+    next_seq: u64,
+    /// job id → (optimizer tag, x)
+    pending: HashMap<u64, (u64, Vec<f64>)>,
+    finished: bool,
+    stopped: bool,
+    evaluations: u64,
+    best: Option<(f64, Vec<f64>)>,
+    clock: Instant,
+    elapsed_before: f64,
+}
+
+impl Executor<'_> {
+    fn elapsed(&self) -> f64 {
+        self.elapsed_before + self.clock.elapsed().as_secs_f64()
+    }
+
+    fn out_of_time(&self) -> bool {
+        self.spec.max_seconds > 0.0 && self.elapsed() >= self.spec.max_seconds
+    }
+
+    fn budget_left(&self) -> bool {
+        self.spec.max_evaluations == 0 || self.next_seq < self.spec.max_evaluations
+    }
+
+    /// Asks for everything the optimizer can propose now; stored proposals
+    /// are matched, new ones become jobs.
+    async fn propose(&mut self, runs: &Runs) -> Result<(), RunError> {
+        while !self.finished && !self.stopped && self.budget_left() && !self.out_of_time() {
+            match self.optimizer.ask() {
+                Step::Finished => self.finished = true,
+                Step::Wait => break,
+                Step::Evaluate(candidates) => {
+                    let fresh = self.take(candidates)?;
+                    self.submit(runs, fresh).await?;
                 }
             }
         }
-        let state = if stopped {
-            pb::RunState::Stopped
-        } else {
-            pb::RunState::Finished
+        Ok(())
+    }
+
+    /// Numbers candidates within the budget; returns those not yet stored.
+    fn take(
+        &mut self,
+        candidates: Vec<yamor_optimizer_api::Candidate>,
+    ) -> Result<Vec<Fresh>, RunError> {
+        let mut fresh = Vec::new();
+        for c in candidates {
+            if !self.budget_left() {
+                break;
+            }
+            let seq = self.next_seq;
+            self.next_seq += 1;
+            if let Some((job_id, x)) = self.stored.get(&seq) {
+                if x.len() != c.x.len()
+                    || x.iter().zip(&c.x).any(|(a, b)| a.to_bits() != b.to_bits())
+                {
+                    return Err(RunError::Diverged {
+                        seq,
+                        optimizer: self.spec.optimizer.clone(),
+                    });
+                }
+                self.pending.insert(*job_id, (c.tag, c.x));
+            } else {
+                let job = self.prepared.job_for(&c.x).map_err(RunError::Invalid)?;
+                fresh.push((seq, c.tag, c.x, job));
+            }
+        }
+        Ok(fresh)
+    }
+
+    async fn submit(&mut self, runs: &Runs, fresh: Vec<Fresh>) -> Result<(), RunError> {
+        if fresh.is_empty() {
+            return Ok(());
+        }
+        let jobs = fresh
+            .iter()
+            .map(|(seq, _, _, job)| (*seq, job.clone()))
+            .collect();
+        let ids = runs
+            .scheduler
+            .submit(&format!("run-{}", self.id), self.id, jobs)
+            .await?;
+        for (job_id, (_, tag, x, _)) in ids.into_iter().zip(fresh) {
+            self.pending.insert(job_id, (tag, x));
+        }
+        Ok(())
+    }
+
+    /// The next result, strictly in tell order; `None` when the run is
+    /// stopped or out of time.
+    async fn next_completion(
+        &mut self,
+        completions: &mut mpsc::UnboundedReceiver<Completion>,
+        stop: &mut watch::Receiver<bool>,
+    ) -> Result<Option<Completion>, RunError> {
+        loop {
+            if let Some(c) = self.ready.remove(&self.next_tell) {
+                self.next_tell += 1;
+                return Ok(Some(c));
+            }
+            tokio::select! {
+                c = completions.recv() => match c {
+                    Some(c) => { self.ready.insert(c.tell_seq, c); }
+                    None => return Err(RunError::SchedulerGone),
+                },
+                changed = stop.changed() => {
+                    if changed.is_err() || *stop.borrow() {
+                        return Ok(None);
+                    }
+                }
+                // Time budget: wake up when it runs out.
+                () = tokio::time::sleep(std::time::Duration::from_millis(250)), if self.spec.max_seconds > 0.0 => {
+                    if self.out_of_time() { return Ok(None); }
+                }
+            }
+        }
+    }
+
+    /// Tells the optimizer one result and publishes what changed.
+    fn learn(&mut self, runs: &Runs, completion: Completion) -> Result<(), RunError> {
+        let Some((tag, x)) = self.pending.remove(&completion.job_id) else {
+            return Err(RunError::ToldBeforeProposed(completion.job_id));
         };
-        self.update(id, |v| {
-            v.state = state as i32;
+        let velocity = match &completion.outcome {
+            Ok(o) if o.velocity.is_finite() => Some(o.velocity),
+            _ => None,
+        };
+        self.optimizer
+            .tell(tag, velocity.map_or(Outcome::Failed, Outcome::Fitness));
+        self.evaluations += 1;
+        let improved = velocity.is_some_and(|v| self.best.as_ref().is_none_or(|(b, _)| v > *b));
+        if improved {
+            self.best = Some((velocity.expect("improved implies a value"), x.clone()));
+        }
+        let fresh = self.evaluations as usize > self.replayed;
+        // Replayed history is not news: only new results are broadcast.
+        if !fresh && !improved {
+            return Ok(());
+        }
+        let (evaluations, elapsed) = (self.evaluations, self.elapsed());
+        let best = self.best.as_ref().map(|(b, bx)| {
+            (
+                *b,
+                self.prepared.parameters(bx),
+                improved.then(|| self.prepared.best_gait(bx)),
+            )
+        });
+        let view = runs.update(self.id, |v| {
             v.evaluations = evaluations;
-            v.elapsed_s = elapsed(&clock);
+            v.elapsed_s = elapsed;
+            if let Some((b, parameters, gait)) = best {
+                v.best_velocity = Some(b);
+                v.best_parameters = parameters;
+                if let Some(gait) = gait {
+                    v.best_gait_xml = gait;
+                }
+            }
+        });
+        if fresh {
+            if improved || evaluations.is_multiple_of(16) {
+                runs.persist(self.id);
+            }
+            if let Some(run) = view {
+                let _ = runs.events.send(RunEvent {
+                    run,
+                    evaluation: Some(RunEvaluation {
+                        job_id: completion.job_id,
+                        index: evaluations,
+                        parameters: self.prepared.parameters(&x),
+                        velocity,
+                        improved,
+                    }),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Records how the run ended and waits until that is on disk.
+    async fn finish(self, runs: &Runs) -> Result<(), RunError> {
+        let state = if self.stopped {
+            RunState::Stopped
+        } else {
+            RunState::Finished
+        };
+        let (evaluations, elapsed) = (self.evaluations, self.elapsed());
+        runs.update(self.id, |v| {
+            v.state = state;
+            v.evaluations = evaluations;
+            v.elapsed_s = elapsed;
             v.finished_ms = now_ms();
         });
-        self.persist(id);
-        self.scheduler
-            .store()
-            .sync()
-            .await
-            .map_err(|e| e.to_string())?;
-        tracing::info!(run = id, evaluations, "run ended: {state:?}");
+        runs.persist(self.id);
+        runs.scheduler.store().sync().await?;
+        tracing::info!(run = self.id, evaluations, "run ended: {state:?}");
         Ok(())
     }
 }
 
-fn row_view(row: &RunRow) -> pb::Run {
+fn row_view(row: &RunRow) -> Run {
     let settings: Settings = serde_json::from_str(&row.settings).unwrap_or_default();
-    let best: Vec<(String, f64)> = serde_json::from_str(&row.best_parameters).unwrap_or_default();
-    let request = pb::StartRunRequest::decode(row.request.as_slice()).unwrap_or_default();
-    let best_gait_xml = match (&request.problem, best.is_empty()) {
-        (Some(pb::start_run_request::Problem::OptimizationXml(_)), false) => prepare(&request)
-            .map(|p| p.best_gait(&best.iter().map(|(_, v)| *v).collect::<Vec<_>>()))
+    let best_gait_xml = match (&row.spec.problem, row.best_parameters.is_empty()) {
+        (Problem::OptimizationXml(_), false) => prepare(&row.spec)
+            .map(|p| {
+                p.best_gait(
+                    &row.best_parameters
+                        .iter()
+                        .map(|(_, v)| *v)
+                        .collect::<Vec<_>>(),
+                )
+            })
             .unwrap_or_default(),
         _ => String::new(),
     };
-    pb::Run {
+    Run {
         id: row.id,
         name: row.name.clone(),
         optimizer: row.optimizer.clone(),
@@ -752,13 +804,10 @@ fn row_view(row: &RunRow) -> pb::Run {
         seed: row.seed,
         state: row.state,
         evaluations: row.evaluations,
-        max_evaluations: request.max_evaluations,
-        max_seconds: request.max_seconds,
-        best_velocity_m_s: row.best_velocity,
-        best_parameters: best
-            .into_iter()
-            .map(|(name, value)| pb::Parameter { name, value })
-            .collect(),
+        max_evaluations: row.spec.max_evaluations,
+        max_seconds: row.spec.max_seconds,
+        best_velocity: row.best_velocity,
+        best_parameters: row.best_parameters.clone(),
         best_gait_xml,
         error: row.error.clone(),
         started_ms: row.started_ms,

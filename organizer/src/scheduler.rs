@@ -20,18 +20,60 @@
 //! `.await`; the store is told about every change in order.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use prost::Message;
 use tokio::sync::{broadcast, mpsc, oneshot};
-use tonic::Code;
-use yamor_proto::transport::{AuthChannel, ClientSecurity};
-use yamor_proto::v1 as pb;
-use yamor_proto::v1::host_agent_client::HostAgentClient;
+use yamor_core::evaluation::{BackendKind, EvaluationJob, Outcome, RobotSource};
 
+use crate::model::{Host, HostInfo, HostState, Job, JobFilter, JobRequest, JobState};
 use crate::now_ms;
-use crate::store::{JobFilter, JobRow, Store, Write};
+use crate::store::{Store, Write};
+
+/// A boxed future that may move between threads.
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// Why a call to a host failed, as far as scheduling cares.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum HostError {
+    /// The job itself cannot run: it fails at once and the host is not to blame.
+    #[error("{0}")]
+    InvalidJob(String),
+    /// The host is gone or cannot be reached: it is marked down and the job
+    /// tried again elsewhere.
+    #[error("{0}")]
+    Unavailable(String),
+    /// This attempt failed; another may not.
+    #[error("{0}")]
+    Failed(String),
+}
+
+impl HostError {
+    /// Whether another attempt may succeed.
+    #[must_use]
+    pub fn retryable(&self) -> bool {
+        !matches!(self, HostError::InvalidJob(_))
+    }
+}
+
+/// One evaluation host as the scheduler drives it. The futures own what
+/// they need: dropping one abandons the call (and cancels the evaluation).
+pub trait HostClient: Send + Sync {
+    fn info(&self) -> BoxFuture<'static, Result<HostInfo, HostError>>;
+    fn evaluate(
+        &self,
+        job_id: u64,
+        attempt: u32,
+        job: &EvaluationJob,
+    ) -> BoxFuture<'static, Result<Outcome, HostError>>;
+}
+
+/// Makes a [`HostClient`] for an address.
+pub trait HostConnector: Send + Sync {
+    fn connect(&self, address: &str) -> Result<Arc<dyn HostClient>, String>;
+}
 
 /// Timing and retry policy.
 #[derive(Debug, Clone)]
@@ -53,7 +95,7 @@ impl Default for SchedulerConfig {
     }
 }
 
-/// Why a request was refused; the service turns these into `Status`.
+/// Why a request was refused; the gRPC service turns these into `Status`.
 #[derive(Debug, thiserror::Error)]
 pub enum ScheduleError {
     #[error("{0}")]
@@ -73,16 +115,16 @@ pub struct Completion {
     pub seq: u64,
     /// The order in which the run must learn results (persisted with them).
     pub tell_seq: u64,
-    pub outcome: Result<pb::EvaluationResult, String>,
+    pub outcome: Result<Outcome, String>,
 }
 
 struct HostEntry {
     name: String,
     address: String,
-    client: HostAgentClient<AuthChannel>,
-    backend: pb::Backend,
+    client: Arc<dyn HostClient>,
+    backend: Option<BackendKind>,
     robot: String,
-    state: pb::HostState,
+    state: HostState,
     current_job: u64,
     last_seen: Instant,
     evaluations: u64,
@@ -94,8 +136,8 @@ struct LiveJob {
     run_id: u64,
     owner: String,
     seq: u64,
-    request: Arc<pb::JobRequest>,
-    state: pb::JobState,
+    request: Arc<JobRequest>,
+    state: JobState,
     attempts: u32,
     host: String,
     host_id: u64,
@@ -121,14 +163,14 @@ pub struct Scheduler {
     core: Mutex<Core>,
     store: Store,
     config: SchedulerConfig,
-    security: ClientSecurity,
-    job_events: broadcast::Sender<pb::Job>,
+    connector: Arc<dyn HostConnector>,
+    job_events: broadcast::Sender<Job>,
 }
 
 /// How an attempt ended.
 enum AttemptEnd {
-    Done(pb::EvaluationResult),
-    Failed(tonic::Status),
+    Done(Outcome),
+    Failed(HostError),
     TimedOut,
 }
 
@@ -138,7 +180,7 @@ impl Scheduler {
     pub fn load(
         store: Store,
         config: SchedulerConfig,
-        security: ClientSecurity,
+        connector: Arc<dyn HostConnector>,
     ) -> Result<Arc<Scheduler>, ScheduleError> {
         let (max_host, _, max_job) = store.max_ids()?;
         let mut core = Core {
@@ -150,19 +192,18 @@ impl Scheduler {
             .checked_sub(config.lease)
             .unwrap_or_else(Instant::now);
         for row in store.hosts()? {
-            let client = HostAgentClient::new(
-                yamor_proto::transport::channel(&row.address, &security)
-                    .map_err(|e| ScheduleError::Invalid(e.to_string()))?,
-            );
+            let client = connector
+                .connect(&row.address)
+                .map_err(ScheduleError::Invalid)?;
             core.hosts.insert(
                 row.id,
                 HostEntry {
                     name: row.name,
                     address: row.address,
                     client,
-                    backend: pb::Backend::Unspecified,
+                    backend: None,
                     robot: String::new(),
-                    state: pb::HostState::Down,
+                    state: HostState::Down,
                     current_job: 0,
                     last_seen: stale,
                     evaluations: 0,
@@ -172,13 +213,11 @@ impl Scheduler {
             );
         }
         let unfinished = store.jobs(&JobFilter {
-            states: vec![pb::JobState::Queued as i32, pb::JobState::Running as i32],
+            states: vec![JobState::Queued, JobState::Running],
             ..JobFilter::default()
         })?;
         for row in unfinished {
-            let request = pb::JobRequest::decode(row.request.as_slice())
-                .map_err(|e| ScheduleError::Invalid(format!("stored job {}: {e}", row.id)))?;
-            if row.state == pb::JobState::Running as i32 {
+            if row.state == JobState::Running {
                 store.write(Write::JobRequeued {
                     id: row.id,
                     attempts: row.attempts,
@@ -190,8 +229,8 @@ impl Scheduler {
                     run_id: row.run_id,
                     owner: row.owner.clone(),
                     seq: row.seq,
-                    request: Arc::new(request),
-                    state: pb::JobState::Queued,
+                    request: Arc::new(row.request),
+                    state: JobState::Queued,
                     attempts: row.attempts,
                     host: String::new(),
                     host_id: 0,
@@ -208,7 +247,7 @@ impl Scheduler {
             core: Mutex::new(core),
             store,
             config,
-            security,
+            connector,
             job_events,
         }))
     }
@@ -245,7 +284,7 @@ impl Scheduler {
     }
 
     #[must_use]
-    pub fn subscribe_jobs(&self) -> broadcast::Receiver<pb::Job> {
+    pub fn subscribe_jobs(&self) -> broadcast::Receiver<Job> {
         self.job_events.subscribe()
     }
 
@@ -256,7 +295,7 @@ impl Scheduler {
         self: &Arc<Self>,
         name: &str,
         address: &str,
-    ) -> Result<pb::Host, ScheduleError> {
+    ) -> Result<Host, ScheduleError> {
         let address = address.trim();
         if address.is_empty() {
             return Err(ScheduleError::Invalid("address: missing".into()));
@@ -266,23 +305,23 @@ impl Scheduler {
         } else {
             name.trim()
         };
-        let channel = yamor_proto::transport::channel(address, &self.security)
+        let client = self
+            .connector
+            .connect(address)
             .map_err(|e| ScheduleError::Invalid(format!("address {address:?}: {e}")))?;
-        let mut client = HostAgentClient::new(channel);
         let info = tokio::time::timeout(
             self.config.heartbeat_interval.max(Duration::from_secs(2)),
-            client.get_info(pb::GetInfoRequest {}),
+            client.info(),
         )
         .await
         .map_err(|_| ScheduleError::Unreachable {
             address: address.to_owned(),
             why: "no answer".into(),
         })?
-        .map_err(|s| ScheduleError::Unreachable {
+        .map_err(|e| ScheduleError::Unreachable {
             address: address.to_owned(),
-            why: s.message().to_owned(),
-        })?
-        .into_inner();
+            why: e.to_string(),
+        })?;
         let (id, host) = {
             let mut core = self.lock();
             let existing = core
@@ -298,9 +337,9 @@ impl Scheduler {
                 name: name.to_owned(),
                 address: address.to_owned(),
                 client: client.clone(),
-                backend: pb::Backend::Unspecified,
+                backend: None,
                 robot: String::new(),
-                state: pb::HostState::Free,
+                state: HostState::Free,
                 current_job: 0,
                 last_seen: Instant::now(),
                 evaluations: 0,
@@ -311,11 +350,11 @@ impl Scheduler {
                 entry.address = address.to_owned();
                 entry.client = client;
             }
-            entry.backend = pb::Backend::try_from(info.backend).unwrap_or(pb::Backend::Unspecified);
+            entry.backend = info.backend;
             entry.robot = info.robot;
             entry.last_seen = Instant::now();
-            if entry.state == pb::HostState::Down {
-                entry.state = pb::HostState::Free;
+            if entry.state == HostState::Down {
+                entry.state = HostState::Free;
             }
             (id, host_view(id, entry))
         };
@@ -332,16 +371,16 @@ impl Scheduler {
     }
 
     /// Renews a host's lease; a host that was down is admitted again.
-    pub fn heartbeat(self: &Arc<Self>, host_id: u64) -> Result<pb::HostState, ScheduleError> {
+    pub fn heartbeat(self: &Arc<Self>, host_id: u64) -> Result<HostState, ScheduleError> {
         let state = {
             let mut core = self.lock();
             let host = core.hosts.get_mut(&host_id).ok_or_else(|| {
                 ScheduleError::NotFound(format!("host {host_id} is not registered"))
             })?;
             host.last_seen = Instant::now();
-            if host.state == pb::HostState::Down {
+            if host.state == HostState::Down {
                 tracing::info!(host = host.name, "host is back");
-                host.state = pb::HostState::Free;
+                host.state = HostState::Free;
             }
             host.state
         };
@@ -378,7 +417,7 @@ impl Scheduler {
     }
 
     #[must_use]
-    pub fn hosts(&self) -> Vec<pb::Host> {
+    pub fn hosts(&self) -> Vec<Host> {
         let core = self.lock();
         core.hosts.iter().map(|(id, h)| host_view(*id, h)).collect()
     }
@@ -390,7 +429,7 @@ impl Scheduler {
         self: &Arc<Self>,
         owner: &str,
         run_id: u64,
-        jobs: Vec<(u64, pb::JobRequest)>,
+        jobs: Vec<(u64, JobRequest)>,
     ) -> Result<Vec<u64>, ScheduleError> {
         for (index, (_, job)) in jobs.iter().enumerate() {
             validate(job).map_err(|e| ScheduleError::Invalid(format!("jobs[{index}]: {e}")))?;
@@ -404,18 +443,17 @@ impl Scheduler {
             for (seq, request) in jobs {
                 let id = core.next_job;
                 core.next_job += 1;
-                rows.push(JobRow {
+                rows.push(Job {
                     id,
                     run_id,
                     owner: owner.to_owned(),
                     seq,
                     tell_seq: None,
-                    state: pb::JobState::Queued as i32,
-                    request: request.encode_to_vec(),
+                    state: JobState::Queued,
+                    request: request.clone(),
                     attempts: 0,
                     host: String::new(),
-                    result: Vec::new(),
-                    velocity: None,
+                    outcome: None,
                     error: String::new(),
                     submitted_ms: now,
                     started_ms: 0,
@@ -428,7 +466,7 @@ impl Scheduler {
                         owner: owner.to_owned(),
                         seq,
                         request: Arc::new(request),
-                        state: pb::JobState::Queued,
+                        state: JobState::Queued,
                         attempts: 0,
                         host: String::new(),
                         host_id: 0,
@@ -458,10 +496,10 @@ impl Scheduler {
                 let Some(job) = core.jobs.get_mut(id) else {
                     continue;
                 };
-                if !matches!(job.state, pb::JobState::Queued | pb::JobState::Running) {
+                if !matches!(job.state, JobState::Queued | JobState::Running) {
                     continue;
                 }
-                job.state = pb::JobState::Cancelled;
+                job.state = JobState::Cancelled;
                 if let Some(abort) = job.abort.take() {
                     let _ = abort.send(());
                 }
@@ -473,26 +511,18 @@ impl Scheduler {
                     && host.current_job == *id
                 {
                     host.current_job = 0;
-                    host.state = pb::HostState::Free;
+                    host.state = HostState::Free;
                 }
                 let job = core.jobs.remove(id).expect("present");
                 self.store.write(Write::JobFinished {
                     id: *id,
-                    state: pb::JobState::Cancelled as i32,
+                    state: JobState::Cancelled,
                     tell_seq: None,
-                    result: Vec::new(),
-                    velocity: None,
+                    outcome: None,
                     error: "cancelled".into(),
                     finished_ms: now_ms(),
                 });
-                self.publish(
-                    *id,
-                    &job,
-                    pb::JobState::Cancelled,
-                    None,
-                    "cancelled",
-                    now_ms(),
-                );
+                self.publish(*id, &job, JobState::Cancelled, None, "cancelled", now_ms());
                 cancelled += 1;
             }
         }
@@ -502,33 +532,42 @@ impl Scheduler {
     }
 
     /// A job by id: live state first, then the database.
-    pub fn job(&self, id: u64, brief: bool) -> Result<pb::Job, ScheduleError> {
+    pub async fn job(&self, id: u64, brief: bool) -> Result<Job, ScheduleError> {
         if let Some(job) = self.lock().jobs.get(&id) {
             return Ok(live_view(id, job, brief));
         }
-        match self.store.job(id)? {
-            Some(row) => Ok(row_view(&row, brief)),
+        match self.store.read_async(move |s| s.job(id)).await? {
+            Some(job) if brief => Ok(job.brief()),
+            Some(job) => Ok(job),
             None => Err(ScheduleError::NotFound(format!("job {id} does not exist"))),
         }
     }
 
-    pub fn list_jobs(
+    pub async fn list_jobs(
         &self,
-        filter: &JobFilter,
+        filter: JobFilter,
         brief: bool,
-    ) -> Result<Vec<pb::Job>, ScheduleError> {
+    ) -> Result<Vec<Job>, ScheduleError> {
         // The database has every job (inserts are ordered before updates);
         // live jobs overlay their newer state.
-        let rows = self.store.jobs(filter)?;
+        let states = filter.states.clone();
+        let rows = self.store.read_async(move |s| s.jobs(&filter)).await?;
         let core = self.lock();
         Ok(rows
-            .iter()
+            .into_iter()
             .map(|row| match core.jobs.get(&row.id) {
                 Some(job) => live_view(row.id, job, brief),
-                None => row_view(row, brief),
+                None if brief => row.brief(),
+                None => row,
             })
-            .filter(|j| filter.states.is_empty() || filter.states.contains(&j.state))
+            .filter(|j| states.is_empty() || states.contains(&j.state))
             .collect())
+    }
+
+    /// Every job of `run_id` its optimizer learnt, in the order it learnt
+    /// them: parameters, outcome and gait of each.
+    pub async fn told_jobs(&self, run_id: u64) -> Result<Vec<Job>, ScheduleError> {
+        Ok(self.store.read_async(move |s| s.told_jobs(run_id)).await?)
     }
 
     // ------------------------------------------------------------- dispatch
@@ -546,7 +585,7 @@ impl Scheduler {
         let free: Vec<u64> = core
             .hosts
             .iter()
-            .filter(|(_, h)| h.state == pb::HostState::Free)
+            .filter(|(_, h)| h.state == HostState::Free)
             .map(|(id, _)| *id)
             .collect();
         for host_id in free {
@@ -557,28 +596,20 @@ impl Scheduler {
             let started = now_ms();
             let (abort_tx, abort_rx) = oneshot::channel();
             let host = core.hosts.get_mut(&host_id).expect("listed above");
-            host.state = pb::HostState::Busy;
+            host.state = HostState::Busy;
             host.current_job = job_id;
             let client = host.client.clone();
             let host_name = host.name.clone();
             let job = core.jobs.get_mut(&job_id).expect("queued jobs are live");
-            job.state = pb::JobState::Running;
+            job.state = JobState::Running;
             job.attempts += 1;
             job.host = host_name.clone();
             job.host_id = host_id;
             job.started_ms = started;
             job.abort = Some(abort_tx);
             let attempt = job.attempts;
-            let timeout = if job.request.timeout_s > 0.0 {
-                Duration::from_secs_f64(job.request.timeout_s)
-            } else {
-                self.config.default_timeout
-            };
-            let request = pb::EvaluateRequest {
-                job: job.request.job.clone(),
-                job_id,
-                attempt,
-            };
+            let timeout = job.request.timeout.unwrap_or(self.config.default_timeout);
+            let call = client.evaluate(job_id, attempt, &job.request.job);
             self.store.write(Write::JobStarted {
                 id: job_id,
                 attempts: attempt,
@@ -591,28 +622,26 @@ impl Scheduler {
             }
             let me = self.clone();
             tokio::spawn(async move {
-                me.manage(job_id, attempt, host_id, client, request, timeout, abort_rx)
+                me.manage(job_id, attempt, host_id, call, timeout, abort_rx)
                     .await;
             });
         }
     }
 
     /// The simulation manager: runs one attempt of one job on one host.
-    #[allow(clippy::too_many_arguments)]
     async fn manage(
         self: Arc<Self>,
         job_id: u64,
         attempt: u32,
         host_id: u64,
-        mut client: HostAgentClient<AuthChannel>,
-        request: pb::EvaluateRequest,
+        call: BoxFuture<'static, Result<Outcome, HostError>>,
         timeout: Duration,
         abort: oneshot::Receiver<()>,
     ) {
         let end = tokio::select! {
-            answer = tokio::time::timeout(timeout, client.evaluate(request)) => match answer {
-                Ok(Ok(response)) => AttemptEnd::Done(response.into_inner().result.unwrap_or_default()),
-                Ok(Err(status)) => AttemptEnd::Failed(status),
+            answer = tokio::time::timeout(timeout, call) => match answer {
+                Ok(Ok(outcome)) => AttemptEnd::Done(outcome),
+                Ok(Err(e)) => AttemptEnd::Failed(e),
                 Err(_) => AttemptEnd::TimedOut,
             },
             // Aborted by whoever took the job away (lease expiry, cancel);
@@ -632,7 +661,7 @@ impl Scheduler {
         let finished = {
             let mut core = self.lock();
             let current = core.jobs.get(&job_id).is_some_and(|j| {
-                j.state == pb::JobState::Running && j.attempts == attempt && j.host_id == host_id
+                j.state == JobState::Running && j.attempts == attempt && j.host_id == host_id
             });
             if !current {
                 // A stale attempt: the job was re-queued, cancelled or finished.
@@ -643,39 +672,27 @@ impl Scheduler {
             match end {
                 AttemptEnd::Done(result) => {
                     if let Some(host) = host {
-                        host.state = pb::HostState::Free;
+                        host.state = HostState::Free;
                         host.current_job = 0;
                         host.evaluations += 1;
                         host.last_seen = Instant::now();
                     }
                     Some(self.finish_locked(&mut core, job_id, Ok(result)))
                 }
-                AttemptEnd::Failed(status) => {
-                    let job_fault = matches!(
-                        status.code(),
-                        Code::InvalidArgument
-                            | Code::Unimplemented
-                            | Code::FailedPrecondition
-                            | Code::OutOfRange
-                    );
-                    let host_gone = matches!(
-                        status.code(),
-                        Code::Unavailable
-                            | Code::Unknown
-                            | Code::Unauthenticated
-                            | Code::DeadlineExceeded
-                    );
+                AttemptEnd::Failed(error) => {
+                    let job_fault = !error.retryable();
+                    let host_gone = matches!(error, HostError::Unavailable(_));
                     if let Some(host) = host {
                         host.current_job = 0;
                         host.failures += u64::from(!job_fault);
                         if host_gone {
-                            tracing::warn!(host = host.name, "host failed: {}", status.message());
-                            host.state = pb::HostState::Down;
+                            tracing::warn!(host = host.name, "host failed: {error}");
+                            host.state = HostState::Down;
                         } else {
-                            host.state = pb::HostState::Free;
+                            host.state = HostState::Free;
                         }
                     }
-                    let message = format!("{:?}: {}", status.code(), status.message());
+                    let message = error.to_string();
                     if job_fault || attempt >= max_attempts {
                         Some(self.finish_locked(&mut core, job_id, Err(message)))
                     } else {
@@ -687,7 +704,7 @@ impl Scheduler {
                     if let Some(host) = host {
                         host.current_job = 0;
                         host.failures += 1;
-                        host.state = pb::HostState::Down;
+                        host.state = HostState::Down;
                     }
                     if attempt >= max_attempts {
                         Some(self.finish_locked(&mut core, job_id, Err("timed out".into())))
@@ -734,7 +751,7 @@ impl Scheduler {
         &self,
         core: &mut Core,
         job_id: u64,
-        outcome: Result<pb::EvaluationResult, String>,
+        outcome: Result<Outcome, String>,
     ) -> (Completion, Option<mpsc::UnboundedSender<Completion>>) {
         let job = core.jobs.remove(&job_id).expect("caller checked");
         let tell_seq = if job.run_id > 0 {
@@ -745,21 +762,15 @@ impl Scheduler {
             None
         };
         let finished = now_ms();
-        let (state, result, velocity, error) = match &outcome {
-            Ok(r) => (
-                pb::JobState::Done,
-                r.encode_to_vec(),
-                Some(r.velocity_m_s),
-                String::new(),
-            ),
-            Err(e) => (pb::JobState::Failed, Vec::new(), None, e.clone()),
+        let (state, error) = match &outcome {
+            Ok(_) => (JobState::Done, String::new()),
+            Err(e) => (JobState::Failed, e.clone()),
         };
         self.store.write(Write::JobFinished {
             id: job_id,
-            state: state as i32,
+            state,
             tell_seq,
-            result,
-            velocity,
+            outcome: outcome.as_ref().ok().cloned().map(Box::new),
             error: error.clone(),
             finished_ms: finished,
         });
@@ -781,7 +792,7 @@ impl Scheduler {
             let _ = abort.send(());
         }
         tracing::info!(job = job_id, attempt = job.attempts, "re-queued: {why}");
-        job.state = pb::JobState::Queued;
+        job.state = JobState::Queued;
         job.host.clear();
         job.host_id = 0;
         let owner = job.owner.clone();
@@ -796,8 +807,8 @@ impl Scheduler {
         &self,
         id: u64,
         job: &LiveJob,
-        state: pb::JobState,
-        result: Option<&pb::EvaluationResult>,
+        state: JobState,
+        outcome: Option<&Outcome>,
         error: &str,
         finished_ms: i64,
     ) {
@@ -805,8 +816,8 @@ impl Scheduler {
             return;
         }
         let mut view = live_view(id, job, true);
-        view.state = state as i32;
-        view.result = result.cloned();
+        view.state = state;
+        view.outcome = outcome.cloned();
         view.error = error.to_owned();
         view.finished_ms = finished_ms;
         let _ = self.job_events.send(view);
@@ -837,12 +848,12 @@ impl Scheduler {
                 let mut orphaned = Vec::new();
                 for (id, host) in &mut core.hosts {
                     let silent = host.last_seen.elapsed();
-                    if host.state != pb::HostState::Down && silent > self.config.lease {
+                    if host.state != HostState::Down && silent > self.config.lease {
                         tracing::warn!(
                             host = host.name,
                             "lease expired after {silent:?}: host down"
                         );
-                        host.state = pb::HostState::Down;
+                        host.state = HostState::Down;
                         if host.current_job != 0 {
                             orphaned.push(host.current_job);
                             host.current_job = 0;
@@ -884,12 +895,12 @@ impl Scheduler {
     }
 
     /// Hosts added by hand do not heartbeat: a successful probe counts as one.
-    async fn probe(self: Arc<Self>, id: u64, mut client: HostAgentClient<AuthChannel>) {
+    async fn probe(self: Arc<Self>, id: u64, client: Arc<dyn HostClient>) {
         let answer = tokio::time::timeout(
             self.config
                 .heartbeat_interval
                 .max(Duration::from_millis(200)),
-            client.get_info(pb::GetInfoRequest {}),
+            client.info(),
         )
         .await;
         {
@@ -899,13 +910,12 @@ impl Scheduler {
             };
             host.probing = false;
             if let Ok(Ok(info)) = answer {
-                let info = info.into_inner();
                 host.last_seen = Instant::now();
-                host.backend = pb::Backend::try_from(info.backend).unwrap_or(host.backend);
+                host.backend = info.backend.or(host.backend);
                 host.robot = info.robot;
-                if host.state == pb::HostState::Down {
+                if host.state == HostState::Down {
                     tracing::info!(host = host.name, "host is back");
-                    host.state = pb::HostState::Free;
+                    host.state = HostState::Free;
                 }
             }
         }
@@ -927,7 +937,7 @@ fn enqueue(core: &mut Core, owner: String, job_id: u64, front: bool) {
 
 /// Round robin over owners: the first owner (in turn order) whose head job
 /// fits the host gives it up and goes to the back of the line.
-fn next_job_for(core: &mut Core, backend: pb::Backend) -> Option<u64> {
+fn next_job_for(core: &mut Core, backend: Option<BackendKind>) -> Option<u64> {
     for position in 0..core.turn.len() {
         let owner = core.turn[position].clone();
         let Some(queue) = core.queues.get_mut(&owner) else {
@@ -936,10 +946,8 @@ fn next_job_for(core: &mut Core, backend: pb::Backend) -> Option<u64> {
         let Some(&head) = queue.front() else {
             continue;
         };
-        let wanted = core.jobs.get(&head).map_or(pb::Backend::Unspecified, |j| {
-            pb::Backend::try_from(j.request.backend).unwrap_or(pb::Backend::Unspecified)
-        });
-        if wanted != pb::Backend::Unspecified && wanted != backend {
+        let wanted = core.jobs.get(&head).and_then(|j| j.request.backend);
+        if wanted.is_some() && wanted != backend {
             continue;
         }
         queue.pop_front();
@@ -955,49 +963,29 @@ fn next_job_for(core: &mut Core, backend: pb::Backend) -> Option<u64> {
     None
 }
 
-/// Checks a job before it is accepted.
-pub fn validate(job: &pb::JobRequest) -> Result<(), String> {
-    let Some(evaluation) = &job.job else {
-        return Err("job: missing".into());
-    };
-    if !evaluation.gait_xml.trim().is_empty() {
-        yamor_core::RobotConfig::from_xml_str("gait_xml", &evaluation.gait_xml)
-            .map_err(|e| e.to_string())?;
-    }
-    if let Some(pb::Robot {
-        source: Some(pb::robot::Source::MorphologyXml(xml)),
-    }) = &evaluation.robot
-    {
+/// Checks what the wire conversion cannot: that a job can run at all.
+pub fn validate(job: &JobRequest) -> Result<(), String> {
+    if let RobotSource::Morphology(xml) = &job.job.robot {
         yamor_core::Morphology::from_xml_str("robot.morphology_xml", xml)
             .map_err(|e| e.to_string())?;
     }
-    for p in &evaluation.parameters {
-        if !p.value.is_finite() {
-            return Err(format!("parameter {} = {} is not finite", p.name, p.value));
+    for (name, value) in &job.job.parameters {
+        if !value.is_finite() {
+            return Err(format!("parameter {name} = {value} is not finite"));
         }
     }
-    if let Some(spec) = &evaluation.spec {
-        for (name, v) in [
-            ("warmup_s", spec.warmup_s),
-            ("measure_s", spec.measure_s),
-            ("sample_interval_s", spec.sample_interval_s),
-            ("ground_friction", spec.ground_friction),
-        ] {
-            if !v.is_finite() || v < 0.0 {
-                return Err(format!(
-                    "spec.{name} must be a non-negative number, got {v}"
-                ));
-            }
+    let spec = &job.job.spec;
+    for (name, v) in [
+        ("warmup_s", spec.warmup),
+        ("measure_s", spec.measure),
+        ("sample_interval_s", spec.sample_interval),
+        ("ground_friction", spec.ground_friction.unwrap_or(0.0)),
+    ] {
+        if !v.is_finite() || v < 0.0 {
+            return Err(format!(
+                "spec.{name} must be a non-negative number, got {v}"
+            ));
         }
-    }
-    if pb::Backend::try_from(job.backend).is_err() {
-        return Err(format!("backend: unknown value {}", job.backend));
-    }
-    if !job.timeout_s.is_finite() || job.timeout_s < 0.0 {
-        return Err(format!(
-            "timeout_s must be a non-negative number, got {}",
-            job.timeout_s
-        ));
     }
     if job.max_attempts > 100 {
         return Err(format!(
@@ -1008,68 +996,51 @@ pub fn validate(job: &pb::JobRequest) -> Result<(), String> {
     Ok(())
 }
 
-fn host_view(id: u64, h: &HostEntry) -> pb::Host {
-    pb::Host {
+fn host_view(id: u64, h: &HostEntry) -> Host {
+    Host {
         id,
         name: h.name.clone(),
         address: h.address.clone(),
-        backend: h.backend as i32,
+        backend: h.backend,
         robot: h.robot.clone(),
-        state: h.state as i32,
+        state: h.state,
         current_job: h.current_job,
-        last_seen_s: h.last_seen.elapsed().as_secs_f64(),
+        last_seen: h.last_seen.elapsed(),
         evaluations: h.evaluations,
         failures: h.failures,
     }
 }
 
-fn strip(mut request: pb::JobRequest, brief: bool) -> pb::JobRequest {
-    if brief && let Some(job) = &mut request.job {
-        job.gait_xml.clear();
-        job.robot = None;
+fn request_view(request: &JobRequest, brief: bool) -> JobRequest {
+    if !brief {
+        return request.clone();
     }
-    request
+    JobRequest {
+        job: EvaluationJob {
+            robot: RobotSource::Default,
+            gait: None,
+            parameters: request.job.parameters.clone(),
+            spec: request.job.spec.clone(),
+        },
+        ..*request
+    }
 }
 
-fn live_view(id: u64, job: &LiveJob, brief: bool) -> pb::Job {
-    pb::Job {
+fn live_view(id: u64, job: &LiveJob, brief: bool) -> Job {
+    Job {
         id,
         run_id: job.run_id,
         owner: job.owner.clone(),
-        state: job.state as i32,
-        request: Some(strip((*job.request).clone(), brief)),
+        seq: job.seq,
+        tell_seq: None,
+        state: job.state,
+        request: request_view(&job.request, brief),
         attempts: job.attempts,
         host: job.host.clone(),
-        result: None,
+        outcome: None,
         error: String::new(),
         submitted_ms: job.submitted_ms,
         started_ms: job.started_ms,
         finished_ms: 0,
-    }
-}
-
-fn row_view(row: &JobRow, brief: bool) -> pb::Job {
-    let request = pb::JobRequest::decode(row.request.as_slice()).unwrap_or_default();
-    let mut result = if row.result.is_empty() {
-        None
-    } else {
-        pb::EvaluationResult::decode(row.result.as_slice()).ok()
-    };
-    if brief && let Some(t) = result.as_mut().and_then(|r| r.trajectory.as_mut()) {
-        t.samples.clear();
-    }
-    pb::Job {
-        id: row.id,
-        run_id: row.run_id,
-        owner: row.owner.clone(),
-        state: row.state,
-        request: Some(strip(request, brief)),
-        attempts: row.attempts,
-        host: row.host.clone(),
-        result,
-        error: row.error.clone(),
-        submitted_ms: row.submitted_ms,
-        started_ms: row.started_ms,
-        finished_ms: row.finished_ms,
     }
 }

@@ -14,8 +14,12 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 
-use rusqlite::{Connection, OptionalExtension, params};
+use rusqlite::{Connection, params};
 use tokio::sync::oneshot;
+use yamor_core::evaluation::{BackendKind, EvaluationJob, EvaluationSpec, Outcome, RobotSource};
+
+pub use crate::model::JobFilter;
+use crate::model::{Job, JobRequest, JobState, RunSpec, RunState};
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -28,30 +32,20 @@ pub enum StoreError {
     Sql(#[from] rusqlite::Error),
     #[error("the database writer has stopped")]
     WriterGone,
-}
-
-/// One persisted job row.
-#[derive(Debug, Clone, PartialEq)]
-pub struct JobRow {
-    pub id: u64,
-    pub run_id: u64,
-    pub owner: String,
-    /// Position of the proposal in its run (0-based); 0 for direct jobs.
-    pub seq: u64,
-    /// Order in which the run's optimizer learnt the result; `None` until then.
-    pub tell_seq: Option<u64>,
-    pub state: i32,
-    /// Encoded `JobRequest`.
-    pub request: Vec<u8>,
-    pub attempts: u32,
-    pub host: String,
-    /// Encoded `EvaluationResult`, empty without a result.
-    pub result: Vec<u8>,
-    pub velocity: Option<f64>,
-    pub error: String,
-    pub submitted_ms: i64,
-    pub started_ms: i64,
-    pub finished_ms: i64,
+    #[error(
+        "database {path} has schema version {found}, newer than the {known} this organizer knows: use a newer yamor"
+    )]
+    TooNew {
+        path: PathBuf,
+        found: i64,
+        known: i64,
+    },
+    #[error("database {path}: migrating from version 0: {why}")]
+    Migration { path: PathBuf, why: String },
+    #[error("database: stored {what} is not valid: {why}")]
+    Corrupt { what: String, why: String },
+    #[error("database reader task: {0}")]
+    Task(String),
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -69,13 +63,12 @@ pub struct RunRow {
     /// The resolved settings as JSON.
     pub settings: String,
     pub seed: u64,
-    /// Encoded `StartRunRequest` as submitted.
-    pub request: Vec<u8>,
-    pub state: i32,
+    /// The run as requested.
+    pub spec: RunSpec,
+    pub state: RunState,
     pub evaluations: u64,
     pub best_velocity: Option<f64>,
-    /// Best parameters as JSON `[[name, value], ...]`.
-    pub best_parameters: String,
+    pub best_parameters: Vec<(String, f64)>,
     pub error: String,
     pub started_ms: i64,
     pub finished_ms: i64,
@@ -100,7 +93,7 @@ pub struct GaitRow {
 /// A write; applied in submission order.
 #[derive(Debug)]
 pub enum Write {
-    InsertJobs(Vec<JobRow>),
+    InsertJobs(Vec<Job>),
     JobStarted {
         id: u64,
         attempts: u32,
@@ -111,24 +104,24 @@ pub enum Write {
         id: u64,
         attempts: u32,
     },
+    /// Only an open job finishes: a result is never recorded twice.
     JobFinished {
         id: u64,
-        state: i32,
+        state: JobState,
         tell_seq: Option<u64>,
-        result: Vec<u8>,
-        velocity: Option<f64>,
+        outcome: Option<Box<Outcome>>,
         error: String,
         finished_ms: i64,
     },
     UpsertHost(HostRow),
     DeleteHost(u64),
-    InsertRun(RunRow),
+    InsertRun(Box<RunRow>),
     UpdateRun {
         id: u64,
-        state: i32,
+        state: RunState,
         evaluations: u64,
         best_velocity: Option<f64>,
-        best_parameters: String,
+        best_parameters: Vec<(String, f64)>,
         error: String,
         finished_ms: i64,
         elapsed_s: f64,
@@ -160,6 +153,13 @@ pub struct Store {
     reader: Arc<Mutex<Connection>>,
 }
 
+/// The schema version this code writes (`PRAGMA user_version`). Version 0
+/// is the layout before it: protobuf blobs and proto enum numbers.
+pub const SCHEMA_VERSION: i64 = 1;
+
+/// Version 1. States are text; a job's request is columns (the robot, the
+/// gait XML, parameters and spec as JSON); an outcome is JSON of core's
+/// `Outcome`. Nothing here depends on the wire format.
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS hosts (
     id INTEGER PRIMARY KEY,
@@ -172,8 +172,8 @@ CREATE TABLE IF NOT EXISTS runs (
     optimizer TEXT NOT NULL,
     settings TEXT NOT NULL,
     seed INTEGER NOT NULL,
-    request BLOB NOT NULL,
-    state INTEGER NOT NULL,
+    spec TEXT NOT NULL,
+    state TEXT NOT NULL CHECK (state IN ('running', 'finished', 'stopped', 'failed')),
     evaluations INTEGER NOT NULL,
     best_velocity REAL,
     best_parameters TEXT NOT NULL,
@@ -188,18 +188,26 @@ CREATE TABLE IF NOT EXISTS jobs (
     owner TEXT NOT NULL,
     seq INTEGER NOT NULL,
     tell_seq INTEGER,
-    state INTEGER NOT NULL,
-    request BLOB NOT NULL,
+    state TEXT NOT NULL CHECK (state IN ('queued', 'running', 'done', 'failed', 'cancelled')),
+    robot_kind TEXT NOT NULL CHECK (robot_kind IN ('default', 'example', 'morphology')),
+    robot TEXT NOT NULL,
+    gait_xml TEXT,
+    parameters TEXT NOT NULL,
+    spec TEXT NOT NULL,
+    backend TEXT CHECK (backend IN ('simulation', 'real', 'expression')),
+    max_attempts INTEGER NOT NULL,
+    timeout_s REAL,
     attempts INTEGER NOT NULL,
     host TEXT NOT NULL,
-    result BLOB NOT NULL,
     velocity REAL,
+    outcome TEXT,
     error TEXT NOT NULL,
     submitted_ms INTEGER NOT NULL,
     started_ms INTEGER NOT NULL,
     finished_ms INTEGER NOT NULL
 );
 CREATE INDEX IF NOT EXISTS jobs_by_run ON jobs (run_id, seq);
+CREATE INDEX IF NOT EXISTS jobs_by_state ON jobs (state);
 CREATE TABLE IF NOT EXISTS gaits (
     id INTEGER PRIMARY KEY,
     body TEXT NOT NULL,
@@ -215,7 +223,6 @@ CREATE TABLE IF NOT EXISTS gait_predecessors (
     symptom TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS predecessors_by_gait ON gait_predecessors (gait_id);
-CREATE INDEX IF NOT EXISTS jobs_by_state ON jobs (state);
 ";
 
 fn open(path: &Path) -> Result<Connection, StoreError> {
@@ -233,11 +240,45 @@ fn open(path: &Path) -> Result<Connection, StoreError> {
     Ok(conn)
 }
 
+/// Brings the file to [`SCHEMA_VERSION`]: creates an empty one, migrates
+/// an older one in one transaction, refuses a newer one.
+fn upgrade(conn: &mut Connection, path: &Path) -> Result<(), StoreError> {
+    let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+    if version > SCHEMA_VERSION {
+        return Err(StoreError::TooNew {
+            path: path.to_owned(),
+            found: version,
+            known: SCHEMA_VERSION,
+        });
+    }
+    if version == SCHEMA_VERSION {
+        return Ok(());
+    }
+    let tx = conn.transaction()?;
+    let has_jobs: bool = tx.query_row(
+        "SELECT COUNT(*) > 0 FROM sqlite_master WHERE type = 'table' AND name = 'jobs'",
+        [],
+        |r| r.get(0),
+    )?;
+    if has_jobs {
+        v0::migrate(&tx).map_err(|why| StoreError::Migration {
+            path: path.to_owned(),
+            why,
+        })?;
+    } else {
+        tx.execute_batch(SCHEMA)?;
+    }
+    tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
+    tx.commit()?;
+    Ok(())
+}
+
 impl Store {
-    /// Opens (creating if needed) the database at `path` and starts the writer.
+    /// Opens (creating or migrating if needed) the database at `path` and
+    /// starts the writer.
     pub fn open(path: &Path) -> Result<Store, StoreError> {
-        let writer = open(path)?;
-        writer.execute_batch(SCHEMA)?;
+        let mut writer = open(path)?;
+        upgrade(&mut writer, path)?;
         let reader = open(path)?;
         let (tx, rx) = mpsc::channel::<Envelope>();
         std::thread::Builder::new()
@@ -280,9 +321,24 @@ impl Store {
         self.commit(Write::Barrier).await
     }
 
-    fn read<T>(&self, f: impl FnOnce(&Connection) -> rusqlite::Result<T>) -> Result<T, StoreError> {
+    /// Runs a read on the blocking pool: SQLite must not stall the async
+    /// runtime's workers.
+    pub async fn read_async<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&Store) -> Result<T, StoreError> + Send + 'static,
+    ) -> Result<T, StoreError> {
+        let store = self.clone();
+        tokio::task::spawn_blocking(move || f(&store))
+            .await
+            .map_err(|e| StoreError::Task(e.to_string()))?
+    }
+
+    fn read<T>(
+        &self,
+        f: impl FnOnce(&Connection) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
         let conn = self.reader.lock().unwrap_or_else(|e| e.into_inner());
-        Ok(f(&conn)?)
+        f(&conn)
     }
 
     pub fn hosts(&self) -> Result<Vec<HostRow>, StoreError> {
@@ -295,24 +351,32 @@ impl Store {
                     address: r.get(2)?,
                 })
             })?;
-            rows.collect()
+            Ok(rows.collect::<rusqlite::Result<_>>()?)
         })
     }
 
     pub fn runs(&self) -> Result<Vec<RunRow>, StoreError> {
         self.read(|c| {
             let mut stmt = c.prepare(&format!("SELECT {RUN_COLUMNS} FROM runs ORDER BY id"))?;
-            let rows = stmt.query_map([], run_row)?;
-            rows.collect()
+            let mut rows = stmt.query([])?;
+            let mut out = Vec::new();
+            while let Some(r) = rows.next()? {
+                out.push(run_row(r)?);
+            }
+            Ok(out)
         })
     }
 
     /// Jobs matching a filter, by id.
-    pub fn jobs(&self, filter: &JobFilter) -> Result<Vec<JobRow>, StoreError> {
+    pub fn jobs(&self, filter: &JobFilter) -> Result<Vec<Job>, StoreError> {
         let mut sql =
             format!("SELECT {JOB_COLUMNS} FROM jobs WHERE id > ?1 AND (?2 = 0 OR run_id = ?2)");
         if !filter.states.is_empty() {
-            let list: Vec<String> = filter.states.iter().map(i32::to_string).collect();
+            let list: Vec<String> = filter
+                .states
+                .iter()
+                .map(|s| format!("'{}'", job_state_text(*s)))
+                .collect();
             sql.push_str(&format!(" AND state IN ({})", list.join(",")));
         }
         sql.push_str(" ORDER BY id LIMIT ?3");
@@ -321,20 +385,35 @@ impl Store {
         let limit = filter.limit.map_or(-1, i64::from);
         self.read(|c| {
             let mut stmt = c.prepare(&sql)?;
-            let rows = stmt.query_map(params![after, run, limit], job_row)?;
-            rows.collect()
+            let mut rows = stmt.query(params![after, run, limit])?;
+            let mut out = Vec::new();
+            while let Some(r) = rows.next()? {
+                out.push(job_row(r)?);
+            }
+            Ok(out)
         })
     }
 
-    pub fn job(&self, id: u64) -> Result<Option<JobRow>, StoreError> {
+    pub fn job(&self, id: u64) -> Result<Option<Job>, StoreError> {
         self.read(|c| {
-            c.query_row(
-                &format!("SELECT {JOB_COLUMNS} FROM jobs WHERE id = ?1"),
-                [id as i64],
-                job_row,
-            )
-            .optional()
+            let mut stmt = c.prepare(&format!("SELECT {JOB_COLUMNS} FROM jobs WHERE id = ?1"))?;
+            let mut rows = stmt.query([id as i64])?;
+            match rows.next()? {
+                Some(r) => Ok(Some(job_row(r)?)),
+                None => Ok(None),
+            }
         })
+    }
+
+    /// Every job of `run_id` its optimizer learnt, in the order it learnt them.
+    pub fn told_jobs(&self, run_id: u64) -> Result<Vec<Job>, StoreError> {
+        let mut jobs = self.jobs(&JobFilter {
+            run_id: Some(run_id),
+            ..JobFilter::default()
+        })?;
+        jobs.retain(|j| j.tell_seq.is_some());
+        jobs.sort_by_key(|j| j.tell_seq);
+        Ok(jobs)
     }
 
     /// Every stored gait learnt on `body` (all gaits when `None`), oldest
@@ -373,12 +452,25 @@ impl Store {
 
     /// The largest gait id in use.
     pub fn max_gait_id(&self) -> Result<u64, StoreError> {
-        self.read(|c| max_id(c, "gaits"))
+        self.read(|c| Ok(max_id(c, "gaits")?))
     }
 
     /// The largest ids in use, so new ids continue after a restart.
     pub fn max_ids(&self) -> Result<(u64, u64, u64), StoreError> {
         self.read(|c| Ok((max_id(c, "hosts")?, max_id(c, "runs")?, max_id(c, "jobs")?)))
+    }
+
+    /// Per run, the next tell sequence number (one past the largest stored).
+    pub fn next_tell_seqs(&self) -> Result<Vec<(u64, u64)>, StoreError> {
+        self.read(|c| {
+            let mut stmt = c.prepare(
+                "SELECT run_id, MAX(tell_seq) FROM jobs WHERE run_id > 0 AND tell_seq IS NOT NULL GROUP BY run_id",
+            )?;
+            let rows = stmt.query_map([], |r| {
+                Ok((r.get::<_, i64>(0)? as u64, r.get::<_, i64>(1)? as u64 + 1))
+            })?;
+            Ok(rows.collect::<rusqlite::Result<_>>()?)
+        })
     }
 }
 
@@ -392,55 +484,205 @@ fn max_id(c: &Connection, table: &str) -> rusqlite::Result<u64> {
     .map(|v| v as u64)
 }
 
-/// Which jobs to read.
-#[derive(Debug, Clone, Default)]
-pub struct JobFilter {
-    pub run_id: Option<u64>,
-    pub states: Vec<i32>,
-    pub after_id: u64,
-    pub limit: Option<u32>,
+// ------------------------------------------------------------- columns
+
+fn job_state_text(s: JobState) -> &'static str {
+    match s {
+        JobState::Queued => "queued",
+        JobState::Running => "running",
+        JobState::Done => "done",
+        JobState::Failed => "failed",
+        JobState::Cancelled => "cancelled",
+    }
 }
 
-const JOB_COLUMNS: &str = "id, run_id, owner, seq, tell_seq, state, request, attempts, host, result, velocity, error, submitted_ms, started_ms, finished_ms";
-const RUN_COLUMNS: &str = "id, name, optimizer, settings, seed, request, state, evaluations, best_velocity, best_parameters, error, started_ms, finished_ms, elapsed_s";
+fn job_state_from(text: &str) -> Result<JobState, StoreError> {
+    Ok(match text {
+        "queued" => JobState::Queued,
+        "running" => JobState::Running,
+        "done" => JobState::Done,
+        "failed" => JobState::Failed,
+        "cancelled" => JobState::Cancelled,
+        other => return Err(corrupt("job state", other)),
+    })
+}
 
-fn job_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<JobRow> {
-    Ok(JobRow {
-        id: r.get::<_, i64>(0)? as u64,
+fn run_state_text(s: RunState) -> &'static str {
+    match s {
+        RunState::Running => "running",
+        RunState::Finished => "finished",
+        RunState::Stopped => "stopped",
+        RunState::Failed => "failed",
+    }
+}
+
+fn run_state_from(text: &str) -> Result<RunState, StoreError> {
+    Ok(match text {
+        "running" => RunState::Running,
+        "finished" => RunState::Finished,
+        "stopped" => RunState::Stopped,
+        "failed" => RunState::Failed,
+        other => return Err(corrupt("run state", other)),
+    })
+}
+
+fn backend_from(text: Option<&str>) -> Result<Option<BackendKind>, StoreError> {
+    Ok(match text {
+        None => None,
+        Some("simulation") => Some(BackendKind::Simulation),
+        Some("real") => Some(BackendKind::Real),
+        Some("expression") => Some(BackendKind::Expression),
+        Some(other) => return Err(corrupt("backend", other)),
+    })
+}
+
+fn corrupt(what: &str, why: impl std::fmt::Display) -> StoreError {
+    StoreError::Corrupt {
+        what: what.to_owned(),
+        why: why.to_string(),
+    }
+}
+
+fn to_json<T: serde::Serialize>(value: &T) -> String {
+    serde_json::to_string(value).expect("plain data serialises")
+}
+
+fn from_json<T: serde::de::DeserializeOwned>(what: &str, text: &str) -> Result<T, StoreError> {
+    serde_json::from_str(text).map_err(|e| corrupt(what, e))
+}
+
+const JOB_COLUMNS: &str = "id, run_id, owner, seq, tell_seq, state, robot_kind, robot, gait_xml, parameters, spec, backend, max_attempts, timeout_s, attempts, host, velocity, outcome, error, submitted_ms, started_ms, finished_ms";
+const RUN_COLUMNS: &str = "id, name, optimizer, settings, seed, spec, state, evaluations, best_velocity, best_parameters, error, started_ms, finished_ms, elapsed_s";
+
+fn job_row(r: &rusqlite::Row<'_>) -> Result<Job, StoreError> {
+    let id = r.get::<_, i64>(0)? as u64;
+    let robot_kind: String = r.get(6)?;
+    let robot_text: String = r.get(7)?;
+    let robot = match robot_kind.as_str() {
+        "default" => RobotSource::Default,
+        "example" => RobotSource::Example(robot_text),
+        "morphology" => RobotSource::Morphology(robot_text),
+        other => return Err(corrupt("robot kind", other)),
+    };
+    let gait = match r.get::<_, Option<String>>(8)? {
+        None => None,
+        Some(xml) => Some(
+            yamor_core::RobotConfig::from_xml_str("stored gait", &xml)
+                .map_err(|e| corrupt(&format!("gait of job {id}"), e))?,
+        ),
+    };
+    let parameters: Vec<(String, f64)> = from_json("parameters", &r.get::<_, String>(9)?)?;
+    let spec: EvaluationSpec = from_json("spec", &r.get::<_, String>(10)?)?;
+    let outcome = match r.get::<_, Option<String>>(17)? {
+        None => None,
+        Some(text) => Some(from_json::<Outcome>("outcome", &text)?),
+    };
+    Ok(Job {
+        id,
         run_id: r.get::<_, i64>(1)? as u64,
         owner: r.get(2)?,
         seq: r.get::<_, i64>(3)? as u64,
         tell_seq: r.get::<_, Option<i64>>(4)?.map(|v| v as u64),
-        state: r.get(5)?,
-        request: r.get(6)?,
-        attempts: r.get(7)?,
-        host: r.get(8)?,
-        result: r.get(9)?,
-        velocity: r.get(10)?,
-        error: r.get(11)?,
-        submitted_ms: r.get(12)?,
-        started_ms: r.get(13)?,
-        finished_ms: r.get(14)?,
+        state: job_state_from(&r.get::<_, String>(5)?)?,
+        request: JobRequest {
+            job: EvaluationJob {
+                robot,
+                gait,
+                parameters,
+                spec,
+            },
+            backend: backend_from(r.get::<_, Option<String>>(11)?.as_deref())?,
+            max_attempts: r.get(12)?,
+            timeout: r
+                .get::<_, Option<f64>>(13)?
+                .map(std::time::Duration::from_secs_f64),
+        },
+        attempts: r.get(14)?,
+        host: r.get(15)?,
+        outcome,
+        error: r.get(18)?,
+        submitted_ms: r.get(19)?,
+        started_ms: r.get(20)?,
+        finished_ms: r.get(21)?,
     })
 }
 
-fn run_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RunRow> {
+fn run_row(r: &rusqlite::Row<'_>) -> Result<RunRow, StoreError> {
     Ok(RunRow {
         id: r.get::<_, i64>(0)? as u64,
         name: r.get(1)?,
         optimizer: r.get(2)?,
         settings: r.get(3)?,
         seed: r.get::<_, i64>(4)? as u64,
-        request: r.get(5)?,
-        state: r.get(6)?,
+        spec: from_json("run spec", &r.get::<_, String>(5)?)?,
+        state: run_state_from(&r.get::<_, String>(6)?)?,
         evaluations: r.get::<_, i64>(7)? as u64,
         best_velocity: r.get(8)?,
-        best_parameters: r.get(9)?,
+        best_parameters: from_json("best parameters", &r.get::<_, String>(9)?)?,
         error: r.get(10)?,
         started_ms: r.get(11)?,
         finished_ms: r.get(12)?,
         elapsed_s: r.get(13)?,
     })
+}
+
+fn insert_job(tx: &rusqlite::Transaction<'_>, j: &Job) -> rusqlite::Result<()> {
+    let (robot_kind, robot) = match &j.request.job.robot {
+        RobotSource::Default => ("default", ""),
+        RobotSource::Example(name) => ("example", name.as_str()),
+        RobotSource::Morphology(xml) => ("morphology", xml.as_str()),
+    };
+    tx.prepare_cached(&format!(
+        "INSERT OR REPLACE INTO jobs ({JOB_COLUMNS}) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,?22)"
+    ))?
+    .execute(params![
+        j.id as i64,
+        j.run_id as i64,
+        j.owner,
+        j.seq as i64,
+        j.tell_seq.map(|v| v as i64),
+        job_state_text(j.state),
+        robot_kind,
+        robot,
+        j.request.job.gait.as_ref().map(|g| g.to_xml_string()),
+        to_json(&j.request.job.parameters),
+        to_json(&j.request.job.spec),
+        j.request.backend.map(BackendKind::as_str),
+        j.request.max_attempts,
+        j.request.timeout.map(|t| t.as_secs_f64()),
+        j.attempts,
+        j.host,
+        j.velocity(),
+        j.outcome.as_ref().map(to_json),
+        j.error,
+        j.submitted_ms,
+        j.started_ms,
+        j.finished_ms
+    ])?;
+    Ok(())
+}
+
+fn insert_run(tx: &rusqlite::Transaction<'_>, r: &RunRow) -> rusqlite::Result<()> {
+    tx.prepare_cached(&format!(
+        "INSERT INTO runs ({RUN_COLUMNS}) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14)"
+    ))?
+    .execute(params![
+        r.id as i64,
+        r.name,
+        r.optimizer,
+        r.settings,
+        r.seed as i64,
+        to_json(&r.spec),
+        run_state_text(r.state),
+        r.evaluations as i64,
+        r.best_velocity,
+        to_json(&r.best_parameters),
+        r.error,
+        r.started_ms,
+        r.finished_ms,
+        r.elapsed_s
+    ])?;
+    Ok(())
 }
 
 fn insert_predecessor(
@@ -485,27 +727,8 @@ fn apply(conn: &mut Connection, batch: &[Envelope]) -> rusqlite::Result<()> {
     for envelope in batch {
         match &envelope.write {
             Write::InsertJobs(rows) => {
-                let mut stmt = tx.prepare_cached(&format!(
-                    "INSERT OR REPLACE INTO jobs ({JOB_COLUMNS}) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15)"
-                ))?;
                 for j in rows {
-                    stmt.execute(params![
-                        j.id as i64,
-                        j.run_id as i64,
-                        j.owner,
-                        j.seq as i64,
-                        j.tell_seq.map(|v| v as i64),
-                        j.state,
-                        j.request,
-                        j.attempts,
-                        j.host,
-                        j.result,
-                        j.velocity,
-                        j.error,
-                        j.submitted_ms,
-                        j.started_ms,
-                        j.finished_ms
-                    ])?;
+                    insert_job(&tx, j)?;
                 }
             }
             Write::JobStarted {
@@ -515,13 +738,13 @@ fn apply(conn: &mut Connection, batch: &[Envelope]) -> rusqlite::Result<()> {
                 started_ms,
             } => {
                 tx.prepare_cached(
-                    "UPDATE jobs SET state = 2, attempts = ?2, host = ?3, started_ms = ?4 WHERE id = ?1 AND state IN (1, 2)",
+                    "UPDATE jobs SET state = 'running', attempts = ?2, host = ?3, started_ms = ?4 WHERE id = ?1 AND state IN ('queued', 'running')",
                 )?
                 .execute(params![*id as i64, attempts, host, started_ms])?;
             }
             Write::JobRequeued { id, attempts } => {
                 tx.prepare_cached(
-                    "UPDATE jobs SET state = 1, attempts = ?2 WHERE id = ?1 AND state IN (1, 2)",
+                    "UPDATE jobs SET state = 'queued', attempts = ?2 WHERE id = ?1 AND state IN ('queued', 'running')",
                 )?
                 .execute(params![*id as i64, attempts])?;
             }
@@ -529,21 +752,20 @@ fn apply(conn: &mut Connection, batch: &[Envelope]) -> rusqlite::Result<()> {
                 id,
                 state,
                 tell_seq,
-                result,
-                velocity,
+                outcome,
                 error,
                 finished_ms,
             } => {
                 // Only an unfinished job can finish: a result is never recorded twice.
                 tx.prepare_cached(
-                    "UPDATE jobs SET state = ?2, tell_seq = ?3, result = ?4, velocity = ?5, error = ?6, finished_ms = ?7 WHERE id = ?1 AND state IN (1, 2)",
+                    "UPDATE jobs SET state = ?2, tell_seq = ?3, outcome = ?4, velocity = ?5, error = ?6, finished_ms = ?7 WHERE id = ?1 AND state IN ('queued', 'running')",
                 )?
                 .execute(params![
                     *id as i64,
-                    state,
+                    job_state_text(*state),
                     tell_seq.map(|v| v as i64),
-                    result,
-                    velocity,
+                    outcome.as_ref().map(to_json),
+                    outcome.as_ref().map(|o| o.velocity),
                     error,
                     finished_ms
                 ])?;
@@ -590,27 +812,7 @@ fn apply(conn: &mut Connection, batch: &[Envelope]) -> rusqlite::Result<()> {
                 tx.prepare_cached("DELETE FROM hosts WHERE id = ?1")?
                     .execute([*id as i64])?;
             }
-            Write::InsertRun(r) => {
-                tx.prepare_cached(&format!(
-                    "INSERT INTO runs ({RUN_COLUMNS}) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14)"
-                ))?
-                .execute(params![
-                    r.id as i64,
-                    r.name,
-                    r.optimizer,
-                    r.settings,
-                    r.seed as i64,
-                    r.request,
-                    r.state,
-                    r.evaluations as i64,
-                    r.best_velocity,
-                    r.best_parameters,
-                    r.error,
-                    r.started_ms,
-                    r.finished_ms,
-                    r.elapsed_s
-                ])?;
-            }
+            Write::InsertRun(r) => insert_run(&tx, r)?,
             Write::UpdateRun {
                 id,
                 state,
@@ -626,10 +828,10 @@ fn apply(conn: &mut Connection, batch: &[Envelope]) -> rusqlite::Result<()> {
                 )?
                 .execute(params![
                     *id as i64,
-                    state,
+                    run_state_text(*state),
                     *evaluations as i64,
                     best_velocity,
-                    best_parameters,
+                    to_json(best_parameters),
                     error,
                     finished_ms,
                     elapsed_s
@@ -640,17 +842,124 @@ fn apply(conn: &mut Connection, batch: &[Envelope]) -> rusqlite::Result<()> {
     tx.commit()
 }
 
-impl Store {
-    /// Per run, the next tell sequence number (one past the largest stored).
-    pub fn next_tell_seqs(&self) -> Result<Vec<(u64, u64)>, StoreError> {
-        self.read(|c| {
-            let mut stmt = c.prepare(
-                "SELECT run_id, MAX(tell_seq) FROM jobs WHERE run_id > 0 AND tell_seq IS NOT NULL GROUP BY run_id",
-            )?;
-            let rows = stmt.query_map([], |r| {
-                Ok((r.get::<_, i64>(0)? as u64, r.get::<_, i64>(1)? as u64 + 1))
-            })?;
-            rows.collect()
+/// Version 0, the layout before [`SCHEMA_VERSION`] 1: jobs and run requests
+/// as protobuf blobs, states as proto enum numbers. The only code in the
+/// store that knows that encoding; it runs once per old file.
+mod v0 {
+    use prost::Message;
+    use rusqlite::Transaction;
+    use yamor_proto::v1 as pb;
+
+    use super::{Job, RunRow, SCHEMA, insert_job, insert_run};
+    use crate::model::{JobState, RunState};
+
+    fn job_state(n: i32) -> Result<JobState, String> {
+        Ok(match n {
+            1 => JobState::Queued,
+            2 => JobState::Running,
+            3 => JobState::Done,
+            4 => JobState::Failed,
+            5 => JobState::Cancelled,
+            other => return Err(format!("unknown job state {other}")),
         })
+    }
+
+    fn run_state(n: i32) -> Result<RunState, String> {
+        Ok(match n {
+            1 => RunState::Running,
+            2 => RunState::Finished,
+            3 => RunState::Stopped,
+            4 => RunState::Failed,
+            other => return Err(format!("unknown run state {other}")),
+        })
+    }
+
+    /// Moves the old tables aside, creates version 1 and copies every row
+    /// over, decoding each blob once. Hosts and gaits keep their layout.
+    pub(super) fn migrate(tx: &Transaction<'_>) -> Result<(), String> {
+        let sql = |e: rusqlite::Error| e.to_string();
+        tx.execute_batch(
+            "DROP INDEX IF EXISTS jobs_by_run;
+             DROP INDEX IF EXISTS jobs_by_state;
+             ALTER TABLE jobs RENAME TO jobs_v0;
+             ALTER TABLE runs RENAME TO runs_v0;",
+        )
+        .map_err(sql)?;
+        tx.execute_batch(SCHEMA).map_err(sql)?;
+        let mut runs = tx
+            .prepare("SELECT id, name, optimizer, settings, seed, request, state, evaluations, best_velocity, best_parameters, error, started_ms, finished_ms, elapsed_s FROM runs_v0 ORDER BY id")
+            .map_err(sql)?;
+        let mut rows = runs.query([]).map_err(sql)?;
+        while let Some(r) = rows.next().map_err(sql)? {
+            let id = r.get::<_, i64>(0).map_err(sql)? as u64;
+            let blob: Vec<u8> = r.get(5).map_err(sql)?;
+            let request = pb::StartRunRequest::decode(blob.as_slice())
+                .map_err(|e| format!("run {id}: request: {e}"))?;
+            let spec = crate::grpc::run_spec(request).map_err(|e| format!("run {id}: {e}"))?;
+            let best: String = r.get(9).map_err(sql)?;
+            let row = RunRow {
+                id,
+                name: r.get(1).map_err(sql)?,
+                optimizer: r.get(2).map_err(sql)?,
+                settings: r.get(3).map_err(sql)?,
+                seed: r.get::<_, i64>(4).map_err(sql)? as u64,
+                spec,
+                state: run_state(r.get(6).map_err(sql)?).map_err(|e| format!("run {id}: {e}"))?,
+                evaluations: r.get::<_, i64>(7).map_err(sql)? as u64,
+                best_velocity: r.get(8).map_err(sql)?,
+                best_parameters: serde_json::from_str(&best)
+                    .map_err(|e| format!("run {id}: best parameters: {e}"))?,
+                error: r.get(10).map_err(sql)?,
+                started_ms: r.get(11).map_err(sql)?,
+                finished_ms: r.get(12).map_err(sql)?,
+                elapsed_s: r.get(13).map_err(sql)?,
+            };
+            insert_run(tx, &row).map_err(sql)?;
+        }
+        drop(rows);
+        drop(runs);
+        let mut jobs = tx
+            .prepare("SELECT id, run_id, owner, seq, tell_seq, state, request, attempts, host, result, error, submitted_ms, started_ms, finished_ms FROM jobs_v0 ORDER BY id")
+            .map_err(sql)?;
+        let mut rows = jobs.query([]).map_err(sql)?;
+        while let Some(r) = rows.next().map_err(sql)? {
+            let id = r.get::<_, i64>(0).map_err(sql)? as u64;
+            let blob: Vec<u8> = r.get(6).map_err(sql)?;
+            let request = pb::JobRequest::decode(blob.as_slice())
+                .map_err(|e| format!("job {id}: request: {e}"))?;
+            let request =
+                crate::grpc::job_request(request).map_err(|e| format!("job {id}: {e}"))?;
+            let result: Vec<u8> = r.get(9).map_err(sql)?;
+            let state = job_state(r.get(5).map_err(sql)?).map_err(|e| format!("job {id}: {e}"))?;
+            let outcome = if state == JobState::Done {
+                let result = pb::EvaluationResult::decode(result.as_slice())
+                    .map_err(|e| format!("job {id}: result: {e}"))?;
+                Some(crate::grpc::outcome(result))
+            } else {
+                None
+            };
+            let job = Job {
+                id,
+                run_id: r.get::<_, i64>(1).map_err(sql)? as u64,
+                owner: r.get(2).map_err(sql)?,
+                seq: r.get::<_, i64>(3).map_err(sql)? as u64,
+                tell_seq: r.get::<_, Option<i64>>(4).map_err(sql)?.map(|v| v as u64),
+                state,
+                request,
+                attempts: r.get(7).map_err(sql)?,
+                host: r.get(8).map_err(sql)?,
+                outcome,
+                error: r.get(10).map_err(sql)?,
+                submitted_ms: r.get(11).map_err(sql)?,
+                started_ms: r.get(12).map_err(sql)?,
+                finished_ms: r.get(13).map_err(sql)?,
+            };
+            insert_job(tx, &job).map_err(sql)?;
+        }
+        drop(rows);
+        drop(jobs);
+        tx.execute_batch("DROP TABLE jobs_v0; DROP TABLE runs_v0;")
+            .map_err(sql)?;
+        Ok(())
     }
 }

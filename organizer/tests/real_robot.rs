@@ -17,7 +17,7 @@ use yamor_camera::model::CameraModel;
 use yamor_camera::tracker::Tracker;
 use yamor_host_agent::serial::{SerialBackend, SerialSettings};
 use yamor_host_agent::{HostService, Registration};
-use yamor_organizer::store::JobFilter;
+use yamor_organizer::model::{JobFilter, RunState};
 use yamor_organizer::{Organizer, SchedulerConfig};
 use yamor_proto::transport::{ClientSecurity, ServerSecurity};
 use yamor_proto::v1 as pb;
@@ -133,20 +133,23 @@ async fn a_powell_run_on_the_emulated_robot_through_the_organizer() {
     );
     let run = organizer
         .runs
-        .start(pb::StartRunRequest {
-            optimizer: "powell".into(),
-            settings: [("variant".to_owned(), "interval".to_owned())].into(),
-            seed: 1,
-            problem: Some(pb::start_run_request::Problem::OptimizationXml(config)),
-            spec: Some(pb::EvaluationSpec {
-                warmup_s: 1.0,
-                measure_s: 3.0,
+        .start(
+            yamor_organizer::grpc::run_spec(pb::StartRunRequest {
+                optimizer: "powell".into(),
+                settings: [("variant".to_owned(), "interval".to_owned())].into(),
+                seed: 1,
+                problem: Some(pb::start_run_request::Problem::OptimizationXml(config)),
+                spec: Some(pb::EvaluationSpec {
+                    warmup_s: 1.0,
+                    measure_s: 3.0,
+                    ..Default::default()
+                }),
+                backend: pb::Backend::Real as i32,
+                max_evaluations: 6,
                 ..Default::default()
-            }),
-            backend: pb::Backend::Real as i32,
-            max_evaluations: 6,
-            ..Default::default()
-        })
+            })
+            .unwrap(),
+        )
         .await
         .unwrap();
     let mut events = organizer.runs.watch(run.id).unwrap();
@@ -155,10 +158,8 @@ async fn a_powell_run_on_the_emulated_robot_through_the_organizer() {
             .await
             .expect("the run progresses")
             .expect("the run ends before its stream");
-        if let Some(r) = event.run
-            && r.state != pb::RunState::Running as i32
-        {
-            break r;
+        if event.run.state != RunState::Running {
+            break event.run;
         }
     };
     assert_eq!(finished.evaluations, 6, "{finished:?}");
@@ -175,11 +176,11 @@ async fn a_powell_run_on_the_emulated_robot_through_the_organizer() {
     assert_eq!(jobs.len(), 6);
     assert!(
         jobs.iter()
-            .all(|j| j.host == "robot" && j.velocity.is_some()),
+            .all(|j| j.host == "robot" && j.velocity().is_some()),
         "{jobs:?}"
     );
     assert!(
-        finished.best_velocity_m_s.unwrap() > 0.02,
+        finished.best_velocity.unwrap() > 0.02,
         "the quadruped walks on the emulated robot: {finished:?}"
     );
     wait_for(&robot, "motors off between and after walks", |o| {

@@ -6,11 +6,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::{serve_host, temp_dir};
+use yamor_core::evaluation::{BackendKind, EvaluationJob, Outcome};
 use yamor_host_agent::expr::ExprBackend;
-use yamor_organizer::store::{JobFilter, Write};
+use yamor_organizer::model::{HostState, Job, JobFilter, JobRequest, JobState};
+use yamor_organizer::store::Write;
 use yamor_organizer::{Organizer, SchedulerConfig, Store};
 use yamor_proto::transport::ClientSecurity;
-use yamor_proto::v1 as pb;
 
 async fn organizer_with_hosts(name: &str, hosts: usize, delay: Duration) -> Organizer {
     let dir = temp_dir(name);
@@ -33,16 +34,13 @@ async fn organizer_with_hosts(name: &str, hosts: usize, delay: Duration) -> Orga
     organizer
 }
 
-fn job(x: f64) -> pb::JobRequest {
-    pb::JobRequest {
-        job: Some(pb::EvaluationJob {
-            parameters: vec![pb::Parameter {
-                name: "x".into(),
-                value: x,
-            }],
+fn job(x: f64) -> JobRequest {
+    JobRequest {
+        job: EvaluationJob {
+            parameters: vec![("x".into(), x)],
             ..Default::default()
-        }),
-        backend: pb::Backend::Expression as i32,
+        },
+        backend: Some(BackendKind::Expression),
         ..Default::default()
     }
 }
@@ -65,7 +63,7 @@ async fn a_single_job_is_not_starved_by_a_big_batch() {
     let mut swarm_done_before = 0;
     loop {
         let e = events.recv().await.unwrap();
-        if e.state != pb::JobState::Done as i32 {
+        if e.state != JobState::Done {
             continue;
         }
         if e.id == lone {
@@ -84,26 +82,23 @@ async fn a_single_job_is_not_starved_by_a_big_batch() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn results_are_recorded_once_and_survive_reopening() {
-    let dir = temp_dir("once");
-    let db = dir.join("yamor.db");
-    {
-        let organizer = organizer_with_hosts("once-hosts", 2, Duration::ZERO).await;
-        drop(organizer);
-    }
+    // A late second answer must not overwrite the first, in memory or on
+    // disk; the in-memory guard is tested over fake hosts (fake_hosts.rs),
+    // this is the store's own.
+    let db = temp_dir("once").join("yamor.db");
     let store = Store::open(&db).unwrap();
     store
-        .commit(Write::InsertJobs(vec![yamor_organizer::store::JobRow {
+        .commit(Write::InsertJobs(vec![Job {
             id: 1,
             run_id: 0,
             owner: "c".into(),
             seq: 0,
             tell_seq: None,
-            state: pb::JobState::Queued as i32,
-            request: vec![],
+            state: JobState::Queued,
+            request: job(0.0),
             attempts: 0,
             host: String::new(),
-            result: vec![],
-            velocity: None,
+            outcome: None,
             error: String::new(),
             submitted_ms: 0,
             started_ms: 0,
@@ -113,21 +108,27 @@ async fn results_are_recorded_once_and_survive_reopening() {
         .unwrap();
     let finish = |v: f64| Write::JobFinished {
         id: 1,
-        state: pb::JobState::Done as i32,
+        state: JobState::Done,
         tell_seq: None,
-        result: vec![],
-        velocity: Some(v),
+        outcome: Some(Box::new(Outcome {
+            velocity: v,
+            ..Outcome::default()
+        })),
         error: String::new(),
         finished_ms: 1,
     };
     store.commit(finish(1.0)).await.unwrap();
-    // A late second answer for the same job changes nothing.
     store.commit(finish(2.0)).await.unwrap();
     drop(store);
     let reopened = Store::open(&db).unwrap();
     let jobs = reopened.jobs(&JobFilter::default()).unwrap();
     assert_eq!(jobs.len(), 1);
-    assert_eq!(jobs[0].velocity, Some(1.0));
+    assert_eq!(jobs[0].velocity(), Some(1.0));
+    assert_eq!(
+        jobs[0].request,
+        job(0.0),
+        "the request survives the round trip"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -135,7 +136,7 @@ async fn an_invalid_job_fails_at_once_and_a_cancelled_one_never_runs() {
     let organizer = organizer_with_hosts("invalid", 1, Duration::from_millis(20)).await;
     // The host cannot evaluate "x" without x: the job's fault, not the host's.
     let mut bad = job(0.0);
-    bad.job.as_mut().unwrap().parameters.clear();
+    bad.job.parameters.clear();
     let mut events = organizer.scheduler.subscribe_jobs();
     let ids = organizer
         .scheduler
@@ -147,27 +148,16 @@ async fn an_invalid_job_fails_at_once_and_a_cancelled_one_never_runs() {
     let mut seen = std::collections::HashMap::new();
     while seen.len() < 3 {
         let e = events.recv().await.unwrap();
-        if [
-            pb::JobState::Done,
-            pb::JobState::Failed,
-            pb::JobState::Cancelled,
-        ]
-        .iter()
-        .any(|s| *s as i32 == e.state)
-        {
+        if !e.state.is_open() {
             seen.insert(e.id, e);
         }
     }
     let failed = &seen[&ids[0]];
-    assert_eq!(failed.state, pb::JobState::Failed as i32);
+    assert_eq!(failed.state, JobState::Failed);
     assert_eq!(failed.attempts, 1, "an invalid job must not be retried");
     assert!(failed.error.contains('x'), "{}", failed.error);
-    assert_eq!(seen[&ids[1]].state, pb::JobState::Done as i32);
-    assert_eq!(seen[&ids[2]].state, pb::JobState::Cancelled as i32);
+    assert_eq!(seen[&ids[1]].state, JobState::Done);
+    assert_eq!(seen[&ids[2]].state, JobState::Cancelled);
     let hosts = organizer.scheduler.hosts();
-    assert_eq!(
-        hosts[0].state,
-        pb::HostState::Free as i32,
-        "the host is not to blame"
-    );
+    assert_eq!(hosts[0].state, HostState::Free, "the host is not to blame");
 }

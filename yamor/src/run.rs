@@ -70,7 +70,8 @@ pub async fn run(args: RunArgs) -> Result<()> {
     let db = args.out.join("yamor.db");
     let cluster = LocalCluster::start(&args.robot, hosts, &db).await?;
     let organizer = cluster.organizer.clone();
-    let run = organizer.runs.start(request).await?;
+    let spec = yamor_organizer::grpc::run_spec(request).map_err(anyhow::Error::msg)?;
+    let run = organizer.runs.start(spec).await?;
     eprintln!(
         "run {} ({}) on {hosts} local simulation host(s); Ctrl-C stops and keeps what was found",
         run.id, run.optimizer

@@ -38,3 +38,5 @@ pub async fn serve_host(name: &str, backend: Arc<dyn Backend>) -> String {
     let service = Arc::new(HostService::new(name, backend));
     serve_until(service, std::future::pending()).await.0
 }
+
+pub mod fake;

@@ -1,0 +1,830 @@
+//! Everything gRPC: the `Organizer` service, the host client over the
+//! `HostAgent` service, and the conversions between protobuf messages and
+//! the domain ([`crate::model`], core's evaluation types). The only place
+//! that builds a `tonic::Status` or reads a proto enum number; validation
+//! errors name the offending field.
+
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio_stream::Stream;
+use tokio_stream::StreamExt;
+use tokio_stream::wrappers::BroadcastStream;
+use tonic::{Code, Request, Response, Status};
+use yamor_core::evaluation::{
+    BackendKind, DefectMode, EvaluationJob, EvaluationSpec, Outcome, RobotSource, Sample, Situation,
+};
+use yamor_optimizer_api::{PluginInfo, SettingKind};
+use yamor_proto::transport::{AuthChannel, ClientSecurity};
+use yamor_proto::v1 as pb;
+use yamor_proto::v1::host_agent_client::HostAgentClient;
+use yamor_proto::v1::organizer_server::Organizer as OrganizerApi;
+
+use crate::model::{
+    Host, HostInfo, HostState, Job, JobFilter, JobRequest, JobState, ParameterBound, Problem, Run,
+    RunEvent, RunSpec, RunState, RunVariant,
+};
+use crate::runs::Runs;
+use crate::scheduler::{BoxFuture, HostClient, HostConnector, HostError, ScheduleError, Scheduler};
+
+pub struct OrganizerService {
+    pub scheduler: Arc<Scheduler>,
+    pub runs: Arc<Runs>,
+}
+
+fn status(e: ScheduleError) -> Status {
+    match e {
+        ScheduleError::Invalid(m) => Status::invalid_argument(m),
+        ScheduleError::NotFound(m) => Status::not_found(m),
+        e @ ScheduleError::Unreachable { .. } => Status::failed_precondition(e.to_string()),
+        ScheduleError::Store(e) => Status::internal(e.to_string()),
+    }
+}
+
+type EventStream<T> = Pin<Box<dyn Stream<Item = Result<T, Status>> + Send>>;
+
+#[tonic::async_trait]
+impl OrganizerApi for OrganizerService {
+    async fn register_host(
+        &self,
+        request: Request<pb::RegisterHostRequest>,
+    ) -> Result<Response<pb::RegisterHostResponse>, Status> {
+        let r = request.into_inner();
+        let host = self
+            .scheduler
+            .register_host(&r.name, &r.address)
+            .await
+            .map_err(status)?;
+        let host = host_to_pb(&host);
+        let config = self.scheduler.config();
+        Ok(Response::new(pb::RegisterHostResponse {
+            host: Some(host),
+            heartbeat_interval_s: config.heartbeat_interval.as_secs_f64(),
+            lease_s: config.lease.as_secs_f64(),
+        }))
+    }
+
+    async fn heartbeat(
+        &self,
+        request: Request<pb::HeartbeatRequest>,
+    ) -> Result<Response<pb::HeartbeatResponse>, Status> {
+        let state = self
+            .scheduler
+            .heartbeat(request.into_inner().host_id)
+            .map_err(status)?;
+        Ok(Response::new(pb::HeartbeatResponse {
+            state: host_state_to_pb(state) as i32,
+        }))
+    }
+
+    async fn deregister_host(
+        &self,
+        request: Request<pb::DeregisterHostRequest>,
+    ) -> Result<Response<pb::DeregisterHostResponse>, Status> {
+        let r = request.into_inner();
+        self.scheduler
+            .deregister_host(r.host_id, &r.name)
+            .await
+            .map_err(status)?;
+        Ok(Response::new(pb::DeregisterHostResponse {}))
+    }
+
+    async fn list_hosts(
+        &self,
+        _request: Request<pb::ListHostsRequest>,
+    ) -> Result<Response<pb::ListHostsResponse>, Status> {
+        Ok(Response::new(pb::ListHostsResponse {
+            hosts: self.scheduler.hosts().iter().map(host_to_pb).collect(),
+        }))
+    }
+
+    async fn submit_jobs(
+        &self,
+        request: Request<pb::SubmitJobsRequest>,
+    ) -> Result<Response<pb::SubmitJobsResponse>, Status> {
+        let r = request.into_inner();
+        if r.jobs.is_empty() {
+            return Err(Status::invalid_argument("jobs: at least one job is needed"));
+        }
+        if r.owner.starts_with("run-") {
+            return Err(Status::invalid_argument(
+                "owner: names starting with \"run-\" are reserved for optimizer runs",
+            ));
+        }
+        let mut jobs = Vec::with_capacity(r.jobs.len());
+        for (index, job) in r.jobs.into_iter().enumerate() {
+            let job = job_request(job)
+                .map_err(|e| Status::invalid_argument(format!("jobs[{index}]: {e}")))?;
+            jobs.push((0, job));
+        }
+        let job_ids = self
+            .scheduler
+            .submit(&r.owner, 0, jobs)
+            .await
+            .map_err(status)?;
+        Ok(Response::new(pb::SubmitJobsResponse { job_ids }))
+    }
+
+    async fn get_job(
+        &self,
+        request: Request<pb::GetJobRequest>,
+    ) -> Result<Response<pb::Job>, Status> {
+        let job = self
+            .scheduler
+            .job(request.into_inner().job_id, false)
+            .await
+            .map_err(status)?;
+        Ok(Response::new(job_to_pb(&job)))
+    }
+
+    async fn list_jobs(
+        &self,
+        request: Request<pb::ListJobsRequest>,
+    ) -> Result<Response<pb::ListJobsResponse>, Status> {
+        let r = request.into_inner();
+        let filter = JobFilter {
+            run_id: (r.run_id > 0).then_some(r.run_id),
+            states: r
+                .states
+                .iter()
+                .map(|s| job_state(*s))
+                .collect::<Result<_, _>>()
+                .map_err(Status::invalid_argument)?,
+            after_id: r.after_id,
+            limit: Some(if r.limit == 0 {
+                100
+            } else {
+                r.limit.min(10_000)
+            }),
+        };
+        let jobs = self
+            .scheduler
+            .list_jobs(filter, r.brief)
+            .await
+            .map_err(status)?;
+        Ok(Response::new(pb::ListJobsResponse {
+            jobs: jobs.iter().map(job_to_pb).collect(),
+        }))
+    }
+
+    async fn cancel_jobs(
+        &self,
+        request: Request<pb::CancelJobsRequest>,
+    ) -> Result<Response<pb::CancelJobsResponse>, Status> {
+        let cancelled = self
+            .scheduler
+            .cancel(&request.into_inner().job_ids)
+            .await
+            .map_err(status)?;
+        Ok(Response::new(pb::CancelJobsResponse { cancelled }))
+    }
+
+    type WatchJobsStream = EventStream<pb::Job>;
+
+    async fn watch_jobs(
+        &self,
+        request: Request<pb::WatchJobsRequest>,
+    ) -> Result<Response<Self::WatchJobsStream>, Status> {
+        let r = request.into_inner();
+        // Subscribe first so nothing between the snapshot and the stream is lost.
+        let events = BroadcastStream::new(self.scheduler.subscribe_jobs());
+        let mut current = Vec::new();
+        for id in &r.job_ids {
+            current.push(self.scheduler.job(*id, r.brief).await.map_err(status)?);
+        }
+        if r.run_id > 0 {
+            let filter = JobFilter {
+                run_id: Some(r.run_id),
+                ..JobFilter::default()
+            };
+            current.extend(
+                self.scheduler
+                    .list_jobs(filter, r.brief)
+                    .await
+                    .map_err(status)?,
+            );
+        }
+        let ids = r.job_ids.clone();
+        let run_id = r.run_id;
+        let selected = move |job: &Job| {
+            (ids.is_empty() && run_id == 0)
+                || ids.contains(&job.id)
+                || (run_id > 0 && job.run_id == run_id)
+        };
+        let snapshot = tokio_stream::iter(current.into_iter().map(|j| Ok(job_to_pb(&j))));
+        let live = events.filter_map(move |event| match event {
+            Ok(job) if selected(&job) => Some(Ok(job_to_pb(&job))),
+            Ok(_) => None,
+            Err(tokio_stream::wrappers::errors::BroadcastStreamRecvError::Lagged(n)) => {
+                Some(Err(Status::data_loss(format!(
+                    "watcher fell {n} events behind; re-read with ListJobs and watch again"
+                ))))
+            }
+        });
+        Ok(Response::new(Box::pin(snapshot.chain(live))))
+    }
+
+    async fn list_optimizers(
+        &self,
+        _request: Request<pb::ListOptimizersRequest>,
+    ) -> Result<Response<pb::ListOptimizersResponse>, Status> {
+        Ok(Response::new(pb::ListOptimizersResponse {
+            optimizers: self
+                .runs
+                .optimizers()
+                .into_iter()
+                .map(optimizer_to_pb)
+                .collect(),
+        }))
+    }
+
+    async fn start_run(
+        &self,
+        request: Request<pb::StartRunRequest>,
+    ) -> Result<Response<pb::Run>, Status> {
+        let spec = run_spec(request.into_inner()).map_err(Status::invalid_argument)?;
+        let run = self.runs.start(spec).await.map_err(status)?;
+        Ok(Response::new(run_to_pb(&run)))
+    }
+
+    async fn batch_start_runs(
+        &self,
+        request: Request<pb::BatchStartRunsRequest>,
+    ) -> Result<Response<pb::BatchStartRunsResponse>, Status> {
+        let r = request.into_inner();
+        let base = r
+            .base
+            .ok_or_else(|| Status::invalid_argument("base: missing"))?;
+        let base = run_spec(base).map_err(Status::invalid_argument)?;
+        let variants = r
+            .variants
+            .into_iter()
+            .map(|v| RunVariant {
+                name: v.name,
+                settings: v.settings.into_iter().collect(),
+                seed: v.seed,
+            })
+            .collect();
+        let runs = self
+            .runs
+            .batch_start(base, variants)
+            .await
+            .map_err(status)?;
+        Ok(Response::new(pb::BatchStartRunsResponse {
+            runs: runs.iter().map(run_to_pb).collect(),
+        }))
+    }
+
+    async fn stop_run(
+        &self,
+        request: Request<pb::StopRunRequest>,
+    ) -> Result<Response<pb::Run>, Status> {
+        let run = self
+            .runs
+            .stop(request.into_inner().run_id)
+            .map_err(status)?;
+        Ok(Response::new(run_to_pb(&run)))
+    }
+
+    async fn get_run(
+        &self,
+        request: Request<pb::GetRunRequest>,
+    ) -> Result<Response<pb::Run>, Status> {
+        let run = self.runs.get(request.into_inner().run_id).map_err(status)?;
+        Ok(Response::new(run_to_pb(&run)))
+    }
+
+    async fn list_runs(
+        &self,
+        _request: Request<pb::ListRunsRequest>,
+    ) -> Result<Response<pb::ListRunsResponse>, Status> {
+        Ok(Response::new(pb::ListRunsResponse {
+            runs: self.runs.list().iter().map(run_to_pb).collect(),
+        }))
+    }
+
+    type WatchRunStream = EventStream<pb::RunEvent>;
+
+    async fn watch_run(
+        &self,
+        request: Request<pb::WatchRunRequest>,
+    ) -> Result<Response<Self::WatchRunStream>, Status> {
+        let events = self
+            .runs
+            .watch(request.into_inner().run_id)
+            .map_err(status)?;
+        Ok(Response::new(Box::pin(
+            events.map(|e| Ok(run_event_to_pb(&e))),
+        )))
+    }
+}
+
+// ---------------------------------------------------------------- hosts
+
+/// Dials hosts' `HostAgent` services.
+pub struct GrpcConnector {
+    pub security: ClientSecurity,
+}
+
+impl HostConnector for GrpcConnector {
+    fn connect(&self, address: &str) -> Result<Arc<dyn HostClient>, String> {
+        let channel =
+            yamor_proto::transport::channel(address, &self.security).map_err(|e| e.to_string())?;
+        Ok(Arc::new(GrpcHost {
+            client: HostAgentClient::new(channel),
+        }))
+    }
+}
+
+struct GrpcHost {
+    client: HostAgentClient<AuthChannel>,
+}
+
+impl HostClient for GrpcHost {
+    fn info(&self) -> BoxFuture<'static, Result<HostInfo, HostError>> {
+        let mut client = self.client.clone();
+        Box::pin(async move {
+            let info = client
+                .get_info(pb::GetInfoRequest {})
+                .await
+                .map_err(host_error)?
+                .into_inner();
+            Ok(HostInfo {
+                backend: backend(info.backend).ok().flatten(),
+                robot: info.robot,
+            })
+        })
+    }
+
+    fn evaluate(
+        &self,
+        job_id: u64,
+        attempt: u32,
+        job: &EvaluationJob,
+    ) -> BoxFuture<'static, Result<Outcome, HostError>> {
+        let mut client = self.client.clone();
+        let request = pb::EvaluateRequest {
+            job: Some(evaluation_job_to_pb(job)),
+            job_id,
+            attempt,
+        };
+        Box::pin(async move {
+            let response = client.evaluate(request).await.map_err(host_error)?;
+            Ok(outcome(response.into_inner().result.unwrap_or_default()))
+        })
+    }
+}
+
+/// Whose fault a failed call is, by its status code.
+fn host_error(status: Status) -> HostError {
+    let message = format!("{:?}: {}", status.code(), status.message());
+    match status.code() {
+        Code::InvalidArgument
+        | Code::Unimplemented
+        | Code::FailedPrecondition
+        | Code::OutOfRange => HostError::InvalidJob(message),
+        Code::Unavailable | Code::Unknown | Code::Unauthenticated | Code::DeadlineExceeded => {
+            HostError::Unavailable(message)
+        }
+        _ => HostError::Failed(message),
+    }
+}
+
+// ---------------------------------------------------------- conversions
+
+/// A proto backend; `None` for unspecified.
+pub fn backend(value: i32) -> Result<Option<BackendKind>, String> {
+    match pb::Backend::try_from(value) {
+        Ok(pb::Backend::Unspecified) => Ok(None),
+        Ok(pb::Backend::Simulation) => Ok(Some(BackendKind::Simulation)),
+        Ok(pb::Backend::Real) => Ok(Some(BackendKind::Real)),
+        Ok(pb::Backend::Expression) => Ok(Some(BackendKind::Expression)),
+        Err(_) => Err(format!("backend: unknown value {value}")),
+    }
+}
+
+#[must_use]
+pub fn backend_to_pb(kind: Option<BackendKind>) -> pb::Backend {
+    match kind {
+        None => pb::Backend::Unspecified,
+        Some(BackendKind::Simulation) => pb::Backend::Simulation,
+        Some(BackendKind::Real) => pb::Backend::Real,
+        Some(BackendKind::Expression) => pb::Backend::Expression,
+    }
+}
+
+fn robot(robot: Option<pb::Robot>) -> RobotSource {
+    match robot.and_then(|r| r.source) {
+        None => RobotSource::Default,
+        Some(pb::robot::Source::Example(name)) => RobotSource::Example(name),
+        Some(pb::robot::Source::MorphologyXml(xml)) => RobotSource::Morphology(xml),
+    }
+}
+
+fn robot_to_pb(robot: &RobotSource) -> Option<pb::Robot> {
+    let source = match robot {
+        RobotSource::Default => return None,
+        RobotSource::Example(name) => pb::robot::Source::Example(name.clone()),
+        RobotSource::Morphology(xml) => pb::robot::Source::MorphologyXml(xml.clone()),
+    };
+    Some(pb::Robot {
+        source: Some(source),
+    })
+}
+
+/// A proto spec; zeros mean the defaults, as the proto says.
+pub fn spec(spec: Option<pb::EvaluationSpec>) -> Result<EvaluationSpec, String> {
+    let spec = spec.unwrap_or_default();
+    let defaults = EvaluationSpec::default();
+    for (name, v) in [
+        ("warmup_s", spec.warmup_s),
+        ("measure_s", spec.measure_s),
+        ("sample_interval_s", spec.sample_interval_s),
+        ("ground_friction", spec.ground_friction),
+    ] {
+        if !v.is_finite() || v < 0.0 {
+            return Err(format!(
+                "spec.{name} must be a non-negative number, got {v}"
+            ));
+        }
+    }
+    let or = |v: f64, default: f64| if v == 0.0 { default } else { v };
+    let defects = spec
+        .defects
+        .iter()
+        .map(|d| {
+            let mode = match pb::DefectMode::try_from(d.mode) {
+                Ok(pb::DefectMode::Unspecified | pb::DefectMode::None) => DefectMode::Healthy,
+                Ok(pb::DefectMode::Limp) => DefectMode::Limp,
+                Ok(pb::DefectMode::Stuck) => DefectMode::Stuck,
+                Err(_) => return Err(format!("spec.defects.mode: unknown value {}", d.mode)),
+            };
+            Ok((d.module_id, mode))
+        })
+        .collect::<Result<_, String>>()?;
+    Ok(EvaluationSpec {
+        warmup: or(spec.warmup_s, defaults.warmup),
+        measure: or(spec.measure_s, defaults.measure),
+        sample_interval: or(spec.sample_interval_s, defaults.sample_interval),
+        seed: spec.seed,
+        ground_friction: (spec.ground_friction > 0.0).then_some(spec.ground_friction),
+        full_trajectory: spec.full_trajectory,
+        situation: Situation {
+            upside_down: spec.upside_down,
+            defects,
+            dead_cpg: spec.dead_cpg,
+        },
+        repeats: spec.repeats.max(1),
+    })
+}
+
+#[must_use]
+pub fn spec_to_pb(spec: &EvaluationSpec) -> pb::EvaluationSpec {
+    pb::EvaluationSpec {
+        warmup_s: spec.warmup,
+        measure_s: spec.measure,
+        sample_interval_s: spec.sample_interval,
+        seed: spec.seed,
+        ground_friction: spec.ground_friction.unwrap_or(0.0),
+        full_trajectory: spec.full_trajectory,
+        upside_down: spec.situation.upside_down,
+        defects: spec
+            .situation
+            .defects
+            .iter()
+            .map(|(module_id, mode)| pb::ModuleDefect {
+                module_id: *module_id,
+                mode: match mode {
+                    DefectMode::Healthy => pb::DefectMode::None,
+                    DefectMode::Limp => pb::DefectMode::Limp,
+                    DefectMode::Stuck => pb::DefectMode::Stuck,
+                } as i32,
+            })
+            .collect(),
+        dead_cpg: spec.situation.dead_cpg.clone(),
+        repeats: spec.repeats,
+    }
+}
+
+/// A proto evaluation job, its gait parsed.
+pub fn evaluation_job(job: Option<pb::EvaluationJob>) -> Result<EvaluationJob, String> {
+    let job = job.ok_or("job: missing")?;
+    let gait = if job.gait_xml.trim().is_empty() {
+        None
+    } else {
+        Some(
+            yamor_core::RobotConfig::from_xml_str("gait_xml", &job.gait_xml)
+                .map_err(|e| e.to_string())?,
+        )
+    };
+    Ok(EvaluationJob {
+        robot: robot(job.robot),
+        gait,
+        parameters: job
+            .parameters
+            .into_iter()
+            .map(|p| (p.name, p.value))
+            .collect(),
+        spec: spec(job.spec)?,
+    })
+}
+
+#[must_use]
+pub fn evaluation_job_to_pb(job: &EvaluationJob) -> pb::EvaluationJob {
+    pb::EvaluationJob {
+        robot: robot_to_pb(&job.robot),
+        gait_xml: job
+            .gait
+            .as_ref()
+            .map(|g| g.to_xml_string())
+            .unwrap_or_default(),
+        parameters: parameters_to_pb(&job.parameters),
+        spec: Some(spec_to_pb(&job.spec)),
+    }
+}
+
+fn parameters_to_pb(parameters: &[(String, f64)]) -> Vec<pb::Parameter> {
+    parameters
+        .iter()
+        .map(|(name, value)| pb::Parameter {
+            name: name.clone(),
+            value: *value,
+        })
+        .collect()
+}
+
+/// A proto job request, checked field by field.
+pub fn job_request(request: pb::JobRequest) -> Result<JobRequest, String> {
+    if !request.timeout_s.is_finite() || request.timeout_s < 0.0 {
+        return Err(format!(
+            "timeout_s must be a non-negative number, got {}",
+            request.timeout_s
+        ));
+    }
+    let request = JobRequest {
+        job: evaluation_job(request.job)?,
+        backend: backend(request.backend)?,
+        max_attempts: request.max_attempts,
+        timeout: (request.timeout_s > 0.0).then(|| Duration::from_secs_f64(request.timeout_s)),
+    };
+    crate::scheduler::validate(&request)?;
+    Ok(request)
+}
+
+#[must_use]
+pub fn job_request_to_pb(request: &JobRequest) -> pb::JobRequest {
+    pb::JobRequest {
+        job: Some(evaluation_job_to_pb(&request.job)),
+        backend: backend_to_pb(request.backend) as i32,
+        max_attempts: request.max_attempts,
+        timeout_s: request.timeout.map_or(0.0, |t| t.as_secs_f64()),
+    }
+}
+
+fn sample(p: Option<pb::Position>) -> Sample {
+    let p = p.unwrap_or_default();
+    Sample {
+        t: p.t,
+        x: p.x,
+        y: p.y,
+        z: p.z,
+    }
+}
+
+fn position(s: &Sample) -> pb::Position {
+    pb::Position {
+        t: s.t,
+        x: s.x,
+        y: s.y,
+        z: s.z,
+    }
+}
+
+/// What a host measured.
+#[must_use]
+pub fn outcome(result: pb::EvaluationResult) -> Outcome {
+    let t = result.trajectory.unwrap_or_default();
+    let timings = result.timings.unwrap_or_default();
+    Outcome {
+        velocity: result.velocity_m_s,
+        start: sample(t.start),
+        end: sample(t.end),
+        distance: t.distance_m,
+        path_length: t.path_length_m,
+        min_height: t.min_height_m,
+        max_height: t.max_height_m,
+        sample_count: t.sample_count,
+        samples: t.samples.into_iter().map(|p| sample(Some(p))).collect(),
+        simulated: timings.simulated_s,
+        wall: Duration::try_from_secs_f64(timings.wall_s).unwrap_or_default(),
+        physics_steps: timings.physics_steps,
+    }
+}
+
+#[must_use]
+pub fn outcome_to_pb(o: &Outcome) -> pb::EvaluationResult {
+    let wall = o.wall.as_secs_f64();
+    pb::EvaluationResult {
+        velocity_m_s: o.velocity,
+        trajectory: Some(pb::TrajectorySummary {
+            start: Some(position(&o.start)),
+            end: Some(position(&o.end)),
+            distance_m: o.distance,
+            path_length_m: o.path_length,
+            min_height_m: o.min_height,
+            max_height_m: o.max_height,
+            sample_count: o.sample_count,
+            samples: o.samples.iter().map(position).collect(),
+        }),
+        timings: Some(pb::Timings {
+            simulated_s: o.simulated,
+            wall_s: wall,
+            real_time_factor: if wall > 0.0 { o.simulated / wall } else { 0.0 },
+            physics_steps: o.physics_steps,
+        }),
+    }
+}
+
+/// A proto job state; unspecified is refused.
+pub fn job_state(value: i32) -> Result<JobState, String> {
+    Ok(match pb::JobState::try_from(value) {
+        Ok(pb::JobState::Queued) => JobState::Queued,
+        Ok(pb::JobState::Running) => JobState::Running,
+        Ok(pb::JobState::Done) => JobState::Done,
+        Ok(pb::JobState::Failed) => JobState::Failed,
+        Ok(pb::JobState::Cancelled) => JobState::Cancelled,
+        _ => return Err(format!("states: unknown value {value}")),
+    })
+}
+
+#[must_use]
+pub fn job_state_to_pb(state: JobState) -> pb::JobState {
+    match state {
+        JobState::Queued => pb::JobState::Queued,
+        JobState::Running => pb::JobState::Running,
+        JobState::Done => pb::JobState::Done,
+        JobState::Failed => pb::JobState::Failed,
+        JobState::Cancelled => pb::JobState::Cancelled,
+    }
+}
+
+#[must_use]
+pub fn job_to_pb(job: &Job) -> pb::Job {
+    pb::Job {
+        id: job.id,
+        run_id: job.run_id,
+        owner: job.owner.clone(),
+        state: job_state_to_pb(job.state) as i32,
+        request: Some(job_request_to_pb(&job.request)),
+        attempts: job.attempts,
+        host: job.host.clone(),
+        result: job.outcome.as_ref().map(outcome_to_pb),
+        error: job.error.clone(),
+        submitted_ms: job.submitted_ms,
+        started_ms: job.started_ms,
+        finished_ms: job.finished_ms,
+    }
+}
+
+#[must_use]
+pub fn host_state_to_pb(state: HostState) -> pb::HostState {
+    match state {
+        HostState::Free => pb::HostState::Free,
+        HostState::Busy => pb::HostState::Busy,
+        HostState::Down => pb::HostState::Down,
+    }
+}
+
+#[must_use]
+pub fn host_to_pb(h: &Host) -> pb::Host {
+    pb::Host {
+        id: h.id,
+        name: h.name.clone(),
+        address: h.address.clone(),
+        backend: backend_to_pb(h.backend) as i32,
+        robot: h.robot.clone(),
+        state: host_state_to_pb(h.state) as i32,
+        current_job: h.current_job,
+        last_seen_s: h.last_seen.as_secs_f64(),
+        evaluations: h.evaluations,
+        failures: h.failures,
+    }
+}
+
+/// A proto run request; the problem and budget are checked when the run
+/// starts.
+pub fn run_spec(request: pb::StartRunRequest) -> Result<RunSpec, String> {
+    let problem = match request.problem {
+        Some(pb::start_run_request::Problem::OptimizationXml(xml)) => Problem::OptimizationXml(xml),
+        Some(pb::start_run_request::Problem::Space(space)) => Problem::Space(
+            space
+                .bounds
+                .into_iter()
+                .map(|b| ParameterBound {
+                    name: b.name,
+                    min: b.min,
+                    max: b.max,
+                    start: b.start,
+                })
+                .collect(),
+        ),
+        None => return Err("problem: give optimization_xml or space".into()),
+    };
+    Ok(RunSpec {
+        name: request.name,
+        optimizer: request.optimizer,
+        settings: request.settings.into_iter().collect(),
+        seed: request.seed,
+        robot: robot(request.robot),
+        problem,
+        spec: spec(request.spec)?,
+        backend: backend(request.backend)?,
+        max_evaluations: request.max_evaluations,
+        max_seconds: request.max_seconds,
+    })
+}
+
+#[must_use]
+pub fn run_state_to_pb(state: RunState) -> pb::RunState {
+    match state {
+        RunState::Running => pb::RunState::Running,
+        RunState::Finished => pb::RunState::Finished,
+        RunState::Stopped => pb::RunState::Stopped,
+        RunState::Failed => pb::RunState::Failed,
+    }
+}
+
+#[must_use]
+pub fn run_to_pb(run: &Run) -> pb::Run {
+    pb::Run {
+        id: run.id,
+        name: run.name.clone(),
+        optimizer: run.optimizer.clone(),
+        settings: run
+            .settings
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect(),
+        seed: run.seed,
+        state: run_state_to_pb(run.state) as i32,
+        evaluations: run.evaluations,
+        max_evaluations: run.max_evaluations,
+        max_seconds: run.max_seconds,
+        best_velocity_m_s: run.best_velocity,
+        best_parameters: parameters_to_pb(&run.best_parameters),
+        best_gait_xml: run.best_gait_xml.clone(),
+        error: run.error.clone(),
+        started_ms: run.started_ms,
+        finished_ms: run.finished_ms,
+        elapsed_s: run.elapsed_s,
+    }
+}
+
+#[must_use]
+pub fn run_event_to_pb(event: &RunEvent) -> pb::RunEvent {
+    pb::RunEvent {
+        run: Some(run_to_pb(&event.run)),
+        evaluation: event.evaluation.as_ref().map(|e| pb::Evaluation {
+            job_id: e.job_id,
+            index: e.index,
+            parameters: parameters_to_pb(&e.parameters),
+            velocity_m_s: e.velocity,
+            improved: e.improved,
+        }),
+    }
+}
+
+#[must_use]
+pub fn optimizer_to_pb(info: PluginInfo) -> pb::OptimizerInfo {
+    pb::OptimizerInfo {
+        name: info.name,
+        author: info.author,
+        version: info.version,
+        description: info.description,
+        settings: info
+            .settings
+            .into_iter()
+            .map(|s| {
+                let (kind, min, max, options) = match s.kind {
+                    SettingKind::Integer { min, max } => {
+                        (pb::SettingKind::Integer, min as f64, max as f64, vec![])
+                    }
+                    SettingKind::Float { min, max } => (pb::SettingKind::Float, min, max, vec![]),
+                    SettingKind::Bool => (pb::SettingKind::Bool, 0.0, 0.0, vec![]),
+                    SettingKind::File => (pb::SettingKind::File, 0.0, 0.0, vec![]),
+                    SettingKind::Choice { options } => (pb::SettingKind::Choice, 0.0, 0.0, options),
+                };
+                pb::SettingSpec {
+                    name: s.name,
+                    description: s.description,
+                    kind: kind as i32,
+                    min,
+                    max,
+                    options,
+                    default_value: s.default.to_string(),
+                }
+            })
+            .collect(),
+    }
+}

@@ -1,0 +1,228 @@
+//! The organizer's domain: jobs, hosts and runs as plain Rust types. The
+//! evaluation itself (robot, gait, parameters, spec, outcome) is core's
+//! [`yamor_core::evaluation`]; the wire ([`crate::grpc`]) and the database
+//! ([`crate::store`]) convert to and from these at their edges, so neither
+//! a protobuf change nor a schema change reaches the scheduling logic.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use yamor_core::evaluation::{BackendKind, EvaluationJob, EvaluationSpec, Outcome, RobotSource};
+
+/// Where a job is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum JobState {
+    Queued,
+    Running,
+    Done,
+    /// Every attempt failed, or the job itself is invalid.
+    Failed,
+    Cancelled,
+}
+
+impl JobState {
+    /// Queued or running: the job still has a future.
+    #[must_use]
+    pub fn is_open(self) -> bool {
+        matches!(self, JobState::Queued | JobState::Running)
+    }
+}
+
+/// A job as submitted: what to evaluate and how the organizer treats it.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct JobRequest {
+    pub job: EvaluationJob,
+    /// The kind of host that may run it; `None`: any.
+    pub backend: Option<BackendKind>,
+    /// Attempts before the job fails for good; 0: the organizer's default.
+    pub max_attempts: u32,
+    /// Per-attempt timeout; `None`: the organizer's default.
+    pub timeout: Option<Duration>,
+}
+
+/// A job and everything known about it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Job {
+    pub id: u64,
+    /// 0 for jobs submitted directly.
+    pub run_id: u64,
+    /// Fair share is between owners: runs and clients.
+    pub owner: String,
+    /// Position of the proposal in its run (0-based); 0 for direct jobs.
+    pub seq: u64,
+    /// Order in which the run's optimizer learnt the result; `None` until then.
+    pub tell_seq: Option<u64>,
+    pub state: JobState,
+    pub request: JobRequest,
+    pub attempts: u32,
+    pub host: String,
+    /// Present once the job is done.
+    pub outcome: Option<Outcome>,
+    pub error: String,
+    /// Unix milliseconds; 0 when not reached.
+    pub submitted_ms: i64,
+    pub started_ms: i64,
+    pub finished_ms: i64,
+}
+
+impl Job {
+    /// The fitness, when the job is done.
+    #[must_use]
+    pub fn velocity(&self) -> Option<f64> {
+        self.outcome.as_ref().map(|o| o.velocity)
+    }
+
+    /// Without the bulky parts a listing does not need: robot, gait and
+    /// trajectory samples.
+    #[must_use]
+    pub fn brief(mut self) -> Job {
+        self.request.job.gait = None;
+        self.request.job.robot = RobotSource::Default;
+        if let Some(o) = &mut self.outcome {
+            o.samples.clear();
+        }
+        self
+    }
+}
+
+/// Which jobs to read.
+#[derive(Debug, Clone, Default)]
+pub struct JobFilter {
+    pub run_id: Option<u64>,
+    /// Empty: any state.
+    pub states: Vec<JobState>,
+    pub after_id: u64,
+    pub limit: Option<u32>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HostState {
+    Free,
+    Busy,
+    /// Its lease expired or a call to it failed; it comes back when it heartbeats.
+    Down,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Host {
+    pub id: u64,
+    pub name: String,
+    pub address: String,
+    /// `None` until the host has told.
+    pub backend: Option<BackendKind>,
+    pub robot: String,
+    pub state: HostState,
+    /// 0 when idle.
+    pub current_job: u64,
+    /// Since the last heartbeat or successful call.
+    pub last_seen: Duration,
+    pub evaluations: u64,
+    pub failures: u64,
+}
+
+/// What a host says about itself.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct HostInfo {
+    pub backend: Option<BackendKind>,
+    pub robot: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum RunState {
+    Running,
+    Finished,
+    Stopped,
+    Failed,
+}
+
+/// One free parameter of a bare problem.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ParameterBound {
+    pub name: String,
+    pub min: f64,
+    pub max: f64,
+    pub start: f64,
+}
+
+/// What a run optimizes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum Problem {
+    /// yamorconfig with <optimize> rules (thesis 5.7.2).
+    OptimizationXml(String),
+    /// Bare named parameters, for expression hosts.
+    Space(Vec<ParameterBound>),
+}
+
+/// A run as requested. Stored as JSON with the run, so a restart resumes
+/// exactly what was asked for.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunSpec {
+    /// A label; empty: "<optimizer>-<id>".
+    pub name: String,
+    pub optimizer: String,
+    /// Setting values as text, checked against the optimizer's settings.
+    pub settings: BTreeMap<String, String>,
+    pub seed: u64,
+    pub robot: RobotSource,
+    pub problem: Problem,
+    pub spec: EvaluationSpec,
+    /// `None`: simulation for gaits, expression for bare problems.
+    pub backend: Option<BackendKind>,
+    /// Budget: 0 means unlimited (the optimizer's own schedule ends the run).
+    pub max_evaluations: u64,
+    /// 0 means unlimited.
+    pub max_seconds: f64,
+}
+
+/// One variant of a batch start: the base with other settings and seed.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct RunVariant {
+    pub name: String,
+    pub settings: BTreeMap<String, String>,
+    pub seed: u64,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Run {
+    pub id: u64,
+    pub name: String,
+    pub optimizer: String,
+    /// Every setting, defaults filled in.
+    pub settings: BTreeMap<String, String>,
+    pub seed: u64,
+    pub state: RunState,
+    pub evaluations: u64,
+    pub max_evaluations: u64,
+    pub max_seconds: f64,
+    /// Absent until the first result.
+    pub best_velocity: Option<f64>,
+    pub best_parameters: Vec<(String, f64)>,
+    /// The best gait as yamorconfig XML (empty for bare problems).
+    pub best_gait_xml: String,
+    pub error: String,
+    pub started_ms: i64,
+    pub finished_ms: i64,
+    /// Seconds of optimisation so far (excluding time the organizer was down).
+    pub elapsed_s: f64,
+}
+
+/// The run after something happened to it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunEvent {
+    pub run: Run,
+    /// The evaluation that caused it; `None` for state changes.
+    pub evaluation: Option<RunEvaluation>,
+}
+
+/// One result a run learnt.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunEvaluation {
+    pub job_id: u64,
+    /// 1-based index in the run.
+    pub index: u64,
+    pub parameters: Vec<(String, f64)>,
+    /// `None` when the evaluation failed for good.
+    pub velocity: Option<f64>,
+    pub improved: bool,
+}

@@ -1,0 +1,147 @@
+//! The scheduler over in-memory hosts: leases, retries and exactly-once
+//! results without a network.
+
+mod common;
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use common::fake::{Answer, FakeNet};
+use common::temp_dir;
+use yamor_core::evaluation::{BackendKind, EvaluationJob};
+use yamor_organizer::model::{HostState, Job, JobRequest, JobState};
+use yamor_organizer::{HostError, Organizer, SchedulerConfig, Store};
+
+fn job(x: f64) -> JobRequest {
+    JobRequest {
+        job: EvaluationJob {
+            parameters: vec![("x".into(), x)],
+            ..Default::default()
+        },
+        backend: Some(BackendKind::Expression),
+        ..Default::default()
+    }
+}
+
+fn organizer(name: &str, net: &Arc<FakeNet>, config: SchedulerConfig) -> Organizer {
+    let store = Store::open(&temp_dir(name).join("yamor.db")).unwrap();
+    Organizer::with_hosts(store, config, net.clone(), vec![]).unwrap()
+}
+
+/// Waits for the job's final state, as the events tell it.
+async fn finished(events: &mut tokio::sync::broadcast::Receiver<Job>, id: u64) -> Job {
+    loop {
+        let e = tokio::time::timeout(Duration::from_secs(10), events.recv())
+            .await
+            .expect("the job ends")
+            .unwrap();
+        if e.id == id && !e.state.is_open() {
+            return e;
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_late_answer_after_the_lease_expired_is_ignored() {
+    let net = Arc::new(FakeNet::default());
+    let config = SchedulerConfig {
+        heartbeat_interval: Duration::from_millis(50),
+        lease: Duration::from_millis(300),
+        ..SchedulerConfig::default()
+    };
+    let organizer = organizer("late", &net, config);
+    let scheduler = &organizer.scheduler;
+    let slow = net.host("slow");
+    let (open_gate, gate) = tokio::sync::oneshot::channel();
+    slow.script(Answer::Gated(gate, 1.0));
+    scheduler.register_host("slow", "slow").await.unwrap();
+    let mut events = scheduler.subscribe_jobs();
+    let id = scheduler.submit("c", 0, vec![(0, job(0.0))]).await.unwrap()[0];
+    while slow.evaluations.load(Ordering::SeqCst) == 0 {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    // The slow host stops answering probes mid-evaluation; its lease runs
+    // out and the job moves to a second host.
+    slow.go_silent();
+    net.host("fast").script(Answer::Value(2.0));
+    scheduler.register_host("fast", "fast").await.unwrap();
+    let done = finished(&mut events, id).await;
+    // Now the first host's answer arrives, too late.
+    let _ = open_gate.send(());
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    scheduler.store().sync().await.unwrap();
+
+    assert_eq!(done.state, JobState::Done);
+    assert_eq!(done.velocity(), Some(2.0));
+    assert_eq!(done.attempts, 2);
+    assert_eq!(done.host, "fast");
+    assert_eq!(
+        slow.abandoned.load(Ordering::SeqCst),
+        1,
+        "the lost call is dropped"
+    );
+    let stored = scheduler.job(id, false).await.unwrap();
+    assert_eq!(
+        stored.velocity(),
+        Some(2.0),
+        "the late answer changed nothing"
+    );
+    assert_eq!(stored.state, JobState::Done);
+    let hosts = scheduler.hosts();
+    let slow_view = hosts.iter().find(|h| h.name == "slow").unwrap();
+    assert_eq!(slow_view.state, HostState::Down);
+    assert_eq!(slow_view.failures, 1);
+    assert!(events.try_recv().is_err(), "no second result was published");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_retryable_failure_is_retried_and_an_invalid_job_is_not() {
+    let net = Arc::new(FakeNet::default());
+    let organizer = organizer("retry", &net, SchedulerConfig::default());
+    let scheduler = &organizer.scheduler;
+    let host = net.host("h");
+    host.script(Answer::Fail(HostError::Failed("Internal: flaky".into())));
+    host.script(Answer::Value(3.0));
+    host.script(Answer::Fail(HostError::InvalidJob(
+        "InvalidArgument: x is missing".into(),
+    )));
+    scheduler.register_host("h", "h").await.unwrap();
+    let mut events = scheduler.subscribe_jobs();
+
+    let flaky = scheduler.submit("c", 0, vec![(0, job(0.0))]).await.unwrap()[0];
+    let done = finished(&mut events, flaky).await;
+    assert_eq!(done.state, JobState::Done);
+    assert_eq!(done.velocity(), Some(3.0));
+    assert_eq!(done.attempts, 2, "retried once");
+
+    let invalid = scheduler.submit("c", 0, vec![(0, job(0.0))]).await.unwrap()[0];
+    let failed = finished(&mut events, invalid).await;
+    assert_eq!(failed.state, JobState::Failed);
+    assert_eq!(failed.attempts, 1, "an invalid job must not be retried");
+    assert!(failed.error.contains("x is missing"), "{}", failed.error);
+
+    let h = &scheduler.hosts()[0];
+    assert_eq!(h.state, HostState::Free, "the host is not to blame");
+    assert_eq!(h.failures, 1, "only the flaky attempt counts against it");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_fails_for_good_after_its_attempts() {
+    let net = Arc::new(FakeNet::default());
+    let organizer = organizer("attempts", &net, SchedulerConfig::default());
+    let scheduler = &organizer.scheduler;
+    let host = net.host("h");
+    for _ in 0..2 {
+        host.script(Answer::Fail(HostError::Failed("Internal: broken".into())));
+    }
+    scheduler.register_host("h", "h").await.unwrap();
+    let mut events = scheduler.subscribe_jobs();
+    let mut request = job(0.0);
+    request.max_attempts = 2;
+    let id = scheduler.submit("c", 0, vec![(0, request)]).await.unwrap()[0];
+    let failed = finished(&mut events, id).await;
+    assert_eq!(failed.state, JobState::Failed);
+    assert_eq!(failed.attempts, 2);
+    assert!(failed.error.contains("broken"), "{}", failed.error);
+}
