@@ -1,6 +1,7 @@
 //! Everything gRPC: the `Organizer` service, the host client over the
 //! `HostAgent` service, and the conversions between protobuf messages and
-//! the domain ([`crate::model`], core's evaluation types). The only place
+//! the domain ([`crate::model`]; jobs, specs and results through
+//! `yamor_proto::evaluation`, which the host agent shares). The only place
 //! that builds a `tonic::Status` or reads a proto enum number; validation
 //! errors name the offending field.
 
@@ -12,10 +13,11 @@ use tokio_stream::Stream;
 use tokio_stream::StreamExt;
 use tokio_stream::wrappers::BroadcastStream;
 use tonic::{Code, Request, Response, Status};
-use yamor_core::evaluation::{
-    BackendKind, DefectMode, EvaluationJob, EvaluationSpec, Outcome, RobotSource, Sample, Situation,
-};
+use yamor_core::evaluation::{BackendKind, EvaluationJob, Outcome};
 use yamor_optimizer_api::{PluginInfo, SettingKind};
+use yamor_proto::evaluation::{
+    evaluation_job, evaluation_job_to_pb, outcome, outcome_to_pb, parameters_to_pb, robot, spec,
+};
 use yamor_proto::transport::{AuthChannel, ClientSecurity};
 use yamor_proto::v1 as pb;
 use yamor_proto::v1::host_agent_client::HostAgentClient;
@@ -371,7 +373,9 @@ impl HostClient for GrpcHost {
         };
         Box::pin(async move {
             let response = client.evaluate(request).await.map_err(host_error)?;
-            Ok(outcome(response.into_inner().result.unwrap_or_default()))
+            // A reply without a result is the host's fault, not a fitness of 0.
+            outcome(response.into_inner().result)
+                .map_err(|e| HostError::Failed(format!("the host's reply: {e}")))
         })
     }
 }
@@ -414,146 +418,6 @@ pub fn backend_to_pb(kind: Option<BackendKind>) -> pb::Backend {
     }
 }
 
-fn robot(robot: Option<pb::Robot>) -> RobotSource {
-    match robot.and_then(|r| r.source) {
-        None => RobotSource::Default,
-        Some(pb::robot::Source::Example(name)) => RobotSource::Example(name),
-        Some(pb::robot::Source::MorphologyXml(xml)) => RobotSource::Morphology(xml),
-    }
-}
-
-fn robot_to_pb(robot: &RobotSource) -> Option<pb::Robot> {
-    let source = match robot {
-        RobotSource::Default => return None,
-        RobotSource::Example(name) => pb::robot::Source::Example(name.clone()),
-        RobotSource::Morphology(xml) => pb::robot::Source::MorphologyXml(xml.clone()),
-    };
-    Some(pb::Robot {
-        source: Some(source),
-    })
-}
-
-/// A proto spec; zeros mean the defaults, as the proto says.
-pub fn spec(spec: Option<pb::EvaluationSpec>) -> Result<EvaluationSpec, String> {
-    let spec = spec.unwrap_or_default();
-    let defaults = EvaluationSpec::default();
-    for (name, v) in [
-        ("warmup_s", spec.warmup_s),
-        ("measure_s", spec.measure_s),
-        ("sample_interval_s", spec.sample_interval_s),
-        ("ground_friction", spec.ground_friction),
-    ] {
-        if !v.is_finite() || v < 0.0 {
-            return Err(format!(
-                "spec.{name} must be a non-negative number, got {v}"
-            ));
-        }
-    }
-    let or = |v: f64, default: f64| if v == 0.0 { default } else { v };
-    let defects = spec
-        .defects
-        .iter()
-        .map(|d| {
-            let mode = match pb::DefectMode::try_from(d.mode) {
-                Ok(pb::DefectMode::Unspecified | pb::DefectMode::None) => DefectMode::Healthy,
-                Ok(pb::DefectMode::Limp) => DefectMode::Limp,
-                Ok(pb::DefectMode::Stuck) => DefectMode::Stuck,
-                Err(_) => return Err(format!("spec.defects.mode: unknown value {}", d.mode)),
-            };
-            Ok((d.module_id, mode))
-        })
-        .collect::<Result<_, String>>()?;
-    Ok(EvaluationSpec {
-        warmup: or(spec.warmup_s, defaults.warmup),
-        measure: or(spec.measure_s, defaults.measure),
-        sample_interval: or(spec.sample_interval_s, defaults.sample_interval),
-        seed: spec.seed,
-        ground_friction: (spec.ground_friction > 0.0).then_some(spec.ground_friction),
-        full_trajectory: spec.full_trajectory,
-        situation: Situation {
-            upside_down: spec.upside_down,
-            defects,
-            dead_cpg: spec.dead_cpg,
-        },
-        repeats: spec.repeats.max(1),
-    })
-}
-
-#[must_use]
-pub fn spec_to_pb(spec: &EvaluationSpec) -> pb::EvaluationSpec {
-    pb::EvaluationSpec {
-        warmup_s: spec.warmup,
-        measure_s: spec.measure,
-        sample_interval_s: spec.sample_interval,
-        seed: spec.seed,
-        ground_friction: spec.ground_friction.unwrap_or(0.0),
-        full_trajectory: spec.full_trajectory,
-        upside_down: spec.situation.upside_down,
-        defects: spec
-            .situation
-            .defects
-            .iter()
-            .map(|(module_id, mode)| pb::ModuleDefect {
-                module_id: *module_id,
-                mode: match mode {
-                    DefectMode::Healthy => pb::DefectMode::None,
-                    DefectMode::Limp => pb::DefectMode::Limp,
-                    DefectMode::Stuck => pb::DefectMode::Stuck,
-                } as i32,
-            })
-            .collect(),
-        dead_cpg: spec.situation.dead_cpg.clone(),
-        repeats: spec.repeats,
-    }
-}
-
-/// A proto evaluation job, its gait parsed.
-pub fn evaluation_job(job: Option<pb::EvaluationJob>) -> Result<EvaluationJob, String> {
-    let job = job.ok_or("job: missing")?;
-    let gait = if job.gait_xml.trim().is_empty() {
-        None
-    } else {
-        Some(
-            yamor_core::RobotConfig::from_xml_str("gait_xml", &job.gait_xml)
-                .map_err(|e| e.to_string())?,
-        )
-    };
-    Ok(EvaluationJob {
-        robot: robot(job.robot),
-        gait,
-        parameters: job
-            .parameters
-            .into_iter()
-            .map(|p| (p.name, p.value))
-            .collect(),
-        spec: spec(job.spec)?,
-    })
-}
-
-#[must_use]
-pub fn evaluation_job_to_pb(job: &EvaluationJob) -> pb::EvaluationJob {
-    pb::EvaluationJob {
-        robot: robot_to_pb(&job.robot),
-        gait_xml: job
-            .gait
-            .as_ref()
-            .map(|g| g.to_xml_string())
-            .unwrap_or_default(),
-        parameters: parameters_to_pb(&job.parameters),
-        spec: Some(spec_to_pb(&job.spec)),
-    }
-}
-
-fn parameters_to_pb(parameters: &[(String, f64)]) -> Vec<pb::Parameter> {
-    parameters
-        .iter()
-        .map(|(name, value)| pb::Parameter {
-            name: name.clone(),
-            value: *value,
-        })
-        .collect()
-}
-
 /// A proto job request, checked field by field.
 pub fn job_request(request: pb::JobRequest) -> Result<JobRequest, String> {
     if !request.timeout_s.is_finite() || request.timeout_s < 0.0 {
@@ -579,70 +443,6 @@ pub fn job_request_to_pb(request: &JobRequest) -> pb::JobRequest {
         backend: backend_to_pb(request.backend) as i32,
         max_attempts: request.max_attempts,
         timeout_s: request.timeout.map_or(0.0, |t| t.as_secs_f64()),
-    }
-}
-
-fn sample(p: Option<pb::Position>) -> Sample {
-    let p = p.unwrap_or_default();
-    Sample {
-        t: p.t,
-        x: p.x,
-        y: p.y,
-        z: p.z,
-    }
-}
-
-fn position(s: &Sample) -> pb::Position {
-    pb::Position {
-        t: s.t,
-        x: s.x,
-        y: s.y,
-        z: s.z,
-    }
-}
-
-/// What a host measured.
-#[must_use]
-pub fn outcome(result: pb::EvaluationResult) -> Outcome {
-    let t = result.trajectory.unwrap_or_default();
-    let timings = result.timings.unwrap_or_default();
-    Outcome {
-        velocity: result.velocity_m_s,
-        start: sample(t.start),
-        end: sample(t.end),
-        distance: t.distance_m,
-        path_length: t.path_length_m,
-        min_height: t.min_height_m,
-        max_height: t.max_height_m,
-        sample_count: t.sample_count,
-        samples: t.samples.into_iter().map(|p| sample(Some(p))).collect(),
-        simulated: timings.simulated_s,
-        wall: Duration::try_from_secs_f64(timings.wall_s).unwrap_or_default(),
-        physics_steps: timings.physics_steps,
-    }
-}
-
-#[must_use]
-pub fn outcome_to_pb(o: &Outcome) -> pb::EvaluationResult {
-    let wall = o.wall.as_secs_f64();
-    pb::EvaluationResult {
-        velocity_m_s: o.velocity,
-        trajectory: Some(pb::TrajectorySummary {
-            start: Some(position(&o.start)),
-            end: Some(position(&o.end)),
-            distance_m: o.distance,
-            path_length_m: o.path_length,
-            min_height_m: o.min_height,
-            max_height_m: o.max_height,
-            sample_count: o.sample_count,
-            samples: o.samples.iter().map(position).collect(),
-        }),
-        timings: Some(pb::Timings {
-            simulated_s: o.simulated,
-            wall_s: wall,
-            real_time_factor: if wall > 0.0 { o.simulated / wall } else { 0.0 },
-            physics_steps: o.physics_steps,
-        }),
     }
 }
 

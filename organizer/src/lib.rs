@@ -30,9 +30,8 @@ use std::path::Path;
 use std::sync::Arc;
 
 use tokio::net::TcpListener;
-use tokio_stream::wrappers::TcpListenerStream;
 use yamor_optimizer_api::Plugin;
-use yamor_proto::transport::{self, ClientSecurity, RequireToken, ServerSecurity, TransportError};
+use yamor_proto::transport::{self, ClientSecurity, ServerSecurity, TransportError};
 use yamor_proto::v1::organizer_server::OrganizerServer;
 
 pub use runs::{RunError, Runs};
@@ -105,23 +104,10 @@ pub async fn serve(
     security: ServerSecurity,
     shutdown: impl Future<Output = ()> + Send,
 ) -> Result<(), TransportError> {
-    transport::check_exposure(listener.local_addr()?, &security)?;
-    let (health, health_service) = tonic_health::server::health_reporter();
-    health
-        .set_serving::<OrganizerServer<grpc::OrganizerService>>()
-        .await;
     let api = OrganizerServer::new(organizer.service())
         .max_decoding_message_size(64 << 20)
         .max_encoding_message_size(64 << 20);
-    transport::server(&security)?
-        .add_service(health_service)
-        .add_service(transport::reflection(&security)?)
-        .add_service(tonic::service::interceptor::InterceptedService::new(
-            api,
-            RequireToken::new(security.token.clone()),
-        ))
-        .serve_with_incoming_shutdown(TcpListenerStream::new(listener), shutdown)
-        .await?;
+    transport::serve(listener, &security, api, shutdown).await?;
     let _ = organizer.scheduler.store().sync().await;
     Ok(())
 }

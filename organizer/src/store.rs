@@ -934,7 +934,10 @@ mod v0 {
             let outcome = if state == JobState::Done {
                 let result = pb::EvaluationResult::decode(result.as_slice())
                     .map_err(|e| format!("job {id}: result: {e}"))?;
-                Some(crate::grpc::outcome(result))
+                Some(
+                    yamor_proto::evaluation::outcome(Some(result))
+                        .map_err(|e| format!("job {id}: {e}"))?,
+                )
             } else {
                 None
             };

@@ -7,12 +7,16 @@
 //! - `proto/yamor/v1/organizer.proto`: the `Organizer` service (hosts, jobs,
 //!   optimizer runs).
 //!
+//! - [`evaluation`]: the messages of `common.proto` to and from
+//!   `yamor_core::evaluation`, shared by both services so they cannot
+//!   disagree on a default or a bound.
 //! - [`transport`]: token check, TLS, reflection: what every server and
 //!   client shares.
 //!
 //! Everything lives in the single package [`v1`]; [`FILE_DESCRIPTOR_SET`]
 //! feeds server reflection so `grpcurl` works without the .proto files.
 
+pub mod evaluation;
 pub mod transport;
 
 pub mod v1 {

@@ -1,0 +1,330 @@
+//! The messages of `common.proto` to and from `yamor_core::evaluation`, in
+//! one place for both services: the organizer sends jobs and reads results
+//! with these, the host agent reads jobs and sends results with the same
+//! functions, so the two sides cannot disagree on a default or a bound.
+//!
+//! Zeros in a proto spec mean "the default", as the proto comments say.
+//! Errors name the offending field.
+
+use std::time::Duration;
+
+use yamor_core::RobotConfig;
+use yamor_core::evaluation::{
+    DefectMode, EvaluationJob, EvaluationSpec, MAX_REPEATS, Outcome, RobotSource, Sample, Situation,
+};
+
+use crate::v1 as pb;
+
+/// A field of a message that is missing or out of range.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{0}")]
+pub struct ConvertError(pub String);
+
+impl From<ConvertError> for String {
+    fn from(e: ConvertError) -> String {
+        e.0
+    }
+}
+
+fn invalid(message: String) -> ConvertError {
+    ConvertError(message)
+}
+
+#[must_use]
+pub fn robot(robot: Option<pb::Robot>) -> RobotSource {
+    match robot.and_then(|r| r.source) {
+        None => RobotSource::Default,
+        Some(pb::robot::Source::Example(name)) => RobotSource::Example(name),
+        Some(pb::robot::Source::MorphologyXml(xml)) => RobotSource::Morphology(xml),
+    }
+}
+
+#[must_use]
+pub fn robot_to_pb(robot: &RobotSource) -> Option<pb::Robot> {
+    let source = match robot {
+        RobotSource::Default => return None,
+        RobotSource::Example(name) => pb::robot::Source::Example(name.clone()),
+        RobotSource::Morphology(xml) => pb::robot::Source::MorphologyXml(xml.clone()),
+    };
+    Some(pb::Robot {
+        source: Some(source),
+    })
+}
+
+/// A wire defect mode; `field` names it in the error.
+pub fn defect_mode(field: &str, mode: i32) -> Result<DefectMode, ConvertError> {
+    match pb::DefectMode::try_from(mode) {
+        Ok(pb::DefectMode::None) => Ok(DefectMode::Healthy),
+        Ok(pb::DefectMode::Limp) => Ok(DefectMode::Limp),
+        Ok(pb::DefectMode::Stuck) => Ok(DefectMode::Stuck),
+        _ => Err(invalid(format!(
+            "{field}: give NONE, LIMP or STUCK, got {mode}"
+        ))),
+    }
+}
+
+#[must_use]
+pub fn defect_mode_to_pb(mode: DefectMode) -> pb::DefectMode {
+    match mode {
+        DefectMode::Healthy => pb::DefectMode::None,
+        DefectMode::Limp => pb::DefectMode::Limp,
+        DefectMode::Stuck => pb::DefectMode::Stuck,
+    }
+}
+
+/// A proto spec, every field checked.
+pub fn spec(spec: Option<pb::EvaluationSpec>) -> Result<EvaluationSpec, ConvertError> {
+    let spec = spec.unwrap_or_default();
+    let defaults = EvaluationSpec::default();
+    let pick = |name: &str, v: f64, default: f64, max: f64| -> Result<f64, ConvertError> {
+        if v == 0.0 {
+            Ok(default)
+        } else if v.is_finite() && v > 0.0 && v <= max {
+            Ok(v)
+        } else {
+            Err(invalid(format!(
+                "spec.{name} must be in (0, {max}], got {v}"
+            )))
+        }
+    };
+    Ok(EvaluationSpec {
+        warmup: pick("warmup_s", spec.warmup_s, defaults.warmup, 3600.0)?,
+        measure: pick("measure_s", spec.measure_s, defaults.measure, 3600.0)?,
+        sample_interval: pick(
+            "sample_interval_s",
+            spec.sample_interval_s,
+            defaults.sample_interval,
+            60.0,
+        )?,
+        seed: spec.seed,
+        ground_friction: if spec.ground_friction == 0.0 {
+            None
+        } else {
+            Some(pick("ground_friction", spec.ground_friction, 0.0, 10.0)?)
+        },
+        full_trajectory: spec.full_trajectory,
+        situation: Situation {
+            upside_down: spec.upside_down,
+            defects: spec
+                .defects
+                .iter()
+                .map(|d| Ok((d.module_id, defect_mode("spec.defects.mode", d.mode)?)))
+                .collect::<Result<_, ConvertError>>()?,
+            dead_cpg: spec.dead_cpg,
+        },
+        repeats: match spec.repeats {
+            0 => 1,
+            n @ 1..=MAX_REPEATS => n,
+            n => {
+                return Err(invalid(format!(
+                    "spec.repeats must be at most {MAX_REPEATS}, got {n}"
+                )));
+            }
+        },
+    })
+}
+
+#[must_use]
+pub fn spec_to_pb(spec: &EvaluationSpec) -> pb::EvaluationSpec {
+    pb::EvaluationSpec {
+        warmup_s: spec.warmup,
+        measure_s: spec.measure,
+        sample_interval_s: spec.sample_interval,
+        seed: spec.seed,
+        ground_friction: spec.ground_friction.unwrap_or(0.0),
+        full_trajectory: spec.full_trajectory,
+        upside_down: spec.situation.upside_down,
+        defects: spec
+            .situation
+            .defects
+            .iter()
+            .map(|(module_id, mode)| pb::ModuleDefect {
+                module_id: *module_id,
+                mode: defect_mode_to_pb(*mode) as i32,
+            })
+            .collect(),
+        dead_cpg: spec.situation.dead_cpg.clone(),
+        repeats: spec.repeats,
+    }
+}
+
+/// A proto evaluation job, its gait parsed and every field checked.
+pub fn evaluation_job(job: Option<pb::EvaluationJob>) -> Result<EvaluationJob, ConvertError> {
+    let job = job.ok_or_else(|| invalid("job: missing".into()))?;
+    let gait = if job.gait_xml.trim().is_empty() {
+        None
+    } else {
+        Some(
+            RobotConfig::from_xml_str("job.gait_xml", &job.gait_xml)
+                .map_err(|e| invalid(e.to_string()))?,
+        )
+    };
+    let mut parameters = Vec::with_capacity(job.parameters.len());
+    for p in job.parameters {
+        if !p.value.is_finite() {
+            return Err(invalid(format!(
+                "job.parameters: {} = {} is not a finite number",
+                p.name, p.value
+            )));
+        }
+        parameters.push((p.name, p.value));
+    }
+    Ok(EvaluationJob {
+        robot: robot(job.robot),
+        gait,
+        parameters,
+        spec: spec(job.spec)?,
+    })
+}
+
+#[must_use]
+pub fn evaluation_job_to_pb(job: &EvaluationJob) -> pb::EvaluationJob {
+    pb::EvaluationJob {
+        robot: robot_to_pb(&job.robot),
+        gait_xml: job
+            .gait
+            .as_ref()
+            .map(RobotConfig::to_xml_string)
+            .unwrap_or_default(),
+        parameters: parameters_to_pb(&job.parameters),
+        spec: Some(spec_to_pb(&job.spec)),
+    }
+}
+
+#[must_use]
+pub fn parameters_to_pb(parameters: &[(String, f64)]) -> Vec<pb::Parameter> {
+    parameters
+        .iter()
+        .map(|(name, value)| pb::Parameter {
+            name: name.clone(),
+            value: *value,
+        })
+        .collect()
+}
+
+fn sample(p: Option<pb::Position>) -> Sample {
+    let p = p.unwrap_or_default();
+    Sample {
+        t: p.t,
+        x: p.x,
+        y: p.y,
+        z: p.z,
+    }
+}
+
+fn position(s: &Sample) -> pb::Position {
+    pb::Position {
+        t: s.t,
+        x: s.x,
+        y: s.y,
+        z: s.z,
+    }
+}
+
+/// What a host measured. A response without a result is an error, never a
+/// fitness of 0 (which would be the optimum of a negated objective).
+pub fn outcome(result: Option<pb::EvaluationResult>) -> Result<Outcome, ConvertError> {
+    let result = result.ok_or_else(|| invalid("result: missing".into()))?;
+    if !result.velocity_m_s.is_finite() {
+        return Err(invalid(format!(
+            "result.velocity_m_s: {} is not a finite number",
+            result.velocity_m_s
+        )));
+    }
+    let t = result.trajectory.unwrap_or_default();
+    let timings = result.timings.unwrap_or_default();
+    Ok(Outcome {
+        velocity: result.velocity_m_s,
+        start: sample(t.start),
+        end: sample(t.end),
+        distance: t.distance_m,
+        path_length: t.path_length_m,
+        min_height: t.min_height_m,
+        max_height: t.max_height_m,
+        sample_count: t.sample_count,
+        samples: t.samples.into_iter().map(|p| sample(Some(p))).collect(),
+        simulated: timings.simulated_s,
+        wall: Duration::try_from_secs_f64(timings.wall_s).unwrap_or_default(),
+        physics_steps: timings.physics_steps,
+    })
+}
+
+#[must_use]
+pub fn outcome_to_pb(o: &Outcome) -> pb::EvaluationResult {
+    let wall = o.wall.as_secs_f64();
+    pb::EvaluationResult {
+        velocity_m_s: o.velocity,
+        trajectory: Some(pb::TrajectorySummary {
+            start: Some(position(&o.start)),
+            end: Some(position(&o.end)),
+            distance_m: o.distance,
+            path_length_m: o.path_length,
+            min_height_m: o.min_height,
+            max_height_m: o.max_height,
+            sample_count: o.sample_count,
+            samples: o.samples.iter().map(position).collect(),
+        }),
+        timings: Some(pb::Timings {
+            simulated_s: o.simulated,
+            wall_s: wall,
+            real_time_factor: o.real_time_factor(),
+            physics_steps: o.physics_steps,
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_spec_survives_the_wire_and_zeros_mean_defaults() {
+        let spec = EvaluationSpec {
+            seed: 7,
+            ground_friction: Some(0.4),
+            repeats: 3,
+            situation: Situation {
+                upside_down: true,
+                defects: vec![(5, DefectMode::Limp)],
+                dead_cpg: vec![2],
+            },
+            ..EvaluationSpec::default()
+        };
+        assert_eq!(super::spec(Some(spec_to_pb(&spec))).unwrap(), spec);
+        assert_eq!(super::spec(None).unwrap(), EvaluationSpec::default());
+    }
+
+    #[test]
+    fn out_of_range_fields_are_named() {
+        let bad = pb::EvaluationSpec {
+            repeats: MAX_REPEATS + 1,
+            ..Default::default()
+        };
+        assert!(
+            super::spec(Some(bad))
+                .unwrap_err()
+                .0
+                .contains("spec.repeats")
+        );
+        let bad = pb::EvaluationSpec {
+            warmup_s: -1.0,
+            ..Default::default()
+        };
+        assert!(
+            super::spec(Some(bad))
+                .unwrap_err()
+                .0
+                .contains("spec.warmup_s")
+        );
+    }
+
+    #[test]
+    fn a_response_without_a_result_is_an_error_not_a_zero() {
+        assert!(outcome(None).is_err());
+        let o = Outcome {
+            velocity: 0.1,
+            ..Outcome::default()
+        };
+        assert_eq!(outcome(Some(outcome_to_pb(&o))).unwrap().velocity, 0.1);
+    }
+}
