@@ -11,6 +11,7 @@ use yamor_host_agent::expr::ExprBackend;
 use yamor_proto::transport::ClientSecurity;
 
 use yamor_local::LocalCluster;
+use yamor_organizer::model::{ParameterBound, Problem, RunSpec};
 use yamor_proto::v1 as pb;
 
 #[derive(Args)]
@@ -119,38 +120,37 @@ async fn throughput(hosts: usize, jobs: usize) -> Result<f64> {
 
 async fn pso_time(hosts: usize, delay: Duration, generations: u64) -> Result<f64> {
     let c = cluster(hosts, XY, delay, &format!("pso{hosts}")).await?;
-    let request = pb::StartRunRequest {
-        optimizer: "pso".into(),
+    let request = RunSpec {
         settings: [
             ("particles".to_owned(), "32".to_owned()),
             ("iterations".to_owned(), generations.to_string()),
         ]
         .into(),
         seed: 1,
-        problem: Some(pb::start_run_request::Problem::Space(pb::ParameterSpace {
-            bounds: vec![
-                pb::ParameterBound {
+        ..RunSpec::new(
+            "pso",
+            Problem::Space(vec![
+                ParameterBound {
                     name: "x".into(),
                     min: -1.0,
                     max: 1.0,
                     start: 0.0,
                 },
-                pb::ParameterBound {
+                ParameterBound {
                     name: "y".into(),
                     min: -1.0,
                     max: 1.0,
                     start: 0.0,
                 },
-            ],
-        })),
-        ..Default::default()
+            ]),
+        )
     };
     let mut events = c.organizer.runs.subscribe();
     let started = Instant::now();
     let run = c
         .organizer
         .runs
-        .start(yamor_organizer::grpc::run_spec(request).map_err(anyhow::Error::msg)?)
+        .start(request)
         .await
         .map_err(|e| anyhow::anyhow!("{e}"))?;
     loop {
@@ -176,7 +176,7 @@ async fn powell_utilisation(
     delay: Duration,
 ) -> Result<(f64, u64, f64)> {
     let bounds = (0..7)
-        .map(|i| pb::ParameterBound {
+        .map(|i| ParameterBound {
             name: format!("x{i}"),
             min: -1.0,
             max: 1.0,
@@ -190,21 +190,17 @@ async fn powell_utilisation(
         &format!("util-{variant}"),
     )
     .await?;
-    let request = pb::StartRunRequest {
-        optimizer: "powell".into(),
+    let request = RunSpec {
         settings: [("variant".to_owned(), variant.to_owned())].into(),
         seed: 1,
-        problem: Some(pb::start_run_request::Problem::Space(pb::ParameterSpace {
-            bounds,
-        })),
         max_evaluations: budget,
-        ..Default::default()
+        ..RunSpec::new("powell", Problem::Space(bounds))
     };
     let mut events = c.organizer.runs.subscribe();
     let run = c
         .organizer
         .runs
-        .start(yamor_organizer::grpc::run_spec(request).map_err(anyhow::Error::msg)?)
+        .start(request)
         .await
         .map_err(|e| anyhow::anyhow!("{e}"))?;
     let finished = loop {

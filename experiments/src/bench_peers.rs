@@ -15,7 +15,7 @@ use std::time::Duration;
 use anyhow::{Result, bail};
 use clap::Args;
 use yamor_host_agent::expr::ExprBackend;
-use yamor_proto::v1 as pb;
+use yamor_organizer::model::{ParameterBound, Problem, RunSpec};
 
 use yamor_local::{LocalCluster, evaluations};
 
@@ -160,29 +160,25 @@ pub async fn bench_peers(args: BenchPeersArgs) -> Result<()> {
             for method in &args.methods {
                 let method_settings = settings(method, args.budget)?;
                 for seed in 1..=args.seeds {
-                    let request = pb::StartRunRequest {
-                        optimizer: if method == "pso" { "pso" } else { "powell" }.into(),
+                    let bounds = (0..d)
+                        .map(|i| ParameterBound {
+                            name: format!("x{i}"),
+                            min: -function.bound(),
+                            max: function.bound(),
+                            start: function.start(),
+                        })
+                        .collect();
+                    let optimizer = if method == "pso" { "pso" } else { "powell" };
+                    let request = RunSpec {
                         settings: method_settings.iter().cloned().collect(),
                         seed,
-                        problem: Some(pb::start_run_request::Problem::Space(pb::ParameterSpace {
-                            bounds: (0..d)
-                                .map(|i| pb::ParameterBound {
-                                    name: format!("x{i}"),
-                                    min: -function.bound(),
-                                    max: function.bound(),
-                                    start: function.start(),
-                                })
-                                .collect(),
-                        })),
                         max_evaluations: args.budget,
-                        ..Default::default()
+                        ..RunSpec::new(optimizer, Problem::Space(bounds))
                     };
                     let run = cluster
                         .organizer
                         .runs
-                        .start(
-                            yamor_organizer::grpc::run_spec(request).map_err(anyhow::Error::msg)?,
-                        )
+                        .start(request)
                         .await
                         .map_err(|e| anyhow::anyhow!("{e}"))?;
                     let done = cluster.follow_quietly(run.id).await?;

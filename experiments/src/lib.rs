@@ -26,7 +26,8 @@ pub mod gait_time;
 pub mod powell;
 pub mod surface;
 
-use yamor_proto::v1 as pb;
+use yamor_core::evaluation::RobotSource;
+use yamor_organizer::model::{Problem, RunSpec};
 
 /// A run of `optimizer` on the quadruped with the thesis' 20 s evaluation
 /// (8 s warm-up, 12 s measured).
@@ -36,27 +37,16 @@ fn quadruped_run(
     optimization_xml: String,
     budget: u64,
     seed: u64,
-) -> pb::StartRunRequest {
-    pb::StartRunRequest {
-        optimizer: optimizer.into(),
+) -> RunSpec {
+    RunSpec {
         settings: settings
             .iter()
             .map(|(k, v)| ((*k).to_owned(), v.clone()))
             .collect(),
         seed,
-        robot: Some(pb::Robot {
-            source: Some(pb::robot::Source::Example("quadruped".into())),
-        }),
-        problem: Some(pb::start_run_request::Problem::OptimizationXml(
-            optimization_xml,
-        )),
-        spec: Some(pb::EvaluationSpec {
-            warmup_s: 8.0,
-            measure_s: 12.0,
-            ..Default::default()
-        }),
+        robot: RobotSource::Example("quadruped".into()),
         max_evaluations: budget,
-        ..Default::default()
+        ..RunSpec::new(optimizer, Problem::OptimizationXml(optimization_xml))
     }
 }
 

@@ -135,7 +135,7 @@ pub async fn timeline(args: TimelineArgs) -> Result<()> {
         "timeline: Powell {} on 7 parameters, {} evaluations, best {:.2} cm/s, {} evaluations off the axes",
         args.variant,
         all.len(),
-        run.best_velocity_m_s.unwrap_or(0.0) * 100.0,
+        run.best_velocity.unwrap_or(0.0) * 100.0,
         diagonal.len()
     );
     println!("wrote {} and timeline.csv", png.display());
@@ -276,7 +276,7 @@ pub async fn compare(args: CompareArgs) -> Result<()> {
             let run = cluster
                 .organizer
                 .runs
-                .start(yamor_organizer::grpc::run_spec(request).map_err(anyhow::Error::msg)?)
+                .start(request)
                 .await
                 .map_err(|e| anyhow::anyhow!("{e}"))?;
             runs.push(run.id);

@@ -106,7 +106,7 @@ pub async fn surface(args: SurfaceArgs) -> Result<()> {
             paths.push((
                 (phase, offset),
                 points(&cluster, run.id)?,
-                run.best_velocity_m_s,
+                run.best_velocity,
             ));
         }
     }

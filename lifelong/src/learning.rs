@@ -16,8 +16,10 @@ use std::time::Instant;
 use crate::anomaly::{Monitor, Symptom, Verdict, three_periods};
 use crate::gaits::{GaitRecord, Orientation, body_key, candidates};
 use tokio_stream::StreamExt as _;
+use yamor_core::evaluation::{DefectMode, EvaluationSpec, RobotSource, Situation};
 use yamor_core::network::{Limit, plan};
 use yamor_core::{ModuleId, Morphology, RobotConfig};
+use yamor_organizer::model::{Problem, RunSpec};
 use yamor_proto::transport::AuthChannel;
 use yamor_proto::v1 as pb;
 use yamor_proto::v1::host_agent_client::HostAgentClient;
@@ -67,7 +69,7 @@ pub struct LifelongSettings {
     pub optimizer_settings: HashMap<String, String>,
     pub relearn_seconds: f64,
     pub relearn_evaluations: u64,
-    pub spec: pb::EvaluationSpec,
+    pub spec: EvaluationSpec,
     /// Relearning stops early once its best gait reaches this fraction of
     /// the velocity before the anomaly (`None`: run the whole budget).
     pub good_enough: Option<f64>,
@@ -95,10 +97,10 @@ impl Default for LifelongSettings {
             optimizer_settings: [("variant".to_owned(), "interval".to_owned())].into(),
             relearn_seconds: 110.0,
             relearn_evaluations: 0,
-            spec: pb::EvaluationSpec {
-                warmup_s: 4.0,
-                measure_s: 8.0,
-                ..Default::default()
+            spec: EvaluationSpec {
+                warmup: 4.0,
+                measure: 8.0,
+                ..EvaluationSpec::default()
             },
             good_enough: None,
             shortlist: 5,
@@ -116,7 +118,7 @@ pub struct Known {
     pub body: Morphology,
     /// 0: the simulator's default.
     pub ground_friction: f64,
-    pub defects: Vec<(ModuleId, pb::DefectMode)>,
+    pub defects: Vec<(ModuleId, DefectMode)>,
     pub dead_cpg: Vec<ModuleId>,
 }
 
@@ -523,48 +525,40 @@ impl Lifelong {
                 .known
                 .defects
                 .iter()
-                .any(|(id, mode)| *id == m.id && *mode != pb::DefectMode::None)
+                .any(|(id, mode)| *id == m.id && *mode != DefectMode::Healthy)
                 || self.known.dead_cpg.contains(&m.id);
             m.passive |= broken;
         }
         let problem = plan(&network_body, &self.gait, &self.settings.limit)?;
         let mut spec = self.settings.spec.clone();
-        spec.ground_friction = self.known.ground_friction;
-        spec.upside_down = self.orientation == Orientation::UpsideDown;
-        spec.defects = self
-            .known
-            .defects
-            .iter()
-            .map(|(id, mode)| pb::ModuleDefect {
-                module_id: *id,
-                mode: *mode as i32,
-            })
-            .collect();
-        spec.dead_cpg = self.known.dead_cpg.clone();
+        spec.ground_friction =
+            (self.known.ground_friction > 0.0).then_some(self.known.ground_friction);
+        spec.situation = Situation {
+            upside_down: self.orientation == Orientation::UpsideDown,
+            defects: self.known.defects.clone(),
+            dead_cpg: self.known.dead_cpg.clone(),
+        };
         let run = self
             .organizer
             .runs
-            .start(
-                yamor_organizer::grpc::run_spec(pb::StartRunRequest {
-                    name: format!("lifelong relearn after gait {}", self.gait_id),
-                    optimizer: self.settings.optimizer.clone(),
-                    settings: self.settings.optimizer_settings.clone(),
-                    seed: self.settings.seed,
-                    robot: Some(pb::Robot {
-                        source: Some(pb::robot::Source::MorphologyXml(
-                            self.known.body.to_xml_string(),
-                        )),
-                    }),
-                    problem: Some(pb::start_run_request::Problem::OptimizationXml(
-                        problem.to_xml_string(),
-                    )),
-                    spec: Some(spec),
-                    max_seconds: self.settings.relearn_seconds,
-                    max_evaluations: self.settings.relearn_evaluations,
-                    ..Default::default()
-                })
-                .map_err(LifelongError::Run)?,
-            )
+            .start(RunSpec {
+                name: format!("lifelong relearn after gait {}", self.gait_id),
+                settings: self
+                    .settings
+                    .optimizer_settings
+                    .clone()
+                    .into_iter()
+                    .collect(),
+                seed: self.settings.seed,
+                robot: RobotSource::Morphology(self.known.body.to_xml_string()),
+                spec,
+                max_seconds: self.settings.relearn_seconds,
+                max_evaluations: self.settings.relearn_evaluations,
+                ..RunSpec::new(
+                    self.settings.optimizer.clone(),
+                    Problem::OptimizationXml(problem.to_xml_string()),
+                )
+            })
             .await
             .map_err(|e| LifelongError::Run(e.to_string()))?;
         let stop_at = self

@@ -21,6 +21,7 @@ use crate::learning::{Adaptation, Event, Known, Lifelong, LifelongSettings};
 use anyhow::{Context, Result};
 use clap::Args;
 use plotters::prelude::*;
+use yamor_core::evaluation::EvaluationSpec;
 use yamor_core::network::Limit;
 use yamor_core::script::{Script, Step};
 use yamor_core::{Connection, Connector, Morphology, RobotConfig};
@@ -200,7 +201,7 @@ impl Scenario {
             relearn_seconds: args.relearn_time,
             good_enough: (args.good_enough > 0.0).then_some(args.good_enough),
             seed: args.seed,
-            spec: pb::EvaluationSpec {
+            spec: EvaluationSpec {
                 repeats: args.repeats,
                 ..LifelongSettings::default().spec
             },

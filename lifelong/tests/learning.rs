@@ -5,6 +5,7 @@
 
 use std::sync::Arc;
 
+use yamor_core::evaluation::{DefectMode, EvaluationSpec};
 use yamor_core::{Morphology, RobotConfig};
 use yamor_host_agent::HostService;
 use yamor_host_agent::sim::SimBackend;
@@ -238,10 +239,10 @@ async fn a_relearnt_gait_is_stored_and_the_old_one_reused_when_the_motor_is_back
     let settings = LifelongSettings {
         relearn_evaluations: 16,
         relearn_seconds: 0.0,
-        spec: pb::EvaluationSpec {
-            warmup_s: 2.0,
-            measure_s: 4.0,
-            ..Default::default()
+        spec: EvaluationSpec {
+            warmup: 2.0,
+            measure: 4.0,
+            ..EvaluationSpec::default()
         },
         ..LifelongSettings::default()
     };
@@ -259,7 +260,7 @@ async fn a_relearnt_gait_is_stored_and_the_old_one_reused_when_the_motor_is_back
         .await
         .unwrap();
     let broken = Known {
-        defects: vec![(0, pb::DefectMode::Limp)],
+        defects: vec![(0, DefectMode::Limp)],
         ..known(quadruped())
     };
     life.known_change(Symptom::MotorDefect, broken)

@@ -8,9 +8,9 @@ use std::time::Duration;
 
 use yamor_host_agent::sim::SimBackend;
 use yamor_host_agent::{Backend, HostService, Registration};
+use yamor_organizer::model::{Run, RunSpec, RunState};
 use yamor_organizer::{Organizer, SchedulerConfig};
 use yamor_proto::transport::{ClientSecurity, ServerSecurity};
-use yamor_proto::v1 as pb;
 
 use crate::LocalError;
 
@@ -110,33 +110,28 @@ impl LocalCluster {
     }
 
     /// Starts a run and waits for its end, showing progress.
-    pub async fn run_to_end(&self, request: pb::StartRunRequest) -> Result<pb::Run, LocalError> {
-        let spec = yamor_organizer::grpc::run_spec(request)
-            .map_err(yamor_organizer::ScheduleError::Invalid)?;
+    pub async fn run_to_end(&self, spec: RunSpec) -> Result<Run, LocalError> {
         let run = self.organizer.runs.start(spec).await?;
         self.follow(run.id).await
     }
 
     /// Shows a run's progress until it ends; returns it once its results
     /// are on disk.
-    pub async fn follow(&self, run_id: u64) -> Result<pb::Run, LocalError> {
+    pub async fn follow(&self, run_id: u64) -> Result<Run, LocalError> {
         let events = self.organizer.runs.watch(run_id)?;
-        let events = tokio_stream::StreamExt::map(events, |e| {
-            Ok(yamor_organizer::grpc::run_event_to_pb(&e))
-        });
-        let done = crate::progress::follow_run(events).await?;
+        let done = crate::progress::follow_run(tokio_stream::StreamExt::map(events, Ok)).await?;
         self.organizer.scheduler.store().sync().await?;
         Ok(done)
     }
 
     /// Waits for a run's end without showing progress.
-    pub async fn follow_quietly(&self, run_id: u64) -> Result<pb::Run, LocalError> {
+    pub async fn follow_quietly(&self, run_id: u64) -> Result<Run, LocalError> {
         use tokio_stream::StreamExt as _;
         let mut events = self.organizer.runs.watch(run_id)?;
         while let Some(event) = events.next().await {
-            if event.run.state != yamor_organizer::model::RunState::Running {
+            if event.run.state != RunState::Running {
                 self.organizer.scheduler.store().sync().await?;
-                return Ok(yamor_organizer::grpc::run_to_pb(&event.run));
+                return Ok(event.run);
             }
         }
         Err(LocalError::EventsEnded(run_id))

@@ -51,6 +51,8 @@ pub enum LocalError {
     UnknownRobot { name: String, known: String },
     #[error("the events of run {0} ended before the run")]
     EventsEnded(u64),
+    #[error("the run's events ended before the first one")]
+    NoEvents,
     #[error("{0}")]
     Problem(String),
 }

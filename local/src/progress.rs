@@ -2,14 +2,14 @@
 
 use indicatif::{ProgressBar, ProgressStyle};
 use tokio_stream::StreamExt as _;
-use yamor_proto::v1 as pb;
+use yamor_organizer::model::{Run, RunEvent, RunState};
 
 use crate::LocalError;
 
 /// Shows a run's progress until it ends; returns its final state.
 pub async fn follow_run(
-    mut stream: impl tokio_stream::Stream<Item = Result<pb::RunEvent, tonic::Status>> + Unpin,
-) -> Result<pb::Run, LocalError> {
+    mut stream: impl tokio_stream::Stream<Item = Result<RunEvent, LocalError>> + Unpin,
+) -> Result<Run, LocalError> {
     let bar = ProgressBar::new(0);
     bar.set_style(
         ProgressStyle::with_template(
@@ -17,10 +17,10 @@ pub async fn follow_run(
         )
         .expect("valid template"),
     );
-    let mut last = pb::Run::default();
+    let mut last = None;
     while let Some(event) = stream.next().await {
-        let event = event?;
-        if let Some(run) = event.run {
+        let run = event?.run;
+        {
             bar.set_length(if run.max_evaluations > 0 {
                 run.max_evaluations
             } else {
@@ -29,16 +29,16 @@ pub async fn follow_run(
             bar.set_position(run.evaluations);
             bar.set_message(format!(
                 "best {}",
-                run.best_velocity_m_s
+                run.best_velocity
                     .map_or("-".into(), |v| format!("{:.2} cm/s", v * 100.0))
             ));
-            let done = run.state != pb::RunState::Running as i32;
-            last = run;
+            let done = run.state != RunState::Running;
+            last = Some(run);
             if done {
                 break;
             }
         }
     }
     bar.finish();
-    Ok(last)
+    last.ok_or(LocalError::NoEvents)
 }

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use plotters::prelude::*;
 use yamor_organizer::Organizer;
-use yamor_proto::v1 as pb;
+use yamor_organizer::model::Run;
 
 use crate::LocalError;
 
@@ -38,14 +38,14 @@ pub fn evaluations(organizer: &Organizer, run_id: u64) -> Result<Vec<Evaluation>
 }
 
 /// best_gait.xml, evaluations.csv and progress.png in `out`.
-pub fn write_outputs(organizer: &Organizer, run: &pb::Run, out: &Path) -> Result<(), LocalError> {
+pub fn write_outputs(organizer: &Organizer, run: &Run, out: &Path) -> Result<(), LocalError> {
     if !run.best_gait_xml.is_empty() {
         let path = out.join("best_gait.xml");
         std::fs::write(&path, &run.best_gait_xml).map_err(LocalError::writing(&path))?;
         eprintln!(
             "best gait: {} ({:.2} cm/s)",
             path.display(),
-            run.best_velocity_m_s.unwrap_or(0.0) * 100.0
+            run.best_velocity.unwrap_or(0.0) * 100.0
         );
     }
     let finished = evaluations(organizer, run.id)?;

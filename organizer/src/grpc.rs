@@ -25,7 +25,7 @@ use yamor_proto::v1::organizer_server::Organizer as OrganizerApi;
 
 use crate::model::{
     Host, HostInfo, HostState, Job, JobFilter, JobRequest, JobState, ParameterBound, Problem, Run,
-    RunEvent, RunSpec, RunState, RunVariant,
+    RunEvaluation, RunEvent, RunSpec, RunState, RunVariant,
 };
 use crate::runs::Runs;
 use crate::scheduler::{BoxFuture, HostClient, HostConnector, HostError, ScheduleError, Scheduler};
@@ -578,6 +578,95 @@ pub fn run_to_pb(run: &Run) -> pb::Run {
         started_ms: run.started_ms,
         finished_ms: run.finished_ms,
         elapsed_s: run.elapsed_s,
+    }
+}
+
+/// A run as a remote organizer reports it (the CLI's side of the wire).
+pub fn run_from_pb(run: pb::Run) -> Result<Run, String> {
+    let state = match pb::RunState::try_from(run.state) {
+        Ok(pb::RunState::Running) => RunState::Running,
+        Ok(pb::RunState::Finished) => RunState::Finished,
+        Ok(pb::RunState::Stopped) => RunState::Stopped,
+        Ok(pb::RunState::Failed) => RunState::Failed,
+        _ => {
+            return Err(format!(
+                "run {}: state: unknown value {}",
+                run.id, run.state
+            ));
+        }
+    };
+    Ok(Run {
+        id: run.id,
+        name: run.name,
+        optimizer: run.optimizer,
+        settings: run.settings.into_iter().collect(),
+        seed: run.seed,
+        state,
+        evaluations: run.evaluations,
+        max_evaluations: run.max_evaluations,
+        max_seconds: run.max_seconds,
+        best_velocity: run.best_velocity_m_s,
+        best_parameters: run
+            .best_parameters
+            .into_iter()
+            .map(|p| (p.name, p.value))
+            .collect(),
+        best_gait_xml: run.best_gait_xml,
+        error: run.error,
+        started_ms: run.started_ms,
+        finished_ms: run.finished_ms,
+        elapsed_s: run.elapsed_s,
+    })
+}
+
+/// A run event as a remote organizer streams it.
+pub fn run_event_from_pb(event: pb::RunEvent) -> Result<RunEvent, String> {
+    Ok(RunEvent {
+        run: run_from_pb(event.run.ok_or("run event: run: missing")?)?,
+        evaluation: event.evaluation.map(|e| RunEvaluation {
+            job_id: e.job_id,
+            index: e.index,
+            parameters: e
+                .parameters
+                .into_iter()
+                .map(|p| (p.name, p.value))
+                .collect(),
+            velocity: e.velocity_m_s,
+            improved: e.improved,
+        }),
+    })
+}
+
+/// A run spec to send to a remote organizer.
+#[must_use]
+pub fn run_spec_to_pb(spec: &RunSpec) -> pb::StartRunRequest {
+    let problem = match &spec.problem {
+        Problem::OptimizationXml(xml) => {
+            pb::start_run_request::Problem::OptimizationXml(xml.clone())
+        }
+        Problem::Space(bounds) => pb::start_run_request::Problem::Space(pb::ParameterSpace {
+            bounds: bounds
+                .iter()
+                .map(|b| pb::ParameterBound {
+                    name: b.name.clone(),
+                    min: b.min,
+                    max: b.max,
+                    start: b.start,
+                })
+                .collect(),
+        }),
+    };
+    pb::StartRunRequest {
+        name: spec.name.clone(),
+        optimizer: spec.optimizer.clone(),
+        settings: spec.settings.clone().into_iter().collect(),
+        seed: spec.seed,
+        robot: yamor_proto::evaluation::robot_to_pb(&spec.robot),
+        problem: Some(problem),
+        spec: Some(yamor_proto::evaluation::spec_to_pb(&spec.spec)),
+        backend: backend_to_pb(spec.backend) as i32,
+        max_evaluations: spec.max_evaluations,
+        max_seconds: spec.max_seconds,
     }
 }
 

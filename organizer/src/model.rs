@@ -136,6 +136,18 @@ pub enum RunState {
     Failed,
 }
 
+impl RunState {
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunState::Running => "running",
+            RunState::Finished => "finished",
+            RunState::Stopped => "stopped",
+            RunState::Failed => "failed",
+        }
+    }
+}
+
 /// One free parameter of a bare problem.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ParameterBound {
@@ -173,6 +185,54 @@ pub struct RunSpec {
     pub max_evaluations: u64,
     /// 0 means unlimited.
     pub max_seconds: f64,
+}
+
+impl RunSpec {
+    /// A run of `optimizer` on `problem`, everything else at its default:
+    /// the host's own robot, the thesis' evaluation, seed 0, no budget.
+    #[must_use]
+    pub fn new(optimizer: impl Into<String>, problem: Problem) -> Self {
+        RunSpec {
+            name: String::new(),
+            optimizer: optimizer.into(),
+            settings: BTreeMap::new(),
+            seed: 0,
+            robot: RobotSource::Default,
+            problem,
+            spec: EvaluationSpec::default(),
+            backend: None,
+            max_evaluations: 0,
+            max_seconds: 0.0,
+        }
+    }
+}
+
+/// `name=min:max[:start]`; the start defaults to the middle.
+impl std::str::FromStr for ParameterBound {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        let bad = || format!("expected name=min:max[:start], got {text:?}");
+        let (name, range) = text.split_once('=').ok_or_else(bad)?;
+        let parts: Vec<f64> = range
+            .split(':')
+            .map(|v| v.trim().parse().ok())
+            .collect::<Option<_>>()
+            .ok_or_else(bad)?;
+        let (&min, &max) = (
+            parts.first().ok_or_else(bad)?,
+            parts.get(1).ok_or_else(bad)?,
+        );
+        if parts.len() > 3 || name.trim().is_empty() {
+            return Err(bad());
+        }
+        Ok(ParameterBound {
+            name: name.trim().to_owned(),
+            min,
+            max,
+            start: parts.get(2).copied().unwrap_or((min + max) / 2.0),
+        })
+    }
 }
 
 /// One variant of a batch start: the base with other settings and seed.

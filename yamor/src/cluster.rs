@@ -1,6 +1,6 @@
 //! The cluster subcommands: `organizer`, `host`, `hosts`, `optimize`, `jobs`.
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -9,9 +9,11 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail};
 use clap::{Args, Subcommand};
 use tokio_stream::StreamExt;
+use yamor_core::evaluation::{BackendKind, EvaluationSpec, RobotSource};
 use yamor_host_agent::expr::ExprBackend;
 use yamor_host_agent::sim::SimBackend;
 use yamor_host_agent::{Backend, HostService, Registration};
+use yamor_organizer::model::{Problem, Run, RunSpec};
 use yamor_organizer::{Organizer, SchedulerConfig};
 use yamor_proto::v1 as pb;
 
@@ -342,7 +344,7 @@ pub enum HostKind {
     Expr,
 }
 
-fn parse_settings(pairs: &[String]) -> Result<HashMap<String, String>> {
+fn parse_settings(pairs: &[String]) -> Result<BTreeMap<String, String>> {
     pairs
         .iter()
         .map(|p| {
@@ -354,62 +356,40 @@ fn parse_settings(pairs: &[String]) -> Result<HashMap<String, String>> {
 }
 
 impl RunSpecArgs {
-    pub fn request(&self) -> Result<pb::StartRunRequest> {
-        let problem =
-            if self.param.is_empty() {
-                let xml = match &self.config {
-                    Some(path) => std::fs::read_to_string(path)
-                        .with_context(|| format!("reading {}", path.display()))?,
-                    None => yamor_local::default_optimization(&self.robot)?,
-                };
-                pb::start_run_request::Problem::OptimizationXml(xml)
-            } else {
-                let mut bounds = Vec::new();
-                for p in &self.param {
-                    let parse = || -> Option<pb::ParameterBound> {
-                        let (name, range) = p.split_once('=')?;
-                        let parts: Vec<f64> = range
-                            .split(':')
-                            .map(|v| v.trim().parse().ok())
-                            .collect::<Option<_>>()?;
-                        let (min, max) = (*parts.first()?, *parts.get(1)?);
-                        let start = parts.get(2).copied().unwrap_or((min + max) / 2.0);
-                        Some(pb::ParameterBound {
-                            name: name.trim().to_owned(),
-                            min,
-                            max,
-                            start,
-                        })
-                    };
-                    bounds.push(parse().with_context(|| {
-                        format!("--param expects name=min:max[:start], got {p:?}")
-                    })?);
-                }
-                pb::start_run_request::Problem::Space(pb::ParameterSpace { bounds })
-            };
-        Ok(pb::StartRunRequest {
+    pub fn spec(&self) -> Result<RunSpec> {
+        let problem = if self.param.is_empty() {
+            Problem::OptimizationXml(match &self.config {
+                // The thesis' own files are Windows-1252: read in the declared encoding.
+                Some(path) => yamor_core::read_xml_file(path)?,
+                None => yamor_local::default_optimization(&self.robot)?,
+            })
+        } else {
+            Problem::Space(
+                self.param
+                    .iter()
+                    .map(|p| p.parse().map_err(|e| anyhow::anyhow!("--param: {e}")))
+                    .collect::<Result<_>>()?,
+            )
+        };
+        Ok(RunSpec {
             name: self.name.clone().unwrap_or_default(),
-            optimizer: self.optimizer.clone(),
             settings: parse_settings(&self.settings)?,
             seed: self.seed,
-            robot: Some(pb::Robot {
-                source: Some(pb::robot::Source::Example(self.robot.clone())),
-            }),
-            problem: Some(problem),
-            spec: Some(pb::EvaluationSpec {
-                warmup_s: self.warmup,
-                measure_s: self.measure,
+            robot: RobotSource::Example(self.robot.clone()),
+            spec: EvaluationSpec {
+                warmup: self.warmup,
+                measure: self.measure,
                 seed: self.seed,
-                ..Default::default()
+                ..EvaluationSpec::default()
+            },
+            backend: self.on.map(|on| match on {
+                HostKind::Sim => BackendKind::Simulation,
+                HostKind::Real => BackendKind::Real,
+                HostKind::Expr => BackendKind::Expression,
             }),
-            backend: match self.on {
-                None => pb::Backend::Unspecified,
-                Some(HostKind::Sim) => pb::Backend::Simulation,
-                Some(HostKind::Real) => pb::Backend::Real,
-                Some(HostKind::Expr) => pb::Backend::Expression,
-            } as i32,
             max_evaluations: self.budget,
             max_seconds: self.time,
+            ..RunSpec::new(self.optimizer.clone(), problem)
         })
     }
 }
@@ -435,40 +415,35 @@ pub enum OptimizeCommand {
     Watch { run: u64 },
 }
 
-fn run_state(s: i32) -> &'static str {
-    match pb::RunState::try_from(s) {
-        Ok(pb::RunState::Running) => "running",
-        Ok(pb::RunState::Finished) => "finished",
-        Ok(pb::RunState::Stopped) => "stopped",
-        Ok(pb::RunState::Failed) => "failed",
-        _ => "?",
-    }
-}
-
-pub fn print_run(r: &pb::Run) {
+pub fn print_run(r: &Run) {
     println!(
         "{:>4}  {:<20} {:<8} {:<9} {:>7} {:>12} {:>8.1}s  {}",
         r.id,
         r.name,
         r.optimizer,
-        run_state(r.state),
+        r.state.as_str(),
         r.evaluations,
-        r.best_velocity_m_s
+        r.best_velocity
             .map_or("-".to_owned(), |v| format!("{:.4}", v)),
         r.elapsed_s,
         r.error
     );
 }
 
+fn run_from_pb(run: pb::Run) -> Result<Run> {
+    yamor_organizer::grpc::run_from_pb(run).map_err(anyhow::Error::msg)
+}
+
 pub async fn optimize(client: ClientOpts, command: OptimizeCommand) -> Result<()> {
     let mut organizer = client.organizer()?;
     match command {
         OptimizeCommand::Start(spec) => {
-            let run = organizer.start_run(spec.request()?).await?.into_inner();
+            let request = yamor_organizer::grpc::run_spec_to_pb(&spec.spec()?);
+            let run = organizer.start_run(request).await?.into_inner();
             println!("started run {} ({})", run.id, run.name);
         }
         OptimizeCommand::Batch { spec, variant } => {
-            let base = spec.request()?;
+            let base = yamor_organizer::grpc::run_spec_to_pb(&spec.spec()?);
             let variants = variant
                 .iter()
                 .enumerate()
@@ -484,7 +459,7 @@ pub async fn optimize(client: ClientOpts, command: OptimizeCommand) -> Result<()
                             .name
                             .as_ref()
                             .map_or(String::new(), |n| format!("{n}-{}", i + 1)),
-                        settings: parse_settings(&pairs)?,
+                        settings: parse_settings(&pairs)?.into_iter().collect(),
                         seed: spec.seed + i as u64,
                     })
                 })
@@ -512,7 +487,7 @@ pub async fn optimize(client: ClientOpts, command: OptimizeCommand) -> Result<()
                 .into_inner()
                 .runs
             {
-                print_run(&r);
+                print_run(&run_from_pb(r)?);
             }
         }
         OptimizeCommand::Optimizers => {
@@ -545,7 +520,11 @@ pub async fn optimize(client: ClientOpts, command: OptimizeCommand) -> Result<()
                 .watch_run(pb::WatchRunRequest { run_id: run })
                 .await?
                 .into_inner();
-            let run = yamor_local::progress::follow_run(stream).await?;
+            let events = stream.map(|event| {
+                yamor_organizer::grpc::run_event_from_pb(event?)
+                    .map_err(yamor_local::LocalError::Problem)
+            });
+            let run = yamor_local::progress::follow_run(Box::pin(events)).await?;
             print_run(&run);
         }
     }

@@ -66,11 +66,10 @@ pub async fn run(args: RunArgs) -> Result<()> {
         name: None,
         on: None,
     };
-    let request = spec.request()?;
+    let spec = spec.spec()?;
     let db = args.out.join("yamor.db");
     let cluster = LocalCluster::start(&args.robot, hosts, &db).await?;
     let organizer = cluster.organizer.clone();
-    let spec = yamor_organizer::grpc::run_spec(request).map_err(anyhow::Error::msg)?;
     let run = organizer.runs.start(spec).await?;
     eprintln!(
         "run {} ({}) on {hosts} local simulation host(s); Ctrl-C stops and keeps what was found",
