@@ -603,7 +603,7 @@ fn robot_from_proto(robot: Option<pb::Robot>) -> RobotSource {
 }
 
 /// A `DefectMode` off the wire; `field` names it in the error.
-pub(crate) fn defect_mode(field: &str, mode: i32) -> Result<DefectMode, Status> {
+fn defect_mode(field: &str, mode: i32) -> Result<DefectMode, Status> {
     match pb::DefectMode::try_from(mode) {
         Ok(pb::DefectMode::None) => Ok(DefectMode::Healthy),
         Ok(pb::DefectMode::Limp) => Ok(DefectMode::Limp),
