@@ -15,21 +15,26 @@
 //!   bug handled, motors off whenever nothing is being evaluated).
 //! - [`session`]: the stateful IYaMoRHost3 surface (open, connect, set
 //!   parameters, flush, sleep, physical changes) over a
-//!   [`session::RobotLink`], so the simulator and the serial robot share it.
-//! - [`service`]: the `HostAgent` gRPC service; converts at the boundary and
-//!   allows one robot operation at a time.
+//!   [`session::RobotLink`], so the simulator and the serial robot share it;
+//!   it speaks domain types only.
+//! - [`model`]: the session's requests, replies and [`SessionError`].
+//! - [`grpc`]: the `HostAgent` gRPC service and every protobuf conversion;
+//!   the only place that builds a `tonic::Status`; allows one robot
+//!   operation at a time.
 //! - [`server`]: serving with token, health and reflection, and the
 //!   registration/heartbeat loop that keeps the host known to its organizer.
 
 pub mod backend;
 pub mod expr;
+pub mod grpc;
+pub mod model;
 pub mod serial;
 pub mod server;
-pub mod service;
 pub mod session;
 #[cfg(feature = "sim")]
 pub mod sim;
 
 pub use backend::{Backend, BackendKind, HostError, Job, Outcome, RobotSource, Spec};
+pub use grpc::HostService;
+pub use model::SessionError;
 pub use server::{Registration, keep_registered, keep_registered_or, serve};
-pub use service::HostService;

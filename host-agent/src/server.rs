@@ -11,7 +11,7 @@ use yamor_proto::v1 as pb;
 use yamor_proto::v1::host_agent_server::HostAgentServer;
 use yamor_proto::v1::organizer_client::OrganizerClient;
 
-use crate::service::HostService;
+use crate::grpc::HostService;
 
 /// Serves `service` on `listener` until `shutdown` resolves: the HostAgent
 /// service behind the token, plus health (open) and reflection. On the way

@@ -28,23 +28,24 @@
 //!   the motor back on. Marks survive `ResetSimulation` (they are the
 //!   experiment, not the world) but not `OpenSimulation`.
 //! - Every call runs on a blocking thread; long ones (sleeping, pauses in
-//!   scripts) stop soon after the RPC is dropped.
+//!   scripts) stop soon after the caller goes away.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use tonic::Status;
-use yamor_core::script::{Script, ScriptStep, Step, connection};
+use yamor_core::script::{Script, ScriptStep, Step};
 use yamor_core::{Connection, CpgLink, ModuleConfig, ModuleId, RobotConfig};
-use yamor_proto::v1 as pb;
 use yamor_snp::configuration_messages;
 use yamor_snp::limits::{HANDLE_RANGE, MAX_ANGLE_PARAMETER, MAX_SPEED};
 use yamor_snp::{DefectMode, MAX_LINKS, SnpMessage, flags};
 
 use crate::backend::{CancelOnDrop, HostError, RobotSource, Sample};
-use crate::service::host_error_to_status;
+use crate::model::{
+    ControlFlags, Coupling, CouplingChange, IdMapping, ModuleChange, ModuleParameters, OpenRequest,
+    SessionError, SessionState, SleepClock,
+};
 
 /// One robot as a session drives it: SNP messages out, replies back, and
 /// time passing. The simulator implements it over `Simulation`, the serial
@@ -161,10 +162,34 @@ struct Shared {
     mapping: HashMap<u32, u32>,
 }
 
-/// The session RPCs of one host.
+/// The session calls of one host.
 pub struct SessionHost {
     factory: Arc<dyn SessionFactory>,
     shared: Arc<Mutex<Shared>>,
+    clock: Arc<dyn Clock>,
+}
+
+/// The wall clock a `Sleep` on the real clock keeps pace with. A seam so
+/// that tests can check the pacing without waiting for it or measuring it.
+pub trait Clock: Send + Sync {
+    fn now(&self) -> Instant;
+    /// Blocks for about `duration`; the caller checks for cancellation
+    /// between calls, so long waits come as short ones.
+    fn sleep(&self, duration: Duration);
+}
+
+/// The machine's own clock.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now(&self) -> Instant {
+        Instant::now()
+    }
+
+    fn sleep(&self, duration: Duration) {
+        std::thread::sleep(duration);
+    }
 }
 
 /// Largest SNP module address; 254 and 255 are the host and broadcast.
@@ -174,10 +199,15 @@ const MAX_SLEEP: f64 = 3600.0;
 /// Virtual time between two wall-clock checks of a paced sleep (s).
 const PACE_STEP: f64 = 0.05;
 
+fn no_robot() -> SessionError {
+    SessionError::NotReady("no robot is connected: call ConnectRobot first".to_owned())
+}
+
 impl SessionHost {
-    /// The session surface of `backend`, or `None` when it has no robot.
+    /// The session surface of `backend`, or `None` when it has no robot;
+    /// real-clock sleeps keep pace with `clock`.
     #[must_use]
-    pub fn for_backend(backend: &Arc<dyn crate::Backend>) -> Option<Self> {
+    pub fn for_backend(backend: &Arc<dyn crate::Backend>, clock: Arc<dyn Clock>) -> Option<Self> {
         backend.session().map(|factory| SessionHost {
             shared: Arc::new(Mutex::new(Shared {
                 simulation_mode: factory.simulation_mode(),
@@ -185,6 +215,7 @@ impl SessionHost {
                 mapping: HashMap::new(),
             })),
             factory,
+            clock,
         })
     }
 
@@ -192,8 +223,8 @@ impl SessionHost {
     /// physics or serial I/O, never on the async runtime.
     async fn with<T: Send + 'static>(
         &self,
-        f: impl FnOnce(&mut Shared, &AtomicBool) -> Result<T, Status> + Send + 'static,
-    ) -> Result<T, Status> {
+        f: impl FnOnce(&mut Shared, &AtomicBool) -> Result<T, SessionError> + Send + 'static,
+    ) -> Result<T, SessionError> {
         let shared = self.shared.clone();
         let cancel = Arc::new(AtomicBool::new(false));
         let _guard = CancelOnDrop(cancel.clone());
@@ -202,33 +233,24 @@ impl SessionHost {
             f(&mut shared, &cancel)
         })
         .await
-        .map_err(|e| Status::internal(format!("session thread: {e}")))?
+        .map_err(|e| SessionError::Failed(format!("session thread: {e}")))?
     }
 
     /// Opens the robot, replacing any open one; on failure the open one stays.
     pub async fn open_simulation(
         &self,
-        request: pb::OpenSimulationRequest,
-    ) -> Result<pb::SessionState, Status> {
-        let robot = match request.robot.and_then(|r| r.source) {
-            None => RobotSource::Default,
-            Some(pb::robot::Source::Example(name)) => RobotSource::Example(name),
-            Some(pb::robot::Source::MorphologyXml(xml)) => RobotSource::Morphology(xml),
-        };
-        let friction = match request.ground_friction {
-            0.0 => None,
-            f if f.is_finite() && f > 0.0 && f <= 10.0 => Some(f),
-            f => {
-                return Err(Status::invalid_argument(format!(
-                    "ground_friction must be in (0, 10] (0 for the default), got {f}"
-                )));
-            }
-        };
+        request: OpenRequest,
+    ) -> Result<SessionState, SessionError> {
+        if let Some(f) = request.ground_friction
+            && !(f.is_finite() && f > 0.0 && f <= 10.0)
+        {
+            return Err(SessionError::Invalid(format!(
+                "ground_friction must be in (0, 10] (0 for the default), got {f}"
+            )));
+        }
         let factory = self.factory.clone();
         self.with(move |shared, _| {
-            let link = factory
-                .open(&robot, request.seed, friction)
-                .map_err(status)?;
+            let link = factory.open(&request.robot, request.seed, request.ground_friction)?;
             shared.session = Some(Session {
                 link,
                 robot: None,
@@ -241,10 +263,7 @@ impl SessionHost {
     }
 
     /// Drops the robot; closing twice is harmless.
-    pub async fn close_simulation(
-        &self,
-        _request: pb::CloseSimulationRequest,
-    ) -> Result<pb::SessionState, Status> {
+    pub async fn close_simulation(&self) -> Result<SessionState, SessionError> {
         self.with(|shared, _| {
             shared.session = None;
             Ok(shared.state())
@@ -252,16 +271,11 @@ impl SessionHost {
         .await
     }
 
-    /// Loads a yamorconfig and sends all of it: Bluetooth network, limit
-    /// angles, CPG structure and parameters, then UART, CPG and motors on
-    /// (C.2.2–C.2.4). Everything is checked before the first message goes out.
-    pub async fn connect_robot(
-        &self,
-        request: pb::ConnectRobotRequest,
-    ) -> Result<pb::SessionState, Status> {
+    /// Sends all of a configuration: Bluetooth network, limit angles, CPG
+    /// structure and parameters, then UART, CPG and motors on (C.2.2–C.2.4).
+    /// Everything is checked before the first message goes out.
+    pub async fn connect_robot(&self, config: RobotConfig) -> Result<SessionState, SessionError> {
         self.with(move |shared, _| {
-            let config = RobotConfig::from_xml_str("config_xml", &request.config_xml)
-                .map_err(|e| Status::invalid_argument(e.to_string()))?;
             let (session, ids) = shared.open()?;
             session.connect(&ids, config)?;
             Ok(shared.state())
@@ -270,7 +284,7 @@ impl SessionHost {
     }
 
     /// Sends the pending changes only.
-    pub async fn flush(&self, _request: pb::FlushRequest) -> Result<pb::SessionState, Status> {
+    pub async fn flush(&self) -> Result<SessionState, SessionError> {
         self.with(|shared, _| {
             let (session, ids) = shared.connected()?;
             let pending: Vec<(ModuleId, Changes)> =
@@ -285,7 +299,7 @@ impl SessionHost {
     }
 
     /// Resends every parameter of every module (C.2.3 "Full CPG Refresh").
-    pub async fn refresh(&self, _request: pb::RefreshRequest) -> Result<pb::SessionState, Status> {
+    pub async fn refresh(&self) -> Result<SessionState, SessionError> {
         self.with(|shared, _| {
             let (session, ids) = shared.connected()?;
             for id in session.module_ids() {
@@ -301,8 +315,8 @@ impl SessionHost {
     /// connected robot; motor-on never reaches a defect module (C.2.6).
     pub async fn send_control_message(
         &self,
-        request: pb::ControlMessageRequest,
-    ) -> Result<pb::SessionState, Status> {
+        request: ControlFlags,
+    ) -> Result<SessionState, SessionError> {
         self.with(move |shared, _| {
             let (session, ids) = shared.connected()?;
             let mut on = 0;
@@ -334,33 +348,31 @@ impl SessionHost {
     }
 
     /// ElapsedTime, SimulationModeEnabled and RobotPosition; works closed too.
-    pub async fn get_state(
-        &self,
-        _request: pb::GetStateRequest,
-    ) -> Result<pb::SessionState, Status> {
+    pub async fn get_state(&self) -> Result<SessionState, SessionError> {
         self.with(|shared, _| Ok(shared.state())).await
     }
 
-    /// Lets time pass. Host (and unspecified) and virtual clocks advance the
-    /// simulation as fast as it goes; the real clock paces it to the wall
-    /// clock. On a real robot every clock is the wall clock.
-    pub async fn sleep(&self, request: pb::SleepRequest) -> Result<pb::SessionState, Status> {
-        if !(request.seconds.is_finite() && (0.0..=MAX_SLEEP).contains(&request.seconds)) {
-            return Err(Status::invalid_argument(format!(
-                "seconds must be in [0, {MAX_SLEEP}], got {}",
-                request.seconds
+    /// Lets time pass. Host and virtual clocks advance the simulation as
+    /// fast as it goes; the real clock paces it to the wall clock. On a real
+    /// robot every clock is the wall clock.
+    pub async fn sleep(
+        &self,
+        seconds: f64,
+        clock: SleepClock,
+    ) -> Result<SessionState, SessionError> {
+        if !(seconds.is_finite() && (0.0..=MAX_SLEEP).contains(&seconds)) {
+            return Err(SessionError::Invalid(format!(
+                "seconds must be in [0, {MAX_SLEEP}], got {seconds}"
             )));
         }
-        let clock = pb::Clock::try_from(request.clock).map_err(|_| {
-            Status::invalid_argument(format!("clock: unknown value {}", request.clock))
-        })?;
+        let wall = self.clock.clone();
         self.with(move |shared, cancel| {
             let (session, _) = shared.open()?;
             let link = session.link.as_mut();
-            if clock == pb::Clock::Real && link.simulation_mode() {
-                paced(link, request.seconds, cancel)?;
+            if clock == SleepClock::Real && link.simulation_mode() {
+                paced(link, wall.as_ref(), seconds, cancel)?;
             } else {
-                link.advance(request.seconds, cancel).map_err(status)?;
+                link.advance(seconds, cancel)?;
             }
             Ok(shared.state())
         })
@@ -368,31 +380,23 @@ impl SessionHost {
     }
 
     /// GetAllModulesId and every module's parameters, in configuration order.
-    pub async fn list_modules(
-        &self,
-        _request: pb::ListModulesRequest,
-    ) -> Result<pb::ListModulesResponse, Status> {
+    pub async fn list_modules(&self) -> Result<Vec<ModuleParameters>, SessionError> {
         self.with(|shared, _| {
             let (session, _) = shared.connected()?;
-            Ok(pb::ListModulesResponse {
-                modules: session
-                    .config()?
-                    .modules
-                    .iter()
-                    .map(|m| session.module_view(m))
-                    .collect(),
-            })
+            Ok(session
+                .config()?
+                .modules
+                .iter()
+                .map(|m| session.module_view(m))
+                .collect())
         })
         .await
     }
 
-    pub async fn get_module(
-        &self,
-        request: pb::GetModuleRequest,
-    ) -> Result<pb::ModuleParameters, Status> {
+    pub async fn get_module(&self, id: ModuleId) -> Result<ModuleParameters, SessionError> {
         self.with(move |shared, _| {
             let (session, _) = shared.connected()?;
-            let module = session.configured(request.id)?;
+            let module = session.configured(id)?;
             Ok(session.module_view(module))
         })
         .await
@@ -402,8 +406,8 @@ impl SessionHost {
     /// A bad value changes nothing.
     pub async fn set_module(
         &self,
-        request: pb::SetModuleRequest,
-    ) -> Result<pb::ModuleParameters, Status> {
+        request: ModuleChange,
+    ) -> Result<ModuleParameters, SessionError> {
         self.with(move |shared, _| {
             let (session, _) = shared.connected()?;
             let current = session.configured(request.id)?.clone();
@@ -413,7 +417,7 @@ impl SessionHost {
             next.speed = request.speed.unwrap_or(next.speed);
             next.min_angle = request.min_angle.unwrap_or(next.min_angle);
             next.max_angle = request.max_angle.unwrap_or(next.max_angle);
-            check_module(&next).map_err(Status::invalid_argument)?;
+            check_module(&next).map_err(SessionError::Invalid)?;
             let changes = Changes {
                 limits: (next.min_angle, next.max_angle) != (current.min_angle, current.max_angle),
                 structure: false,
@@ -428,10 +432,7 @@ impl SessionHost {
     }
 
     /// Couplings as `from` → `to` pairs (the `cpglink` of `from`).
-    pub async fn list_couplings(
-        &self,
-        _request: pb::ListCouplingsRequest,
-    ) -> Result<pb::ListCouplingsResponse, Status> {
+    pub async fn list_couplings(&self) -> Result<Vec<Coupling>, SessionError> {
         self.with(|shared, _| {
             let (session, _) = shared.connected()?;
             Ok(couplings(session.config()?))
@@ -441,15 +442,12 @@ impl SessionHost {
 
     /// Sets phase and/or weight of a coupling, adding it (phase 0, weight 1)
     /// when it does not exist; pending until `Flush`.
-    pub async fn set_coupling(
-        &self,
-        request: pb::SetCouplingRequest,
-    ) -> Result<pb::Coupling, Status> {
+    pub async fn set_coupling(&self, request: CouplingChange) -> Result<Coupling, SessionError> {
         for (name, v) in [("phase", request.phase), ("weight", request.weight)] {
             if let Some(v) = v
                 && !v.is_finite()
             {
-                return Err(Status::invalid_argument(format!(
+                return Err(SessionError::Invalid(format!(
                     "{name} must be finite, got {v}"
                 )));
             }
@@ -461,7 +459,7 @@ impl SessionHost {
             let index = match module.cpg_links.iter().position(|l| l.to == request.to) {
                 Some(i) => i,
                 None if module.cpg_links.len() >= MAX_LINKS => {
-                    return Err(Status::invalid_argument(format!(
+                    return Err(SessionError::Invalid(format!(
                         "module {} already has {MAX_LINKS} couplings, the most one SNP message carries",
                         request.from
                     )));
@@ -478,7 +476,7 @@ impl SessionHost {
             let link = &mut module.cpg_links[index];
             link.phase = request.phase.unwrap_or(link.phase);
             link.weight = request.weight.unwrap_or(link.weight);
-            let view = pb::Coupling {
+            let view = Coupling {
                 from: request.from,
                 to: request.to,
                 phase: link.phase,
@@ -498,10 +496,7 @@ impl SessionHost {
     }
 
     /// RemoveAllCoupling; pending until `Flush`.
-    pub async fn remove_all_couplings(
-        &self,
-        _request: pb::RemoveAllCouplingsRequest,
-    ) -> Result<pb::ListCouplingsResponse, Status> {
+    pub async fn remove_all_couplings(&self) -> Result<Vec<Coupling>, SessionError> {
         self.with(|shared, _| {
             let (session, _) = shared.connected()?;
             let coupled: Vec<ModuleConfig> = session
@@ -529,15 +524,14 @@ impl SessionHost {
     /// Marks a motor defect (C.2.6) or heals it.
     pub async fn set_defect(
         &self,
-        request: pb::SetDefectRequest,
-    ) -> Result<pb::SessionState, Status> {
-        let mode = defect_mode("mode", request.mode)?;
+        id: ModuleId,
+        mode: DefectMode,
+    ) -> Result<SessionState, SessionError> {
         self.with(move |shared, _| {
             let (session, ids) = shared.open()?;
-            let id = request.module_id;
             let sim = session.known(&ids, id)?;
             if let Some(supervisor) = session.link.supervisor() {
-                supervisor.set_defect(sim, mode).map_err(status)?;
+                supervisor.set_defect(sim, mode)?;
             }
             let connected = session.robot.is_some();
             if mode == DefectMode::Healthy {
@@ -558,17 +552,8 @@ impl SessionHost {
 
     pub async fn connect_modules(
         &self,
-        request: pb::ConnectModulesRequest,
-    ) -> Result<pb::SessionState, Status> {
-        let connection = connection(
-            ["conn_from", "conn_to", "angle_deg"],
-            request.id_from,
-            &request.conn_from,
-            request.id_to,
-            &request.conn_to,
-            f64::from(request.angle_deg),
-        )
-        .map_err(Status::invalid_argument)?;
+        connection: Connection,
+    ) -> Result<SessionState, SessionError> {
         self.with(move |shared, _| {
             let (session, ids) = shared.open()?;
             session.run_step(&ids, &Step::Connect(connection), &AtomicBool::new(false))?;
@@ -577,41 +562,25 @@ impl SessionHost {
         .await
     }
 
-    pub async fn disconnect_module(
-        &self,
-        request: pb::DisconnectModuleRequest,
-    ) -> Result<pb::SessionState, Status> {
+    pub async fn disconnect_module(&self, id: ModuleId) -> Result<SessionState, SessionError> {
         self.with(move |shared, _| {
             let (session, ids) = shared.open()?;
-            session.run_step(
-                &ids,
-                &Step::Disconnect(request.module_id),
-                &AtomicBool::new(false),
-            )?;
+            session.run_step(&ids, &Step::Disconnect(id), &AtomicBool::new(false))?;
             Ok(shared.state())
         })
         .await
     }
 
-    /// Runs a C.2.7 transformation script. The whole script is parsed before
-    /// anything moves; a step that fails stops the script, with the steps
-    /// before it applied, and the error names its line.
-    pub async fn run_script(
-        &self,
-        request: pb::RunScriptRequest,
-    ) -> Result<pb::SessionState, Status> {
+    /// Runs a C.2.7 transformation script. A step that fails stops the
+    /// script, with the steps before it applied, and the error names its line.
+    pub async fn run_script(&self, script: Script) -> Result<SessionState, SessionError> {
         self.with(move |shared, cancel| {
-            let script = Script::from_xml_str(&request.script_xml)
-                .map_err(|e| Status::invalid_argument(e.to_string()))?;
             check_pauses(&script)?;
             let (session, ids) = shared.open()?;
             session.supervisor()?;
             for ScriptStep { line, step } in &script.steps {
                 session.run_step(&ids, step, cancel).map_err(|e| {
-                    Status::new(
-                        e.code(),
-                        format!("script_xml:{line}: <{}>: {}", step.element(), e.message()),
-                    )
+                    e.context(&format!("script_xml:{line}: <{}>: ", step.element()))
                 })?;
             }
             Ok(shared.state())
@@ -619,31 +588,24 @@ impl SessionHost {
         .await
     }
 
-    pub async fn set_ground_friction(
-        &self,
-        request: pb::SetGroundFrictionRequest,
-    ) -> Result<pb::SessionState, Status> {
+    pub async fn set_ground_friction(&self, friction: f64) -> Result<SessionState, SessionError> {
         self.with(move |shared, _| {
             let (session, _) = shared.open()?;
-            session
-                .supervisor()?
-                .set_ground_friction(request.friction)
-                .map_err(status)?;
+            session.supervisor()?.set_ground_friction(friction)?;
             Ok(shared.state())
         })
         .await
     }
 
+    /// Lifts the robot to `height` m and lets it fall.
     pub async fn drop_robot(
         &self,
-        request: pb::DropRobotRequest,
-    ) -> Result<pb::SessionState, Status> {
+        height: f64,
+        upside_down: bool,
+    ) -> Result<SessionState, SessionError> {
         self.with(move |shared, _| {
             let (session, _) = shared.open()?;
-            session
-                .supervisor()?
-                .drop_robot(request.height_m, request.upside_down)
-                .map_err(status)?;
+            session.supervisor()?.drop_robot(height, upside_down)?;
             Ok(shared.state())
         })
         .await
@@ -652,84 +614,62 @@ impl SessionHost {
     /// The world as opened, every module powered on but idle: the modules
     /// forgot their configuration, so the robot must be connected again.
     /// Defect marks stay, and their physical side is applied again.
-    pub async fn reset_simulation(
-        &self,
-        _request: pb::ResetSimulationRequest,
-    ) -> Result<pb::SessionState, Status> {
+    pub async fn reset_simulation(&self) -> Result<SessionState, SessionError> {
         self.with(|shared, _| {
             let (session, ids) = shared.open()?;
-            session.supervisor()?.reset().map_err(status)?;
+            session.supervisor()?.reset()?;
             session.robot = None;
             session.pending.clear();
             let defects: Vec<(ModuleId, DefectMode)> =
                 session.defects.iter().map(|(&id, &d)| (id, d)).collect();
             for (id, mode) in defects {
                 let sim = ids.robot(id)?;
-                session
-                    .supervisor()?
-                    .set_defect(sim, mode)
-                    .map_err(status)?;
+                session.supervisor()?.set_defect(sim, mode)?;
             }
             Ok(shared.state())
         })
         .await
     }
 
-    /// Sets the C.1 mapping (real id → simulation id; unmapped ids map to
-    /// themselves). Refused while a session is open.
-    pub async fn set_id_mapping(&self, request: pb::IdMapping) -> Result<pb::IdMapping, Status> {
+    /// Sets the C.1 mapping. Refused while a session is open.
+    pub async fn set_id_mapping(&self, mapping: IdMapping) -> Result<IdMapping, SessionError> {
         let mut owner = BTreeMap::new();
-        for (&real, &sim) in &request.real_to_sim {
+        for (&real, &sim) in &mapping {
             if sim > u32::from(MAX_WIRE_ID) {
-                return Err(Status::invalid_argument(format!(
+                return Err(SessionError::Invalid(format!(
                     "real id {real} maps to simulation id {sim}, beyond the SNP wire's 0..={MAX_WIRE_ID}"
                 )));
             }
             if let Some(other) = owner.insert(sim, real) {
                 let (a, b) = (other.min(real), other.max(real));
-                return Err(Status::invalid_argument(format!(
+                return Err(SessionError::Invalid(format!(
                     "real ids {a} and {b} both map to simulation id {sim}"
                 )));
             }
         }
         self.with(move |shared, _| {
             if shared.session.is_some() {
-                return Err(Status::failed_precondition(
+                return Err(SessionError::NotReady(
                     "the id mapping cannot change while a simulation is open: \
-                     CloseSimulation first",
+                     CloseSimulation first"
+                        .to_owned(),
                 ));
             }
-            shared.mapping = request.real_to_sim.clone();
-            Ok(request)
+            shared.mapping = mapping.clone();
+            Ok(mapping)
         })
         .await
     }
 
-    pub async fn get_id_mapping(
-        &self,
-        _request: pb::GetIdMappingRequest,
-    ) -> Result<pb::IdMapping, Status> {
-        self.with(|shared, _| {
-            Ok(pb::IdMapping {
-                real_to_sim: shared.mapping.clone(),
-            })
-        })
-        .await
-    }
-}
-
-/// Link errors as statuses; a cancelled call's client is gone anyway.
-fn status(e: HostError) -> Status {
-    match e {
-        HostError::Cancelled => Status::cancelled("cancelled: the caller went away"),
-        e => host_error_to_status(e),
+    pub async fn get_id_mapping(&self) -> Result<IdMapping, SessionError> {
+        self.with(|shared, _| Ok(shared.mapping.clone())).await
     }
 }
 
 impl Shared {
-    fn open(&mut self) -> Result<(&mut Session, Ids<'_>), Status> {
+    fn open(&mut self) -> Result<(&mut Session, Ids<'_>), SessionError> {
         let session = self.session.as_mut().ok_or_else(|| {
-            Status::failed_precondition("no simulation is open: call OpenSimulation first")
+            SessionError::NotReady("no simulation is open: call OpenSimulation first".to_owned())
         })?;
         let ids = Ids {
             mapping: &self.mapping,
@@ -738,35 +678,27 @@ impl Shared {
         Ok((session, ids))
     }
 
-    fn connected(&mut self) -> Result<(&mut Session, Ids<'_>), Status> {
+    fn connected(&mut self) -> Result<(&mut Session, Ids<'_>), SessionError> {
         let (session, ids) = self.open()?;
         session.config()?;
         Ok((session, ids))
     }
 
-    fn state(&self) -> pb::SessionState {
+    fn state(&self) -> SessionState {
         match &self.session {
-            None => pb::SessionState {
+            None => SessionState {
                 simulation_mode: self.simulation_mode,
-                ..pb::SessionState::default()
+                ..SessionState::default()
             },
-            Some(s) => {
-                let p = s.link.position();
-                pb::SessionState {
-                    open: true,
-                    connected: s.robot.is_some(),
-                    simulation_mode: s.link.simulation_mode(),
-                    elapsed_s: s.link.elapsed(),
-                    position: Some(pb::Position {
-                        t: p.t,
-                        x: p.x,
-                        y: p.y,
-                        z: p.z,
-                    }),
-                    pending_changes: s.pending.values().map(|c| c.count()).sum(),
-                    up: s.link.up(),
-                }
-            }
+            Some(s) => SessionState {
+                open: true,
+                connected: s.robot.is_some(),
+                simulation_mode: s.link.simulation_mode(),
+                elapsed: s.link.elapsed(),
+                position: Some(s.link.position()),
+                pending_changes: s.pending.values().map(|c| c.count()).sum(),
+                up: s.link.up(),
+            },
         }
     }
 }
@@ -780,7 +712,7 @@ struct Ids<'a> {
 
 impl Ids<'_> {
     /// The robot's id for real id `real`.
-    fn robot(&self, real: ModuleId) -> Result<ModuleId, Status> {
+    fn robot(&self, real: ModuleId) -> Result<ModuleId, SessionError> {
         if !self.active {
             return Ok(real);
         }
@@ -789,7 +721,7 @@ impl Ids<'_> {
         }
         // Unmapped ids map to themselves, unless another real id took that place.
         match self.mapping.iter().find(|&(_, &sim)| sim == real) {
-            Some((other, _)) => Err(Status::invalid_argument(format!(
+            Some((other, _)) => Err(SessionError::Invalid(format!(
                 "real id {real} is not mapped, and simulation id {real} belongs to real id {other}"
             ))),
             None => Ok(real),
@@ -797,20 +729,20 @@ impl Ids<'_> {
     }
 
     /// The SNP address of real id `real`.
-    fn wire(&self, real: ModuleId) -> Result<u8, Status> {
+    fn wire(&self, real: ModuleId) -> Result<u8, SessionError> {
         let id = self.robot(real)?;
         u8::try_from(id)
             .ok()
             .filter(|&b| b <= MAX_WIRE_ID)
             .ok_or_else(|| {
-                Status::invalid_argument(format!(
+                SessionError::Invalid(format!(
                     "module id {real} does not fit the SNP wire (ids 0..={MAX_WIRE_ID})"
                 ))
             })
     }
 
     /// `module` with every id it carries translated.
-    fn wire_config(&self, module: &ModuleConfig) -> Result<ModuleConfig, Status> {
+    fn wire_config(&self, module: &ModuleConfig) -> Result<ModuleConfig, SessionError> {
         let mut out = module.clone();
         out.id = ModuleId::from(self.wire(module.id)?);
         out.bluetooth_to = module
@@ -825,10 +757,8 @@ impl Ids<'_> {
 }
 
 impl Session {
-    fn config(&self) -> Result<&RobotConfig, Status> {
-        self.robot.as_ref().ok_or_else(|| {
-            Status::failed_precondition("no robot is connected: call ConnectRobot first")
-        })
+    fn config(&self) -> Result<&RobotConfig, SessionError> {
+        self.robot.as_ref().ok_or_else(no_robot)
     }
 
     fn module_ids(&self) -> Vec<ModuleId> {
@@ -839,26 +769,28 @@ impl Session {
     }
 
     /// Module `real` of the connected configuration.
-    fn configured(&self, real: ModuleId) -> Result<&ModuleConfig, Status> {
+    fn configured(&self, real: ModuleId) -> Result<&ModuleConfig, SessionError> {
         let robot = self.config()?;
         robot.module(real).ok_or_else(|| {
             let known: Vec<String> = robot.modules.iter().map(|m| m.id.to_string()).collect();
-            Status::invalid_argument(format!(
+            SessionError::Invalid(format!(
                 "unknown module id {real}: the connected robot has modules {}",
                 known.join(", ")
             ))
         })
     }
 
-    fn supervisor(&mut self) -> Result<&mut dyn Supervisor, Status> {
+    fn supervisor(&mut self) -> Result<&mut dyn Supervisor, SessionError> {
         self.link.supervisor().ok_or_else(|| {
-            Status::unimplemented("this robot has no supervisor: only a simulation can do that")
+            SessionError::Unsupported(
+                "this robot has no supervisor: only a simulation can do that".to_owned(),
+            )
         })
     }
 
     /// The robot's id for `real`, checked against the world when the link
     /// can tell, otherwise against the configuration when one is connected.
-    fn known(&mut self, ids: &Ids<'_>, real: ModuleId) -> Result<ModuleId, Status> {
+    fn known(&mut self, ids: &Ids<'_>, real: ModuleId) -> Result<ModuleId, SessionError> {
         let id = ids.robot(real)?;
         let world = self.link.supervisor().map(|s| s.modules());
         match world {
@@ -873,8 +805,8 @@ impl Session {
         self.defects.contains_key(&real)
     }
 
-    fn module_view(&self, m: &ModuleConfig) -> pb::ModuleParameters {
-        pb::ModuleParameters {
+    fn module_view(&self, m: &ModuleConfig) -> ModuleParameters {
+        ModuleParameters {
             id: m.id,
             amplitude: m.amplitude,
             offset: m.offset,
@@ -886,11 +818,9 @@ impl Session {
     }
 
     /// Replaces a module of the host copy and queues `changes`.
-    fn store(&mut self, module: ModuleConfig, changes: Changes) -> Result<(), Status> {
+    fn store(&mut self, module: ModuleConfig, changes: Changes) -> Result<(), SessionError> {
         let id = module.id;
-        let robot = self.robot.as_mut().ok_or_else(|| {
-            Status::failed_precondition("no robot is connected: call ConnectRobot first")
-        })?;
+        let robot = self.robot.as_mut().ok_or_else(no_robot)?;
         if let Some(slot) = robot.module_mut(id) {
             *slot = module;
         }
@@ -900,11 +830,16 @@ impl Session {
         Ok(())
     }
 
-    /// Sends one request to module `real`; a `Nack` becomes `InvalidArgument`.
-    fn send(&mut self, ids: &Ids<'_>, real: ModuleId, message: &SnpMessage) -> Result<(), Status> {
+    /// Sends one request to module `real`; a `Nack` is a bad request (`SessionError::Invalid`).
+    fn send(
+        &mut self,
+        ids: &Ids<'_>,
+        real: ModuleId,
+        message: &SnpMessage,
+    ) -> Result<(), SessionError> {
         let dst = ids.wire(real)?;
-        match self.link.send(dst, message).map_err(status)? {
-            SnpMessage::Nack { code, .. } => Err(Status::invalid_argument(format!(
+        match self.link.send(dst, message)? {
+            SnpMessage::Nack { code, .. } => Err(SessionError::Invalid(format!(
                 "module {real} refused the {} message: {}",
                 message.name(),
                 nack_reason(code)
@@ -915,7 +850,13 @@ impl Session {
 
     /// A control message to module `real`, with motor-on stripped for a
     /// defect motor (C.2.6).
-    fn control(&mut self, ids: &Ids<'_>, real: ModuleId, on: u8, off: u8) -> Result<(), Status> {
+    fn control(
+        &mut self,
+        ids: &Ids<'_>,
+        real: ModuleId,
+        on: u8,
+        off: u8,
+    ) -> Result<(), SessionError> {
         let on = if self.is_defect(real) {
             on & !flags::MOTOR
         } else {
@@ -933,7 +874,7 @@ impl Session {
         ids: &Ids<'_>,
         real: ModuleId,
         changes: Changes,
-    ) -> Result<(), Status> {
+    ) -> Result<(), SessionError> {
         let Ok(module) = self.configured(real) else {
             return Ok(());
         };
@@ -947,13 +888,13 @@ impl Session {
     }
 
     /// ConnectRobot: checks everything, then sends the whole configuration.
-    fn connect(&mut self, ids: &Ids<'_>, config: RobotConfig) -> Result<(), Status> {
+    fn connect(&mut self, ids: &Ids<'_>, config: RobotConfig) -> Result<(), SessionError> {
         let world = self.link.supervisor().map(|s| s.modules());
         let mut owner = HashMap::new();
         for module in &config.modules {
-            check_module(module).map_err(Status::invalid_argument)?;
+            check_module(module).map_err(SessionError::Invalid)?;
             if module.cpg_links.len() > MAX_LINKS {
-                return Err(Status::invalid_argument(format!(
+                return Err(SessionError::Invalid(format!(
                     "module {} has {} couplings, more than the {MAX_LINKS} one SNP message carries",
                     module.id,
                     module.cpg_links.len()
@@ -962,7 +903,7 @@ impl Session {
             let id = ids.robot(module.id)?;
             ids.wire(module.id)?;
             if let Some(other) = owner.insert(id, module.id) {
-                return Err(Status::invalid_argument(format!(
+                return Err(SessionError::Invalid(format!(
                     "real ids {other} and {} both map to simulation id {id}",
                     module.id
                 )));
@@ -997,7 +938,7 @@ impl Session {
             messages.push((module.id, configuration_messages(&ids.wire_config(module)?)));
         }
         use yamor_snp::snp_kind::{BLUETOOTH_CONNECT, CPG_PARAMS, CPG_STRUCTURE, LIMIT_ANGLES};
-        let phase = |session: &mut Self, kind: u8| -> Result<(), Status> {
+        let phase = |session: &mut Self, kind: u8| -> Result<(), SessionError> {
             for (id, list) in &messages {
                 for message in list.iter().filter(|m| m.kind() == kind) {
                     session.send(ids, *id, message)?;
@@ -1024,7 +965,12 @@ impl Session {
     }
 
     /// One connect, disconnect or pause, ids translated.
-    fn run_step(&mut self, ids: &Ids<'_>, step: &Step, cancel: &AtomicBool) -> Result<(), Status> {
+    fn run_step(
+        &mut self,
+        ids: &Ids<'_>,
+        step: &Step,
+        cancel: &AtomicBool,
+    ) -> Result<(), SessionError> {
         match *step {
             Step::Connect(c) => {
                 self.supervisor()?;
@@ -1033,20 +979,20 @@ impl Session {
                     id_to: self.known(ids, c.id_to)?,
                     ..c
                 };
-                self.supervisor()?.connect(connection).map_err(status)?;
+                self.supervisor()?.connect(connection)?;
             }
             Step::Disconnect(real) => {
                 self.supervisor()?;
                 let id = self.known(ids, real)?;
-                self.supervisor()?.disconnect(id).map_err(status)?;
+                self.supervisor()?.disconnect(id)?;
             }
-            Step::Pause(seconds) => self.link.advance(seconds, cancel).map_err(status)?,
+            Step::Pause(seconds) => self.link.advance(seconds, cancel)?,
         }
         Ok(())
     }
 }
 
-fn not_in_world(real: ModuleId, id: ModuleId, world: &[ModuleId]) -> Status {
+fn not_in_world(real: ModuleId, id: ModuleId, world: &[ModuleId]) -> SessionError {
     let mut known = world.to_vec();
     known.sort_unstable();
     let known: Vec<String> = known.iter().map(ToString::to_string).collect();
@@ -1055,7 +1001,7 @@ fn not_in_world(real: ModuleId, id: ModuleId, world: &[ModuleId]) -> Status {
     } else {
         format!(" (simulation id {id})")
     };
-    Status::invalid_argument(format!(
+    SessionError::Invalid(format!(
         "unknown module id {real}{via}: the simulated robot has modules {}",
         known.join(", ")
     ))
@@ -1133,63 +1079,67 @@ fn nack_reason(code: u8) -> String {
     }
 }
 
-fn couplings(robot: &RobotConfig) -> pb::ListCouplingsResponse {
-    pb::ListCouplingsResponse {
-        couplings: robot
-            .modules
-            .iter()
-            .flat_map(|m| {
-                m.cpg_links.iter().map(move |l| pb::Coupling {
-                    from: m.id,
-                    to: l.to,
-                    phase: l.phase,
-                    weight: l.weight,
-                })
+fn couplings(robot: &RobotConfig) -> Vec<Coupling> {
+    robot
+        .modules
+        .iter()
+        .flat_map(|m| {
+            m.cpg_links.iter().map(move |l| Coupling {
+                from: m.id,
+                to: l.to,
+                phase: l.phase,
+                weight: l.weight,
             })
-            .collect(),
-    }
+        })
+        .collect()
 }
 
 /// Advances `link` by `seconds` of virtual time, never ahead of the wall
 /// clock. Chunks are sized from the link's own clock so tick rounding does
 /// not accumulate.
-fn paced(link: &mut dyn RobotLink, seconds: f64, cancel: &AtomicBool) -> Result<(), Status> {
+fn paced(
+    link: &mut dyn RobotLink,
+    clock: &dyn Clock,
+    seconds: f64,
+    cancel: &AtomicBool,
+) -> Result<(), SessionError> {
     let start = link.elapsed();
-    let started = Instant::now();
+    let started = clock.now();
     loop {
         let before = link.elapsed();
         let left = start + seconds - before;
         if left <= 0.0 {
             return Ok(());
         }
-        link.advance(left.min(PACE_STEP), cancel).map_err(status)?;
+        link.advance(left.min(PACE_STEP), cancel)?;
         if link.elapsed() <= before {
             // Less than a tick was left.
             return Ok(());
         }
-        let ahead = (link.elapsed() - start) - started.elapsed().as_secs_f64();
-        let until = Instant::now() + Duration::from_secs_f64(ahead.max(0.0));
-        while let Some(wait) = until.checked_duration_since(Instant::now()) {
+        let now = clock.now();
+        let ahead = (link.elapsed() - start) - now.duration_since(started).as_secs_f64();
+        let until = now + Duration::from_secs_f64(ahead.max(0.0));
+        while let Some(wait) = until.checked_duration_since(clock.now()) {
             if cancel.load(Ordering::Relaxed) {
-                return Err(status(HostError::Cancelled));
+                return Err(SessionError::Cancelled);
             }
             if wait.is_zero() {
                 break;
             }
-            std::thread::sleep(wait.min(Duration::from_millis(20)));
+            clock.sleep(wait.min(Duration::from_millis(20)));
         }
     }
 }
 
 /// A script may not sleep longer than one `Sleep` call; the error names the
 /// pause that goes over.
-fn check_pauses(script: &Script) -> Result<(), Status> {
+fn check_pauses(script: &Script) -> Result<(), SessionError> {
     let mut paused = 0.0;
     for s in &script.steps {
         if let Step::Pause(seconds) = s.step {
             paused += seconds;
             if paused > MAX_SLEEP {
-                return Err(Status::invalid_argument(format!(
+                return Err(SessionError::Invalid(format!(
                     "script_xml:{}: <pause>: the pauses add up to more than {MAX_SLEEP} s",
                     s.line
                 )));
@@ -1197,16 +1147,4 @@ fn check_pauses(script: &Script) -> Result<(), Status> {
         }
     }
     Ok(())
-}
-
-/// A `DefectMode` off the wire; `field` names it in the error.
-pub(crate) fn defect_mode(field: &str, mode: i32) -> Result<DefectMode, Status> {
-    match pb::DefectMode::try_from(mode) {
-        Ok(pb::DefectMode::None) => Ok(DefectMode::Healthy),
-        Ok(pb::DefectMode::Limp) => Ok(DefectMode::Limp),
-        Ok(pb::DefectMode::Stuck) => Ok(DefectMode::Stuck),
-        _ => Err(Status::invalid_argument(format!(
-            "{field}: give NONE, LIMP or STUCK, got {mode}"
-        ))),
-    }
 }

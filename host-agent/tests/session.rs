@@ -3,13 +3,13 @@
 //! and supervisor commands a session sends.
 
 use std::sync::atomic::AtomicBool;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use tonic::Code;
 use yamor_core::{Connection, Connector, ModuleId, RobotConfig};
 use yamor_host_agent::backend::{BoxFuture, CancelFlag, Sample};
-use yamor_host_agent::session::{RobotLink, SessionFactory, Supervisor};
+use yamor_host_agent::session::{Clock, RobotLink, SessionFactory, Supervisor, SystemClock};
 use yamor_host_agent::sim::SimBackend;
 use yamor_host_agent::{Backend, BackendKind, HostError, HostService, Job, Outcome};
 use yamor_proto::transport::{AuthChannel, ClientSecurity, ServerSecurity, channel};
@@ -22,11 +22,42 @@ use yamor_snp::{DefectMode, SnpMessage, WireLink, flags};
 type Client = HostAgentClient<AuthChannel>;
 
 async fn serve(backend: Arc<dyn Backend>) -> Client {
+    serve_with_clock(backend, Arc::new(SystemClock)).await
+}
+
+/// A wall clock that only moves when asked to sleep, and remembers how long.
+#[derive(Default)]
+struct FakeClock {
+    origin: OnceLock<Instant>,
+    sleeps: Mutex<Vec<Duration>>,
+}
+
+impl FakeClock {
+    fn sleeps(&self) -> Vec<Duration> {
+        self.sleeps.lock().unwrap().clone()
+    }
+
+    fn slept(&self) -> Duration {
+        self.sleeps().iter().sum()
+    }
+}
+
+impl Clock for FakeClock {
+    fn now(&self) -> Instant {
+        *self.origin.get_or_init(Instant::now) + self.slept()
+    }
+
+    fn sleep(&self, duration: Duration) {
+        self.sleeps.lock().unwrap().push(duration);
+    }
+}
+
+async fn serve_with_clock(backend: Arc<dyn Backend>, clock: Arc<dyn Clock>) -> Client {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
     tokio::spawn(yamor_host_agent::serve(
         listener,
-        Arc::new(HostService::new("test", backend)),
+        Arc::new(HostService::with_clock("test", backend, clock)),
         ServerSecurity::default(),
         std::future::pending(),
     ));
@@ -785,9 +816,19 @@ async fn a_long_sleep_keeps_the_host_busy_until_it_is_dropped() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_real_clock_paces_and_the_supervisor_changes_the_world() {
-    let mut h = walking_quadruped().await;
-    let origin = state(&mut h).await;
-    let wall = Instant::now();
+    let clock = Arc::new(FakeClock::default());
+    let mut h = serve_with_clock(
+        Arc::new(SimBackend::example("quadruped", SimSettings::default()).unwrap()),
+        clock.clone(),
+    )
+    .await;
+    h.open_simulation(open_quadruped()).await.unwrap();
+    let origin = h
+        .connect_robot(pb::ConnectRobotRequest { config_xml: gait() })
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(origin.open && origin.connected && origin.simulation_mode);
     let paced = h
         .sleep(pb::SleepRequest {
             seconds: 0.3,
@@ -796,8 +837,23 @@ async fn the_real_clock_paces_and_the_supervisor_changes_the_world() {
         .await
         .unwrap()
         .into_inner();
-    assert!(wall.elapsed() >= Duration::from_millis(280), "{wall:?}");
-    assert!((paced.elapsed_s - 0.3).abs() < 0.02, "{}", paced.elapsed_s);
+    let advanced = paced.elapsed_s - origin.elapsed_s;
+    assert!((advanced - 0.3).abs() < 0.02, "{advanced}");
+    // The fake clock stands still between sleeps, so the waits asked for add
+    // up to exactly the virtual time that passed.
+    let slept = clock.slept().as_secs_f64();
+    assert!(
+        (slept - advanced).abs() < 1e-3,
+        "{slept} s slept for {advanced} s"
+    );
+    assert!(
+        clock
+            .sleeps()
+            .iter()
+            .all(|&d| d <= Duration::from_millis(20)),
+        "a wait is longer than the cancellation check interval: {:?}",
+        clock.sleeps()
+    );
 
     h.set_defect(pb::SetDefectRequest {
         module_id: 5,

@@ -1,6 +1,8 @@
-//! The `HostAgent` gRPC service: converts proto messages to domain types at
-//! the boundary, enforces one evaluation at a time, and maps errors to
-//! `Status`.
+//! Everything gRPC of the host: the `HostAgent` service and the conversions
+//! between protobuf messages and the domain (core's evaluation types, the
+//! session's [`crate::model`]). The only place that builds a `tonic::Status`
+//! or reads a proto enum number; it also allows one robot operation at a
+//! time.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -15,8 +17,13 @@ use yamor_proto::v1::host_agent_server::HostAgent;
 use crate::backend::{
     Backend, BackendKind, CancelOnDrop, HostError, Job, Outcome, RobotSource, Sample, Spec,
 };
-use crate::session::{SessionHost, defect_mode};
-use yamor_core::evaluation::{MAX_REPEATS, Situation};
+use crate::model::{
+    ControlFlags, Coupling, CouplingChange, ModuleChange, ModuleParameters, OpenRequest,
+    SessionError, SessionState, SleepClock,
+};
+use crate::session::{Clock, SessionHost, SystemClock};
+use yamor_core::evaluation::{DefectMode, MAX_REPEATS, Situation};
+use yamor_core::script::{Script, connection};
 
 /// The service state shared by all connections.
 pub struct HostService {
@@ -30,9 +37,19 @@ pub struct HostService {
 
 impl HostService {
     pub fn new(name: impl Into<String>, backend: Arc<dyn Backend>) -> Self {
+        Self::with_clock(name, backend, Arc::new(SystemClock))
+    }
+
+    /// A service whose real-clock sleeps keep pace with `clock` rather than
+    /// the machine's clock.
+    pub fn with_clock(
+        name: impl Into<String>,
+        backend: Arc<dyn Backend>,
+        clock: Arc<dyn Clock>,
+    ) -> Self {
         HostService {
             name: name.into(),
-            sessions: SessionHost::for_backend(&backend),
+            sessions: SessionHost::for_backend(&backend, clock),
             backend,
             robot: Semaphore::new(1),
             evaluations: AtomicU64::new(0),
@@ -87,11 +104,7 @@ pub fn backend_to_proto(kind: BackendKind) -> pb::Backend {
 /// Converts a proto job to a domain job, naming the offending field.
 pub fn job_from_proto(job: Option<pb::EvaluationJob>) -> Result<Job, Status> {
     let job = job.ok_or_else(|| Status::invalid_argument("job: missing"))?;
-    let robot = match job.robot.and_then(|r| r.source) {
-        None => RobotSource::Default,
-        Some(pb::robot::Source::Example(name)) => RobotSource::Example(name),
-        Some(pb::robot::Source::MorphologyXml(xml)) => RobotSource::Morphology(xml),
-    };
+    let robot = robot_from_proto(job.robot);
     let gait = if job.gait_xml.trim().is_empty() {
         None
     } else {
@@ -256,21 +269,21 @@ impl HostAgent for HostService {
         request: Request<pb::OpenSimulationRequest>,
     ) -> Result<Response<pb::SessionState>, Status> {
         let _permit = self.exclusive()?;
-        self.sessions()?
-            .open_simulation(request.into_inner())
-            .await
-            .map(Response::new)
+        let r = request.into_inner();
+        let request = OpenRequest {
+            robot: robot_from_proto(r.robot),
+            seed: r.seed,
+            ground_friction: (r.ground_friction != 0.0).then_some(r.ground_friction),
+        };
+        state(self.sessions()?.open_simulation(request).await)
     }
 
     async fn close_simulation(
         &self,
-        request: Request<pb::CloseSimulationRequest>,
+        _request: Request<pb::CloseSimulationRequest>,
     ) -> Result<Response<pb::SessionState>, Status> {
         let _permit = self.exclusive()?;
-        self.sessions()?
-            .close_simulation(request.into_inner())
-            .await
-            .map(Response::new)
+        state(self.sessions()?.close_simulation().await)
     }
 
     async fn connect_robot(
@@ -278,32 +291,26 @@ impl HostAgent for HostService {
         request: Request<pb::ConnectRobotRequest>,
     ) -> Result<Response<pb::SessionState>, Status> {
         let _permit = self.exclusive()?;
-        self.sessions()?
-            .connect_robot(request.into_inner())
-            .await
-            .map(Response::new)
+        let sessions = self.sessions()?;
+        let config = RobotConfig::from_xml_str("config_xml", &request.into_inner().config_xml)
+            .map_err(|e| Status::invalid_argument(e.to_string()))?;
+        state(sessions.connect_robot(config).await)
     }
 
     async fn flush(
         &self,
-        request: Request<pb::FlushRequest>,
+        _request: Request<pb::FlushRequest>,
     ) -> Result<Response<pb::SessionState>, Status> {
         let _permit = self.exclusive()?;
-        self.sessions()?
-            .flush(request.into_inner())
-            .await
-            .map(Response::new)
+        state(self.sessions()?.flush().await)
     }
 
     async fn refresh(
         &self,
-        request: Request<pb::RefreshRequest>,
+        _request: Request<pb::RefreshRequest>,
     ) -> Result<Response<pb::SessionState>, Status> {
         let _permit = self.exclusive()?;
-        self.sessions()?
-            .refresh(request.into_inner())
-            .await
-            .map(Response::new)
+        state(self.sessions()?.refresh().await)
     }
 
     async fn send_control_message(
@@ -311,21 +318,22 @@ impl HostAgent for HostService {
         request: Request<pb::ControlMessageRequest>,
     ) -> Result<Response<pb::SessionState>, Status> {
         let _permit = self.exclusive()?;
-        self.sessions()?
-            .send_control_message(request.into_inner())
-            .await
-            .map(Response::new)
+        let r = request.into_inner();
+        let flags = ControlFlags {
+            module_id: r.module_id,
+            uart: r.uart,
+            cpg: r.cpg,
+            motor: r.motor,
+        };
+        state(self.sessions()?.send_control_message(flags).await)
     }
 
     async fn get_state(
         &self,
-        request: Request<pb::GetStateRequest>,
+        _request: Request<pb::GetStateRequest>,
     ) -> Result<Response<pb::SessionState>, Status> {
         let _permit = self.exclusive()?;
-        self.sessions()?
-            .get_state(request.into_inner())
-            .await
-            .map(Response::new)
+        state(self.sessions()?.get_state().await)
     }
 
     async fn sleep(
@@ -333,21 +341,31 @@ impl HostAgent for HostService {
         request: Request<pb::SleepRequest>,
     ) -> Result<Response<pb::SessionState>, Status> {
         let _permit = self.exclusive()?;
-        self.sessions()?
-            .sleep(request.into_inner())
-            .await
-            .map(Response::new)
+        let sessions = self.sessions()?;
+        let r = request.into_inner();
+        let clock = match pb::Clock::try_from(r.clock) {
+            Ok(pb::Clock::Unspecified | pb::Clock::Host) => SleepClock::Host,
+            Ok(pb::Clock::Virtual) => SleepClock::Virtual,
+            Ok(pb::Clock::Real) => SleepClock::Real,
+            Err(_) => {
+                return Err(Status::invalid_argument(format!(
+                    "clock: unknown value {}",
+                    r.clock
+                )));
+            }
+        };
+        state(sessions.sleep(r.seconds, clock).await)
     }
 
     async fn list_modules(
         &self,
-        request: Request<pb::ListModulesRequest>,
+        _request: Request<pb::ListModulesRequest>,
     ) -> Result<Response<pb::ListModulesResponse>, Status> {
         let _permit = self.exclusive()?;
-        self.sessions()?
-            .list_modules(request.into_inner())
-            .await
-            .map(Response::new)
+        let modules = self.sessions()?.list_modules().await.map_err(status)?;
+        Ok(Response::new(pb::ListModulesResponse {
+            modules: modules.into_iter().map(module_to_proto).collect(),
+        }))
     }
 
     async fn get_module(
@@ -355,10 +373,9 @@ impl HostAgent for HostService {
         request: Request<pb::GetModuleRequest>,
     ) -> Result<Response<pb::ModuleParameters>, Status> {
         let _permit = self.exclusive()?;
-        self.sessions()?
-            .get_module(request.into_inner())
-            .await
-            .map(Response::new)
+        let id = request.into_inner().id;
+        let module = self.sessions()?.get_module(id).await.map_err(status)?;
+        Ok(Response::new(module_to_proto(module)))
     }
 
     async fn set_module(
@@ -366,21 +383,25 @@ impl HostAgent for HostService {
         request: Request<pb::SetModuleRequest>,
     ) -> Result<Response<pb::ModuleParameters>, Status> {
         let _permit = self.exclusive()?;
-        self.sessions()?
-            .set_module(request.into_inner())
-            .await
-            .map(Response::new)
+        let r = request.into_inner();
+        let change = ModuleChange {
+            id: r.id,
+            amplitude: r.amplitude,
+            offset: r.offset,
+            speed: r.speed,
+            min_angle: r.min_angle,
+            max_angle: r.max_angle,
+        };
+        let module = self.sessions()?.set_module(change).await.map_err(status)?;
+        Ok(Response::new(module_to_proto(module)))
     }
 
     async fn list_couplings(
         &self,
-        request: Request<pb::ListCouplingsRequest>,
+        _request: Request<pb::ListCouplingsRequest>,
     ) -> Result<Response<pb::ListCouplingsResponse>, Status> {
         let _permit = self.exclusive()?;
-        self.sessions()?
-            .list_couplings(request.into_inner())
-            .await
-            .map(Response::new)
+        couplings(self.sessions()?.list_couplings().await)
     }
 
     async fn set_coupling(
@@ -388,21 +409,27 @@ impl HostAgent for HostService {
         request: Request<pb::SetCouplingRequest>,
     ) -> Result<Response<pb::Coupling>, Status> {
         let _permit = self.exclusive()?;
-        self.sessions()?
-            .set_coupling(request.into_inner())
+        let r = request.into_inner();
+        let change = CouplingChange {
+            from: r.from,
+            to: r.to,
+            phase: r.phase,
+            weight: r.weight,
+        };
+        let coupling = self
+            .sessions()?
+            .set_coupling(change)
             .await
-            .map(Response::new)
+            .map_err(status)?;
+        Ok(Response::new(coupling_to_proto(coupling)))
     }
 
     async fn remove_all_couplings(
         &self,
-        request: Request<pb::RemoveAllCouplingsRequest>,
+        _request: Request<pb::RemoveAllCouplingsRequest>,
     ) -> Result<Response<pb::ListCouplingsResponse>, Status> {
         let _permit = self.exclusive()?;
-        self.sessions()?
-            .remove_all_couplings(request.into_inner())
-            .await
-            .map(Response::new)
+        couplings(self.sessions()?.remove_all_couplings().await)
     }
 
     async fn set_defect(
@@ -410,10 +437,10 @@ impl HostAgent for HostService {
         request: Request<pb::SetDefectRequest>,
     ) -> Result<Response<pb::SessionState>, Status> {
         let _permit = self.exclusive()?;
-        self.sessions()?
-            .set_defect(request.into_inner())
-            .await
-            .map(Response::new)
+        let sessions = self.sessions()?;
+        let r = request.into_inner();
+        let mode = defect_mode("mode", r.mode)?;
+        state(sessions.set_defect(r.module_id, mode).await)
     }
 
     async fn connect_modules(
@@ -421,10 +448,18 @@ impl HostAgent for HostService {
         request: Request<pb::ConnectModulesRequest>,
     ) -> Result<Response<pb::SessionState>, Status> {
         let _permit = self.exclusive()?;
-        self.sessions()?
-            .connect_modules(request.into_inner())
-            .await
-            .map(Response::new)
+        let sessions = self.sessions()?;
+        let r = request.into_inner();
+        let connection = connection(
+            ["conn_from", "conn_to", "angle_deg"],
+            r.id_from,
+            &r.conn_from,
+            r.id_to,
+            &r.conn_to,
+            f64::from(r.angle_deg),
+        )
+        .map_err(Status::invalid_argument)?;
+        state(sessions.connect_modules(connection).await)
     }
 
     async fn disconnect_module(
@@ -432,10 +467,8 @@ impl HostAgent for HostService {
         request: Request<pb::DisconnectModuleRequest>,
     ) -> Result<Response<pb::SessionState>, Status> {
         let _permit = self.exclusive()?;
-        self.sessions()?
-            .disconnect_module(request.into_inner())
-            .await
-            .map(Response::new)
+        let id = request.into_inner().module_id;
+        state(self.sessions()?.disconnect_module(id).await)
     }
 
     async fn run_script(
@@ -443,10 +476,10 @@ impl HostAgent for HostService {
         request: Request<pb::RunScriptRequest>,
     ) -> Result<Response<pb::SessionState>, Status> {
         let _permit = self.exclusive()?;
-        self.sessions()?
-            .run_script(request.into_inner())
-            .await
-            .map(Response::new)
+        let sessions = self.sessions()?;
+        let script = Script::from_xml_str(&request.into_inner().script_xml)
+            .map_err(|e| Status::invalid_argument(e.to_string()))?;
+        state(sessions.run_script(script).await)
     }
 
     async fn set_ground_friction(
@@ -454,10 +487,8 @@ impl HostAgent for HostService {
         request: Request<pb::SetGroundFrictionRequest>,
     ) -> Result<Response<pb::SessionState>, Status> {
         let _permit = self.exclusive()?;
-        self.sessions()?
-            .set_ground_friction(request.into_inner())
-            .await
-            .map(Response::new)
+        let friction = request.into_inner().friction;
+        state(self.sessions()?.set_ground_friction(friction).await)
     }
 
     async fn drop_robot(
@@ -465,21 +496,16 @@ impl HostAgent for HostService {
         request: Request<pb::DropRobotRequest>,
     ) -> Result<Response<pb::SessionState>, Status> {
         let _permit = self.exclusive()?;
-        self.sessions()?
-            .drop_robot(request.into_inner())
-            .await
-            .map(Response::new)
+        let r = request.into_inner();
+        state(self.sessions()?.drop_robot(r.height_m, r.upside_down).await)
     }
 
     async fn reset_simulation(
         &self,
-        request: Request<pb::ResetSimulationRequest>,
+        _request: Request<pb::ResetSimulationRequest>,
     ) -> Result<Response<pb::SessionState>, Status> {
         let _permit = self.exclusive()?;
-        self.sessions()?
-            .reset_simulation(request.into_inner())
-            .await
-            .map(Response::new)
+        state(self.sessions()?.reset_simulation().await)
     }
 
     async fn set_id_mapping(
@@ -487,20 +513,103 @@ impl HostAgent for HostService {
         request: Request<pb::IdMapping>,
     ) -> Result<Response<pb::IdMapping>, Status> {
         let _permit = self.exclusive()?;
-        self.sessions()?
-            .set_id_mapping(request.into_inner())
+        let mapping = request.into_inner().real_to_sim;
+        let real_to_sim = self
+            .sessions()?
+            .set_id_mapping(mapping)
             .await
-            .map(Response::new)
+            .map_err(status)?;
+        Ok(Response::new(pb::IdMapping { real_to_sim }))
     }
 
     async fn get_id_mapping(
         &self,
-        request: Request<pb::GetIdMappingRequest>,
+        _request: Request<pb::GetIdMappingRequest>,
     ) -> Result<Response<pb::IdMapping>, Status> {
         let _permit = self.exclusive()?;
-        self.sessions()?
-            .get_id_mapping(request.into_inner())
-            .await
-            .map(Response::new)
+        let real_to_sim = self.sessions()?.get_id_mapping().await.map_err(status)?;
+        Ok(Response::new(pb::IdMapping { real_to_sim }))
+    }
+}
+
+/// Session errors become `Status` here and nowhere else.
+fn status(e: SessionError) -> Status {
+    match e {
+        SessionError::Invalid(m) => Status::invalid_argument(m),
+        SessionError::NotReady(m) => Status::failed_precondition(m),
+        SessionError::Unsupported(m) => Status::unimplemented(m),
+        e @ SessionError::Cancelled => Status::cancelled(e.to_string()),
+        SessionError::Failed(m) => Status::internal(m),
+    }
+}
+
+fn state(result: Result<SessionState, SessionError>) -> Result<Response<pb::SessionState>, Status> {
+    result
+        .map(|s| Response::new(state_to_proto(s)))
+        .map_err(status)
+}
+
+fn couplings(
+    result: Result<Vec<Coupling>, SessionError>,
+) -> Result<Response<pb::ListCouplingsResponse>, Status> {
+    let couplings = result.map_err(status)?;
+    Ok(Response::new(pb::ListCouplingsResponse {
+        couplings: couplings.into_iter().map(coupling_to_proto).collect(),
+    }))
+}
+
+#[must_use]
+pub fn state_to_proto(s: SessionState) -> pb::SessionState {
+    pb::SessionState {
+        open: s.open,
+        connected: s.connected,
+        simulation_mode: s.simulation_mode,
+        elapsed_s: s.elapsed,
+        position: s.position.map(point),
+        pending_changes: s.pending_changes,
+        up: s.up,
+    }
+}
+
+#[must_use]
+pub fn module_to_proto(m: ModuleParameters) -> pb::ModuleParameters {
+    pb::ModuleParameters {
+        id: m.id,
+        amplitude: m.amplitude,
+        offset: m.offset,
+        speed: m.speed,
+        min_angle: m.min_angle,
+        max_angle: m.max_angle,
+        defect: m.defect,
+    }
+}
+
+#[must_use]
+pub fn coupling_to_proto(c: Coupling) -> pb::Coupling {
+    pb::Coupling {
+        from: c.from,
+        to: c.to,
+        phase: c.phase,
+        weight: c.weight,
+    }
+}
+
+fn robot_from_proto(robot: Option<pb::Robot>) -> RobotSource {
+    match robot.and_then(|r| r.source) {
+        None => RobotSource::Default,
+        Some(pb::robot::Source::Example(name)) => RobotSource::Example(name),
+        Some(pb::robot::Source::MorphologyXml(xml)) => RobotSource::Morphology(xml),
+    }
+}
+
+/// A `DefectMode` off the wire; `field` names it in the error.
+fn defect_mode(field: &str, mode: i32) -> Result<DefectMode, Status> {
+    match pb::DefectMode::try_from(mode) {
+        Ok(pb::DefectMode::None) => Ok(DefectMode::Healthy),
+        Ok(pb::DefectMode::Limp) => Ok(DefectMode::Limp),
+        Ok(pb::DefectMode::Stuck) => Ok(DefectMode::Stuck),
+        _ => Err(Status::invalid_argument(format!(
+            "{field}: give NONE, LIMP or STUCK, got {mode}"
+        ))),
     }
 }
