@@ -11,18 +11,17 @@ use std::time::Instant;
 use tokio::sync::{Semaphore, SemaphorePermit};
 use tonic::{Request, Response, Status};
 use yamor_core::RobotConfig;
+use yamor_proto::evaluation;
 use yamor_proto::v1 as pb;
 use yamor_proto::v1::host_agent_server::HostAgent;
 
-use crate::backend::{
-    Backend, BackendKind, CancelOnDrop, HostError, Job, Outcome, RobotSource, Sample, Spec,
-};
+use crate::backend::{Backend, BackendKind, CancelOnDrop, HostError, Job};
 use crate::model::{
     ControlFlags, Coupling, CouplingChange, ModuleChange, ModuleParameters, OpenRequest,
     SessionError, SessionState, SleepClock,
 };
 use crate::session::{Clock, SessionHost, SystemClock};
-use yamor_core::evaluation::{DefectMode, MAX_REPEATS, Situation};
+use yamor_core::evaluation::DefectMode;
 use yamor_core::script::{Script, connection};
 
 /// The service state shared by all connections.
@@ -101,119 +100,10 @@ pub fn backend_to_proto(kind: BackendKind) -> pb::Backend {
     }
 }
 
-/// Converts a proto job to a domain job, naming the offending field.
+/// A proto job as the domain's, every field checked and named in the error
+/// (the mapping `yamor_proto::evaluation` shares with the organizer).
 pub fn job_from_proto(job: Option<pb::EvaluationJob>) -> Result<Job, Status> {
-    let job = job.ok_or_else(|| Status::invalid_argument("job: missing"))?;
-    let robot = robot_from_proto(job.robot);
-    let gait = if job.gait_xml.trim().is_empty() {
-        None
-    } else {
-        Some(
-            RobotConfig::from_xml_str("job.gait_xml", &job.gait_xml)
-                .map_err(|e| Status::invalid_argument(e.to_string()))?,
-        )
-    };
-    let mut parameters = Vec::with_capacity(job.parameters.len());
-    for p in job.parameters {
-        if !p.value.is_finite() {
-            return Err(Status::invalid_argument(format!(
-                "job.parameters: {} = {} is not a finite number",
-                p.name, p.value
-            )));
-        }
-        parameters.push((p.name, p.value));
-    }
-    let spec = spec_from_proto(job.spec.unwrap_or_default())?;
-    Ok(Job {
-        robot,
-        gait,
-        parameters,
-        spec,
-    })
-}
-
-fn spec_from_proto(spec: pb::EvaluationSpec) -> Result<Spec, Status> {
-    let defaults = Spec::default();
-    let pick = |name: &str, v: f64, default: f64, max: f64| -> Result<f64, Status> {
-        if v == 0.0 {
-            Ok(default)
-        } else if v.is_finite() && v > 0.0 && v <= max {
-            Ok(v)
-        } else {
-            Err(Status::invalid_argument(format!(
-                "spec.{name} must be in (0, {max}], got {v}"
-            )))
-        }
-    };
-    Ok(Spec {
-        warmup: pick("warmup_s", spec.warmup_s, defaults.warmup, 3600.0)?,
-        measure: pick("measure_s", spec.measure_s, defaults.measure, 3600.0)?,
-        sample_interval: pick(
-            "sample_interval_s",
-            spec.sample_interval_s,
-            defaults.sample_interval,
-            60.0,
-        )?,
-        seed: spec.seed,
-        ground_friction: if spec.ground_friction == 0.0 {
-            None
-        } else {
-            Some(pick("ground_friction", spec.ground_friction, 0.0, 10.0)?)
-        },
-        full_trajectory: spec.full_trajectory,
-        situation: Situation {
-            upside_down: spec.upside_down,
-            defects: spec
-                .defects
-                .iter()
-                .map(|d| Ok((d.module_id, defect_mode("spec.defects.mode", d.mode)?)))
-                .collect::<Result<_, Status>>()?,
-            dead_cpg: spec.dead_cpg.clone(),
-        },
-        repeats: match spec.repeats {
-            0 => 1,
-            n @ 1..=MAX_REPEATS => n,
-            n => {
-                return Err(Status::invalid_argument(format!(
-                    "spec.repeats must be at most {MAX_REPEATS}, got {n}"
-                )));
-            }
-        },
-    })
-}
-
-fn point(p: Sample) -> pb::Position {
-    pb::Position {
-        t: p.t,
-        x: p.x,
-        y: p.y,
-        z: p.z,
-    }
-}
-
-/// The proto form of an outcome.
-#[must_use]
-pub fn outcome_to_proto(o: &Outcome) -> pb::EvaluationResult {
-    let wall = o.wall.as_secs_f64();
-    pb::EvaluationResult {
-        velocity_m_s: o.velocity,
-        trajectory: Some(pb::TrajectorySummary {
-            start: Some(point(o.start)),
-            end: Some(point(o.end)),
-            distance_m: o.distance,
-            path_length_m: o.path_length,
-            min_height_m: o.min_height,
-            max_height_m: o.max_height,
-            sample_count: o.sample_count,
-            samples: o.samples.iter().copied().map(point).collect(),
-        }),
-        timings: Some(pb::Timings {
-            simulated_s: o.simulated,
-            wall_s: wall,
-            real_time_factor: if wall > 0.0 { o.simulated / wall } else { 0.0 },
-            physics_steps: o.physics_steps,
-        }),
-    }
+    evaluation::evaluation_job(job).map_err(|e| Status::invalid_argument(e.to_string()))
 }
 
 /// Domain errors become `Status` here and nowhere else.
@@ -260,7 +150,7 @@ impl HostAgent for HostService {
             "evaluated"
         );
         Ok(Response::new(pb::EvaluateResponse {
-            result: Some(outcome_to_proto(&outcome)),
+            result: Some(evaluation::outcome_to_pb(&outcome)),
         }))
     }
 
@@ -271,7 +161,7 @@ impl HostAgent for HostService {
         let _permit = self.exclusive()?;
         let r = request.into_inner();
         let request = OpenRequest {
-            robot: robot_from_proto(r.robot),
+            robot: evaluation::robot(r.robot),
             seed: r.seed,
             ground_friction: (r.ground_friction != 0.0).then_some(r.ground_friction),
         };
@@ -565,7 +455,7 @@ pub fn state_to_proto(s: SessionState) -> pb::SessionState {
         connected: s.connected,
         simulation_mode: s.simulation_mode,
         elapsed_s: s.elapsed,
-        position: s.position.map(point),
+        position: s.position.as_ref().map(evaluation::position),
         pending_changes: s.pending_changes,
         up: s.up,
     }
@@ -594,22 +484,7 @@ pub fn coupling_to_proto(c: Coupling) -> pb::Coupling {
     }
 }
 
-fn robot_from_proto(robot: Option<pb::Robot>) -> RobotSource {
-    match robot.and_then(|r| r.source) {
-        None => RobotSource::Default,
-        Some(pb::robot::Source::Example(name)) => RobotSource::Example(name),
-        Some(pb::robot::Source::MorphologyXml(xml)) => RobotSource::Morphology(xml),
-    }
-}
-
 /// A `DefectMode` off the wire; `field` names it in the error.
 fn defect_mode(field: &str, mode: i32) -> Result<DefectMode, Status> {
-    match pb::DefectMode::try_from(mode) {
-        Ok(pb::DefectMode::None) => Ok(DefectMode::Healthy),
-        Ok(pb::DefectMode::Limp) => Ok(DefectMode::Limp),
-        Ok(pb::DefectMode::Stuck) => Ok(DefectMode::Stuck),
-        _ => Err(Status::invalid_argument(format!(
-            "{field}: give NONE, LIMP or STUCK, got {mode}"
-        ))),
-    }
+    evaluation::defect_mode(field, mode).map_err(|e| Status::invalid_argument(e.to_string()))
 }

@@ -549,7 +549,7 @@ impl Runs {
             id,
             spec,
             prepared,
-            optimizer,
+            optimizer: Some(optimizer),
             replayed: ready.len(),
             stored,
             ready,
@@ -575,7 +575,8 @@ struct Executor<'a> {
     id: u64,
     spec: &'a RunSpec,
     prepared: Prepared,
-    optimizer: Box<dyn Optimizer>,
+    /// `None` only while an `ask` runs on a blocking thread.
+    optimizer: Option<Box<dyn Optimizer>>,
     /// The stored proposals by position: (job id, x).
     stored: HashMap<u64, (u64, Vec<f64>)>,
     /// Results waiting to be told, by tell order; the stored ones first.
@@ -606,11 +607,29 @@ impl Executor<'_> {
         self.spec.max_evaluations == 0 || self.next_seq < self.spec.max_evaluations
     }
 
+    /// The optimizer's next step, computed on a blocking thread: an optimizer
+    /// may think for a while (Powell's line search runs on its own thread and
+    /// `ask` waits for it), and the runtime must not wait with it.
+    async fn ask(&mut self) -> Result<Step, RunError> {
+        let mut optimizer = self
+            .optimizer
+            .take()
+            .ok_or_else(|| RunError::Optimizer("the optimizer was lost".into()))?;
+        let (optimizer, step) = tokio::task::spawn_blocking(move || {
+            let step = optimizer.ask();
+            (optimizer, step)
+        })
+        .await
+        .map_err(|e| RunError::Optimizer(format!("the optimizer panicked: {e}")))?;
+        self.optimizer = Some(optimizer);
+        Ok(step)
+    }
+
     /// Asks for everything the optimizer can propose now; stored proposals
     /// are matched, new ones become jobs.
     async fn propose(&mut self, runs: &Runs) -> Result<(), RunError> {
         while !self.finished && !self.stopped && self.budget_left() && !self.out_of_time() {
-            match self.optimizer.ask() {
+            match self.ask().await? {
                 Step::Finished => self.finished = true,
                 Step::Wait => break,
                 Step::Evaluate(candidates) => {
@@ -710,6 +729,8 @@ impl Executor<'_> {
             _ => None,
         };
         self.optimizer
+            .as_mut()
+            .ok_or_else(|| RunError::Optimizer("the optimizer was lost".into()))?
             .tell(tag, velocity.map_or(Outcome::Failed, Outcome::Fitness));
         self.evaluations += 1;
         let improved = velocity.is_some_and(|v| self.best.as_ref().is_none_or(|(b, _)| v > *b));

@@ -212,7 +212,9 @@ fn sample(p: Option<pb::Position>) -> Sample {
     }
 }
 
-fn position(s: &Sample) -> pb::Position {
+/// A trajectory sample on the wire.
+#[must_use]
+pub fn position(s: &Sample) -> pb::Position {
     pb::Position {
         t: s.t,
         x: s.x,
