@@ -47,14 +47,6 @@ pub struct Situation {
     pub dead_cpg: Vec<ModuleId>,
 }
 
-impl Situation {
-    /// A healthy robot standing on its feet.
-    #[must_use]
-    pub fn is_normal(&self) -> bool {
-        *self == Situation::default()
-    }
-}
-
 /// How one walk is run and measured.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default)]

@@ -81,16 +81,18 @@ impl Script {
         }
     }
 
-    /// Seconds the pauses add up to.
+    /// The line of the pause at which the pauses first add up to more than
+    /// `seconds`, if they ever do.
     #[must_use]
-    pub fn paused(&self) -> f64 {
-        self.steps
-            .iter()
-            .map(|s| match s.step {
-                Step::Pause(seconds) => seconds,
-                _ => 0.0,
-            })
-            .sum()
+    pub fn pauses_exceed(&self, seconds: f64) -> Option<u32> {
+        let mut paused = 0.0;
+        self.steps.iter().find_map(|s| match s.step {
+            Step::Pause(p) => {
+                paused += p;
+                (paused > seconds).then_some(s.line)
+            }
+            _ => None,
+        })
     }
 
     /// Parses a whole script; the first bad command is the error.
@@ -236,7 +238,8 @@ mod tests {
             script.steps.iter().map(|s| &s.step).collect::<Vec<_>>()
         );
         assert_eq!(read.steps[2].line, 4);
-        assert!((read.paused() - 0.5).abs() < 1e-12);
+        assert_eq!(read.pauses_exceed(0.4), Some(3));
+        assert_eq!(read.pauses_exceed(0.5), None);
     }
 
     #[test]

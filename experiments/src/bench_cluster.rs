@@ -147,12 +147,7 @@ async fn pso_time(hosts: usize, delay: Duration, generations: u64) -> Result<f64
     };
     let mut events = c.organizer.runs.subscribe();
     let started = Instant::now();
-    let run = c
-        .organizer
-        .runs
-        .start(request)
-        .await
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    let run = c.organizer.runs.start(request).await?;
     loop {
         let event = events.recv().await?;
         let r = event.run;
@@ -197,12 +192,7 @@ async fn powell_utilisation(
         ..RunSpec::new("powell", Problem::Space(bounds))
     };
     let mut events = c.organizer.runs.subscribe();
-    let run = c
-        .organizer
-        .runs
-        .start(request)
-        .await
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    let run = c.organizer.runs.start(request).await?;
     let finished = loop {
         let event = events.recv().await?;
         let r = event.run;

@@ -175,12 +175,7 @@ pub async fn bench_peers(args: BenchPeersArgs) -> Result<()> {
                         max_evaluations: args.budget,
                         ..RunSpec::new(optimizer, Problem::Space(bounds))
                     };
-                    let run = cluster
-                        .organizer
-                        .runs
-                        .start(request)
-                        .await
-                        .map_err(|e| anyhow::anyhow!("{e}"))?;
+                    let run = cluster.organizer.runs.start(request).await?;
                     let done = cluster.follow_quietly(run.id).await?;
                     if !done.error.is_empty() {
                         bail!("{name} {d}-D {method} seed {seed}: {}", done.error);

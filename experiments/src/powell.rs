@@ -273,12 +273,7 @@ pub async fn compare(args: CompareArgs) -> Result<()> {
                 args.seed + i as u64,
             );
             request.name = format!("{}-{variant}", label(i));
-            let run = cluster
-                .organizer
-                .runs
-                .start(request)
-                .await
-                .map_err(|e| anyhow::anyhow!("{e}"))?;
+            let run = cluster.organizer.runs.start(request).await?;
             runs.push(run.id);
         }
     }

@@ -1134,17 +1134,10 @@ fn paced(
 /// A script may not sleep longer than one `Sleep` call; the error names the
 /// pause that goes over.
 fn check_pauses(script: &Script) -> Result<(), SessionError> {
-    let mut paused = 0.0;
-    for s in &script.steps {
-        if let Step::Pause(seconds) = s.step {
-            paused += seconds;
-            if paused > MAX_SLEEP {
-                return Err(SessionError::Invalid(format!(
-                    "script_xml:{}: <pause>: the pauses add up to more than {MAX_SLEEP} s",
-                    s.line
-                )));
-            }
-        }
+    match script.pauses_exceed(MAX_SLEEP) {
+        Some(line) => Err(SessionError::Invalid(format!(
+            "script_xml:{line}: <pause>: the pauses add up to more than {MAX_SLEEP} s"
+        ))),
+        None => Ok(()),
     }
-    Ok(())
 }
