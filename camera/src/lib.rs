@@ -16,9 +16,12 @@
 //! - [`survey`]: the procedures of `yamor camera`: camera model, sample and
 //!   point files; measuring floor points with a [`Tracker`]; calibrating
 //!   with a residual report; watching and recording the tracker.
+//! - [`cli`]: the arguments of `yamor camera` and the terminal around the
+//!   survey procedures.
 //! - [`PositionSource`]: what a real-robot host asks for a position.
 
 pub mod camapp;
+pub mod cli;
 pub mod model;
 pub mod survey;
 pub mod tracker;

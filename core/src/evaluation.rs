@@ -184,9 +184,85 @@ pub enum RobotSource {
     Morphology(String),
 }
 
+/// What a job evaluates, beyond its robot and gait. Values are always
+/// maximised: a gait's velocity, an expression's value, a named objective's
+/// value (hosts of a minimisation problem return its negation).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub enum Objective {
+    /// A gait walked by a robot: the robot and the spec's situation say
+    /// which. Served by simulation and real-robot hosts.
+    #[default]
+    Gait,
+    /// A MathEval expression of the parameters, served by the expression
+    /// hosts running exactly this expression.
+    Expression(String),
+    /// An external objective (e.g. `bbob/f3/i1/d5`), served by hosts that
+    /// list it.
+    Named(String),
+}
+
+/// The wire and storage form of an expression objective: `expr:<text>`.
+const EXPRESSION_PREFIX: &str = "expr:";
+
+impl Objective {
+    /// Parses the text form: empty for a gait, `expr:<text>`, or a name.
+    #[must_use]
+    pub fn parse(text: &str) -> Self {
+        let text = text.trim();
+        if text.is_empty() {
+            Objective::Gait
+        } else if let Some(expression) = text.strip_prefix(EXPRESSION_PREFIX) {
+            Objective::Expression(expression.trim().to_owned())
+        } else {
+            Objective::Named(text.to_owned())
+        }
+    }
+
+    /// The text form [`Objective::parse`] reads.
+    #[must_use]
+    pub fn to_text(&self) -> String {
+        match self {
+            Objective::Gait => String::new(),
+            Objective::Expression(e) => format!("{EXPRESSION_PREFIX}{e}"),
+            Objective::Named(name) => name.clone(),
+        }
+    }
+
+    /// Whether a host of kind `backend` that lists `served` (text forms; a
+    /// trailing `*` matches any suffix) evaluates this objective. Gaits need
+    /// a robot: a simulation or a real one.
+    #[must_use]
+    pub fn served_by(&self, backend: Option<BackendKind>, served: &[String]) -> bool {
+        match self {
+            Objective::Gait => matches!(backend, Some(BackendKind::Simulation | BackendKind::Real)),
+            // Stored before objectives existed: any expression host.
+            Objective::Expression(e) if e.is_empty() => backend == Some(BackendKind::Expression),
+            other => {
+                let text = other.to_text();
+                served.iter().any(|s| match s.strip_suffix('*') {
+                    Some(prefix) => text.starts_with(prefix),
+                    None => *s == text,
+                })
+            }
+        }
+    }
+}
+
+impl std::fmt::Display for Objective {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Objective::Gait => f.write_str("a gait"),
+            Objective::Expression(e) => write!(f, "the expression {e:?}"),
+            Objective::Named(name) => write!(f, "the objective {name:?}"),
+        }
+    }
+}
+
 /// One evaluation request, parsed and validated.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct EvaluationJob {
+    /// What is evaluated; hosts refuse objectives they do not serve.
+    pub objective: Objective,
     pub robot: RobotSource,
     /// `None` when the job carries no gait (expression hosts need none).
     pub gait: Option<RobotConfig>,
@@ -204,6 +280,18 @@ pub enum BackendKind {
 }
 
 impl BackendKind {
+    pub const ALL: [BackendKind; 3] = [
+        BackendKind::Simulation,
+        BackendKind::Real,
+        BackendKind::Expression,
+    ];
+
+    /// The kind named `text` by [`BackendKind::as_str`].
+    #[must_use]
+    pub fn parse(text: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|k| k.as_str() == text)
+    }
+
     #[must_use]
     pub fn as_str(self) -> &'static str {
         match self {
@@ -285,6 +373,34 @@ impl Outcome {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn objectives_read_back_and_match_only_their_hosts() {
+        for text in ["", "expr:-(x*x)", "bbob/f3/i1/d5"] {
+            assert_eq!(Objective::parse(text).to_text(), text);
+        }
+        assert_eq!(
+            Objective::parse("  expr:  x + 1 "),
+            Objective::Expression("x + 1".into())
+        );
+        let expr = |e: &str| vec![Objective::Expression(e.into()).to_text()];
+        let sim = Some(BackendKind::Simulation);
+        let calc = Some(BackendKind::Expression);
+        assert!(Objective::Gait.served_by(sim, &[]));
+        assert!(Objective::Gait.served_by(Some(BackendKind::Real), &[]));
+        assert!(!Objective::Gait.served_by(calc, &expr("x")));
+        assert!(!Objective::Gait.served_by(None, &["bbob/*".into()]));
+        let x = Objective::Expression("x".into());
+        assert!(x.served_by(calc, &expr("x")));
+        assert!(!x.served_by(calc, &expr("y")));
+        assert!(!x.served_by(sim, &[]));
+        let bbob = Objective::Named("bbob/f3/i1/d5".into());
+        assert!(bbob.served_by(None, &["bbob/*".into()]));
+        assert!(bbob.served_by(None, &["bbob/f3/i1/d5".into()]));
+        assert!(!bbob.served_by(None, &["bbob/f3/i1/d2".into(), "cec/*".into()]));
+        // Stored before objectives: any expression host.
+        assert!(Objective::Expression(String::new()).served_by(calc, &expr("y")));
+    }
 
     fn at(t: f64, x: f64, y: f64) -> Sample {
         Sample { t, x, y, z: 0.05 }

@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use yamor_core::evaluation::Objective;
 
 use anyhow::{Result, bail};
 use clap::Args;
@@ -81,6 +82,7 @@ async fn throughput(hosts: usize, jobs: usize) -> Result<f64> {
                 .map(|i| pb::JobRequest {
                     job: Some(pb::EvaluationJob {
                         parameters: xy((sent + i) as f64 * 1e-4, 0.0),
+                        objective: format!("expr:{XY}"),
                         ..Default::default()
                     }),
                     backend: pb::Backend::Expression as i32,
@@ -127,6 +129,7 @@ async fn pso_time(hosts: usize, delay: Duration, generations: u64) -> Result<f64
         ]
         .into(),
         seed: 1,
+        objective: Objective::Expression(XY.into()),
         ..RunSpec::new(
             "pso",
             Problem::Space(vec![
@@ -178,14 +181,10 @@ async fn powell_utilisation(
             start: -0.8,
         })
         .collect();
-    let c = cluster(
-        16,
-        "-((x0-0.3)^2 + (x1+0.2)^2 + (x2-0.1)^2 + (x3-0.5)^2 + (x4+0.4)^2 + (x5-0.2)^2 + (x6+0.1)^2)",
-        delay,
-        &format!("util-{variant}"),
-    )
-    .await?;
+    let expression = "-((x0-0.3)^2 + (x1+0.2)^2 + (x2-0.1)^2 + (x3-0.5)^2 + (x4+0.4)^2 + (x5-0.2)^2 + (x6+0.1)^2)";
+    let c = cluster(16, expression, delay, &format!("util-{variant}")).await?;
     let request = RunSpec {
+        objective: Objective::Expression(expression.into()),
         settings: [("variant".to_owned(), variant.to_owned())].into(),
         seed: 1,
         max_evaluations: budget,

@@ -11,6 +11,7 @@ use std::io::Write as _;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
+use yamor_core::evaluation::Objective;
 
 use anyhow::{Result, bail};
 use clap::Args;
@@ -173,6 +174,7 @@ pub async fn bench_peers(args: BenchPeersArgs) -> Result<()> {
                         settings: method_settings.iter().cloned().collect(),
                         seed,
                         max_evaluations: args.budget,
+                        objective: Objective::Expression(text.clone()),
                         ..RunSpec::new(optimizer, Problem::Space(bounds))
                     };
                     let run = cluster.organizer.runs.start(request).await?;

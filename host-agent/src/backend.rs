@@ -55,6 +55,11 @@ pub trait Backend: Send + Sync + 'static {
     fn kind(&self) -> BackendKind;
     /// The robot name, the serial port or the expression.
     fn describe(&self) -> String;
+    /// Objectives served besides gaits, in `Objective`'s text form (`*`
+    /// suffix wildcards allowed); an expression host serves its expression.
+    fn objectives(&self) -> Vec<String> {
+        Vec::new()
+    }
     fn evaluate(&self, job: Job, cancel: CancelFlag) -> BoxFuture<'_, Result<Outcome, HostError>>;
     /// The session surface of IYaMoRHost3, if this backend has one.
     fn session(&self) -> Option<Arc<dyn crate::session::SessionFactory>> {

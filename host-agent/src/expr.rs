@@ -5,6 +5,7 @@
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
+use yamor_core::evaluation::Objective;
 use yamor_core::matheval::{Context, Expr};
 
 use crate::backend::{Backend, BackendKind, BoxFuture, CancelFlag, HostError, Job, Outcome};
@@ -55,6 +56,10 @@ impl Backend for ExprBackend {
 
     fn describe(&self) -> String {
         self.text.clone()
+    }
+
+    fn objectives(&self) -> Vec<String> {
+        vec![Objective::Expression(self.text.trim().to_owned()).to_text()]
     }
 
     fn evaluate(&self, job: Job, cancel: CancelFlag) -> BoxFuture<'_, Result<Outcome, HostError>> {

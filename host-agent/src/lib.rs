@@ -35,6 +35,8 @@ pub mod session;
 pub mod sim;
 
 pub use backend::{Backend, BackendKind, HostError, Job, Outcome, RobotSource, Spec};
-pub use grpc::HostService;
+pub use grpc::{HostService, RobotClient, RobotClientError};
 pub use model::SessionError;
-pub use server::{Registration, keep_registered, keep_registered_or, serve};
+pub use server::{
+    HostOptions, HostServer, Registration, keep_registered, keep_registered_or, serve,
+};

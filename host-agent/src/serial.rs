@@ -45,26 +45,40 @@ use crate::session::{RobotLink, SessionFactory};
 use yamor_camera::{PositionSource, TrackerError};
 
 /// How to reach the robot and how patient to be with it. Durations are in
-/// robot seconds (the wall clock unless `time_scale` says otherwise).
+/// robot seconds (the wall clock unless `time_scale` says otherwise). With
+/// the `clap` feature these are `yamor host`'s `--serial` options.
 #[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(feature = "clap", derive(clap::Args))]
 pub struct SerialSettings {
-    /// The device, e.g. `/dev/ttyUSB0` or `COM3`.
+    /// Drive the real robot on this serial port (e.g. /dev/ttyUSB0, COM3).
+    #[cfg_attr(
+        feature = "clap",
+        arg(long = "serial", id = "serial", value_name = "PORT")
+    )]
     pub port: String,
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = 115_200))]
     pub baud: u32,
-    /// Longest wait for the reply to an ordinary message.
+    /// Seconds to wait for a module's reply before sending again.
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = 3.0))]
     pub reply_timeout: f64,
-    /// Longest wait for a Bluetooth connection's acknowledgement (thesis
+    /// Seconds to wait for a Bluetooth connection's acknowledgement (thesis
     /// 5.2.1: a module takes up to 7 s to join; 5.5.4: 10 s).
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = 10.0))]
     pub join_timeout: f64,
-    /// Least time between the reply to one message and the next message
+    /// Least seconds between the reply to one message and the next message
     /// (the real robot handles about one per second).
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = 0.0))]
     pub message_gap: f64,
     /// Attempts after the first before a message is given up.
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = 3))]
     pub retries: u32,
-    /// Robot seconds per wall second; 1 for the real robot.
+    /// Robot seconds per wall second; 1 for the real robot (more only for
+    /// an emulated robot run faster).
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = 1.0))]
     pub time_scale: f64,
     /// The module the dongle talks to; default: the root of the
     /// configuration's Bluetooth tree.
+    #[cfg_attr(feature = "clap", arg(long))]
     pub master: Option<ModuleId>,
 }
 

@@ -11,6 +11,7 @@ use yamor_proto::v1 as pb;
 use yamor_proto::v1::host_agent_server::HostAgentServer;
 use yamor_proto::v1::organizer_client::OrganizerClient;
 
+use crate::Backend;
 use crate::grpc::HostService;
 
 /// Serves `service` on `listener` until `shutdown` resolves: the HostAgent
@@ -29,6 +30,97 @@ pub async fn serve(
     transport::serve(listener, &security, host, shutdown).await?;
     halt.halt().await;
     Ok(())
+}
+
+/// How a host is known and whom it registers with.
+#[derive(Debug, Clone, Default)]
+pub struct HostOptions {
+    /// Unique name; defaults to the advertised address.
+    pub name: Option<String>,
+    /// The address the organizer dials; defaults to the listening address.
+    pub advertise: Option<String>,
+    /// The organizer to register with; without one the host only serves.
+    pub organizer: Option<String>,
+    pub server: ServerSecurity,
+    /// Token and CA for the calls to the organizer.
+    pub client: ClientSecurity,
+}
+
+/// A host bound to its port and named, ready to serve: `yamor host`.
+pub struct HostServer {
+    listener: TcpListener,
+    service: Arc<HostService>,
+    options: HostOptions,
+    /// The name it registers under.
+    pub name: String,
+    /// Where the organizer reaches it.
+    pub address: String,
+}
+
+impl HostServer {
+    /// Names the host serving `backend` on `listener`; refuses to listen
+    /// beyond loopback without a token.
+    pub fn new(
+        listener: TcpListener,
+        backend: Arc<dyn Backend>,
+        options: HostOptions,
+    ) -> Result<Self, TransportError> {
+        let local = listener.local_addr()?;
+        transport::check_exposure(local, &options.server)?;
+        let scheme = if options.server.tls.is_some() {
+            "https"
+        } else {
+            "http"
+        };
+        let address = options
+            .advertise
+            .clone()
+            .unwrap_or_else(|| format!("{scheme}://{local}"));
+        let name = options.name.clone().unwrap_or_else(|| address.clone());
+        Ok(HostServer {
+            service: Arc::new(HostService::new(name.clone(), backend)),
+            listener,
+            options,
+            name,
+            address,
+        })
+    }
+
+    /// Serves until `shutdown`, registered with the organizer (if any) the
+    /// whole time; the robot halts whenever the organizer is lost, because
+    /// a real robot must not walk on when nobody is in charge.
+    pub async fn run(
+        self,
+        shutdown: impl Future<Output = ()> + Send,
+    ) -> Result<(), TransportError> {
+        let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+        let registration = self.options.organizer.clone().map(|organizer| {
+            let registration = Registration {
+                organizer,
+                security: self.options.client.clone(),
+                name: self.name.clone(),
+                address: self.address.clone(),
+            };
+            let mut stop = stop_rx;
+            let service = self.service.clone();
+            tokio::spawn(keep_registered_or(
+                registration,
+                async move {
+                    let _ = stop.wait_for(|s| *s).await;
+                },
+                move || {
+                    let service = service.clone();
+                    tokio::spawn(async move { service.halt().await });
+                },
+            ))
+        });
+        let served = serve(self.listener, self.service, self.options.server, shutdown).await;
+        let _ = stop_tx.send(true);
+        if let Some(task) = registration {
+            let _ = task.await;
+        }
+        served
+    }
 }
 
 /// How a host finds its organizer and tells it where it is.

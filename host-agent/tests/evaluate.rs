@@ -56,6 +56,14 @@ async fn the_quadruped_walks_through_evaluate() {
         .into_inner();
     assert_eq!(info.backend, pb::Backend::Simulation as i32);
     assert_eq!(info.robot, "quadruped");
+    assert!(
+        info.objectives.is_empty(),
+        "a simulation host serves gaits only"
+    );
+    let mut expression = quadruped_job(1.0);
+    expression.job.as_mut().unwrap().objective = "expr:x".into();
+    let err = host.evaluate(expression).await.unwrap_err();
+    assert_eq!(err.code(), Code::FailedPrecondition);
     let result = host
         .evaluate(quadruped_job(4.0))
         .await
@@ -165,7 +173,9 @@ async fn the_expression_backend_evaluates_parameters() {
         ExprBackend::new("-(x - 1)^2 + 2 * y()", Duration::ZERO).unwrap(),
     ))
     .await;
-    let request = |params: Vec<(&str, f64)>| pb::EvaluateRequest {
+    let info = host.get_info(pb::GetInfoRequest {}).await.unwrap();
+    assert_eq!(info.into_inner().objectives, ["expr:-(x - 1)^2 + 2 * y()"]);
+    let job = |objective: &str, params: Vec<(&str, f64)>| pb::EvaluateRequest {
         job: Some(pb::EvaluationJob {
             parameters: params
                 .into_iter()
@@ -174,16 +184,32 @@ async fn the_expression_backend_evaluates_parameters() {
                     value: v,
                 })
                 .collect(),
+            objective: objective.into(),
             ..Default::default()
         }),
         ..Default::default()
     };
+    let request = |params| job("expr:-(x - 1)^2 + 2 * y()", params);
     let r = host
         .evaluate(request(vec![("x", 3.0), ("y", 0.5)]))
         .await
         .unwrap()
         .into_inner();
     assert_eq!(r.result.unwrap().velocity_m_s, -3.0);
+    // Another expression, a gait or a named objective is refused, never
+    // answered with this host's expression.
+    for other in ["expr:x + y", "", "bbob/f1/i1/d2"] {
+        let err = host
+            .evaluate(job(other, vec![("x", 3.0), ("y", 0.5)]))
+            .await
+            .unwrap_err();
+        assert_eq!(err.code(), Code::FailedPrecondition, "{other:?}");
+        assert!(
+            err.message().contains("does not serve"),
+            "{}",
+            err.message()
+        );
+    }
     let err = host.evaluate(request(vec![("x", 3.0)])).await.unwrap_err();
     assert_eq!(err.code(), Code::InvalidArgument);
     assert!(err.message().contains("\"y\""), "{}", err.message());

@@ -202,6 +202,7 @@ fn walk_job(gait: &RobotConfig) -> Job {
             sample_interval: 1.0,
             ..Spec::default()
         },
+        ..Job::default()
     }
 }
 

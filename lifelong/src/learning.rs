@@ -19,10 +19,9 @@ use tokio_stream::StreamExt as _;
 use yamor_core::evaluation::{DefectMode, EvaluationSpec, RobotSource, Situation};
 use yamor_core::network::{Limit, plan};
 use yamor_core::{ModuleId, Morphology, RobotConfig};
+use yamor_host_agent::RobotClient;
+use yamor_host_agent::model::SleepClock;
 use yamor_organizer::model::{Problem, RunSpec};
-use yamor_proto::transport::AuthChannel;
-use yamor_proto::v1 as pb;
-use yamor_proto::v1::host_agent_client::HostAgentClient;
 
 use std::sync::Arc;
 
@@ -33,7 +32,7 @@ use crate::database::Gaits;
 #[derive(Debug, thiserror::Error)]
 pub enum LifelongError {
     #[error("the robot's host: {0}")]
-    Robot(#[from] tonic::Status),
+    Robot(#[from] yamor_host_agent::RobotClientError),
     #[error("the gaits database: {0}")]
     Store(#[from] yamor_organizer::store::StoreError),
     #[error("relearning: {0}")]
@@ -199,7 +198,7 @@ enum Choice {
 pub struct Lifelong {
     organizer: Organizer,
     gaits: Arc<Gaits>,
-    robot: HostAgentClient<AuthChannel>,
+    robot: RobotClient,
     settings: LifelongSettings,
     known: Known,
     gait: RobotConfig,
@@ -217,17 +216,12 @@ impl Lifelong {
     pub async fn start(
         organizer: Organizer,
         gaits: Arc<Gaits>,
-        mut robot: HostAgentClient<AuthChannel>,
+        robot: RobotClient,
         known: Known,
         gait: RobotConfig,
         settings: LifelongSettings,
     ) -> Result<Lifelong, LifelongError> {
-        let state = robot
-            .connect_robot(pb::ConnectRobotRequest {
-                config_xml: gait.to_xml_string(),
-            })
-            .await?
-            .into_inner();
+        let state = robot.connect_robot(&gait).await?;
         let orientation = Orientation::from_up(state.up.unwrap_or(1.0));
         let mut me = Lifelong {
             organizer,
@@ -259,8 +253,8 @@ impl Lifelong {
     }
 
     /// The robot's host, to cause changes through its API.
-    pub fn robot(&mut self) -> &mut HostAgentClient<AuthChannel> {
-        &mut self.robot
+    pub fn robot(&self) -> &RobotClient {
+        &self.robot
     }
 
     #[must_use]
@@ -291,12 +285,7 @@ impl Lifelong {
 
     /// Robot seconds since the session opened.
     pub async fn elapsed(&mut self) -> Result<f64, LifelongError> {
-        Ok(self
-            .robot
-            .get_state(pb::GetStateRequest {})
-            .await?
-            .into_inner()
-            .elapsed_s)
+        Ok(self.robot.get_state().await?.elapsed)
     }
 
     fn wall(&self) -> f64 {
@@ -663,11 +652,7 @@ impl Lifelong {
     }
 
     async fn load_and_measure(&mut self, gait: RobotConfig) -> Result<f64, LifelongError> {
-        self.robot
-            .connect_robot(pb::ConnectRobotRequest {
-                config_xml: gait.to_xml_string(),
-            })
-            .await?;
+        self.robot.connect_robot(&gait).await?;
         self.window = window(&gait);
         self.walk(self.settings.settle_s).await?;
         let n = self.settings.compare_windows.max(1);
@@ -679,12 +664,7 @@ impl Lifelong {
     }
 
     async fn walk(&mut self, seconds: f64) -> Result<(), LifelongError> {
-        self.robot
-            .sleep(pb::SleepRequest {
-                seconds,
-                clock: pb::Clock::Virtual as i32,
-            })
-            .await?;
+        self.robot.sleep(seconds, SleepClock::Virtual).await?;
         Ok(())
     }
 
@@ -695,26 +675,15 @@ impl Lifelong {
     /// Velocity over one window (three CPG periods) and the attitude at its
     /// end.
     async fn measure_with_attitude(&mut self) -> Result<(f64, Option<f64>), LifelongError> {
-        let a = self
-            .robot
-            .get_state(pb::GetStateRequest {})
-            .await?
-            .into_inner();
-        let b = self
-            .robot
-            .sleep(pb::SleepRequest {
-                seconds: self.window,
-                clock: pb::Clock::Virtual as i32,
-            })
-            .await?
-            .into_inner();
-        let (pa, pb_) = (
+        let a = self.robot.get_state().await?;
+        let b = self.robot.sleep(self.window, SleepClock::Virtual).await?;
+        let (from, to) = (
             a.position.unwrap_or_default(),
             b.position.unwrap_or_default(),
         );
-        let velocity = (pb_.x - pa.x).hypot(pb_.y - pa.y) / (b.elapsed_s - a.elapsed_s).max(1e-9);
+        let velocity = from.planar_distance(&to) / (b.elapsed - a.elapsed).max(1e-9);
         self.events.push(Event::Measured {
-            robot_s: b.elapsed_s,
+            robot_s: b.elapsed,
             velocity,
         });
         Ok((velocity, b.up))

@@ -21,15 +21,14 @@ use crate::learning::{Adaptation, Event, Known, Lifelong, LifelongSettings};
 use anyhow::{Context, Result};
 use clap::Args;
 use plotters::prelude::*;
-use yamor_core::evaluation::EvaluationSpec;
+use yamor_core::evaluation::{EvaluationSpec, RobotSource};
 use yamor_core::network::Limit;
 use yamor_core::script::{Script, Step};
 use yamor_core::{Connection, Connector, Morphology, RobotConfig};
-use yamor_host_agent::HostService;
+use yamor_host_agent::model::OpenRequest;
 use yamor_host_agent::sim::SimBackend;
+use yamor_host_agent::{HostService, RobotClient};
 use yamor_proto::transport::ClientSecurity;
-use yamor_proto::v1 as pb;
-use yamor_proto::v1::host_agent_client::HostAgentClient;
 use yamor_sim::robots::ExampleRobot;
 
 use yamor_local::{LocalCluster, register_font};
@@ -105,12 +104,12 @@ fn transformation() -> Vec<Connection> {
         .collect()
 }
 
-fn detach_script(moves: &[Connection]) -> String {
-    Script::new(moves.iter().map(|c| Step::Disconnect(c.id_from))).to_xml_string()
+fn detach_script(moves: &[Connection]) -> Script {
+    Script::new(moves.iter().map(|c| Step::Disconnect(c.id_from)))
 }
 
-fn attach_script(moves: &[Connection]) -> String {
-    Script::new(moves.iter().cloned().map(Step::Connect)).to_xml_string()
+fn attach_script(moves: &[Connection]) -> Script {
+    Script::new(moves.iter().cloned().map(Step::Connect))
 }
 
 /// The morphology after `moves`, as the robot knows it (7.3: physical
@@ -161,15 +160,12 @@ impl Scenario {
             },
         )
         .await?;
-        let channel = yamor_proto::transport::channel(&address, &ClientSecurity::default())?;
-        let mut robot = HostAgentClient::new(channel);
+        let robot = RobotClient::new(&address, &ClientSecurity::default())?;
         robot
-            .open_simulation(pb::OpenSimulationRequest {
-                robot: Some(pb::Robot {
-                    source: Some(pb::robot::Source::Example("quadruped".into())),
-                }),
+            .open_simulation(&OpenRequest {
+                robot: RobotSource::Example("quadruped".into()),
                 seed: args.seed,
-                ground_friction: 0.0,
+                ground_friction: None,
             })
             .await?;
         let hosts = yamor_local::default_hosts(args.hosts);
@@ -395,24 +391,11 @@ pub async fn transform(args: ScenarioArgs) -> Result<()> {
     s.mark("transformation (7.5.1)").await?;
     let moves = transformation();
     let robot = s.life.robot();
-    robot
-        .run_script(pb::RunScriptRequest {
-            script_xml: detach_script(&moves),
-        })
-        .await?;
+    robot.run_script(&detach_script(&moves)).await?;
     // The longer legs reach below the floor: the robot is lifted while the
     // knees go on, and falls onto its new legs.
-    robot
-        .drop_robot(pb::DropRobotRequest {
-            height_m: 0.25,
-            upside_down: false,
-        })
-        .await?;
-    robot
-        .run_script(pb::RunScriptRequest {
-            script_xml: attach_script(&moves),
-        })
-        .await?;
+    robot.drop_robot(0.25, false).await?;
+    robot.run_script(&attach_script(&moves)).await?;
     let wall = std::time::Instant::now();
     let detected = s.detect(30.0).await?;
     let detect_wall = wall.elapsed().as_secs_f64();
@@ -466,13 +449,7 @@ pub async fn upside_down(args: ScenarioArgs) -> Result<()> {
         ("turned back onto its feet", "upright again"),
     ] {
         s.mark(label).await?;
-        s.life
-            .robot()
-            .drop_robot(pb::DropRobotRequest {
-                height_m: 0.3,
-                upside_down: true,
-            })
-            .await?;
+        s.life.robot().drop_robot(0.3, true).await?;
         let detected = s.detect(30.0).await?;
         match detected {
             Some((symptom, robot_s)) => {
@@ -513,10 +490,7 @@ pub async fn ground(args: ScenarioArgs, slippery: f64) -> Result<()> {
         } else {
             yamor_sim::SimSettings::default().ground_friction
         };
-        s.life
-            .robot()
-            .set_ground_friction(pb::SetGroundFrictionRequest { friction: mu })
-            .await?;
+        s.life.robot().set_ground_friction(mu).await?;
         // The robot learns of the ground only through its velocity; the
         // relearning hosts are given the new friction, as an experimenter
         // would set up the simulator to match.
@@ -719,7 +693,15 @@ mod tests {
         )
         .unwrap();
         assert_eq!(relearn.free_parameters().len(), 7);
-        assert!(detach_script(&transformation()).contains("<disconnect id=\"5\"/>"));
-        assert!(attach_script(&transformation()).contains("idfrom=\"6\""));
+        assert!(
+            detach_script(&transformation())
+                .to_xml_string()
+                .contains("<disconnect id=\"5\"/>")
+        );
+        assert!(
+            attach_script(&transformation())
+                .to_xml_string()
+                .contains("idfrom=\"6\"")
+        );
     }
 }

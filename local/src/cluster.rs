@@ -64,12 +64,13 @@ impl LocalCluster {
         db: &Path,
         backend: impl Fn(usize) -> Result<Arc<dyn Backend>, yamor_host_agent::HostError>,
     ) -> Result<LocalCluster, LocalError> {
-        let organizer = Organizer::open(
+        let organizer = Organizer::start(
             db,
             SchedulerConfig::default(),
             ClientSecurity::default(),
             crate::optimizers(),
-        )?;
+        )
+        .await?;
         let listener = bind_loopback().await?;
         let organizer_url = format!(
             "http://{}",

@@ -36,8 +36,8 @@ pub enum LocalError {
     Host(#[from] yamor_host_agent::HostError),
     #[error(transparent)]
     Xml(#[from] yamor_core::XmlError),
-    #[error("the organizer: {0}")]
-    Organizer(#[from] tonic::Status),
+    #[error(transparent)]
+    Organizer(#[from] yamor_organizer::ClientError),
     #[error("listening on loopback: {0}")]
     Listen(std::io::Error),
     #[error("writing {path}: {source}")]
@@ -79,6 +79,7 @@ pub fn default_hosts(asked: Option<usize>) -> usize {
 pub fn optimizers() -> Vec<Arc<dyn yamor_optimizer_api::Plugin>> {
     vec![
         Arc::new(yamor_pso::Pso),
+        Arc::new(yamor_cmaes::Cmaes),
         Arc::new(yamor_powell::Powell),
         Arc::new(yamor_brute_force::BruteForce),
     ]

@@ -34,6 +34,7 @@ use yamor_optimizer_api::Plugin;
 use yamor_proto::transport::{self, ClientSecurity, ServerSecurity, TransportError};
 use yamor_proto::v1::organizer_server::OrganizerServer;
 
+pub use grpc::{ClientError, OrganizerClient};
 pub use runs::{RunError, Runs};
 pub use scheduler::{
     HostClient, HostConnector, HostError, ScheduleError, Scheduler, SchedulerConfig,
@@ -69,6 +70,22 @@ impl Organizer {
             security: host_security,
         });
         Organizer::with_hosts(store, config, connector, plugins)
+    }
+
+    /// [`Organizer::open`] on a blocking thread: reading a large database
+    /// back must not stall the async workers of a server that is starting.
+    pub async fn start(
+        database: &Path,
+        config: SchedulerConfig,
+        host_security: ClientSecurity,
+        plugins: Vec<Arc<dyn Plugin>>,
+    ) -> Result<Organizer, ScheduleError> {
+        let database = database.to_owned();
+        tokio::task::spawn_blocking(move || {
+            Organizer::open(&database, config, host_security, plugins)
+        })
+        .await
+        .map_err(|e| ScheduleError::Invalid(format!("opening the organizer panicked: {e}")))?
     }
 
     /// Like [`Organizer::open`], over `store` and hosts reached through

@@ -8,7 +8,9 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
-use yamor_core::evaluation::{BackendKind, EvaluationJob, EvaluationSpec, Outcome, RobotSource};
+use yamor_core::evaluation::{
+    BackendKind, EvaluationJob, EvaluationSpec, Objective, Outcome, RobotSource,
+};
 
 /// Where a job is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -22,6 +24,32 @@ pub enum JobState {
 }
 
 impl JobState {
+    pub const ALL: [JobState; 5] = [
+        JobState::Queued,
+        JobState::Running,
+        JobState::Done,
+        JobState::Failed,
+        JobState::Cancelled,
+    ];
+
+    /// The name the store, the CLI and the dashboard use.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            JobState::Queued => "queued",
+            JobState::Running => "running",
+            JobState::Done => "done",
+            JobState::Failed => "failed",
+            JobState::Cancelled => "cancelled",
+        }
+    }
+
+    /// The state named `text` by [`JobState::as_str`].
+    #[must_use]
+    pub fn parse(text: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|s| s.as_str() == text)
+    }
+
     /// Queued or running: the job still has a future.
     #[must_use]
     pub fn is_open(self) -> bool {
@@ -112,6 +140,8 @@ pub struct Host {
     /// `None` until the host has told.
     pub backend: Option<BackendKind>,
     pub robot: String,
+    /// Objectives served besides gaits (text forms, `*` suffix wildcards).
+    pub objectives: Vec<String>,
     pub state: HostState,
     /// 0 when idle.
     pub current_job: u64,
@@ -126,6 +156,8 @@ pub struct Host {
 pub struct HostInfo {
     pub backend: Option<BackendKind>,
     pub robot: String,
+    /// Objectives served besides gaits (text forms, `*` suffix wildcards).
+    pub objectives: Vec<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -137,6 +169,19 @@ pub enum RunState {
 }
 
 impl RunState {
+    pub const ALL: [RunState; 4] = [
+        RunState::Running,
+        RunState::Finished,
+        RunState::Stopped,
+        RunState::Failed,
+    ];
+
+    /// The state named `text` by [`RunState::as_str`].
+    #[must_use]
+    pub fn parse(text: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|s| s.as_str() == text)
+    }
+
     #[must_use]
     pub fn as_str(self) -> &'static str {
         match self {
@@ -185,6 +230,11 @@ pub struct RunSpec {
     pub max_evaluations: u64,
     /// 0 means unlimited.
     pub max_seconds: f64,
+    /// What the run maximises; a bare parameter space needs an expression
+    /// or a named objective. Runs stored before objectives existed read as
+    /// gaits.
+    #[serde(default)]
+    pub objective: Objective,
 }
 
 impl RunSpec {
@@ -203,6 +253,7 @@ impl RunSpec {
             backend: None,
             max_evaluations: 0,
             max_seconds: 0.0,
+            objective: Objective::Gait,
         }
     }
 }

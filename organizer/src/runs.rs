@@ -20,7 +20,7 @@ use std::time::Instant;
 use tokio::sync::{broadcast, mpsc, watch};
 use tokio_stream::wrappers::BroadcastStream;
 use tokio_stream::{Stream, StreamExt};
-use yamor_core::evaluation::{BackendKind, EvaluationJob};
+use yamor_core::evaluation::{BackendKind, EvaluationJob, Objective};
 use yamor_core::optimize::OptimizationConfig;
 use yamor_optimizer_api::{Bound, Optimizer, Outcome, Plugin, PluginInfo, Settings, Space, Step};
 
@@ -54,16 +54,16 @@ pub enum RunError {
     Store(#[from] StoreError),
 }
 
-/// What is being optimized.
-enum Objective {
+/// How a point of the space becomes a job.
+enum Blueprint {
     /// A gait: a yamorconfig with <optimize> rules.
     Gait(Box<OptimizationConfig>),
-    /// Bare named parameters (expression hosts).
+    /// Bare named parameters of an expression or external objective.
     Bare,
 }
 
 struct Prepared {
-    objective: Objective,
+    blueprint: Blueprint,
     space: Space,
     template: JobRequest,
 }
@@ -83,25 +83,25 @@ impl Prepared {
     fn job_for(&self, x: &[f64]) -> Result<JobRequest, String> {
         let mut request = self.template.clone();
         request.job.parameters = self.parameters(x);
-        if let Objective::Gait(config) = &self.objective {
+        if let Blueprint::Gait(config) = &self.blueprint {
             request.job.gait = Some(config.apply(x).map_err(|e| e.to_string())?);
         }
         Ok(request)
     }
 
     fn best_gait(&self, x: &[f64]) -> String {
-        match &self.objective {
-            Objective::Gait(config) => config
+        match &self.blueprint {
+            Blueprint::Gait(config) => config
                 .apply(x)
                 .map(|g| g.to_xml_string())
                 .unwrap_or_default(),
-            Objective::Bare => String::new(),
+            Blueprint::Bare => String::new(),
         }
     }
 }
 
 fn prepare(spec: &RunSpec) -> Result<Prepared, String> {
-    let (objective, space) = match &spec.problem {
+    let (blueprint, space) = match &spec.problem {
         Problem::OptimizationXml(xml) => {
             let config = OptimizationConfig::from_xml_str("optimization_xml", xml)
                 .map_err(|e| e.to_string())?;
@@ -122,7 +122,7 @@ fn prepare(spec: &RunSpec) -> Result<Prepared, String> {
                 .collect();
             let start = free.iter().map(|p| p.start).collect();
             let space = Space::new(bounds, start).map_err(|e| format!("optimization_xml: {e}"))?;
-            (Objective::Gait(Box::new(config)), space)
+            (Blueprint::Gait(Box::new(config)), space)
         }
         Problem::Space(bounds) => {
             let start = bounds.iter().map(|b| b.start).collect();
@@ -135,13 +135,30 @@ fn prepare(spec: &RunSpec) -> Result<Prepared, String> {
                 })
                 .collect();
             let space = Space::new(bounds, start).map_err(|e| format!("space: {e}"))?;
-            (Objective::Bare, space)
+            (Blueprint::Bare, space)
         }
     };
-    let backend = spec.backend.unwrap_or(match objective {
-        Objective::Gait(_) => BackendKind::Simulation,
-        Objective::Bare => BackendKind::Expression,
-    });
+    // Gaits default to simulation; a bare objective goes to whichever host
+    // serves it, whatever its kind.
+    let backend = match (&blueprint, spec.backend) {
+        (_, Some(kind)) => Some(kind),
+        (Blueprint::Gait(_), None) => Some(BackendKind::Simulation),
+        (Blueprint::Bare, None) => None,
+    };
+    match (&blueprint, &spec.objective) {
+        (Blueprint::Bare, Objective::Gait) => {
+            return Err(
+                "a run over bare parameters must name its objective: an expression (expr:<text>) or an external objective's name"
+                    .into(),
+            );
+        }
+        (Blueprint::Gait(_), objective @ (Objective::Expression(_) | Objective::Named(_))) => {
+            return Err(format!(
+                "optimization_xml describes a gait, but the objective is {objective}"
+            ));
+        }
+        _ => {}
+    }
     if !spec.max_seconds.is_finite() || spec.max_seconds < 0.0 {
         return Err(format!(
             "max_seconds must be non-negative, got {}",
@@ -150,17 +167,18 @@ fn prepare(spec: &RunSpec) -> Result<Prepared, String> {
     }
     let template = JobRequest {
         job: EvaluationJob {
+            objective: spec.objective.clone(),
             robot: spec.robot.clone(),
             gait: None,
             parameters: Vec::new(),
             spec: spec.spec.clone(),
         },
-        backend: Some(backend),
+        backend,
         max_attempts: 0,
         timeout: None,
     };
     let prepared = Prepared {
-        objective,
+        blueprint,
         space,
         template,
     };
@@ -259,12 +277,28 @@ impl Runs {
         let settings = self
             .resolve_settings(&spec)
             .map_err(ScheduleError::Invalid)?;
+        if spec.objective == Objective::Expression(String::new()) {
+            return Err(ScheduleError::Invalid(
+                "objective: expr: needs an expression, e.g. expr:-(x*x + y*y)".into(),
+            ));
+        }
         let prepared = prepare(&spec).map_err(ScheduleError::Invalid)?;
         // Creating the optimizer validates the settings against the space.
         self.plugin(&spec.optimizer)
             .map_err(ScheduleError::Invalid)?
-            .create(&prepared.space, &settings, spec.seed)
+            .create(&prepared.space, &settings, spec.seed, budget_of(&spec))
             .map_err(|e| ScheduleError::Invalid(format!("settings: {e}")))?;
+        // A run nobody can serve would wait forever without a word.
+        if !self.scheduler.serves(&prepared.template) {
+            return Err(ScheduleError::Invalid(format!(
+                "no registered host serves {}{}: register one first (yamor host …)",
+                spec.objective,
+                prepared
+                    .template
+                    .backend
+                    .map_or(String::new(), |k| format!(" on a {} host", k.as_str()))
+            )));
+        }
         let id = {
             let mut next = self.next_id.lock().unwrap_or_else(|e| e.into_inner());
             *next += 1;
@@ -512,7 +546,7 @@ impl Runs {
             .map_err(RunError::Invalid)?
             .clone();
         let optimizer = plugin
-            .create(&prepared.space, &settings, seed)
+            .create(&prepared.space, &settings, seed, budget_of(spec))
             .map_err(|e| RunError::Optimizer(e.to_string()))?;
         let history = self
             .scheduler
@@ -835,4 +869,9 @@ fn row_view(row: &RunRow) -> Run {
         finished_ms: row.finished_ms,
         elapsed_s: row.elapsed_s,
     }
+}
+
+/// The budget a plugin may plan with (0 means the optimizer's own schedule).
+fn budget_of(spec: &RunSpec) -> Option<u64> {
+    (spec.max_evaluations > 0).then_some(spec.max_evaluations)
 }

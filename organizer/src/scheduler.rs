@@ -84,6 +84,40 @@ pub struct SchedulerConfig {
     pub default_timeout: Duration,
 }
 
+impl SchedulerConfig {
+    /// The policy from seconds as a user gives them: every time positive
+    /// and finite, the lease longer than the heartbeat, at least one attempt.
+    pub fn from_seconds(
+        heartbeat: f64,
+        lease: f64,
+        attempts: u32,
+        job_timeout: f64,
+    ) -> Result<Self, ScheduleError> {
+        for (name, v) in [
+            ("heartbeat", heartbeat),
+            ("lease", lease),
+            ("job timeout", job_timeout),
+        ] {
+            if !(v.is_finite() && v > 0.0) {
+                return Err(ScheduleError::Invalid(format!(
+                    "the {name} must be a positive number of seconds, got {v}"
+                )));
+            }
+        }
+        if lease <= heartbeat {
+            return Err(ScheduleError::Invalid(format!(
+                "the lease ({lease} s) must be longer than the heartbeat ({heartbeat} s)"
+            )));
+        }
+        Ok(SchedulerConfig {
+            heartbeat_interval: Duration::from_secs_f64(heartbeat),
+            lease: Duration::from_secs_f64(lease),
+            default_attempts: attempts.max(1),
+            default_timeout: Duration::from_secs_f64(job_timeout),
+        })
+    }
+}
+
 impl Default for SchedulerConfig {
     fn default() -> Self {
         SchedulerConfig {
@@ -124,6 +158,7 @@ struct HostEntry {
     client: Arc<dyn HostClient>,
     backend: Option<BackendKind>,
     robot: String,
+    objectives: Vec<String>,
     state: HostState,
     current_job: u64,
     last_seen: Instant,
@@ -203,6 +238,7 @@ impl Scheduler {
                     client,
                     backend: None,
                     robot: String::new(),
+                    objectives: Vec::new(),
                     state: HostState::Down,
                     current_job: 0,
                     last_seen: stale,
@@ -339,6 +375,7 @@ impl Scheduler {
                 client: client.clone(),
                 backend: None,
                 robot: String::new(),
+                objectives: Vec::new(),
                 state: HostState::Free,
                 current_job: 0,
                 last_seen: Instant::now(),
@@ -352,6 +389,7 @@ impl Scheduler {
             }
             entry.backend = info.backend;
             entry.robot = info.robot;
+            entry.objectives = info.objectives;
             entry.last_seen = Instant::now();
             if entry.state == HostState::Down {
                 entry.state = HostState::Free;
@@ -420,6 +458,15 @@ impl Scheduler {
     pub fn hosts(&self) -> Vec<Host> {
         let core = self.lock();
         core.hosts.iter().map(|(id, h)| host_view(*id, h)).collect()
+    }
+
+    /// Whether any registered host, up or down, could take `request`.
+    #[must_use]
+    pub fn serves(&self, request: &JobRequest) -> bool {
+        let core = self.lock();
+        core.hosts
+            .values()
+            .any(|h| fits(request, h.backend, &h.objectives))
     }
 
     // ----------------------------------------------------------------- jobs
@@ -589,8 +636,7 @@ impl Scheduler {
             .map(|(id, _)| *id)
             .collect();
         for host_id in free {
-            let backend = core.hosts[&host_id].backend;
-            let Some(job_id) = next_job_for(&mut core, backend) else {
+            let Some(job_id) = next_job_for(&mut core, host_id) else {
                 continue;
             };
             let started = now_ms();
@@ -913,6 +959,7 @@ impl Scheduler {
                 host.last_seen = Instant::now();
                 host.backend = info.backend.or(host.backend);
                 host.robot = info.robot;
+                host.objectives = info.objectives;
                 if host.state == HostState::Down {
                     tracing::info!(host = host.name, "host is back");
                     host.state = HostState::Free;
@@ -937,7 +984,9 @@ fn enqueue(core: &mut Core, owner: String, job_id: u64, front: bool) {
 
 /// Round robin over owners: the first owner (in turn order) whose head job
 /// fits the host gives it up and goes to the back of the line.
-fn next_job_for(core: &mut Core, backend: Option<BackendKind>) -> Option<u64> {
+fn next_job_for(core: &mut Core, host_id: u64) -> Option<u64> {
+    let host = &core.hosts[&host_id];
+    let (backend, objectives) = (host.backend, host.objectives.clone());
     for position in 0..core.turn.len() {
         let owner = core.turn[position].clone();
         let Some(queue) = core.queues.get_mut(&owner) else {
@@ -946,8 +995,11 @@ fn next_job_for(core: &mut Core, backend: Option<BackendKind>) -> Option<u64> {
         let Some(&head) = queue.front() else {
             continue;
         };
-        let wanted = core.jobs.get(&head).and_then(|j| j.request.backend);
-        if wanted.is_some() && wanted != backend {
+        let fits = core
+            .jobs
+            .get(&head)
+            .is_some_and(|j| fits(&j.request, backend, &objectives));
+        if !fits {
             continue;
         }
         queue.pop_front();
@@ -961,6 +1013,12 @@ fn next_job_for(core: &mut Core, backend: Option<BackendKind>) -> Option<u64> {
         return Some(head);
     }
     None
+}
+
+/// Whether a host of kind `backend` serving `objectives` may take `request`.
+fn fits(request: &JobRequest, backend: Option<BackendKind>, objectives: &[String]) -> bool {
+    let kind_fits = request.backend.is_none() || request.backend == backend;
+    kind_fits && request.job.objective.served_by(backend, objectives)
 }
 
 /// Checks what the wire conversion cannot: that a job can run at all.
@@ -1003,6 +1061,7 @@ fn host_view(id: u64, h: &HostEntry) -> Host {
         address: h.address.clone(),
         backend: h.backend,
         robot: h.robot.clone(),
+        objectives: h.objectives.clone(),
         state: h.state,
         current_job: h.current_job,
         last_seen: h.last_seen.elapsed(),
@@ -1017,6 +1076,7 @@ fn request_view(request: &JobRequest, brief: bool) -> JobRequest {
     }
     JobRequest {
         job: EvaluationJob {
+            objective: request.job.objective.clone(),
             robot: RobotSource::Default,
             gait: None,
             parameters: request.job.parameters.clone(),

@@ -16,7 +16,9 @@ use std::sync::{Arc, Mutex};
 
 use rusqlite::{Connection, params};
 use tokio::sync::oneshot;
-use yamor_core::evaluation::{BackendKind, EvaluationJob, EvaluationSpec, Outcome, RobotSource};
+use yamor_core::evaluation::{
+    BackendKind, EvaluationJob, EvaluationSpec, Objective, Outcome, RobotSource,
+};
 
 pub use crate::model::JobFilter;
 use crate::model::{Job, JobRequest, JobState, RunSpec, RunState};
@@ -154,12 +156,13 @@ pub struct Store {
 }
 
 /// The schema version this code writes (`PRAGMA user_version`). Version 0
-/// is the layout before it: protobuf blobs and proto enum numbers.
-pub const SCHEMA_VERSION: i64 = 1;
+/// is the layout before versions: protobuf blobs and proto enum numbers;
+/// version 1 had no job objectives.
+pub const SCHEMA_VERSION: i64 = 2;
 
-/// Version 1. States are text; a job's request is columns (the robot, the
-/// gait XML, parameters and spec as JSON); an outcome is JSON of core's
-/// `Outcome`. Nothing here depends on the wire format.
+/// Version 2. States are text; a job's request is columns (the objective,
+/// the robot, the gait XML, parameters and spec as JSON); an outcome is JSON
+/// of core's `Outcome`. Nothing here depends on the wire format.
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS hosts (
     id INTEGER PRIMARY KEY,
@@ -204,7 +207,8 @@ CREATE TABLE IF NOT EXISTS jobs (
     error TEXT NOT NULL,
     submitted_ms INTEGER NOT NULL,
     started_ms INTEGER NOT NULL,
-    finished_ms INTEGER NOT NULL
+    finished_ms INTEGER NOT NULL,
+    objective TEXT NOT NULL DEFAULT ''
 );
 CREATE INDEX IF NOT EXISTS jobs_by_run ON jobs (run_id, seq);
 CREATE INDEX IF NOT EXISTS jobs_by_state ON jobs (state);
@@ -260,7 +264,11 @@ fn upgrade(conn: &mut Connection, path: &Path) -> Result<(), StoreError> {
         [],
         |r| r.get(0),
     )?;
-    if has_jobs {
+    if version == 1 {
+        // Rows without an objective are read as gaits, or as "any
+        // expression host" for bare problems (see `legacy_objective`).
+        tx.execute_batch("ALTER TABLE jobs ADD COLUMN objective TEXT NOT NULL DEFAULT ''")?;
+    } else if has_jobs {
         v0::migrate(&tx).map_err(|why| StoreError::Migration {
             path: path.to_owned(),
             why,
@@ -375,7 +383,7 @@ impl Store {
             let list: Vec<String> = filter
                 .states
                 .iter()
-                .map(|s| format!("'{}'", job_state_text(*s)))
+                .map(|s| format!("'{}'", s.as_str()))
                 .collect();
             sql.push_str(&format!(" AND state IN ({})", list.join(",")));
         }
@@ -486,54 +494,26 @@ fn max_id(c: &Connection, table: &str) -> rusqlite::Result<u64> {
 
 // ------------------------------------------------------------- columns
 
-fn job_state_text(s: JobState) -> &'static str {
-    match s {
-        JobState::Queued => "queued",
-        JobState::Running => "running",
-        JobState::Done => "done",
-        JobState::Failed => "failed",
-        JobState::Cancelled => "cancelled",
-    }
-}
-
 fn job_state_from(text: &str) -> Result<JobState, StoreError> {
-    Ok(match text {
-        "queued" => JobState::Queued,
-        "running" => JobState::Running,
-        "done" => JobState::Done,
-        "failed" => JobState::Failed,
-        "cancelled" => JobState::Cancelled,
-        other => return Err(corrupt("job state", other)),
-    })
-}
-
-fn run_state_text(s: RunState) -> &'static str {
-    match s {
-        RunState::Running => "running",
-        RunState::Finished => "finished",
-        RunState::Stopped => "stopped",
-        RunState::Failed => "failed",
-    }
+    JobState::parse(text).ok_or_else(|| corrupt("job state", text))
 }
 
 fn run_state_from(text: &str) -> Result<RunState, StoreError> {
-    Ok(match text {
-        "running" => RunState::Running,
-        "finished" => RunState::Finished,
-        "stopped" => RunState::Stopped,
-        "failed" => RunState::Failed,
-        other => return Err(corrupt("run state", other)),
-    })
+    RunState::parse(text).ok_or_else(|| corrupt("run state", text))
 }
 
 fn backend_from(text: Option<&str>) -> Result<Option<BackendKind>, StoreError> {
-    Ok(match text {
-        None => None,
-        Some("simulation") => Some(BackendKind::Simulation),
-        Some("real") => Some(BackendKind::Real),
-        Some("expression") => Some(BackendKind::Expression),
-        Some(other) => return Err(corrupt("backend", other)),
-    })
+    text.map(|t| BackendKind::parse(t).ok_or_else(|| corrupt("backend", t)))
+        .transpose()
+}
+
+/// Runs and jobs written before objectives existed: a bare problem meant
+/// "any expression host", which is now the empty expression.
+fn legacy_objective(stored: Objective, bare: bool) -> Objective {
+    match stored {
+        Objective::Gait if bare => Objective::Expression(String::new()),
+        other => other,
+    }
 }
 
 fn corrupt(what: &str, why: impl std::fmt::Display) -> StoreError {
@@ -551,7 +531,7 @@ fn from_json<T: serde::de::DeserializeOwned>(what: &str, text: &str) -> Result<T
     serde_json::from_str(text).map_err(|e| corrupt(what, e))
 }
 
-const JOB_COLUMNS: &str = "id, run_id, owner, seq, tell_seq, state, robot_kind, robot, gait_xml, parameters, spec, backend, max_attempts, timeout_s, attempts, host, velocity, outcome, error, submitted_ms, started_ms, finished_ms";
+const JOB_COLUMNS: &str = "id, run_id, owner, seq, tell_seq, state, robot_kind, robot, gait_xml, parameters, spec, backend, max_attempts, timeout_s, attempts, host, velocity, outcome, error, submitted_ms, started_ms, finished_ms, objective";
 const RUN_COLUMNS: &str = "id, name, optimizer, settings, seed, spec, state, evaluations, best_velocity, best_parameters, error, started_ms, finished_ms, elapsed_s";
 
 fn job_row(r: &rusqlite::Row<'_>) -> Result<Job, StoreError> {
@@ -573,6 +553,11 @@ fn job_row(r: &rusqlite::Row<'_>) -> Result<Job, StoreError> {
     };
     let parameters: Vec<(String, f64)> = from_json("parameters", &r.get::<_, String>(9)?)?;
     let spec: EvaluationSpec = from_json("spec", &r.get::<_, String>(10)?)?;
+    let backend = backend_from(r.get::<_, Option<String>>(11)?.as_deref())?;
+    let objective = legacy_objective(
+        Objective::parse(&r.get::<_, String>(22)?),
+        backend == Some(BackendKind::Expression),
+    );
     let outcome = match r.get::<_, Option<String>>(17)? {
         None => None,
         Some(text) => Some(from_json::<Outcome>("outcome", &text)?),
@@ -586,12 +571,13 @@ fn job_row(r: &rusqlite::Row<'_>) -> Result<Job, StoreError> {
         state: job_state_from(&r.get::<_, String>(5)?)?,
         request: JobRequest {
             job: EvaluationJob {
+                objective,
                 robot,
                 gait,
                 parameters,
                 spec,
             },
-            backend: backend_from(r.get::<_, Option<String>>(11)?.as_deref())?,
+            backend,
             max_attempts: r.get(12)?,
             timeout: r
                 .get::<_, Option<f64>>(13)?
@@ -614,7 +600,12 @@ fn run_row(r: &rusqlite::Row<'_>) -> Result<RunRow, StoreError> {
         optimizer: r.get(2)?,
         settings: r.get(3)?,
         seed: r.get::<_, i64>(4)? as u64,
-        spec: from_json("run spec", &r.get::<_, String>(5)?)?,
+        spec: {
+            let mut spec: RunSpec = from_json("run spec", &r.get::<_, String>(5)?)?;
+            let bare = matches!(spec.problem, crate::model::Problem::Space(_));
+            spec.objective = legacy_objective(spec.objective, bare);
+            spec
+        },
         state: run_state_from(&r.get::<_, String>(6)?)?,
         evaluations: r.get::<_, i64>(7)? as u64,
         best_velocity: r.get(8)?,
@@ -633,7 +624,7 @@ fn insert_job(tx: &rusqlite::Transaction<'_>, j: &Job) -> rusqlite::Result<()> {
         RobotSource::Morphology(xml) => ("morphology", xml.as_str()),
     };
     tx.prepare_cached(&format!(
-        "INSERT OR REPLACE INTO jobs ({JOB_COLUMNS}) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,?22)"
+        "INSERT OR REPLACE INTO jobs ({JOB_COLUMNS}) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,?22,?23)"
     ))?
     .execute(params![
         j.id as i64,
@@ -641,7 +632,7 @@ fn insert_job(tx: &rusqlite::Transaction<'_>, j: &Job) -> rusqlite::Result<()> {
         j.owner,
         j.seq as i64,
         j.tell_seq.map(|v| v as i64),
-        job_state_text(j.state),
+        j.state.as_str(),
         robot_kind,
         robot,
         j.request.job.gait.as_ref().map(|g| g.to_xml_string()),
@@ -657,7 +648,8 @@ fn insert_job(tx: &rusqlite::Transaction<'_>, j: &Job) -> rusqlite::Result<()> {
         j.error,
         j.submitted_ms,
         j.started_ms,
-        j.finished_ms
+        j.finished_ms,
+        j.request.job.objective.to_text()
     ])?;
     Ok(())
 }
@@ -673,7 +665,7 @@ fn insert_run(tx: &rusqlite::Transaction<'_>, r: &RunRow) -> rusqlite::Result<()
         r.settings,
         r.seed as i64,
         to_json(&r.spec),
-        run_state_text(r.state),
+        r.state.as_str(),
         r.evaluations as i64,
         r.best_velocity,
         to_json(&r.best_parameters),
@@ -762,7 +754,7 @@ fn apply(conn: &mut Connection, batch: &[Envelope]) -> rusqlite::Result<()> {
                 )?
                 .execute(params![
                     *id as i64,
-                    job_state_text(*state),
+                    state.as_str(),
                     tell_seq.map(|v| v as i64),
                     outcome.as_ref().map(to_json),
                     outcome.as_ref().map(|o| o.velocity),
@@ -828,7 +820,7 @@ fn apply(conn: &mut Connection, batch: &[Envelope]) -> rusqlite::Result<()> {
                 )?
                 .execute(params![
                     *id as i64,
-                    run_state_text(*state),
+                    state.as_str(),
                     *evaluations as i64,
                     best_velocity,
                     to_json(best_parameters),

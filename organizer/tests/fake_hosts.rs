@@ -9,13 +9,14 @@ use std::time::Duration;
 
 use common::fake::{Answer, FakeNet};
 use common::temp_dir;
-use yamor_core::evaluation::{BackendKind, EvaluationJob};
+use yamor_core::evaluation::{BackendKind, EvaluationJob, Objective};
 use yamor_organizer::model::{HostState, Job, JobRequest, JobState};
 use yamor_organizer::{HostError, Organizer, SchedulerConfig, Store};
 
 fn job(x: f64) -> JobRequest {
     JobRequest {
         job: EvaluationJob {
+            objective: Objective::Expression("x".into()),
             parameters: vec![("x".into(), x)],
             ..Default::default()
         },

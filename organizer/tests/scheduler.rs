@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::{serve_host, temp_dir};
-use yamor_core::evaluation::{BackendKind, EvaluationJob, Outcome};
+use yamor_core::evaluation::{BackendKind, EvaluationJob, Objective, Outcome};
 use yamor_host_agent::expr::ExprBackend;
 use yamor_organizer::model::{HostState, Job, JobFilter, JobRequest, JobState};
 use yamor_organizer::store::Write;
@@ -37,6 +37,7 @@ async fn organizer_with_hosts(name: &str, hosts: usize, delay: Duration) -> Orga
 fn job(x: f64) -> JobRequest {
     JobRequest {
         job: EvaluationJob {
+            objective: Objective::Expression("x".into()),
             parameters: vec![("x".into(), x)],
             ..Default::default()
         },

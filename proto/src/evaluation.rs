@@ -10,7 +10,8 @@ use std::time::Duration;
 
 use yamor_core::RobotConfig;
 use yamor_core::evaluation::{
-    DefectMode, EvaluationJob, EvaluationSpec, MAX_REPEATS, Outcome, RobotSource, Sample, Situation,
+    DefectMode, EvaluationJob, EvaluationSpec, MAX_REPEATS, Objective, Outcome, RobotSource,
+    Sample, Situation,
 };
 
 use crate::v1 as pb;
@@ -170,6 +171,7 @@ pub fn evaluation_job(job: Option<pb::EvaluationJob>) -> Result<EvaluationJob, C
         parameters.push((p.name, p.value));
     }
     Ok(EvaluationJob {
+        objective: Objective::parse(&job.objective),
         robot: robot(job.robot),
         gait,
         parameters,
@@ -188,6 +190,7 @@ pub fn evaluation_job_to_pb(job: &EvaluationJob) -> pb::EvaluationJob {
             .unwrap_or_default(),
         parameters: parameters_to_pb(&job.parameters),
         spec: Some(spec_to_pb(&job.spec)),
+        objective: job.objective.to_text(),
     }
 }
 
@@ -202,7 +205,9 @@ pub fn parameters_to_pb(parameters: &[(String, f64)]) -> Vec<pb::Parameter> {
         .collect()
 }
 
-fn sample(p: Option<pb::Position>) -> Sample {
+/// A wire position as a sample; absent reads as the origin at t = 0.
+#[must_use]
+pub fn sample(p: Option<pb::Position>) -> Sample {
     let p = p.unwrap_or_default();
     Sample {
         t: p.t,

@@ -192,10 +192,15 @@ pub type AuthChannel = tonic::service::interceptor::InterceptedService<Channel, 
 /// Lazy so a client can be created before its server is up, and reconnects
 /// by itself after the server restarts.
 pub fn channel(url: &str, security: &ClientSecurity) -> Result<AuthChannel, TransportError> {
-    let url = if url.contains("://") {
-        url.to_owned()
-    } else {
-        format!("http://{url}")
+    let url = match url.split_once("://") {
+        Some(("http" | "https", _)) => url.to_owned(),
+        Some((scheme, _)) => {
+            return Err(TransportError::BadAddress(
+                url.to_owned(),
+                format!("unsupported scheme {scheme:?}: use http:// or https://"),
+            ));
+        }
+        None => format!("http://{url}"),
     };
     let mut endpoint = Endpoint::from_shared(url.clone())
         .map_err(|e| TransportError::BadAddress(url.clone(), e.to_string()))?

@@ -18,8 +18,11 @@
 //! - [`robots`]: the example robots of `examples/robots`, embedded.
 //! - [`serial_robot`]: the robot behind a pseudo-terminal, as the real-robot
 //!   backend sees it over a serial line.
+//! - `cli` (feature `clap`): `yamor sim`, `yamor bridge` and `yamor robots`.
 
 pub mod bridge;
+#[cfg(feature = "clap")]
+pub mod cli;
 pub mod evaluate;
 pub mod firmware;
 pub mod geometry;

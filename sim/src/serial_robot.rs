@@ -35,27 +35,36 @@ use yamor_snp::{BROADCAST, Frame, FrameDecoder, HOST, SnpFrame, SnpMessage, flag
 
 /// How the emulated robot behaves on the line.
 #[derive(Debug, Clone, Copy, PartialEq)]
+#[cfg_attr(feature = "clap", derive(clap::Args))]
 pub struct EmulationSettings {
     /// Robot seconds per wall-clock second: 1 is real time, 20 runs a 20 s
     /// walk in one second (the host must be told the same scale).
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = 1.0))]
     pub time_scale: f64,
     /// Most robot seconds a module takes to join the network; each join
     /// takes between half of it and all of it (thesis 5.2.1: up to 7 s).
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = 7.0))]
     pub join_delay: f64,
     /// Robot seconds the robot takes to handle one SNP message (about 1 s
     /// on the real robot).
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = 1.0))]
     pub message_delay: f64,
     /// Probability that a Bluetooth connection is made but never
     /// acknowledged (thesis 5.5.4).
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = 0.2))]
     pub missing_ack: f64,
     /// Probability that a frame, in either direction, has one byte flipped.
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = 0.0))]
     pub corrupt_frame: f64,
     /// Probability that a frame, in either direction, loses one byte.
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = 0.0))]
     pub drop_byte: f64,
     /// Seeds the delays and the line noise.
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = 0))]
     pub seed: u64,
     /// The module the dongle talks to; default: the simulation's master, or
     /// else the central module.
+    #[cfg_attr(feature = "clap", arg(long))]
     pub master: Option<ModuleId>,
 }
 
@@ -96,6 +105,24 @@ pub struct Observed {
     pub unreachable: u64,
 }
 
+/// One line for a terminal: what changed is what the user watches.
+impl std::fmt::Display for Observed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "t={:.0}s network={:?} motors_on={:?} led=({:.3}, {:.3}) requests={} lost_acks={} garbage={}",
+            self.time,
+            self.network,
+            self.motors_on,
+            self.led[0],
+            self.led[1],
+            self.requests,
+            self.lost_acks,
+            self.garbage
+        )
+    }
+}
+
 /// A robot running behind a pseudo-terminal until dropped.
 pub struct EmulatedRobot {
     path: String,
@@ -115,6 +142,8 @@ pub enum EmulationError {
     UnknownMaster(ModuleId),
     #[error("time_scale must be positive and finite, got {0}")]
     TimeScale(f64),
+    #[error("{name} is a probability in [0, 1], got {value}")]
+    Probability { name: &'static str, value: f64 },
 }
 
 impl EmulatedRobot {
@@ -123,6 +152,15 @@ impl EmulatedRobot {
     pub fn spawn(sim: Simulation, settings: EmulationSettings) -> Result<Self, EmulationError> {
         if !(settings.time_scale.is_finite() && settings.time_scale > 0.0) {
             return Err(EmulationError::TimeScale(settings.time_scale));
+        }
+        for (name, value) in [
+            ("missing_ack", settings.missing_ack),
+            ("corrupt_frame", settings.corrupt_frame),
+            ("drop_byte", settings.drop_byte),
+        ] {
+            if !(0.0..=1.0).contains(&value) {
+                return Err(EmulationError::Probability { name, value });
+            }
         }
         let master = settings
             .master

@@ -9,13 +9,13 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail};
 use clap::{Args, Subcommand};
 use tokio_stream::StreamExt;
-use yamor_core::evaluation::{BackendKind, EvaluationSpec, RobotSource};
+use yamor_core::evaluation::{BackendKind, EvaluationSpec, Objective, RobotSource};
 use yamor_host_agent::expr::ExprBackend;
+use yamor_host_agent::serial::SerialSettings;
 use yamor_host_agent::sim::SimBackend;
-use yamor_host_agent::{Backend, HostService, Registration};
-use yamor_organizer::model::{Problem, Run, RunSpec};
+use yamor_host_agent::{Backend, HostOptions, HostServer};
+use yamor_organizer::model::{HostState, Job, JobFilter, Problem, Run, RunSpec, RunVariant};
 use yamor_organizer::{Organizer, SchedulerConfig};
-use yamor_proto::v1 as pb;
 
 use crate::net::{ClientOpts, ServerOpts, shutdown_signal};
 
@@ -43,42 +43,18 @@ pub struct OrganizerArgs {
     security: ServerOpts,
 }
 
-impl OrganizerArgs {
-    pub fn config(&self) -> Result<SchedulerConfig> {
-        for (name, v) in [
-            ("heartbeat", self.heartbeat),
-            ("lease", self.lease),
-            ("job-timeout", self.job_timeout),
-        ] {
-            if !(v.is_finite() && v > 0.0) {
-                bail!("--{name} must be a positive number of seconds, got {v}");
-            }
-        }
-        if self.lease <= self.heartbeat {
-            bail!(
-                "--lease ({}) must be longer than --heartbeat ({})",
-                self.lease,
-                self.heartbeat
-            );
-        }
-        Ok(SchedulerConfig {
-            heartbeat_interval: Duration::from_secs_f64(self.heartbeat),
-            lease: Duration::from_secs_f64(self.lease),
-            default_attempts: self.attempts.max(1),
-            default_timeout: Duration::from_secs_f64(self.job_timeout),
-        })
-    }
-}
-
 pub async fn organizer(args: OrganizerArgs) -> Result<()> {
     let security = args.security.server()?;
     yamor_proto::transport::check_exposure(args.listen, &security)?;
-    let organizer = Organizer::open(
+    let config =
+        SchedulerConfig::from_seconds(args.heartbeat, args.lease, args.attempts, args.job_timeout)?;
+    let organizer = Organizer::start(
         &args.db,
-        args.config()?,
+        config,
         args.security.client()?,
         yamor_local::optimizers(),
     )
+    .await
     .with_context(|| format!("opening {}", args.db.display()))?;
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await
@@ -105,10 +81,10 @@ pub async fn organizer(args: OrganizerArgs) -> Result<()> {
 #[derive(Args)]
 pub struct HostArgs {
     /// Simulate this robot (an embedded example: quadruped, snake, ...).
-    #[arg(long, conflicts_with = "expr")]
+    #[arg(long, conflicts_with_all = ["expr", "serial"])]
     sim: Option<String>,
     /// Evaluate this MathEval expression of the parameters instead of a robot.
-    #[arg(long, allow_hyphen_values = true)]
+    #[arg(long, allow_hyphen_values = true, conflicts_with = "serial")]
     expr: Option<String>,
     /// Artificial delay per expression evaluation, in milliseconds.
     #[arg(long, default_value_t = 0)]
@@ -128,7 +104,9 @@ pub struct HostArgs {
     #[command(flatten)]
     security: ServerOpts,
     #[command(flatten)]
-    serial: crate::robot::SerialOpts,
+    serial: Option<SerialSettings>,
+    #[command(flatten)]
+    tracker: crate::robot::TrackerOpts,
 }
 
 pub fn backend_for(
@@ -144,66 +122,36 @@ pub fn backend_for(
 }
 
 pub async fn host(args: HostArgs) -> Result<()> {
-    let backend: Arc<dyn Backend> = match args.serial.backend()? {
-        Some(serial) => Arc::new(serial),
+    let backend: Arc<dyn Backend> = match args.serial {
+        Some(settings) => Arc::new(crate::robot::serial_backend(settings, &args.tracker)?),
+        None if args.tracker.camapp.is_some() => {
+            bail!("--camapp measures a real robot: give --serial")
+        }
         None => backend_for(
             args.sim.as_deref(),
             args.expr.as_deref(),
             Duration::from_millis(args.delay_ms),
         )?,
     };
-    let security = args.security.server()?;
-    yamor_proto::transport::check_exposure(args.listen, &security)?;
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await
         .with_context(|| format!("binding {}", args.listen))?;
-    let local = listener.local_addr()?;
-    let scheme = if security.tls.is_some() {
-        "https"
-    } else {
-        "http"
+    let options = HostOptions {
+        name: args.name,
+        advertise: args.advertise,
+        organizer: args.organizer,
+        server: args.security.server()?,
+        client: args.security.client()?,
     };
-    let address = args
-        .advertise
-        .clone()
-        .unwrap_or_else(|| format!("{scheme}://{local}"));
-    let name = args.name.clone().unwrap_or_else(|| address.clone());
-    let service = Arc::new(HostService::new(name.clone(), backend.clone()));
+    let host = HostServer::new(listener, backend.clone(), options)?;
     // Printed on stdout so scripts and tests can pick up the address.
     println!(
-        "host {name} listening on {address} ({})",
+        "host {} listening on {} ({})",
+        host.name,
+        host.address,
         backend.describe()
     );
-    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-    let registration = args.organizer.clone().map(|organizer| {
-        let registration = Registration {
-            organizer,
-            security: args.security.client().unwrap_or_default(),
-            name: name.clone(),
-            address: address.clone(),
-        };
-        let mut stop = stop_rx.clone();
-        let service = service.clone();
-        // A real robot must not walk on when nobody is in charge.
-        tokio::spawn(yamor_host_agent::keep_registered_or(
-            registration,
-            async move {
-                let _ = stop.wait_for(|s| *s).await;
-            },
-            move || {
-                let service = service.clone();
-                tokio::spawn(async move { service.halt().await });
-            },
-        ))
-    });
-    yamor_host_agent::serve(listener, service, security, async move {
-        shutdown_signal().await;
-    })
-    .await?;
-    let _ = stop_tx.send(true);
-    if let Some(task) = registration {
-        let _ = task.await;
-    }
+    host.run(shutdown_signal()).await?;
     Ok(())
 }
 
@@ -221,38 +169,32 @@ pub enum HostsCommand {
     Remove { host: String },
 }
 
-fn host_state(s: i32) -> &'static str {
-    match pb::HostState::try_from(s) {
-        Ok(pb::HostState::Free) => "free",
-        Ok(pb::HostState::Busy) => "busy",
-        Ok(pb::HostState::Down) => "down",
-        _ => "?",
+fn host_state(state: HostState) -> &'static str {
+    match state {
+        HostState::Free => "free",
+        HostState::Busy => "busy",
+        HostState::Down => "down",
     }
 }
 
-fn backend_name(b: i32) -> &'static str {
-    match pb::Backend::try_from(b) {
-        Ok(pb::Backend::Simulation) => "sim",
-        Ok(pb::Backend::Real) => "real",
-        Ok(pb::Backend::Expression) => "expr",
-        _ => "?",
+fn backend_name(kind: Option<BackendKind>) -> &'static str {
+    match kind {
+        Some(BackendKind::Simulation) => "sim",
+        Some(BackendKind::Real) => "real",
+        Some(BackendKind::Expression) => "expr",
+        None => "?",
     }
 }
 
 pub async fn hosts(client: ClientOpts, command: HostsCommand) -> Result<()> {
-    let mut organizer = client.organizer()?;
+    let organizer = client.organizer()?;
     match command {
         HostsCommand::List => {
-            let hosts = organizer
-                .list_hosts(pb::ListHostsRequest {})
-                .await?
-                .into_inner()
-                .hosts;
             println!(
                 "{:>4}  {:<28} {:<5} {:<6} {:>7} {:>9} {:>8} {:>8}  robot",
                 "id", "name", "kind", "state", "job", "seen (s)", "evals", "failures"
             );
-            for h in hosts {
+            for h in organizer.list_hosts().await? {
                 println!(
                     "{:>4}  {:<28} {:<5} {:<6} {:>7} {:>9.1} {:>8} {:>8}  {}",
                     h.id,
@@ -264,7 +206,7 @@ pub async fn hosts(client: ClientOpts, command: HostsCommand) -> Result<()> {
                     } else {
                         h.current_job.to_string()
                     },
-                    h.last_seen_s,
+                    h.last_seen.as_secs_f64(),
                     h.evaluations,
                     h.failures,
                     h.robot
@@ -272,54 +214,56 @@ pub async fn hosts(client: ClientOpts, command: HostsCommand) -> Result<()> {
             }
         }
         HostsCommand::Add { address, name } => {
-            let host = organizer
-                .register_host(pb::RegisterHostRequest { name, address })
-                .await?
-                .into_inner()
-                .host
-                .unwrap_or_default();
+            let host = organizer.register_host(&name, &address).await?;
             println!(
                 "added host {} ({}) as id {}",
                 host.name, host.address, host.id
             );
         }
         HostsCommand::Remove { host } => {
-            let (host_id, name) = match host.parse::<u64>() {
-                Ok(id) => (id, String::new()),
-                Err(_) => (0, host),
-            };
-            organizer
-                .deregister_host(pb::DeregisterHostRequest { host_id, name })
-                .await?;
+            organizer.deregister_host(&host).await?;
             println!("removed");
         }
     }
     Ok(())
 }
 
+/// `optimize start` and `optimize batch`: a run on the cluster's hosts.
 #[derive(Args, Clone)]
 pub struct RunSpecArgs {
-    /// Optimizer plugin (see `yamor optimize list-optimizers`).
-    #[arg(long, default_value = "pso")]
-    pub optimizer: String,
     /// Robot simulation hosts build (an embedded example).
     #[arg(long, default_value = "quadruped")]
     pub robot: String,
+    #[command(flatten)]
+    pub options: RunOptions,
+}
+
+/// What a run optimizes and how; `yamor run` shares these.
+#[derive(Args, Clone)]
+pub struct RunOptions {
+    /// Optimizer plugin (see `yamor optimize optimizers`).
+    #[arg(long, default_value = "pso")]
+    pub optimizer: String,
     /// Optimization configuration: yamorconfig with <optimize> rules (thesis 5.7.2).
     /// Defaults to the robot's own.
     #[arg(long, conflicts_with = "param")]
     pub config: Option<PathBuf>,
-    /// Bare parameters for expression hosts: name=min:max[:start] (repeatable).
-    #[arg(long)]
+    /// Bare parameters: name=min:max[:start] (repeatable); needs --objective.
+    #[arg(long, requires = "objective")]
     pub param: Vec<String>,
+    /// What a run over --param maximises: expr:<MathEval text> (served by
+    /// `yamor host --expr <text>`) or an external objective's name.
+    #[arg(long)]
+    pub objective: Option<String>,
     /// Optimizer setting name=value (repeatable).
     #[arg(long = "set")]
     pub settings: Vec<String>,
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    /// Maximum evaluations (0: the optimizer's own schedule).
-    #[arg(long, default_value_t = 0)]
-    pub budget: u64,
+    /// Maximum evaluations (0: the optimizer's own schedule; `yamor run`:
+    /// 480, about a minute on two cores).
+    #[arg(long)]
+    pub budget: Option<u64>,
     /// Maximum seconds (0: unlimited).
     #[arg(long, default_value_t = 0.0)]
     pub time: f64,
@@ -355,13 +299,14 @@ fn parse_settings(pairs: &[String]) -> Result<BTreeMap<String, String>> {
         .collect()
 }
 
-impl RunSpecArgs {
-    pub fn spec(&self) -> Result<RunSpec> {
+impl RunOptions {
+    /// The run on `robot`, with `budget` unless one was given.
+    pub fn spec(&self, robot: &str, budget: u64) -> Result<RunSpec> {
         let problem = if self.param.is_empty() {
             Problem::OptimizationXml(match &self.config {
                 // The thesis' own files are Windows-1252: read in the declared encoding.
                 Some(path) => yamor_core::read_xml_file(path)?,
-                None => yamor_local::default_optimization(&self.robot)?,
+                None => yamor_local::default_optimization(robot)?,
             })
         } else {
             Problem::Space(
@@ -375,7 +320,7 @@ impl RunSpecArgs {
             name: self.name.clone().unwrap_or_default(),
             settings: parse_settings(&self.settings)?,
             seed: self.seed,
-            robot: RobotSource::Example(self.robot.clone()),
+            robot: RobotSource::Example(robot.to_owned()),
             spec: EvaluationSpec {
                 warmup: self.warmup,
                 measure: self.measure,
@@ -387,7 +332,8 @@ impl RunSpecArgs {
                 HostKind::Real => BackendKind::Real,
                 HostKind::Expr => BackendKind::Expression,
             }),
-            max_evaluations: self.budget,
+            max_evaluations: self.budget.unwrap_or(budget),
+            objective: Objective::parse(self.objective.as_deref().unwrap_or_default()),
             max_seconds: self.time,
             ..RunSpec::new(self.optimizer.clone(), problem)
         })
@@ -430,20 +376,16 @@ pub fn print_run(r: &Run) {
     );
 }
 
-fn run_from_pb(run: pb::Run) -> Result<Run> {
-    yamor_organizer::grpc::run_from_pb(run).map_err(anyhow::Error::msg)
-}
-
 pub async fn optimize(client: ClientOpts, command: OptimizeCommand) -> Result<()> {
-    let mut organizer = client.organizer()?;
+    let organizer = client.organizer()?;
     match command {
         OptimizeCommand::Start(spec) => {
-            let request = yamor_organizer::grpc::run_spec_to_pb(&spec.spec()?);
-            let run = organizer.start_run(request).await?.into_inner();
+            let run = organizer
+                .start_run(&spec.options.spec(&spec.robot, 0)?)
+                .await?;
             println!("started run {} ({})", run.id, run.name);
         }
         OptimizeCommand::Batch { spec, variant } => {
-            let base = yamor_organizer::grpc::run_spec_to_pb(&spec.spec()?);
             let variants = variant
                 .iter()
                 .enumerate()
@@ -453,26 +395,20 @@ pub async fn optimize(client: ClientOpts, command: OptimizeCommand) -> Result<()
                         .filter(|s| !s.trim().is_empty())
                         .map(str::to_owned)
                         .collect();
-                    Ok(pb::RunVariant {
+                    Ok(RunVariant {
                         // Unnamed batches get "<optimizer>-<run id>" from the organizer.
                         name: spec
+                            .options
                             .name
                             .as_ref()
                             .map_or(String::new(), |n| format!("{n}-{}", i + 1)),
-                        settings: parse_settings(&pairs)?.into_iter().collect(),
-                        seed: spec.seed + i as u64,
+                        settings: parse_settings(&pairs)?,
+                        seed: spec.options.seed + i as u64,
                     })
                 })
                 .collect::<Result<Vec<_>>>()?;
-            let runs = organizer
-                .batch_start_runs(pb::BatchStartRunsRequest {
-                    base: Some(base),
-                    variants,
-                })
-                .await?
-                .into_inner()
-                .runs;
-            for r in runs {
+            let base = spec.options.spec(&spec.robot, 0)?;
+            for r in organizer.batch_start_runs(&base, &variants).await? {
                 println!("started run {} ({})", r.id, r.name);
             }
         }
@@ -481,22 +417,12 @@ pub async fn optimize(client: ClientOpts, command: OptimizeCommand) -> Result<()
                 "{:>4}  {:<20} {:<8} {:<9} {:>7} {:>12} {:>9}",
                 "id", "name", "plugin", "state", "evals", "best (m/s)", "time"
             );
-            for r in organizer
-                .list_runs(pb::ListRunsRequest {})
-                .await?
-                .into_inner()
-                .runs
-            {
-                print_run(&run_from_pb(r)?);
+            for r in organizer.list_runs().await? {
+                print_run(&r);
             }
         }
         OptimizeCommand::Optimizers => {
-            for o in organizer
-                .list_optimizers(pb::ListOptimizersRequest {})
-                .await?
-                .into_inner()
-                .optimizers
-            {
+            for o in organizer.list_optimizers().await? {
                 println!(
                     "{} {} by {}: {}",
                     o.name, o.version, o.author, o.description
@@ -504,26 +430,20 @@ pub async fn optimize(client: ClientOpts, command: OptimizeCommand) -> Result<()
                 for s in o.settings {
                     println!(
                         "    {:<16} default {:<10} {}",
-                        s.name, s.default_value, s.description
+                        s.name, s.default, s.description
                     );
                 }
             }
         }
         OptimizeCommand::Stop { run } => {
-            organizer
-                .stop_run(pb::StopRunRequest { run_id: run })
-                .await?;
+            organizer.stop_run(run).await?;
             println!("stopping run {run}");
         }
         OptimizeCommand::Watch { run } => {
-            let stream = organizer
-                .watch_run(pb::WatchRunRequest { run_id: run })
+            let events = organizer
+                .watch_run(run)
                 .await?
-                .into_inner();
-            let events = stream.map(|event| {
-                yamor_organizer::grpc::run_event_from_pb(event?)
-                    .map_err(yamor_local::LocalError::Problem)
-            });
+                .map(|event| event.map_err(yamor_local::LocalError::from));
             let run = yamor_local::progress::follow_run(Box::pin(events)).await?;
             print_run(&run);
         }
@@ -550,64 +470,39 @@ pub enum JobsCommand {
     },
 }
 
-fn job_state(s: i32) -> &'static str {
-    match pb::JobState::try_from(s) {
-        Ok(pb::JobState::Queued) => "queued",
-        Ok(pb::JobState::Running) => "running",
-        Ok(pb::JobState::Done) => "done",
-        Ok(pb::JobState::Failed) => "failed",
-        Ok(pb::JobState::Cancelled) => "cancelled",
-        _ => "?",
-    }
-}
-
-fn print_job(j: &pb::Job) {
+fn print_job(j: &Job) {
     println!(
         "{:>7} {:>5} {:<10} {:>3} {:<28} {:>12}  {}",
         j.id,
         j.run_id,
-        job_state(j.state),
+        j.state.as_str(),
         j.attempts,
         j.host,
-        j.result
-            .as_ref()
-            .map_or("-".to_owned(), |r| format!("{:.5}", r.velocity_m_s)),
+        j.velocity().map_or("-".to_owned(), |v| format!("{v:.5}")),
         j.error
     );
 }
 
 pub async fn jobs(client: ClientOpts, command: JobsCommand) -> Result<()> {
-    let mut organizer = client.organizer()?;
+    let organizer = client.organizer()?;
     println!(
         "{:>7} {:>5} {:<10} {:>3} {:<28} {:>12}  error",
         "id", "run", "state", "try", "host", "value"
     );
     match command {
         JobsCommand::List { run, limit, after } => {
-            let jobs = organizer
-                .list_jobs(pb::ListJobsRequest {
-                    run_id: run,
-                    states: vec![],
-                    limit,
-                    after_id: after,
-                    brief: true,
-                })
-                .await?
-                .into_inner()
-                .jobs;
-            for j in &jobs {
+            let filter = JobFilter {
+                run_id: (run > 0).then_some(run),
+                states: vec![],
+                after_id: after,
+                limit: Some(limit),
+            };
+            for j in &organizer.list_jobs(&filter, true).await? {
                 print_job(j);
             }
         }
         JobsCommand::Watch { run, job } => {
-            let mut stream = organizer
-                .watch_jobs(pb::WatchJobsRequest {
-                    job_ids: job,
-                    run_id: run,
-                    brief: true,
-                })
-                .await?
-                .into_inner();
+            let mut stream = organizer.watch_jobs(run, job, true).await?;
             while let Some(j) = stream.next().await {
                 print_job(&j?);
             }

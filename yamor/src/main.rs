@@ -1,13 +1,8 @@
 //! `yamor`: the command line of the yamor cluster. Thin glue over the
 //! library crates; see `yamor --help`.
 
-use anyhow::{Context, Result};
-use clap::{Args, Parser, Subcommand};
-use std::path::PathBuf;
-use yamor_core::evaluation::EvaluationSpec;
-use yamor_core::{Morphology, RobotConfig};
-use yamor_sim::robots::EXAMPLES;
-use yamor_sim::{SimSettings, evaluate, write_trajectory_csv};
+use anyhow::Result;
+use clap::{Parser, Subcommand};
 
 #[derive(Parser)]
 #[command(name = "yamor", version, about = "Teach modular YaMoR robots to walk")]
@@ -16,7 +11,6 @@ struct Cli {
     command: Command,
 }
 
-mod camera;
 mod cluster;
 mod net;
 mod robot;
@@ -70,7 +64,7 @@ enum Command {
     BenchCluster(yamor_experiments::bench_cluster::BenchClusterArgs),
     /// The LED tracker: watch, calibrate, or emulate a CamApp.
     #[command(subcommand)]
-    Camera(camera::CameraCommand),
+    Camera(yamor_camera::cli::CameraCommand),
     /// An emulated robot behind a pseudo-terminal, for `yamor host --serial`.
     Emulate(robot::EmulateArgs),
     /// Our optimizers on sphere, Rosenbrock and Rastrigin through expression hosts (for bench/peers).
@@ -99,68 +93,13 @@ enum Command {
         command: cluster::JobsCommand,
     },
     /// Walk a robot with a gait, print its velocity (thesis 6.2.1) and write the trajectory as CSV.
-    Sim(SimArgs),
+    Sim(yamor_sim::cli::WalkArgs),
     /// Serve the simulated robot as a YaMoR Webots Bridge over TCP (thesis 5.4).
-    Bridge(BridgeArgs),
+    Bridge(yamor_sim::cli::BridgeArgs),
     /// Measure simulation speed on the quadruped: steps per second and real-time factor.
     Bench(yamor_experiments::bench_sim::BenchSimArgs),
     /// List the embedded example robots.
     Robots,
-}
-
-#[derive(Args)]
-struct RobotArgs {
-    /// An embedded example (quadruped, snake, trebuchet, dog, wheel) or a morphology XML file.
-    #[arg(default_value = "quadruped")]
-    robot: String,
-    /// Gait (yamorconfig XML); defaults to the example's gait or `gait.xml` beside the morphology file.
-    #[arg(long)]
-    gait: Option<PathBuf>,
-    /// Physics step and firmware tick in seconds.
-    #[arg(long, default_value_t = yamor_sim::sim::DEFAULT_DT)]
-    dt: f64,
-    /// Ground friction coefficient.
-    #[arg(long, default_value_t = 0.8)]
-    friction: f64,
-    /// Seed of the oscillators' initial phases.
-    #[arg(long, default_value_t = 0)]
-    seed: u64,
-}
-
-impl RobotArgs {
-    fn settings(&self) -> SimSettings {
-        SimSettings {
-            dt: self.dt,
-            ground_friction: self.friction,
-            seed: self.seed,
-            ..SimSettings::default()
-        }
-    }
-
-    fn load(&self) -> Result<(Morphology, RobotConfig)> {
-        Ok(yamor_sim::robots::load(&self.robot, self.gait.as_deref())?)
-    }
-}
-
-#[derive(Args)]
-struct SimArgs {
-    #[command(flatten)]
-    robot: RobotArgs,
-    /// Length of the walk in seconds; the velocity is measured from 8 s to the end.
-    #[arg(long, default_value_t = 20.0)]
-    seconds: f64,
-    /// Where to write the trajectory of the central module.
-    #[arg(long, default_value = "trajectory.csv")]
-    csv: PathBuf,
-}
-
-#[derive(Args)]
-struct BridgeArgs {
-    #[command(flatten)]
-    robot: RobotArgs,
-    /// Address to listen on (the thesis' bridge used port 2223).
-    #[arg(long, default_value = "127.0.0.1:2223")]
-    listen: String,
 }
 
 fn main() -> Result<()> {
@@ -182,111 +121,42 @@ fn main() -> Result<()> {
         )
         .with_writer(std::io::stderr)
         .init();
-    let async_main = |f: std::pin::Pin<Box<dyn std::future::Future<Output = Result<()>>>>| {
-        tokio::runtime::Runtime::new()?.block_on(f)
-    };
+    use yamor_experiments as ex;
+    use yamor_lifelong::scenarios as life;
     match cli.command {
-        Command::Run(args) => async_main(Box::pin(run::run(args))),
-        Command::Experiment(command) => async_main(match command {
-            ExperimentCommand::Surface(args) => Box::pin(yamor_experiments::surface::surface(args)),
-            ExperimentCommand::Timeline(args) => {
-                Box::pin(yamor_experiments::powell::timeline(args))
-            }
-            ExperimentCommand::Compare(args) => Box::pin(yamor_experiments::powell::compare(args)),
-            ExperimentCommand::GaitTime(args) => {
-                Box::pin(yamor_experiments::gait_time::gait_time(args))
-            }
-        }),
-        Command::Organizer(args) => async_main(Box::pin(cluster::organizer(args))),
-        Command::Camera(command) => camera::camera(command),
-        Command::Lifelong(command) => async_main(match command {
-            LifelongCommand::Transform(args) => {
-                Box::pin(yamor_lifelong::scenarios::transform(args))
-            }
-            LifelongCommand::UpsideDown(args) => {
-                Box::pin(yamor_lifelong::scenarios::upside_down(args))
-            }
-            LifelongCommand::Ground { args, slippery } => {
-                Box::pin(yamor_lifelong::scenarios::ground(args, slippery))
-            }
-            LifelongCommand::Gaits(args) => Box::pin(yamor_lifelong::scenarios::gaits(args)),
-        }),
+        Command::Run(args) => block_on(run::run(args)),
+        Command::Experiment(ExperimentCommand::Surface(a)) => block_on(ex::surface::surface(a)),
+        Command::Experiment(ExperimentCommand::Timeline(a)) => block_on(ex::powell::timeline(a)),
+        Command::Experiment(ExperimentCommand::Compare(a)) => block_on(ex::powell::compare(a)),
+        Command::Experiment(ExperimentCommand::GaitTime(a)) => {
+            block_on(ex::gait_time::gait_time(a))
+        }
+        Command::Organizer(args) => block_on(cluster::organizer(args)),
+        Command::Camera(command) => Ok(yamor_camera::cli::camera(command, net::shutdown_signal())?),
+        Command::Lifelong(LifelongCommand::Transform(a)) => block_on(life::transform(a)),
+        Command::Lifelong(LifelongCommand::UpsideDown(a)) => block_on(life::upside_down(a)),
+        Command::Lifelong(LifelongCommand::Ground { args, slippery }) => {
+            block_on(life::ground(args, slippery))
+        }
+        Command::Lifelong(LifelongCommand::Gaits(a)) => block_on(life::gaits(a)),
         Command::Emulate(args) => robot::emulate(args),
-        Command::BenchSerial(args) => yamor_experiments::bench_serial::bench_serial(args),
-        Command::BenchPeers(args) => {
-            async_main(Box::pin(yamor_experiments::bench_peers::bench_peers(args)))
+        Command::BenchSerial(args) => ex::bench_serial::bench_serial(args),
+        Command::BenchPeers(args) => block_on(ex::bench_peers::bench_peers(args)),
+        Command::Host(args) => block_on(cluster::host(args)),
+        Command::BenchCluster(args) => block_on(ex::bench_cluster::bench_cluster(args)),
+        Command::Hosts { client, command } => block_on(cluster::hosts(client, command)),
+        Command::Optimize { client, command } => block_on(cluster::optimize(client, command)),
+        Command::Jobs { client, command } => block_on(cluster::jobs(client, command)),
+        Command::Sim(args) => Ok(yamor_sim::cli::walk(args)?),
+        Command::Bridge(args) => {
+            block_on(async { Ok(yamor_sim::cli::bridge(args, net::shutdown_signal()).await?) })
         }
-        Command::Host(args) => async_main(Box::pin(cluster::host(args))),
-        Command::BenchCluster(args) => async_main(Box::pin(
-            yamor_experiments::bench_cluster::bench_cluster(args),
-        )),
-        Command::Hosts { client, command } => async_main(Box::pin(cluster::hosts(client, command))),
-        Command::Optimize { client, command } => {
-            async_main(Box::pin(cluster::optimize(client, command)))
-        }
-        Command::Jobs { client, command } => async_main(Box::pin(cluster::jobs(client, command))),
-        Command::Sim(args) => sim(args),
-        Command::Bridge(args) => bridge(args),
-        Command::Bench(args) => yamor_experiments::bench_sim::bench_sim(args),
-        Command::Robots => {
-            for example in EXAMPLES {
-                let morphology = example.morphology()?;
-                println!(
-                    "{:<10} {} modules, central {}",
-                    example.name,
-                    morphology.modules.len(),
-                    morphology.central
-                );
-            }
-            Ok(())
-        }
+        Command::Bench(args) => ex::bench_sim::bench_sim(args),
+        Command::Robots => Ok(yamor_sim::cli::robots()?),
     }
 }
 
-fn sim(args: SimArgs) -> Result<()> {
-    let (morphology, gait) = args.robot.load()?;
-    let settings = args.robot.settings();
-    let spec = EvaluationSpec {
-        seed: settings.seed,
-        sample_interval: 0.01,
-        full_trajectory: true,
-        ..EvaluationSpec::lasting(args.seconds)?
-    };
-    let evaluation = evaluate(&morphology, &gait, settings, &spec)?;
-    let file = std::fs::File::create(&args.csv)
-        .with_context(|| format!("creating {}", args.csv.display()))?;
-    write_trajectory_csv(&evaluation.samples, std::io::BufWriter::new(file))?;
-    println!(
-        "velocity {:.4} m/s ({:.2} cm/s): {:.3} m from t={:.1}s to t={:.1}s",
-        evaluation.velocity,
-        evaluation.velocity * 100.0,
-        evaluation.distance,
-        evaluation.start.t,
-        evaluation.end.t
-    );
-    println!(
-        "{} physics steps in {:.3} s wall: {:.0}x real time; trajectory in {}",
-        evaluation.physics_steps,
-        evaluation.wall.as_secs_f64(),
-        evaluation.real_time_factor(),
-        args.csv.display()
-    );
-    Ok(())
-}
-
-fn bridge(args: BridgeArgs) -> Result<()> {
-    let (morphology, _) = args.robot.load()?;
-    let settings = args.robot.settings();
-    let runtime = tokio::runtime::Runtime::new()?;
-    runtime.block_on(async {
-        let listener = tokio::net::TcpListener::bind(&args.listen)
-            .await
-            .with_context(|| format!("binding {}", args.listen))?;
-        tracing::info!(address = %listener.local_addr()?, "bridge listening");
-        let shutdown = async {
-            let _ = tokio::signal::ctrl_c().await;
-        };
-        yamor_sim::bridge::serve(listener, morphology, settings, shutdown).await?;
-        anyhow::Ok(())
-    })
+/// Runs an async command on a multi-threaded runtime.
+fn block_on(command: impl std::future::Future<Output = Result<()>>) -> Result<()> {
+    tokio::runtime::Runtime::new()?.block_on(command)
 }

@@ -36,14 +36,11 @@ impl ClientOpts {
         })
     }
 
-    pub fn organizer(
-        &self,
-    ) -> Result<
-        yamor_proto::v1::organizer_client::OrganizerClient<yamor_proto::transport::AuthChannel>,
-    > {
-        Ok(yamor_proto::v1::organizer_client::OrganizerClient::new(
-            yamor_proto::transport::channel(&self.organizer, &self.security()?)?,
-        ))
+    pub fn organizer(&self) -> Result<yamor_organizer::OrganizerClient> {
+        Ok(yamor_organizer::OrganizerClient::new(
+            &self.organizer,
+            &self.security()?,
+        )?)
     }
 }
 

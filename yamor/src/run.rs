@@ -9,7 +9,7 @@ use anyhow::{Context, Result};
 use clap::Args;
 use yamor_local::{LocalCluster, write_outputs};
 
-use crate::cluster::{RunSpecArgs, print_run};
+use crate::cluster::{RunOptions, print_run};
 
 #[derive(Args)]
 pub struct RunArgs {
@@ -17,7 +17,7 @@ pub struct RunArgs {
     #[arg(default_value = "quadruped")]
     robot: String,
     #[command(flatten)]
-    spec: RunSpecOverrides,
+    spec: RunOptions,
     /// Simulation hosts to start (default: one per core).
     #[arg(long)]
     hosts: Option<usize>,
@@ -26,47 +26,11 @@ pub struct RunArgs {
     out: PathBuf,
 }
 
-/// The run options of `optimize start`, minus the robot (given positionally).
-#[derive(Args)]
-pub struct RunSpecOverrides {
-    #[arg(long, default_value = "pso")]
-    optimizer: String,
-    #[arg(
-        long,
-        help = "Optimization configuration (yamorconfig with <optimize> rules)"
-    )]
-    config: Option<PathBuf>,
-    #[arg(long = "set", help = "Optimizer setting name=value (repeatable)")]
-    settings: Vec<String>,
-    #[arg(long, default_value_t = 1)]
-    seed: u64,
-    /// Maximum evaluations; the default finishes in about a minute on two cores.
-    #[arg(long, default_value_t = 480)]
-    budget: u64,
-    /// Maximum seconds (0: unlimited).
-    #[arg(long, default_value_t = 0.0)]
-    time: f64,
-}
-
 pub async fn run(args: RunArgs) -> Result<()> {
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("creating {}", args.out.display()))?;
     let hosts = yamor_local::default_hosts(args.hosts);
-    let spec = RunSpecArgs {
-        optimizer: args.spec.optimizer.clone(),
-        robot: args.robot.clone(),
-        config: args.spec.config.clone(),
-        param: vec![],
-        settings: args.spec.settings.clone(),
-        seed: args.spec.seed,
-        budget: args.spec.budget,
-        time: args.spec.time,
-        warmup: 8.0,
-        measure: 12.0,
-        name: None,
-        on: None,
-    };
-    let spec = spec.spec()?;
+    let spec = args.spec.spec(&args.robot, 480)?;
     let db = args.out.join("yamor.db");
     let cluster = LocalCluster::start(&args.robot, hosts, &db).await?;
     let organizer = cluster.organizer.clone();

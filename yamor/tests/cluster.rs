@@ -131,35 +131,42 @@ fn pso_run(budget: u64, particles: u32) -> pb::StartRunRequest {
                     name: "x".into(),
                     min: -1.0,
                     max: 1.0,
-                    start: 0.0,
+                    start: Some(0.0),
                 },
                 pb::ParameterBound {
                     name: "y".into(),
                     min: -1.0,
                     max: 1.0,
-                    start: 0.0,
+                    start: Some(0.0),
                 },
             ],
         })),
         max_evaluations: budget,
+        objective: format!("expr:{EXPR}"),
         ..Default::default()
     }
 }
 
-/// Follows a run until it is no longer running.
+/// Follows a run until it is no longer running; a stalled run fails the
+/// test instead of hanging it.
 async fn wait_run_end(org: &mut OrganizerClient<AuthChannel>, run_id: u64) -> pb::Run {
-    let mut stream = org
-        .watch_run(pb::WatchRunRequest { run_id })
-        .await
-        .unwrap()
-        .into_inner();
-    while let Some(event) = stream.next().await {
-        let run = event.unwrap().run.unwrap();
-        if run.state != pb::RunState::Running as i32 {
-            return run;
+    let follow = async {
+        let mut stream = org
+            .watch_run(pb::WatchRunRequest { run_id })
+            .await
+            .unwrap()
+            .into_inner();
+        while let Some(event) = stream.next().await {
+            let run = event.unwrap().run.unwrap();
+            if run.state != pb::RunState::Running as i32 {
+                return run;
+            }
         }
-    }
-    panic!("watch stream ended before the run did");
+        panic!("watch stream ended before the run did");
+    };
+    tokio::time::timeout(Duration::from_secs(300), follow)
+        .await
+        .unwrap_or_else(|_| panic!("run {run_id} did not end within 300 s"))
 }
 
 async fn run_jobs(org: &mut OrganizerClient<AuthChannel>, run_id: u64) -> Vec<pb::Job> {
@@ -243,6 +250,14 @@ async fn a_resumed_powell_run_replays_its_line_searches() {
     run.optimizer = "powell".into();
     run.settings = [("variant".to_owned(), "interval".to_owned())].into();
     kill_organizer_mid_run("kill-organizer-powell", run, "variant", "interval").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resumed_brute_force_run_continues_its_grid() {
+    let mut run = pso_run(60, 6);
+    run.optimizer = "brute-force".into();
+    run.settings = [("resolution".to_owned(), "9".to_owned())].into();
+    kill_organizer_mid_run("kill-organizer-grid", run, "resolution", "9").await;
 }
 
 async fn kill_organizer_mid_run(
@@ -337,7 +352,7 @@ async fn bad_requests_get_invalid_argument_and_a_wrong_token_unauthenticated() {
     // Out-of-range parameter: start outside its bounds; unknown optimizer; bad setting.
     let mut run = pso_run(10, 4);
     if let Some(pb::start_run_request::Problem::Space(space)) = &mut run.problem {
-        space.bounds[0].start = 5.0;
+        space.bounds[0].start = Some(5.0);
     }
     let err = org.start_run(run).await.unwrap_err();
     assert_eq!(err.code(), Code::InvalidArgument);

@@ -373,12 +373,16 @@ pub struct PluginInfo {
 pub trait Plugin: Send + Sync {
     fn info(&self) -> PluginInfo;
     /// A fresh optimizer over `space`; `settings` are already resolved
-    /// against [`PluginInfo::settings`].
+    /// against [`PluginInfo::settings`]. `budget` is the run's evaluation
+    /// budget when it has one: a plugin may plan restarts with it, but never
+    /// needs to stop at it (the runtime does). Without one the plugin ends
+    /// on its own schedule.
     fn create(
         &self,
         space: &Space,
         settings: &Settings,
         seed: u64,
+        budget: Option<u64>,
     ) -> Result<Box<dyn Optimizer>, SettingsError>;
 }
 

@@ -44,6 +44,7 @@ impl Plugin for BruteForce {
         space: &Space,
         settings: &Settings,
         _seed: u64,
+        _budget: Option<u64>,
     ) -> Result<Box<dyn Optimizer>, SettingsError> {
         let settings = Settings::resolve(&self.info().settings, &settings.0)?;
         let resolution = settings.int("resolution") as usize;
@@ -137,7 +138,7 @@ mod tests {
         )
         .unwrap();
         let settings = Settings::resolve(&BruteForce.info().settings, &Default::default()).unwrap();
-        let mut grid = BruteForce.create(&space, &settings, 0).unwrap();
+        let mut grid = BruteForce.create(&space, &settings, 0, None).unwrap();
         let Step::Evaluate(points) = grid.ask() else {
             panic!("expected the grid")
         };

@@ -1,21 +1,42 @@
 //! Powell's direction-set method (thesis 6.2.2, after Numerical Recipes'
-//! `powell`/`linmin`/`mnbrak`/`brent`) and the thesis' bounded variants, as a
-//! yamor optimizer plugin. Fitness is maximised; internally the classic
-//! minimiser works on its negation.
+//! `powell`/`linmin`/`brent`) and the thesis' bounded variants, as a yamor
+//! optimizer plugin. Fitness is maximised; internally the classic minimiser
+//! works on its negation g = −fitness.
 //!
-//! The `variant` setting chooses how the bounded domain is handled:
-//! - `classic`: points outside the box get the constant `bad_value` without a
-//!   simulation (the thesis' original, Fig 6.4);
-//! - `stadium` (6.2.3): outside, the value at the border minus a malus
-//!   growing with the distance to the box (Fig 6.11);
+//! Every line search is bounded: it can reach any point of the valid segment
+//! of the line (as scipy's bounded Brent does), so an optimum on a wall or in
+//! a corner is found. The `variant` setting chooses how points outside the
+//! box are valued, and which line search is used:
+//! - `classic`: an outside point (the extrapolated point of the direction
+//!   test) is *bad*: ranked worse than every real value (the thesis'
+//!   constant bad value, Fig 6.4, made problem-independent). The line search
+//!   is Brent over the valid segment, started at the current point with the
+//!   thesis' random factor on the first step;
+//! - `stadium` (6.2.3): outside, the value at the border (the nearest valid
+//!   point, simulated) plus a malus growing with the distance to the box
+//!   (Fig 6.11); the line search may probe a little beyond the box, where the
+//!   stadium slope guides it back;
 //! - `clamp` (6.2.4, easy direction change): an outside point is evaluated at
-//!   the nearest valid point. The thesis reported NaN results for it; here
-//!   every point asked is clamped *and* every accepted point is clamped, so no
-//!   arithmetic ever sees an outside or non-finite value (tested);
+//!   the nearest valid point, so the line search slides along the walls and
+//!   the direction test is never refused for leaving the box. Every asked and
+//!   accepted point is clamped, so no arithmetic sees an outside or
+//!   non-finite value (the thesis' NaN bug, tested);
 //! - `interval` (6.2.5): the golden-section bracketing and Brent search are
-//!   replaced by ten points at regular intervals over the whole valid segment
-//!   of the line, then five points around the best, each batch evaluated in
-//!   parallel.
+//!   replaced by points at regular intervals over the whole valid segment of
+//!   the line (ten by default), then rounds of five points around the best
+//!   (the vertex of the parabola through the best and its neighbours, two
+//!   points close around it and the middles of the gaps to the neighbours;
+//!   without a vertex, the gaps split in thirds), each batch evaluated in
+//!   parallel, until a round brings nothing and the parabola promises
+//!   nothing. Its direction test treats outside points as `classic` does.
+//!
+//! Bad values (outside points of `classic`/`interval`, failed evaluations)
+//! are `+inf` in g: they rank below every real value, and the parabolic
+//! steps only ever use finite values, so the line-search arithmetic stays
+//! finite. A Powell run stops when an iteration improves by less than `ftol`
+//! relative to the values; it then restarts from the best point found with a
+//! fresh, random orthonormal direction set, while the run's budget remains
+//! (or `restarts` times when the run has no budget).
 //!
 //! # Layout
 //! - [`Powell`]: the plugin (settings, factory).
@@ -61,17 +82,23 @@ impl Variant {
 #[derive(Debug, Clone, PartialEq)]
 pub struct PowellConfig {
     pub variant: Variant,
-    /// Fitness returned for points outside the box (classic) and for failed
-    /// evaluations.
-    pub bad_value: f64,
-    /// Stop when an iteration improves by less than this (relative, NR `ftol`).
+    /// A Powell run ends (and restarts) when an iteration improves g by less
+    /// than this, relative to |g| (NR `ftol`).
     pub ftol: f64,
-    /// Line-search tolerance in units of the parameter range.
+    /// Line-search resolution, as a fraction of the parameter ranges.
     pub line_tolerance: f64,
+    /// Powell iterations per run (one line search per direction each).
     pub max_iterations: u32,
-    /// Initial bracketing step as a fraction of each range; jittered by ±50%
-    /// from the seed (the thesis' "random factor" of the bracketing).
-    pub initial_step: f64,
+    /// Restarts from the best point when the run has no budget; with a
+    /// budget, restarts go on while it remains.
+    pub restarts: u32,
+    /// `interval`: points over the valid segment of each line.
+    pub interval_points: u32,
+    /// `interval`: points per refinement round around the best.
+    pub refine_points: u32,
+    /// `stadium`: malus per range outside the box, in units of the spread of
+    /// the values seen so far.
+    pub malus: f64,
 }
 
 pub struct Powell;
@@ -84,30 +111,33 @@ impl Plugin for Powell {
             kind: SettingKind::Float { min, max },
             default: SettingValue::Float(default),
         };
+        let int = |name: &str, description: &str, min: i64, max: i64, default: i64| SettingSpec {
+            name: name.into(),
+            description: description.into(),
+            kind: SettingKind::Integer { min, max },
+            default: SettingValue::Int(default),
+        };
         PluginInfo {
             name: "powell".into(),
             author: "the yamor authors".into(),
             version: env!("CARGO_PKG_VERSION").into(),
-            description: "Powell's direction-set method with the thesis' bounded variants (classic, stadium, clamp, interval)".into(),
+            description: "Powell's direction-set method with the thesis' bounded variants (classic, stadium, clamp, interval); bounded line searches over the whole valid segment, restarts from the best point with fresh directions while the budget remains".into(),
             settings: vec![
                 SettingSpec {
                     name: "variant".into(),
-                    description: "bounded-domain handling: classic (bad value), stadium, clamp (easy direction change) or interval (regular-interval line search)".into(),
+                    description: "bounded-domain handling: classic (outside ranks worst), stadium (border value plus malus), clamp (easy direction change: evaluate the nearest valid point) or interval (regular-interval line search, batches in parallel)".into(),
                     kind: SettingKind::Choice {
                         options: Variant::NAMES.iter().map(|s| (*s).to_owned()).collect(),
                     },
                     default: SettingValue::Text("classic".into()),
                 },
-                float("bad_value", "fitness of points outside the domain and of failed evaluations", -1e6, 1e6, -1.0),
-                float("ftol", "relative improvement per iteration below which Powell stops", 1e-9, 1.0, 1e-3),
-                float("line_tolerance", "line-search tolerance, fraction of the parameter range", 1e-6, 0.5, 1e-2),
-                SettingSpec {
-                    name: "max_iterations".into(),
-                    description: "maximum Powell iterations (one line search per direction each)".into(),
-                    kind: SettingKind::Integer { min: 1, max: 10_000 },
-                    default: SettingValue::Int(20),
-                },
-                float("initial_step", "first bracketing step, fraction of the range", 1e-4, 1.0, 0.1),
+                float("ftol", "a Powell run restarts when an iteration improves the fitness by less than this, relative to its magnitude", 1e-15, 0.1, 1e-9),
+                float("line_tolerance", "line-search resolution, fraction of the parameter range", 1e-12, 0.1, 1e-8),
+                int("max_iterations", "maximum Powell iterations per run (one line search per direction each)", 1, 1_000_000, 10_000),
+                int("restarts", "restarts from the best point with fresh directions when the run has no evaluation budget (with a budget, restarts go on while it remains)", 0, 10_000, 10),
+                int("interval_points", "interval: points at regular intervals over the valid segment of a line", 3, 1_000, 10),
+                int("refine_points", "interval: points per refinement round around the best", 2, 100, 5),
+                float("malus", "stadium: malus per range outside the box, in units of the spread of the values seen", 1e-6, 1e6, 1.0),
             ],
         }
     }
@@ -117,21 +147,64 @@ impl Plugin for Powell {
         space: &Space,
         settings: &Settings,
         seed: u64,
+        budget: Option<u64>,
     ) -> Result<Box<dyn Optimizer>, SettingsError> {
         let settings = Settings::resolve(&self.info().settings, &settings.0)?;
         let config = PowellConfig {
             variant: Variant::parse(settings.text("variant")).expect("choice was validated"),
-            bad_value: settings.float("bad_value"),
             ftol: settings.float("ftol"),
             line_tolerance: settings.float("line_tolerance"),
             max_iterations: settings.int("max_iterations") as u32,
-            initial_step: settings.float("initial_step"),
+            restarts: settings.int("restarts") as u32,
+            interval_points: settings.int("interval_points") as u32,
+            refine_points: settings.int("refine_points") as u32,
+            malus: settings.float("malus"),
         };
         let space = Space::new(space.bounds.clone(), space.start.clone())?;
         Ok(Box::new(Threaded::spawn(move |evaluator| {
-            Search::new(space, config, seed, evaluator).run()
+            Search::new(space, config, seed, budget, evaluator).run()
         })))
     }
+}
+
+/// g of a bad point (outside for classic/interval, failed): worse than any
+/// real value. Parabolic steps use finite values only.
+const BAD: f64 = f64::INFINITY;
+const TINY: f64 = 1e-20;
+const CGOLD: f64 = 0.381_966_0;
+/// Relative part of Brent's tolerance (NR: about the square root of the
+/// machine precision).
+const RELTOL: f64 = 1.5e-8;
+
+fn key(x: &[f64]) -> Vec<u64> {
+    x.iter().map(|v| v.to_bits()).collect()
+}
+
+/// The vertex of the parabola through three points, if it is a minimum
+/// strictly between the outer two.
+fn parabola_vertex((a, fa): (f64, f64), (b, fb): (f64, f64), (c, fc): (f64, f64)) -> Option<f64> {
+    if !(fa.is_finite() && fb.is_finite() && fc.is_finite()) {
+        return None;
+    }
+    let r = (b - a) * (fb - fc);
+    let q = (b - c) * (fb - fa);
+    let denom = 2.0 * (q - r);
+    if denom.abs() < TINY {
+        return None;
+    }
+    let u = b - ((b - c) * q - (b - a) * r) / denom;
+    // A minimum needs positive curvature: the middle value below the chord.
+    let chord = fa + (fc - fa) * (b - a) / (c - a);
+    (u.is_finite() && u > a.min(c) && u < a.max(c) && fb < chord).then_some(u)
+}
+
+/// How much lower than `b` the parabola through the three points is at `u`.
+fn parabola_gain((a, fa): (f64, f64), (b, fb): (f64, f64), (c, fc): (f64, f64), u: f64) -> f64 {
+    // Lagrange form.
+    let la = (u - b) * (u - c) / ((a - b) * (a - c));
+    let lb = (u - a) * (u - c) / ((b - a) * (b - c));
+    let lc = (u - a) * (u - b) / ((c - a) * (c - b));
+    fb - (fa * la + fb * lb + fc * lc)
 }
 
 /// The algorithm's state on its thread. Minimises g = −fitness.
@@ -139,29 +212,38 @@ struct Search<'e> {
     space: Space,
     config: PowellConfig,
     rng: ChaCha8Rng,
+    budget: Option<u64>,
     evaluator: &'e mut Evaluator,
     /// Simulations are expensive and the line searches revisit points.
+    /// Only looked up, never iterated (determinism).
     cache: HashMap<Vec<u64>, f64>,
-}
-
-const GOLD: f64 = 1.618_034;
-const GLIMIT: f64 = 100.0;
-const TINY: f64 = 1e-20;
-const CGOLD: f64 = 0.381_966_0;
-const ZEPS: f64 = 1e-10;
-
-fn key(x: &[f64]) -> Vec<u64> {
-    x.iter().map(|v| v.to_bits()).collect()
+    evaluations: u64,
+    best: (Vec<f64>, f64),
+    /// Smallest and largest finite g seen (the problem's scale).
+    low: f64,
+    high: f64,
 }
 
 impl<'e> Search<'e> {
-    fn new(space: Space, config: PowellConfig, seed: u64, evaluator: &'e mut Evaluator) -> Self {
+    fn new(
+        space: Space,
+        config: PowellConfig,
+        seed: u64,
+        budget: Option<u64>,
+        evaluator: &'e mut Evaluator,
+    ) -> Self {
+        let start = space.start.clone();
         Search {
             space,
             config,
             rng: ChaCha8Rng::seed_from_u64(seed),
+            budget,
             evaluator,
             cache: HashMap::new(),
+            evaluations: 0,
+            best: (start, BAD),
+            low: f64::INFINITY,
+            high: f64::NEG_INFINITY,
         }
     }
 
@@ -174,42 +256,60 @@ impl<'e> Search<'e> {
             }
         }
         let outcomes = self.evaluator.evaluate(missing.clone())?;
-        for (p, o) in missing.iter().zip(outcomes) {
-            let fitness = match o {
-                Outcome::Fitness(v) if v.is_finite() => v,
-                _ => self.config.bad_value,
+        self.evaluations += missing.len() as u64;
+        for (p, o) in missing.into_iter().zip(outcomes) {
+            let g = match o {
+                Outcome::Fitness(v) if v.is_finite() => -v,
+                _ => BAD,
             };
-            self.cache.insert(key(p), -fitness);
+            if g.is_finite() {
+                self.low = self.low.min(g);
+                self.high = self.high.max(g);
+            }
+            if g < self.best.1 {
+                self.best = (p.clone(), g);
+            }
+            self.cache.insert(key(&p), g);
         }
         Ok(points.iter().map(|p| self.cache[&key(p)]).collect())
     }
 
+    /// The stadium's malus slope: the spread of the values seen per range.
+    fn malus_scale(&self) -> f64 {
+        let spread = if self.high > self.low {
+            self.high - self.low
+        } else {
+            self.low.abs().max(1.0)
+        };
+        self.config.malus * spread
+    }
+
     /// g anywhere, with the variant's rule for points outside the box.
     fn g_many(&mut self, points: &[Vec<f64>]) -> Result<Vec<f64>, Stopped> {
-        let mut valid = Vec::new();
-        for p in points {
-            match self.config.variant {
-                Variant::Classic | Variant::Interval if !self.space.contains(p) => {}
-                Variant::Stadium if !self.space.contains(p) => valid.push(self.space.clamp(p)),
-                _ => valid.push(self.space.clamp(p)),
-            }
-        }
-        self.g_valid(&valid)?;
+        let simulated: Vec<Vec<f64>> = points
+            .iter()
+            .filter(|p| {
+                self.space.contains(p)
+                    || matches!(self.config.variant, Variant::Stadium | Variant::Clamp)
+            })
+            .map(|p| self.space.clamp(p))
+            .collect();
+        self.g_valid(&simulated)?;
+        let scale = self.malus_scale();
         Ok(points
             .iter()
             .map(|p| {
                 if self.space.contains(p) {
                     return self.cache[&key(p)];
                 }
+                let border = self.space.clamp(p);
                 match self.config.variant {
-                    Variant::Classic | Variant::Interval => -self.config.bad_value,
-                    // Border value plus a malus of one unit per range outside.
+                    Variant::Classic | Variant::Interval => BAD,
+                    // Border value plus a malus growing with the distance.
                     Variant::Stadium => {
-                        let border = self.space.clamp(p);
-                        let outside = self.normalised_distance(p, &border);
-                        self.cache[&key(&border)] + outside
+                        self.cache[&key(&border)] + scale * self.normalised_distance(p, &border)
                     }
-                    Variant::Clamp => self.cache[&key(&self.space.clamp(p))],
+                    Variant::Clamp => self.cache[&key(&border)],
                 }
             })
             .collect())
@@ -219,15 +319,19 @@ impl<'e> Search<'e> {
         Ok(self.g_many(&[p.to_vec()])?[0])
     }
 
-    fn normalised_distance(&self, a: &[f64], b: &[f64]) -> f64 {
+    fn ranges(&self) -> Vec<f64> {
         self.space
             .bounds
             .iter()
+            .map(|b| (b.max - b.min).max(f64::MIN_POSITIVE))
+            .collect()
+    }
+
+    fn normalised_distance(&self, a: &[f64], b: &[f64]) -> f64 {
+        self.ranges()
+            .iter()
             .zip(a.iter().zip(b))
-            .map(|(bound, (x, y))| {
-                let range = (bound.max - bound.min).max(f64::MIN_POSITIVE);
-                ((x - y) / range).powi(2)
-            })
+            .map(|(range, (x, y))| ((x - y) / range).powi(2))
             .sum::<f64>()
             .sqrt()
     }
@@ -236,21 +340,85 @@ impl<'e> Search<'e> {
         p.iter().zip(d).map(|(a, b)| a + t * b).collect()
     }
 
-    /// The powell loop of Numerical Recipes, on g = −fitness.
-    fn run(mut self) -> Result<(), Stopped> {
+    fn budget_left(&self) -> bool {
+        self.budget.is_none_or(|b| self.evaluations < b)
+    }
+
+    /// The coordinate axes, scaled to each range (the thesis' first set).
+    fn axes(&self) -> Vec<Vec<f64>> {
         let n = self.space.dim();
-        let mut p = self.space.start.clone();
-        // Directions scaled to each range, so t is in "ranges".
-        let mut xi: Vec<Vec<f64>> = (0..n)
+        let ranges = self.ranges();
+        (0..n)
             .map(|i| {
                 let mut d = vec![0.0; n];
-                d[i] = (self.space.bounds[i].max - self.space.bounds[i].min).max(f64::MIN_POSITIVE);
+                d[i] = ranges[i];
                 d
             })
-            .collect();
-        let mut fret = self.g(&p)?;
+            .collect()
+    }
+
+    /// A fresh random orthonormal set (in range units), from the seed.
+    fn random_directions(&mut self) -> Vec<Vec<f64>> {
+        let n = self.space.dim();
+        let mut basis: Vec<Vec<f64>> = Vec::with_capacity(n);
+        while basis.len() < n {
+            let mut v: Vec<f64> = (0..n).map(|_| self.rng.random_range(-1.0..1.0)).collect();
+            for b in &basis {
+                let dot: f64 = v.iter().zip(b).map(|(x, y)| x * y).sum();
+                v.iter_mut().zip(b).for_each(|(x, y)| *x -= dot * y);
+            }
+            let norm = v.iter().map(|x| x * x).sum::<f64>().sqrt();
+            if norm > 1e-3 {
+                basis.push(v.iter().map(|x| x / norm).collect());
+            }
+        }
+        let ranges = self.ranges();
+        basis
+            .into_iter()
+            .map(|v| v.iter().zip(&ranges).map(|(x, r)| x * r).collect())
+            .collect()
+    }
+
+    /// Powell runs from the best point found, with fresh directions, while
+    /// the budget (or the number of restarts) allows.
+    fn run(mut self) -> Result<(), Stopped> {
+        let start = self.space.start.clone();
+        let mut fstart = self.g(&start)?;
+        let mut p = start;
+        let mut directions = self.axes();
+        let mut restart = 0u32;
+        loop {
+            let before = self.evaluations;
+            self.powell(p, fstart, directions)?;
+            restart += 1;
+            let out_of_restarts = match self.budget {
+                Some(_) => !self.budget_left(),
+                None => restart > self.config.restarts,
+            };
+            // A run that could not evaluate anything new would repeat forever.
+            if out_of_restarts || self.evaluations == before {
+                return Ok(());
+            }
+            (p, fstart) = self.best.clone();
+            directions = self.random_directions();
+        }
+    }
+
+    /// The powell loop of Numerical Recipes, on g = −fitness.
+    fn powell(
+        &mut self,
+        start: Vec<f64>,
+        fstart: f64,
+        mut xi: Vec<Vec<f64>>,
+    ) -> Result<(), Stopped> {
+        let n = self.space.dim();
+        let mut p = start;
+        let mut fret = fstart;
         let mut pt = p.clone();
         for _ in 0..self.config.max_iterations {
+            if !self.budget_left() {
+                return Ok(());
+            }
             let fp = fret;
             let mut ibig = 0;
             let mut del = 0.0;
@@ -259,19 +427,24 @@ impl<'e> Search<'e> {
                 let (np, nf) = self.linmin(&p, d, fret)?;
                 p = np;
                 fret = nf;
-                if fptt - fret > del {
-                    del = fptt - fret;
+                let gain = fptt - fret;
+                if gain.is_finite() && gain > del {
+                    del = gain;
                     ibig = i;
                 }
             }
-            if 2.0 * (fp - fret) <= self.config.ftol * (fp.abs() + fret.abs()) + TINY {
+            let improved = fret < fp;
+            if !improved
+                || (fp.is_finite()
+                    && 2.0 * (fp - fret) <= self.config.ftol * (fp.abs() + fret.abs()) + TINY)
+            {
                 return Ok(());
             }
             let ptt: Vec<f64> = p.iter().zip(&pt).map(|(a, b)| 2.0 * a - b).collect();
             let xit: Vec<f64> = p.iter().zip(&pt).map(|(a, b)| a - b).collect();
             pt = p.clone();
             let fptt = self.g(&ptt)?;
-            if fptt < fp {
+            if fp.is_finite() && fptt < fp {
                 let t = 2.0 * (fp - 2.0 * fret + fptt) * (fp - fret - del).powi(2)
                     - del * (fp - fptt).powi(2);
                 if t < 0.0 && xit.iter().any(|v| *v != 0.0) {
@@ -286,106 +459,121 @@ impl<'e> Search<'e> {
         Ok(())
     }
 
-    /// The best point along `d` from `p`; never returns a point outside the box.
-    fn linmin(&mut self, p: &[f64], d: &[f64], fp: f64) -> Result<(Vec<f64>, f64), Stopped> {
-        let (t, f) = match self.config.variant {
-            Variant::Interval => self.interval_search(p, d, fp)?,
-            _ => self.brent_search(p, d, fp)?,
+    /// The t-range of the line p + t·d inside the box (`inside`), or over
+    /// which its clamped image still moves (`!inside`).
+    fn segment(&self, p: &[f64], d: &[f64], inside: bool) -> (f64, f64) {
+        let (mut lo, mut hi) = if inside {
+            (f64::NEG_INFINITY, f64::INFINITY)
+        } else {
+            (0.0, 0.0)
         };
-        let x = self.space.clamp(&Self::along(p, d, t));
-        if f < fp {
-            // The value of the clamped point, which is what was (or will be) simulated.
-            let fx = self.g_valid(std::slice::from_ref(&x))?[0];
-            if fx <= fp {
-                return Ok((x, fx));
+        for ((x, dx), b) in p.iter().zip(d).zip(&self.space.bounds) {
+            if *dx != 0.0 {
+                let (t1, t2) = ((b.min - x) / dx, (b.max - x) / dx);
+                let (t1, t2) = (t1.min(t2).min(0.0), t1.max(t2).max(0.0));
+                if inside {
+                    lo = lo.max(t1);
+                    hi = hi.min(t2);
+                } else {
+                    lo = lo.min(t1);
+                    hi = hi.max(t2);
+                }
             }
         }
-        Ok((p.to_vec(), fp))
+        if !(lo.is_finite() && hi.is_finite()) {
+            return (0.0, 0.0);
+        }
+        (lo, hi)
     }
 
-    /// mnbrak + brent (Numerical Recipes), t in units of `d`.
-    fn brent_search(&mut self, p: &[f64], d: &[f64], fp: f64) -> Result<(f64, f64), Stopped> {
-        let jitter = self.rng.random_range(0.5..1.5);
-        let step = self.config.initial_step * jitter;
-        let h = |s: &mut Self, t: f64| -> Result<f64, Stopped> {
-            if t == 0.0 {
-                Ok(fp)
-            } else {
-                s.g(&Self::along(p, d, t))
+    /// The best point along `d` from `p`; never returns a point outside the
+    /// box nor a worse one than `p`.
+    fn linmin(&mut self, p: &[f64], d: &[f64], fp: f64) -> Result<(Vec<f64>, f64), Stopped> {
+        // Unit length in range units, so t and the tolerance are in ranges.
+        let norm = d
+            .iter()
+            .zip(self.ranges())
+            .map(|(x, r)| (x / r).powi(2))
+            .sum::<f64>()
+            .sqrt();
+        if norm == 0.0 || !norm.is_finite() || !self.budget_left() {
+            return Ok((p.to_vec(), fp));
+        }
+        let d: Vec<f64> = d.iter().map(|x| x / norm).collect();
+        let (lo, hi) = self.segment(p, &d, true);
+        let t = match self.config.variant {
+            Variant::Interval => self.interval_search(p, &d, fp, lo, hi)?,
+            Variant::Classic => self.brent(p, &d, fp, lo, hi)?,
+            Variant::Stadium => {
+                // A little beyond the walls, where the stadium slope leads back.
+                let margin = 0.1 * (hi - lo);
+                self.brent(p, &d, fp, lo - margin, hi + margin)?
+            }
+            Variant::Clamp => {
+                let (lo, hi) = self.segment(p, &d, false);
+                self.brent(p, &d, fp, lo, hi)?
             }
         };
-        // Bracketing.
-        let (mut ax, mut bx) = (0.0, step);
-        let (mut fa, mut fb) = (fp, h(self, bx)?);
-        if fb > fa {
-            std::mem::swap(&mut ax, &mut bx);
-            std::mem::swap(&mut fa, &mut fb);
-        }
-        let mut cx = bx + GOLD * (bx - ax);
-        let mut fc = h(self, cx)?;
-        let mut guard = 0;
-        while fb > fc && guard < 50 {
-            guard += 1;
-            let r = (bx - ax) * (fb - fc);
-            let q = (bx - cx) * (fb - fa);
-            let denom = 2.0 * (q - r).abs().max(TINY).copysign(q - r);
-            let mut u = bx - ((bx - cx) * q - (bx - ax) * r) / denom;
-            let ulim = bx + GLIMIT * (cx - bx);
-            let mut fu;
-            if (bx - u) * (u - cx) > 0.0 {
-                fu = h(self, u)?;
-                if fu < fc {
-                    ax = bx;
-                    bx = u;
-                    fa = fb;
-                    fb = fu;
-                    break;
-                } else if fu > fb {
-                    cx = u;
-                    break;
+        let mut x = self.space.clamp(&Self::along(p, &d, t));
+        // The value of the clamped point, which is what was simulated.
+        let mut fx = self.g_valid(std::slice::from_ref(&x))?[0];
+        // A search that converged onto a wall within its tolerance: the
+        // wall itself (an optimum on the boundary is common and exact).
+        let near = 2.0 * self.config.line_tolerance;
+        for end in [lo, hi] {
+            if end != t && (end - t).abs() <= near && self.budget_left() {
+                let y = self.space.clamp(&Self::along(p, &d, end));
+                let fy = self.g_valid(std::slice::from_ref(&y))?[0];
+                if fy < fx {
+                    (x, fx) = (y, fy);
                 }
-                u = cx + GOLD * (cx - bx);
-                fu = h(self, u)?;
-            } else if (cx - u) * (u - ulim) > 0.0 {
-                fu = h(self, u)?;
-                if fu < fc {
-                    bx = cx;
-                    cx = u;
-                    u = cx + GOLD * (cx - bx);
-                    fb = fc;
-                    fc = fu;
-                    fu = h(self, u)?;
-                }
-            } else if (u - ulim) * (ulim - cx) >= 0.0 {
-                u = ulim;
-                fu = h(self, u)?;
-            } else {
-                u = cx + GOLD * (cx - bx);
-                fu = h(self, u)?;
             }
-            ax = bx;
-            bx = cx;
-            cx = u;
-            fa = fb;
-            fb = fc;
-            fc = fu;
         }
-        let _ = fa;
-        // Brent.
-        let tol = self.config.line_tolerance;
-        let (mut a, mut b) = if ax < cx { (ax, cx) } else { (cx, ax) };
-        let (mut x, mut w, mut v) = (bx, bx, bx);
-        let (mut fx, mut fw, mut fv) = (fb, fb, fb);
+        if fx < fp {
+            Ok((x, fx))
+        } else {
+            Ok((p.to_vec(), fp))
+        }
+    }
+
+    /// g at p + t·d; points of the valid segment that round outside the box
+    /// by an ulp are clamped.
+    fn on_line(&mut self, p: &[f64], d: &[f64], t: f64, lo: f64, hi: f64) -> Result<f64, Stopped> {
+        let x = Self::along(p, d, t);
+        if t >= lo && t <= hi && self.config.variant == Variant::Classic {
+            return Ok(self.g_valid(&[self.space.clamp(&x)])?[0]);
+        }
+        self.g(&x)
+    }
+
+    /// Brent's method (NR `brent`) on [a, b] ∋ 0, started at the current
+    /// point (t = 0, value `fp`), so the whole segment can be reached. The
+    /// first step carries the thesis' random factor.
+    fn brent(&mut self, p: &[f64], d: &[f64], fp: f64, a: f64, b: f64) -> Result<f64, Stopped> {
+        let (seg_lo, seg_hi) = self.segment(p, d, true);
+        let (mut a, mut b) = (a.min(0.0), b.max(0.0));
+        if b - a <= 0.0 {
+            return Ok(0.0);
+        }
+        let abstol = self.config.line_tolerance;
+        let jitter = self.rng.random_range(0.5..1.5);
+        let (mut x, mut w, mut v) = (0.0f64, 0.0f64, 0.0f64);
+        let (mut fx, mut fw, mut fv) = (fp, fp, fp);
         let mut e: f64 = 0.0;
         let mut dd: f64 = 0.0;
-        for _ in 0..100 {
+        let mut first = true;
+        for _ in 0..200 {
+            if !self.budget_left() {
+                break;
+            }
             let xm = 0.5 * (a + b);
-            let tol1 = tol * x.abs() + ZEPS;
+            let tol1 = RELTOL * x.abs() + abstol / 3.0;
             let tol2 = 2.0 * tol1;
             if (x - xm).abs() <= tol2 - 0.5 * (b - a) {
                 break;
             }
-            if e.abs() > tol1 {
+            let mut golden = true;
+            if e.abs() > tol1 && fx.is_finite() && fw.is_finite() && fv.is_finite() {
                 let r = (x - w) * (fx - fv);
                 let mut q = (x - v) * (fx - fw);
                 let mut pp = (x - v) * q - (x - w) * r;
@@ -396,26 +584,30 @@ impl<'e> Search<'e> {
                 q = q.abs();
                 let etemp = e;
                 e = dd;
-                if pp.abs() >= (0.5 * q * etemp).abs() || pp <= q * (a - x) || pp >= q * (b - x) {
-                    e = if x >= xm { a - x } else { b - x };
-                    dd = CGOLD * e;
-                } else {
+                if !(pp.abs() >= (0.5 * q * etemp).abs() || pp <= q * (a - x) || pp >= q * (b - x))
+                {
+                    golden = false;
                     dd = pp / q;
                     let u = x + dd;
                     if u - a < tol2 || b - u < tol2 {
                         dd = tol1.copysign(xm - x);
                     }
                 }
-            } else {
+            }
+            if golden {
                 e = if x >= xm { a - x } else { b - x };
                 dd = CGOLD * e;
+                if first {
+                    dd *= jitter;
+                }
             }
+            first = false;
             let u = if dd.abs() >= tol1 {
                 x + dd
             } else {
                 x + tol1.copysign(dd)
             };
-            let fu = h(self, u)?;
+            let fu = self.on_line(p, d, u, seg_lo, seg_hi)?;
             if fu <= fx {
                 if u >= x {
                     a = x;
@@ -439,54 +631,98 @@ impl<'e> Search<'e> {
                 }
             }
         }
-        Ok((x, fx))
+        Ok(x)
     }
 
-    /// 6.2.5: ten points over the valid segment, then five around the best.
-    fn interval_search(&mut self, p: &[f64], d: &[f64], fp: f64) -> Result<(f64, f64), Stopped> {
-        // The segment of the line inside the box.
-        let (mut lo, mut hi) = (f64::NEG_INFINITY, f64::INFINITY);
-        for ((x, dx), b) in p.iter().zip(d).zip(&self.space.bounds) {
-            if *dx != 0.0 {
-                let (t1, t2) = ((b.min - x) / dx, (b.max - x) / dx);
-                lo = lo.max(t1.min(t2));
-                hi = hi.min(t1.max(t2));
-            }
+    /// 6.2.5: regular intervals over the valid segment [lo, hi], then rounds
+    /// of `refine_points` around the best, each round one parallel batch:
+    /// the vertex of the parabola through the best and its nearest
+    /// neighbours with two points close around it, and the middles of the
+    /// gaps to the neighbours (without a vertex, the gaps split in thirds).
+    /// It ends when a round gains less than `ftol` (relative) and the
+    /// parabola promises no more, or the bracket is below the tolerance.
+    fn interval_search(
+        &mut self,
+        p: &[f64],
+        d: &[f64],
+        fp: f64,
+        lo: f64,
+        hi: f64,
+    ) -> Result<f64, Stopped> {
+        if hi - lo <= 0.0 {
+            return Ok(0.0);
         }
-        if !(lo.is_finite() && hi.is_finite()) || hi - lo <= 0.0 {
-            return Ok((0.0, fp));
-        }
-        let grid = |from: f64, to: f64, n: usize| -> Vec<f64> {
-            (0..n)
-                .map(|i| from + (to - from) * i as f64 / (n - 1) as f64)
-                .collect()
-        };
-        let coarse = grid(lo, hi, 10);
-        let points: Vec<Vec<f64>> = coarse
-            .iter()
-            .map(|t| self.space.clamp(&Self::along(p, d, *t)))
+        let count = self.config.interval_points as usize;
+        let refine = self.config.refine_points as usize;
+        let tol = self.config.line_tolerance;
+        let mut known: Vec<(f64, f64)> = vec![(0.0, fp)];
+        let mut best = (0.0, fp);
+        let mut ts: Vec<f64> = (0..count)
+            .map(|i| lo + (hi - lo) * i as f64 / (count - 1) as f64)
             .collect();
-        let values = self.g_valid(&points)?;
-        let (mut best_t, mut best_f) = (0.0, fp);
-        for (t, f) in coarse.iter().zip(&values) {
-            if *f < best_f {
-                best_t = *t;
-                best_f = *f;
+        for _ in 0..200 {
+            ts.retain(|t| *t >= lo && *t <= hi && !known.iter().any(|(k, _)| k == t));
+            ts.dedup();
+            if ts.is_empty() || !self.budget_left() {
+                break;
             }
-        }
-        let h = (hi - lo) / 9.0;
-        let fine: Vec<f64> = grid((best_t - h / 2.0).max(lo), (best_t + h / 2.0).min(hi), 5);
-        let points: Vec<Vec<f64>> = fine
-            .iter()
-            .map(|t| self.space.clamp(&Self::along(p, d, *t)))
-            .collect();
-        let values = self.g_valid(&points)?;
-        for (t, f) in fine.iter().zip(&values) {
-            if *f < best_f {
-                best_t = *t;
-                best_f = *f;
+            let points: Vec<Vec<f64>> = ts
+                .iter()
+                .map(|t| self.space.clamp(&Self::along(p, d, *t)))
+                .collect();
+            let values = self.g_valid(&points)?;
+            let before = best.1;
+            for (t, f) in ts.iter().zip(values) {
+                known.push((*t, f));
+                if f < best.1 {
+                    best = (*t, f);
+                }
             }
+            let centre = best.0;
+            let left = known
+                .iter()
+                .filter(|(t, _)| *t < centre)
+                .max_by(|x, y| x.0.total_cmp(&y.0))
+                .copied();
+            let right = known
+                .iter()
+                .filter(|(t, _)| *t > centre)
+                .min_by(|x, y| x.0.total_cmp(&y.0))
+                .copied();
+            let (l, r) = (left.map_or(centre, |x| x.0), right.map_or(centre, |x| x.0));
+            if r - l <= 2.0 * tol {
+                break;
+            }
+            let enough = 1e-12 * best.1.abs() + TINY;
+            let vertex = match (left, right) {
+                (Some(a), Some(c)) => parabola_vertex(a, best, c)
+                    .filter(|u| !known.iter().any(|(k, _)| k == u))
+                    .filter(|u| parabola_gain(a, best, c, *u) > enough),
+                _ => None,
+            };
+            // NaN (nothing real yet) counts as no gain.
+            let gained = (before - best.1) > enough;
+            let first_round = known.len() <= count + 1;
+            if !first_round && !gained && vertex.is_none() {
+                break;
+            }
+            // The next round.
+            ts = Vec::with_capacity(refine);
+            if let Some(u) = vertex {
+                let delta = (0.25 * (u - centre).abs()).max(tol);
+                ts.extend([u, u - delta, u + delta]);
+                ts.extend([0.5 * (l + centre), 0.5 * (centre + r)]);
+            } else {
+                for k in [1.0, 2.0] {
+                    ts.extend([
+                        centre - (centre - l) * k / 3.0,
+                        centre + (r - centre) * k / 3.0,
+                    ]);
+                }
+            }
+            ts.retain(|t| *t > l && *t < r);
+            ts.truncate(refine);
         }
-        Ok((best_t, best_f))
+        Ok(best.0)
     }
 }

@@ -31,6 +31,7 @@ struct Trace {
     evaluations: usize,
     batches: Vec<usize>,
     points: Vec<Vec<f64>>,
+    finished: bool,
 }
 
 /// Drives the plugin to the end (or `budget`) on `f`, telling in reverse order.
@@ -41,30 +42,55 @@ fn drive(
     budget: usize,
     f: impl Fn(&[f64]) -> f64,
 ) -> Trace {
-    // The objectives here go far below 0, so "bad" must be worse still.
-    let s = settings(&[
-        ("variant", SettingValue::Text(variant.into())),
-        ("bad_value", SettingValue::Float(-1e6)),
-    ]);
-    let mut opt = Powell.create(space, &s, seed).unwrap();
+    drive_with(space, variant, seed, budget, None, true, |x| {
+        Outcome::Fitness(f(x))
+    })
+}
+
+/// Drives the plugin, telling the runtime's `told_budget` (or none), results
+/// in reverse order or in proposal order.
+fn drive_with(
+    space: &Space,
+    variant: &str,
+    seed: u64,
+    budget: usize,
+    told_budget: Option<u64>,
+    reverse: bool,
+    f: impl Fn(&[f64]) -> Outcome,
+) -> Trace {
+    let s = settings(&[("variant", SettingValue::Text(variant.into()))]);
+    let mut opt = Powell.create(space, &s, seed, told_budget).unwrap();
     let mut trace = Trace {
         best: f64::NEG_INFINITY,
         evaluations: 0,
         batches: vec![],
         points: vec![],
+        finished: false,
     };
     while trace.evaluations < budget {
         match opt.ask() {
-            Step::Finished => break,
+            Step::Finished => {
+                trace.finished = true;
+                break;
+            }
             Step::Wait => panic!("nothing outstanding, yet the optimizer waits"),
             Step::Evaluate(candidates) => {
                 trace.batches.push(candidates.len());
-                for c in candidates.iter().rev() {
-                    let v = f(&c.x);
-                    trace.best = trace.best.max(v);
-                    trace.evaluations += 1;
-                    trace.points.push(c.x.clone());
-                    opt.tell(c.tag, Outcome::Fitness(v));
+                let mut results: Vec<_> = candidates
+                    .iter()
+                    .map(|c| {
+                        let o = f(&c.x);
+                        trace.best = trace.best.max(o.value());
+                        trace.evaluations += 1;
+                        trace.points.push(c.x.clone());
+                        (c.tag, o)
+                    })
+                    .collect();
+                if reverse {
+                    results.reverse();
+                }
+                for (tag, o) in results {
+                    opt.tell(tag, o);
                 }
             }
         }
@@ -143,28 +169,177 @@ fn same_seed_same_path_different_seed_different_brackets() {
 }
 
 #[test]
-fn failures_count_as_the_bad_value() {
-    let s = settings(&[]);
-    let mut opt = Powell.create(&space(2, -1.0, 1.0, 0.0), &s, 1).unwrap();
-    let mut told = 0;
-    while told < 200 {
-        match opt.ask() {
-            Step::Evaluate(cs) => {
-                for c in cs {
-                    // The half-plane x0 > 0.5 always fails.
-                    let o = if c.x[0] > 0.5 {
-                        Outcome::Failed
-                    } else {
-                        Outcome::Fitness(neg_sphere(&c.x))
-                    };
-                    opt.tell(c.tag, o);
-                    told += 1;
+fn failures_and_outside_points_rank_below_every_real_value() {
+    // Every real value is far below the thesis' old fixed bad value (-1),
+    // and the half-plane x0 > 0.5 fails. The search must still climb to the
+    // real maximum at (0.3, 0.3), never towards failed or outside points.
+    for variant in ["classic", "stadium", "clamp", "interval"] {
+        let t = drive_with(
+            &space(2, -1.0, 1.0, -0.7),
+            variant,
+            1,
+            1_500,
+            Some(1_500),
+            true,
+            |x| {
+                if x[0] > 0.5 {
+                    Outcome::Failed
+                } else {
+                    Outcome::Fitness(-1e9 + 1e6 * neg_sphere(x))
                 }
-            }
-            Step::Finished => break,
-            Step::Wait => panic!("waiting with nothing outstanding"),
-        }
+            },
+        );
+        assert!(t.best > -1e9 - 1e-3, "{variant}: {}", t.best);
+        // The last proposals gather around the real maximum.
+        let last = &t.points[t.points.len() - 20..];
+        let near = last
+            .iter()
+            .filter(|p| p.iter().all(|v| (v - 0.3).abs() < 0.3))
+            .count();
+        assert!(near >= 10, "{variant}: {last:?}");
     }
+}
+
+#[test]
+fn the_bounded_line_search_reaches_an_optimum_on_the_box_edge() {
+    // The maximum of a linear slope is the corner (1, ..., 1), and the
+    // start is at the opposite side: each line search must cross the box.
+    for variant in ["classic", "stadium", "clamp", "interval"] {
+        let t = drive_with(
+            &space(5, -1.0, 1.0, -0.9),
+            variant,
+            2,
+            600,
+            Some(600),
+            true,
+            |x| Outcome::Fitness(x.iter().sum::<f64>()),
+        );
+        assert!(t.best > 5.0 - 1e-6, "{variant}: {}", t.best);
+    }
+}
+
+#[test]
+fn with_a_budget_it_never_stops_before_it_and_without_one_it_ends() {
+    for variant in ["classic", "stadium", "clamp", "interval"] {
+        let t = drive_with(
+            &space(3, -1.0, 1.0, 0.5),
+            variant,
+            3,
+            10_000,
+            Some(3_000),
+            true,
+            |x| Outcome::Fitness(neg_sphere(x)),
+        );
+        // The sphere is solved long before; restarts keep using the budget.
+        assert!(t.best > -1e-12, "{variant}: {}", t.best);
+        // It may say Finished once the budget is spent, never before.
+        assert!(
+            t.evaluations >= 3_000,
+            "{variant} stopped after {}",
+            t.evaluations
+        );
+        let t = drive_with(
+            &space(3, -1.0, 1.0, 0.5),
+            variant,
+            3,
+            1_000_000,
+            None,
+            true,
+            |x| Outcome::Fitness(neg_sphere(x)),
+        );
+        assert!(t.finished, "{variant} never ended by itself");
+    }
+}
+
+#[test]
+fn reversed_tell_order_gives_the_same_proposals() {
+    for variant in ["classic", "stadium", "clamp", "interval"] {
+        let run = |reverse| {
+            drive_with(
+                &space(4, -1.0, 1.0, 0.2),
+                variant,
+                11,
+                800,
+                Some(800),
+                reverse,
+                |x| Outcome::Fitness(neg_rosenbrock(x) - x[2].powi(2) - (x[3] - 0.5).abs()),
+            )
+            .points
+        };
+        assert_eq!(run(true), run(false), "{variant}");
+    }
+}
+
+/// −(x − c)ᵀ Qᵀ Λ Q (x − c) with a fixed rotation Q and conditioning 1e3.
+fn neg_rotated_quadratic(dim: usize) -> impl Fn(&[f64]) -> f64 {
+    use rand::{Rng, SeedableRng};
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(42);
+    let mut q: Vec<Vec<f64>> = Vec::new();
+    while q.len() < dim {
+        let mut v: Vec<f64> = (0..dim).map(|_| rng.random_range(-1.0..1.0)).collect();
+        for b in &q {
+            let dot: f64 = v.iter().zip(b).map(|(x, y)| x * y).sum();
+            v.iter_mut().zip(b).for_each(|(x, y)| *x -= dot * y);
+        }
+        let norm = v.iter().map(|x| x * x).sum::<f64>().sqrt();
+        q.push(v.iter().map(|x| x / norm).collect());
+    }
+    let centre: Vec<f64> = (0..dim).map(|_| rng.random_range(-3.0..3.0)).collect();
+    move |x: &[f64]| {
+        -q.iter()
+            .enumerate()
+            .map(|(i, row)| {
+                let y: f64 = row
+                    .iter()
+                    .zip(x.iter().zip(&centre))
+                    .map(|(r, (a, c))| r * (a - c))
+                    .sum();
+                1e3f64.powf(i as f64 / (dim - 1) as f64) * y * y
+            })
+            .sum::<f64>()
+    }
+}
+
+#[test]
+fn every_variant_solves_a_shifted_rotated_quadratic_in_10d() {
+    let f = neg_rotated_quadratic(10);
+    for variant in ["classic", "stadium", "clamp", "interval"] {
+        let t = drive_with(
+            &space(10, -5.0, 5.0, 4.0),
+            variant,
+            5,
+            10_000,
+            Some(10_000),
+            true,
+            |x| Outcome::Fitness(f(x)),
+        );
+        assert!(t.best > -1e-8, "{variant}: {}", t.best);
+    }
+}
+
+#[test]
+fn a_restart_uses_fresh_directions() {
+    // The start is the maximum, so the first run (coordinate axes) ends
+    // after one iteration; its points differ from the start in one
+    // coordinate. The restart searches along fresh, oblique directions.
+    let start = [0.1, 0.2, -0.3];
+    let s = Space::new(space(3, -1.0, 1.0, 0.0).bounds, start.to_vec()).unwrap();
+    let t = drive_with(&s, "classic", 1, 300, Some(300), true, |x| {
+        Outcome::Fitness(
+            -x.iter()
+                .zip(&start)
+                .map(|(a, b)| (a - b).powi(2))
+                .sum::<f64>(),
+        )
+    });
+    let moved = |p: &Vec<f64>| p.iter().zip(&start).filter(|(a, b)| a != b).count();
+    assert!(moved(&t.points[1]) == 1, "{:?}", t.points[1]);
+    let first_oblique = t
+        .points
+        .iter()
+        .position(|p| moved(p) == 3)
+        .expect("an oblique search");
+    assert!(t.points[..first_oblique].iter().all(|p| moved(p) <= 1));
 }
 
 proptest! {
@@ -178,5 +353,31 @@ proptest! {
             prop_assert!(p.iter().all(|v| v.is_finite() && (-1.0..=1.0).contains(v)), "{:?}", p);
         }
         prop_assert!(t.best.is_finite());
+    }
+}
+
+#[test]
+fn a_parameter_without_range_neither_hangs_nor_leaves_its_value() {
+    let bounds = vec![
+        Bound {
+            name: "fixed".into(),
+            min: 0.5,
+            max: 0.5,
+        },
+        Bound {
+            name: "free".into(),
+            min: -1.0,
+            max: 1.0,
+        },
+    ];
+    let s = Space::new(bounds, vec![0.5, -0.5]).unwrap();
+    for variant in ["classic", "stadium", "clamp", "interval"] {
+        for budget in [Some(400), None] {
+            let t = drive_with(&s, variant, 1, 400, budget, true, |x| {
+                Outcome::Fitness(neg_sphere(x))
+            });
+            assert!(t.points.iter().all(|p| p[0] == 0.5), "{variant}");
+            assert!(t.best > -0.04 - 1e-9, "{variant}: {}", t.best);
+        }
     }
 }

@@ -102,6 +102,7 @@ impl Plugin for Pso {
         space: &Space,
         settings: &Settings,
         seed: u64,
+        _budget: Option<u64>,
     ) -> Result<Box<dyn Optimizer>, SettingsError> {
         let config = PsoConfig::from_settings(settings)?;
         Ok(Box::new(Swarm::new(space, &config, seed)?))

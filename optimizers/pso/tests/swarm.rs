@@ -219,9 +219,9 @@ fn same_seed_gives_the_same_proposals_whatever_the_tell_order() {
     )
     .unwrap();
     let settings = Settings::resolve(&Pso.info().settings, &settings).unwrap();
-    let mut a = Pso.create(&space, &settings, 42).unwrap();
-    let mut b = Pso.create(&space, &settings, 42).unwrap();
-    let mut c = Pso.create(&space, &settings, 42).unwrap();
+    let mut a = Pso.create(&space, &settings, 42, None).unwrap();
+    let mut b = Pso.create(&space, &settings, 42, None).unwrap();
+    let mut c = Pso.create(&space, &settings, 42, None).unwrap();
     let forward = drive(a.as_mut(), &sphere_failing_corner, &mut in_order);
     let reversed = drive(b.as_mut(), &sphere_failing_corner, &mut |_, g| g.reverse());
     let mut shuffler = ChaCha8Rng::seed_from_u64(7);
@@ -451,7 +451,7 @@ fn settings_are_declared_with_defaults_and_validated() {
 #[test]
 fn create_fills_missing_settings_and_rejects_bad_input() {
     let space = cube(0.0, 1.0, 2, 0.5);
-    let mut opt = Pso.create(&space, &Settings::default(), 0).unwrap();
+    let mut opt = Pso.create(&space, &Settings::default(), 0, None).unwrap();
     let Step::Evaluate(first) = opt.ask() else {
         panic!("no first generation")
     };
@@ -462,11 +462,11 @@ fn create_fills_missing_settings_and_rejects_bad_input() {
         start: vec![2.0, 0.5],
     };
     assert!(matches!(
-        Pso.create(&outside, &Settings::default(), 0),
+        Pso.create(&outside, &Settings::default(), 0, None),
         Err(SettingsError::Space(_))
     ));
     let bad = Settings([("particles".to_owned(), SettingValue::Int(1))].into());
-    assert!(Pso.create(&space, &bad, 0).is_err());
+    assert!(Pso.create(&space, &bad, 0, None).is_err());
     assert!(Swarm::new(&space, &config(1, 5), 0).is_err());
 }
 

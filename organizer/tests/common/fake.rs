@@ -81,6 +81,7 @@ impl HostClient for FakeHost {
                 Ok(HostInfo {
                     backend: Some(BackendKind::Expression),
                     robot: "fake".into(),
+                    objectives: vec!["expr:x".into()],
                 })
             }
         })

@@ -3,6 +3,15 @@
 //! session's [`crate::model`]). The only place that builds a `tonic::Status`
 //! or reads a proto enum number; it also allows one robot operation at a
 //! time.
+//!
+//! # Layout
+//! - this file: the service and its conversions.
+//! - [`client`]: [`RobotClient`], the session as a remote caller (lifelong
+//!   learning, scripts) drives it, in domain types.
+
+pub mod client;
+
+pub use client::{RobotClient, RobotClientError};
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -64,6 +73,7 @@ impl HostService {
             busy: self.robot.available_permits() == 0,
             version: env!("CARGO_PKG_VERSION").to_owned(),
             evaluations: self.evaluations.load(Ordering::Relaxed),
+            objectives: self.backend.objectives(),
         }
     }
 
@@ -132,6 +142,16 @@ impl HostAgent for HostService {
     ) -> Result<Response<pb::EvaluateResponse>, Status> {
         let request = request.into_inner();
         let job = job_from_proto(request.job)?;
+        // Never evaluate something else than what was asked: the organizer
+        // retries the job on a host that serves it.
+        let served = self.backend.objectives();
+        if !job.objective.served_by(Some(self.backend.kind()), &served) {
+            return Err(Status::failed_precondition(format!(
+                "this host ({}) does not serve {}",
+                self.backend.describe(),
+                job.objective
+            )));
+        }
         let _permit = self.exclusive()?;
         let cancel = Arc::new(AtomicBool::new(false));
         let _guard = CancelOnDrop(cancel.clone());
@@ -446,6 +466,20 @@ fn couplings(
     Ok(Response::new(pb::ListCouplingsResponse {
         couplings: couplings.into_iter().map(coupling_to_proto).collect(),
     }))
+}
+
+/// A session state as a remote host reports it.
+#[must_use]
+pub fn state_from_proto(s: pb::SessionState) -> SessionState {
+    SessionState {
+        open: s.open,
+        connected: s.connected,
+        simulation_mode: s.simulation_mode,
+        elapsed: s.elapsed_s,
+        position: s.position.map(|p| evaluation::sample(Some(p))),
+        pending_changes: s.pending_changes,
+        up: s.up,
+    }
 }
 
 #[must_use]

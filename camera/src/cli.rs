@@ -1,7 +1,7 @@
 //! `yamor camera`: the LED tracker from the command line (thesis C.2.5):
 //! watch raw and corrected positions, record a path, calibrate the camera
-//! model, or emulate a CamApp. The procedures are [`yamor_camera::survey`]'s;
-//! here are the arguments, the terminal and Ctrl-C. See docs/camera.md.
+//! model, or emulate a CamApp. The procedures are [`crate::survey`]'s; here
+//! are the arguments and the terminal. See docs/camera.md.
 
 use std::io::{self, BufRead};
 use std::net::SocketAddr;
@@ -9,13 +9,26 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::{Context, Result, bail};
 use clap::{Args, Subcommand};
-use yamor_camera::PositionSource;
-use yamor_camera::camapp::{CamApp, CamAppSettings, LedSource, circling};
-use yamor_camera::model::{CAMERA_HEIGHT, CameraModel, LED_HEIGHT, Sample};
-use yamor_camera::survey::{self, load_model};
-use yamor_camera::tracker::Tracker;
+
+use crate::PositionSource;
+use crate::camapp::{CamApp, CamAppError, CamAppSettings, LedSource, circling};
+use crate::model::{CAMERA_HEIGHT, CameraModel, LED_HEIGHT, Sample};
+use crate::survey::{self, SurveyError, load_model};
+use crate::tracker::Tracker;
+
+/// Why a `yamor camera` command failed.
+#[derive(Debug, thiserror::Error)]
+pub enum CliError {
+    #[error(transparent)]
+    Survey(#[from] SurveyError),
+    #[error(transparent)]
+    CamApp(#[from] CamAppError),
+    #[error("--average: {0}")]
+    Average(std::time::TryFromFloatSecsError),
+}
+
+type Result<T> = std::result::Result<T, CliError>;
 
 #[derive(Subcommand)]
 pub enum CameraCommand {
@@ -49,7 +62,7 @@ pub struct WatchArgs {
 #[derive(Args)]
 pub struct CalibrateArgs {
     /// Rows x,y,z,px,py already measured (header and # comments allowed).
-    #[arg(long, conflicts_with_all = ["points", "camapp"])]
+    #[arg(long, conflicts_with_all = ["points", "camapp"], required_unless_present = "points")]
     samples: Option<PathBuf>,
     /// Rows x,y[,z] of floor points (m): place the LED on each when asked.
     #[arg(long, requires = "camapp")]
@@ -113,7 +126,11 @@ fn serve(address: SocketAddr, led: LedSource, settings: CamAppSettings) -> Resul
     Ok(camapp)
 }
 
-pub fn camera(command: CameraCommand) -> Result<()> {
+/// Runs one `yamor camera` command; `until_stopped` resolves on Ctrl-C.
+pub fn camera(
+    command: CameraCommand,
+    until_stopped: impl std::future::Future<Output = ()>,
+) -> Result<()> {
     match command {
         CameraCommand::Watch(a) => {
             let tracker =
@@ -126,10 +143,11 @@ pub fn camera(command: CameraCommand) -> Result<()> {
             survey::watch(&tracker, a.record.as_deref(), duration, &mut out, &mut lost)?;
         }
         CameraCommand::Calibrate(a) => {
+            // clap requires --samples, or --points with --camapp.
             let samples = match (&a.samples, &a.points, &a.camapp) {
-                (Some(file), _, _) => survey::read_samples(file)?,
                 (None, Some(points), Some(camapp)) => measure(&a, points, camapp)?,
-                _ => bail!("give --samples FILE, or --points FILE with --camapp HOST:PORT"),
+                (Some(file), _, _) => survey::read_samples(file)?,
+                _ => unreachable!("clap enforces --samples or --points with --camapp"),
             };
             survey::calibrate(&samples, a.height, &a.out, &mut io::stdout())?;
         }
@@ -142,8 +160,9 @@ pub fn camera(command: CameraCommand) -> Result<()> {
             );
             tokio::runtime::Builder::new_current_thread()
                 .enable_all()
-                .build()?
-                .block_on(crate::net::shutdown_signal());
+                .build()
+                .map_err(SurveyError::Io)?
+                .block_on(until_stopped);
         }
     }
     Ok(())
@@ -152,7 +171,7 @@ pub fn camera(command: CameraCommand) -> Result<()> {
 /// Asks on the terminal for the LED on each point, Enter when it is there.
 fn measure(a: &CalibrateArgs, points: &Path, camapp: &str) -> Result<Vec<Sample>> {
     let points = survey::read_points(points, a.led_height)?;
-    let average = Duration::try_from_secs_f64(a.average).context("--average")?;
+    let average = Duration::try_from_secs_f64(a.average).map_err(CliError::Average)?;
     let tracker = Tracker::connect(camapp, CameraModel::default(), a.led_height);
     const ABANDONED: &str = "standard input closed: calibration abandoned";
     let mut enter = || match io::stdin().lock().read_line(&mut String::new())? {

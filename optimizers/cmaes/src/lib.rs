@@ -1,0 +1,685 @@
+//! CMA-ES (covariance matrix adaptation evolution strategy) with IPOP or
+//! BIPOP restarts as a yamor optimizer plugin.
+//!
+//! CMA-ES samples a generation of `λ` candidates from a multivariate normal
+//! distribution and moves its mean, step size and covariance towards the
+//! better half. It is the optimizer most gait-learning work uses today: it
+//! needs no gradient, is invariant to rescaling and rotating the parameters
+//! and, unlike Powell's method, proposes a whole generation at once, which
+//! keeps every simulation host busy.
+//!
+//! # Algorithm
+//! Hansen, "The CMA Evolution Strategy: A Tutorial" (arXiv:1604.00772), with
+//! its default parameters (`λ = 4 + ⌊3 ln n⌋`, log-linear weights, active
+//! covariance update with negative weights, cumulative step-size
+//! adaptation), in [`run`], except that the step-size cumulation `c_σ` and
+//! damping `d_σ` are pycma 4.5's (a damping that grows with `μ_eff/n`, which
+//! the large populations of IPOP need). Termination follows pycma's criteria
+//! and defaults. Fitness is maximised; the strategy minimises
+//! `g = −fitness`, and [`Outcome::Failed`] is `g = +∞`, ranked worst.
+//!
+//! **Normalised coordinates.** Each parameter with a non-empty range is
+//! scaled to `[0, 1]`; `sigma0` is a fraction of the range, the initial
+//! covariance the identity. Parameters whose bounds coincide stay at their
+//! value and are not searched.
+//!
+//! **The box** is handled by pycma's default `BoundTransform` ([`bounds`]):
+//! the strategy's genotype is unbounded and every sample is mapped into the
+//! box by a periodic, piecewise linear-quadratic map (the identity away from
+//! the bounds). Proposals therefore always lie in the box, no penalty has to
+//! be tuned, and a bound can be approached as closely as needed.
+//!
+//! **Restarts.** A run ends on pycma's termination criteria (`tolfun`,
+//! `tolx`, stagnation, condition number, no-effect axis or coordinate, flat
+//! fitness, pycma's `maxiter`, step-size blow-up). Then, with `ipop`, the
+//! next run has `increase_factor` times the population (Auger & Hansen 2005);
+//! with `bipop` (Hansen 2009, as pycma runs it) it alternates between that
+//! large-population regime and short runs with a small random population
+//! and step size, choosing the regime that has used fewer evaluations so far
+//! (the first run counts as small, so the first restart is large; a small
+//! run lasts at most half the large runs' evaluations). The first run
+//! starts at the user's gait ([`Space::start`]); restarts start at a uniform
+//! random point of the box by default (`restart_from = random`): the first run
+//! has already searched around the gait, and a fresh point is what lets a
+//! larger population find another basin, as in the IPOP and BIPOP
+//! benchmarks; `restart_from = start` restarts at the gait instead. With a
+//! run budget, restarts continue until the runtime stops the run; without
+//! one, the optimizer finishes after `max_restarts` restarts.
+//!
+//! # Determinism
+//! All randomness comes from one `ChaCha8Rng` seeded with the run's seed and
+//! is drawn in a fixed order (a generation's normals candidate by candidate,
+//! restart points and BIPOP draws when a run ends). A generation's results
+//! are stored by candidate index and ranked by value with ties broken by
+//! index, so the order in which they are told does not matter, and replaying
+//! stored results through a fresh instance reproduces the run bit for bit.
+//!
+//! # Protocol
+//! [`Optimizer::ask`] returns a whole generation (`λ` candidates, tags
+//! consecutive across the run) as one [`Step::Evaluate`], then [`Step::Wait`]
+//! until all `λ` are told, then the next generation; [`Step::Finished`] once
+//! `restarts = none` or `max_restarts` (without a budget) are used up. A tell
+//! whose tag is not awaited (stale, unknown or repeated) is ignored.
+//!
+//! # Layout
+//! - [`Cmaes`]: the [`Plugin`] (name `cmaes`, typed settings, factory).
+//! - [`CmaesConfig`], [`RestartStrategy`], [`RestartFrom`]: the settings as
+//!   Rust values, with defaults and conversion from and to [`Settings`].
+//! - [`CmaEs`]: the [`Optimizer`] state machine (generations, restarts, best).
+//! - [`run`]: one CMA-ES run: parameters, sampling, update, termination.
+//! - [`bounds`]: the genotype-to-box map.
+
+pub mod bounds;
+pub mod run;
+
+use std::collections::BTreeMap;
+
+use nalgebra::DVector;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use yamor_optimizer_api::{
+    Candidate, Optimizer, Outcome, Plugin, PluginInfo, SettingKind, SettingSpec, SettingValue,
+    Settings, SettingsError, Space, Step,
+};
+
+use run::Run;
+pub use run::{Stop, Tolerances};
+
+/// The name the runtime registers this plugin under.
+pub const NAME: &str = "cmaes";
+
+/// The largest population a restart may grow to.
+pub const MAX_POPULATION: usize = 100_000;
+
+/// The CMA-ES plugin.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Cmaes;
+
+impl Plugin for Cmaes {
+    fn info(&self) -> PluginInfo {
+        PluginInfo {
+            name: NAME.to_owned(),
+            author: "the yamor authors".to_owned(),
+            version: env!("CARGO_PKG_VERSION").to_owned(),
+            description: "CMA-ES (Hansen's tutorial, active update) with IPOP or BIPOP \
+                          restarts: a whole generation is evaluated in parallel, the \
+                          first run starts at the gait, the box is kept by pycma's \
+                          BoundTransform."
+                .to_owned(),
+            settings: specs(),
+        }
+    }
+
+    fn create(
+        &self,
+        space: &Space,
+        settings: &Settings,
+        seed: u64,
+        budget: Option<u64>,
+    ) -> Result<Box<dyn Optimizer>, SettingsError> {
+        let config = CmaesConfig::from_settings(settings)?;
+        Ok(Box::new(CmaEs::new(space, &config, seed, budget)?))
+    }
+}
+
+/// What happens when a run ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RestartStrategy {
+    /// Restart with the population multiplied by `increase_factor`.
+    #[default]
+    Ipop,
+    /// Alternate large (IPOP) and small random populations by budget.
+    Bipop,
+    /// No restart: the optimizer finishes.
+    None,
+}
+
+impl RestartStrategy {
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RestartStrategy::Ipop => "ipop",
+            RestartStrategy::Bipop => "bipop",
+            RestartStrategy::None => "none",
+        }
+    }
+}
+
+/// Where a restart puts the new mean.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RestartFrom {
+    /// A uniform random point of the box.
+    #[default]
+    Random,
+    /// The start point ([`Space::start`]).
+    Start,
+}
+
+impl RestartFrom {
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RestartFrom::Random => "random",
+            RestartFrom::Start => "start",
+        }
+    }
+}
+
+/// The plugin's settings as Rust values.
+///
+/// [`Default`] gives the same values as the declared setting defaults.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CmaesConfig {
+    /// Population `λ` of the first run; 0: `4 + ⌊3 ln n⌋`.
+    pub population: usize,
+    /// Initial step size as a fraction of each parameter's range.
+    pub sigma0: f64,
+    pub restarts: RestartStrategy,
+    /// Population factor between large-population runs (1..=10).
+    pub increase_factor: f64,
+    /// Restarts before finishing when the run has no budget.
+    pub max_restarts: u32,
+    pub restart_from: RestartFrom,
+    /// A run ends when recent best values and the last generation lie
+    /// within `tolfun` (fitness units).
+    pub tolfun: f64,
+    /// A run ends when every standard deviation is below `tolx` (fraction
+    /// of the range; the default is pycma's `1e-11` on BBOB's range of 10,
+    /// which a run needs to refine rugged optima such as Katsuura's to 1e-8).
+    pub tolx: f64,
+    /// Stagnation window in generations; 0: `100 + 100·n^1.5/λ`.
+    pub tolstagnation: u64,
+    /// A run ends when the covariance's condition number exceeds this.
+    pub max_condition: f64,
+}
+
+impl Default for CmaesConfig {
+    fn default() -> Self {
+        CmaesConfig {
+            population: 0,
+            sigma0: 0.2,
+            restarts: RestartStrategy::Ipop,
+            increase_factor: 2.0,
+            max_restarts: 9,
+            restart_from: RestartFrom::Random,
+            tolfun: 1e-11,
+            tolx: 1e-12,
+            tolstagnation: 0,
+            max_condition: 1e14,
+        }
+    }
+}
+
+impl CmaesConfig {
+    /// Reads (and re-validates) settings; missing ones take their defaults.
+    pub fn from_settings(settings: &Settings) -> Result<Self, SettingsError> {
+        let s = Settings::resolve(&specs(), &settings.0)?;
+        let restarts = match s.text("restarts") {
+            "ipop" => RestartStrategy::Ipop,
+            "bipop" => RestartStrategy::Bipop,
+            "none" => RestartStrategy::None,
+            other => unreachable!("resolve admitted restarts {other:?}"),
+        };
+        let restart_from = match s.text("restart_from") {
+            "random" => RestartFrom::Random,
+            "start" => RestartFrom::Start,
+            other => unreachable!("resolve admitted restart_from {other:?}"),
+        };
+        let population = usize::try_from(s.int("population")).expect("checked range");
+        if population == 1 {
+            return Err(SettingsError::Invalid {
+                name: "population".to_owned(),
+                why: "a population needs at least 2 candidates (0: the default)".to_owned(),
+            });
+        }
+        Ok(CmaesConfig {
+            population,
+            sigma0: s.float("sigma0"),
+            restarts,
+            increase_factor: s.float("increase_factor"),
+            max_restarts: u32::try_from(s.int("max_restarts")).expect("checked range"),
+            restart_from,
+            tolfun: s.float("tolfun"),
+            tolx: s.float("tolx"),
+            tolstagnation: u64::try_from(s.int("tolstagnation")).expect("checked range"),
+            max_condition: s.float("max_condition"),
+        })
+    }
+
+    /// The same values as [`Settings`] (validated against the declared specs).
+    pub fn to_settings(&self) -> Result<Settings, SettingsError> {
+        let int = |v: u64| SettingValue::Int(i64::try_from(v).unwrap_or(i64::MAX));
+        let text = |v: &str| SettingValue::Text(v.to_owned());
+        let given: BTreeMap<String, SettingValue> = [
+            ("population", int(self.population as u64)),
+            ("sigma0", SettingValue::Float(self.sigma0)),
+            ("restarts", text(self.restarts.as_str())),
+            ("increase_factor", SettingValue::Float(self.increase_factor)),
+            ("max_restarts", int(u64::from(self.max_restarts))),
+            ("restart_from", text(self.restart_from.as_str())),
+            ("tolfun", SettingValue::Float(self.tolfun)),
+            ("tolx", SettingValue::Float(self.tolx)),
+            ("tolstagnation", int(self.tolstagnation)),
+            ("max_condition", SettingValue::Float(self.max_condition)),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v))
+        .collect();
+        let settings = Settings::resolve(&specs(), &given)?;
+        // The checks beyond the declared ranges.
+        CmaesConfig::from_settings(&settings)?;
+        Ok(settings)
+    }
+
+    fn tolerances(&self) -> Tolerances {
+        Tolerances {
+            tolfun: self.tolfun,
+            tolx: self.tolx,
+            stagnation: self.tolstagnation,
+            max_condition: self.max_condition,
+        }
+    }
+}
+
+/// The declared settings; the single source of names, ranges and defaults.
+fn specs() -> Vec<SettingSpec> {
+    let d = CmaesConfig::default();
+    let spec =
+        |name: &str, description: &str, kind: SettingKind, default: SettingValue| SettingSpec {
+            name: name.to_owned(),
+            description: description.to_owned(),
+            kind,
+            default,
+        };
+    let float = |min: f64, max: f64| SettingKind::Float { min, max };
+    let choice = |options: &[&str]| SettingKind::Choice {
+        options: options.iter().map(|o| (*o).to_owned()).collect(),
+    };
+    vec![
+        spec(
+            "population",
+            "candidates per generation of the first run (0: 4 + 3 ln n)",
+            SettingKind::Integer {
+                min: 0,
+                max: MAX_POPULATION as i64,
+            },
+            SettingValue::Int(d.population as i64),
+        ),
+        spec(
+            "sigma0",
+            "initial step size, as a fraction of each parameter's range",
+            float(1e-6, 1.0),
+            SettingValue::Float(d.sigma0),
+        ),
+        spec(
+            "restarts",
+            "when a run ends: ipop (larger population), bipop (large and small \
+             populations by budget) or none (finish)",
+            choice(&["ipop", "bipop", "none"]),
+            SettingValue::Text(d.restarts.as_str().to_owned()),
+        ),
+        spec(
+            "increase_factor",
+            "population factor from one large-population run to the next",
+            float(1.0, 10.0),
+            SettingValue::Float(d.increase_factor),
+        ),
+        spec(
+            "max_restarts",
+            "restarts before finishing when the run has no evaluation budget",
+            SettingKind::Integer { min: 0, max: 1000 },
+            SettingValue::Int(i64::from(d.max_restarts)),
+        ),
+        spec(
+            "restart_from",
+            "where restarts begin: random (uniform in the box) or start (the gait)",
+            choice(&["random", "start"]),
+            SettingValue::Text(d.restart_from.as_str().to_owned()),
+        ),
+        spec(
+            "tolfun",
+            "restart when recent best fitnesses and the last generation lie within this",
+            float(0.0, 1e6),
+            SettingValue::Float(d.tolfun),
+        ),
+        spec(
+            "tolx",
+            "restart when every standard deviation is below this fraction of the range",
+            float(0.0, 1.0),
+            SettingValue::Float(d.tolx),
+        ),
+        spec(
+            "tolstagnation",
+            "restart when the best and median fitness stop improving over this many \
+             generations (0: 100 + 100 n^1.5 / population)",
+            SettingKind::Integer {
+                min: 0,
+                max: 10_000_000,
+            },
+            SettingValue::Int(d.tolstagnation as i64),
+        ),
+        spec(
+            "max_condition",
+            "restart when the covariance's condition number exceeds this",
+            float(1e2, 1e20),
+            SettingValue::Float(d.max_condition),
+        ),
+    ]
+}
+
+/// Where the optimizer is in its ask/tell cycle.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    Propose,
+    Collect,
+    Finished,
+}
+
+/// The restart regime of a run (BIPOP keeps the two apart).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Regime {
+    /// The first run and the increasing-population restarts.
+    Large,
+    /// BIPOP's short runs with a small population and step size.
+    Small,
+}
+
+/// One finished run: its population, generations and why it ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RunSummary {
+    pub population: usize,
+    pub regime: Regime,
+    pub generations: u64,
+    pub stop: Stop,
+}
+
+/// A running CMA-ES with restarts: the [`Optimizer`] that [`Cmaes`] creates.
+#[derive(Debug, Clone)]
+pub struct CmaEs {
+    config: CmaesConfig,
+    budget: Option<u64>,
+    lo: Vec<f64>,
+    hi: Vec<f64>,
+    /// The start point in user units (fixed parameters keep its values).
+    start: Vec<f64>,
+    /// Indices of the searched parameters (non-empty range).
+    free: Vec<usize>,
+    rng: ChaCha8Rng,
+    /// `None` when no parameter is free: the start is proposed once.
+    run: Option<Run>,
+    regime: Regime,
+    default_population: usize,
+    /// Large-population restarts made so far.
+    large_restarts: u32,
+    evals_large: u64,
+    evals_small: u64,
+    history: Vec<RunSummary>,
+    /// The generation out for evaluation (genotypes) and its results (`g`).
+    genotypes: Vec<DVector<f64>>,
+    results: Vec<Option<f64>>,
+    told: usize,
+    tag_base: u64,
+    phase: Phase,
+    best: Option<(Vec<f64>, f64)>,
+}
+
+impl CmaEs {
+    /// A fresh optimizer over `space`. Checks the space and the configuration.
+    pub fn new(
+        space: &Space,
+        config: &CmaesConfig,
+        seed: u64,
+        budget: Option<u64>,
+    ) -> Result<Self, SettingsError> {
+        let space = Space::new(space.bounds.clone(), space.start.clone())?;
+        config.to_settings()?;
+        let lo: Vec<f64> = space.bounds.iter().map(|b| b.min).collect();
+        let hi: Vec<f64> = space.bounds.iter().map(|b| b.max).collect();
+        let free: Vec<usize> = (0..lo.len()).filter(|&i| hi[i] > lo[i]).collect();
+        let n = free.len();
+        let default_population = 4 + (3.0 * (n.max(1) as f64).ln()).floor() as usize;
+        let population = if config.population == 0 {
+            default_population
+        } else {
+            config.population
+        };
+        let run = (n > 0).then(|| {
+            let mean = DVector::from_iterator(
+                n,
+                free.iter()
+                    .map(|&i| bounds::from_unit((space.start[i] - lo[i]) / (hi[i] - lo[i]))),
+            );
+            Run::new(mean, config.sigma0, population, config.tolerances())
+        });
+        Ok(CmaEs {
+            config: config.clone(),
+            budget,
+            lo,
+            hi,
+            start: space.start.clone(),
+            free,
+            rng: ChaCha8Rng::seed_from_u64(seed),
+            run,
+            regime: Regime::Large,
+            default_population: population,
+            large_restarts: 0,
+            evals_large: 0,
+            evals_small: 0,
+            history: Vec::new(),
+            genotypes: Vec::new(),
+            results: Vec::new(),
+            told: 0,
+            tag_base: 0,
+            phase: Phase::Propose,
+            best: None,
+        })
+    }
+
+    /// The configuration this optimizer runs with.
+    #[must_use]
+    pub fn config(&self) -> &CmaesConfig {
+        &self.config
+    }
+
+    /// The population of the current run (1 when nothing is searched).
+    #[must_use]
+    pub fn population(&self) -> usize {
+        self.run.as_ref().map_or(1, |r| r.params.lambda)
+    }
+
+    /// The current run's step size, in fractions of the range.
+    #[must_use]
+    pub fn sigma(&self) -> Option<f64> {
+        self.run.as_ref().map(|r| r.sigma)
+    }
+
+    /// The runs that have ended, oldest first.
+    #[must_use]
+    pub fn history(&self) -> &[RunSummary] {
+        &self.history
+    }
+
+    /// The best point told so far and its fitness; `None` until an
+    /// evaluation succeeded. Ties go to the earliest tag.
+    #[must_use]
+    pub fn best(&self) -> Option<(&[f64], f64)> {
+        self.best.as_ref().map(|(x, f)| (x.as_slice(), *f))
+    }
+
+    /// The point in user units a genotype stands for (inside the box).
+    fn phenotype(&self, genotype: &DVector<f64>) -> Vec<f64> {
+        let mut x = self.start.clone();
+        for (k, &i) in self.free.iter().enumerate() {
+            let y = bounds::to_unit(genotype[k]);
+            x[i] = (self.lo[i] + y * (self.hi[i] - self.lo[i])).clamp(self.lo[i], self.hi[i]);
+        }
+        x
+    }
+
+    fn complete_generation(&mut self) {
+        let g: Vec<f64> = self
+            .results
+            .iter()
+            .map(|r| r.expect("every result told"))
+            .collect();
+        for (k, &gk) in g.iter().enumerate() {
+            let fitness = -gk;
+            if fitness.is_finite() && self.best.as_ref().is_none_or(|(_, b)| fitness > *b) {
+                let x = match &self.run {
+                    Some(_) => self.phenotype(&self.genotypes[k]),
+                    None => self.start.clone(),
+                };
+                self.best = Some((x, fitness));
+            }
+        }
+        self.tag_base += g.len() as u64;
+        self.told = 0;
+        let Some(run) = self.run.as_mut() else {
+            self.phase = Phase::Finished;
+            return;
+        };
+        let lambda = run.params.lambda as u64;
+        // As in pycma's BIPOP, the first run counts to the small budget, so
+        // the first restart has a large population.
+        if self.regime == Regime::Small || self.history.is_empty() {
+            self.evals_small += lambda;
+        } else {
+            self.evals_large += lambda;
+        }
+        let genotypes = std::mem::take(&mut self.genotypes);
+        if let Some(stop) = run.update(&genotypes, &g) {
+            self.history.push(RunSummary {
+                population: run.params.lambda,
+                regime: self.regime,
+                generations: run.generation,
+                stop,
+            });
+            self.restart();
+        } else {
+            self.phase = Phase::Propose;
+        }
+    }
+
+    /// Starts the next run, or finishes.
+    fn restart(&mut self) {
+        let restarts = self.history.len() as u32;
+        if self.config.restarts == RestartStrategy::None
+            || (self.budget.is_none() && restarts > self.config.max_restarts)
+        {
+            self.phase = Phase::Finished;
+            return;
+        }
+        let factor = self.config.increase_factor;
+        let large =
+            |i: u32| ((self.default_population as f64) * factor.powi(i as i32)).round() as usize;
+        let mut max_generations = None;
+        let (regime, lambda, sigma) = match self.config.restarts {
+            RestartStrategy::Bipop if self.evals_small < self.evals_large.max(1) => {
+                // Hansen (2009): λ_s = ⌊λ_def·(½·λ_l/λ_def)^{U²}⌋, σ_s = σ₀·10^{−2U},
+                // and (pycma) at most half the large budget per small run.
+                let u1: f64 = self.rng.random();
+                let u2: f64 = self.rng.random();
+                let lambda_l = large(self.large_restarts + 1) as f64;
+                let ratio = (0.5 * lambda_l / self.default_population as f64).max(1.0);
+                let lambda = (self.default_population as f64 * ratio.powf(u1 * u1))
+                    .floor()
+                    .clamp(2.0, MAX_POPULATION as f64);
+                max_generations = Some((0.5 * self.evals_large as f64 / lambda).max(1.0));
+                (
+                    Regime::Small,
+                    lambda as usize,
+                    self.config.sigma0 * 10f64.powf(-2.0 * u2),
+                )
+            }
+            _ => {
+                self.large_restarts += 1;
+                (
+                    Regime::Large,
+                    large(self.large_restarts),
+                    self.config.sigma0,
+                )
+            }
+        };
+        let lambda = lambda.clamp(2, MAX_POPULATION);
+        let n = self.free.len();
+        let mean = match self.config.restart_from {
+            RestartFrom::Random => {
+                DVector::from_iterator(n, (0..n).map(|_| bounds::from_unit(self.rng.random())))
+            }
+            RestartFrom::Start => DVector::from_iterator(
+                n,
+                self.free.iter().map(|&i| {
+                    bounds::from_unit((self.start[i] - self.lo[i]) / (self.hi[i] - self.lo[i]))
+                }),
+            ),
+        };
+        self.regime = regime;
+        let mut run = Run::new(mean, sigma, lambda, self.config.tolerances());
+        if let Some(limit) = max_generations {
+            run.limit_generations(limit);
+        }
+        self.run = Some(run);
+        self.phase = Phase::Propose;
+    }
+}
+
+impl Optimizer for CmaEs {
+    fn ask(&mut self) -> Step {
+        match self.phase {
+            Phase::Finished => Step::Finished,
+            Phase::Collect => Step::Wait,
+            Phase::Propose => {
+                self.phase = Phase::Collect;
+                let xs: Vec<Vec<f64>> = match &self.run {
+                    Some(run) => {
+                        self.genotypes = run.sample(&mut self.rng);
+                        self.genotypes.iter().map(|g| self.phenotype(g)).collect()
+                    }
+                    None => vec![self.start.clone()],
+                };
+                self.results = vec![None; xs.len()];
+                Step::Evaluate(
+                    xs.into_iter()
+                        .enumerate()
+                        .map(|(k, x)| Candidate {
+                            tag: self.tag_base + k as u64,
+                            x,
+                        })
+                        .collect(),
+                )
+            }
+        }
+    }
+
+    fn tell(&mut self, tag: u64, outcome: Outcome) {
+        if self.phase != Phase::Collect || tag < self.tag_base {
+            return;
+        }
+        let Ok(k) = usize::try_from(tag - self.tag_base) else {
+            return;
+        };
+        match self.results.get_mut(k) {
+            Some(slot @ None) => *slot = Some(-outcome.value()),
+            _ => return,
+        }
+        self.told += 1;
+        if self.told == self.results.len() {
+            self.complete_generation();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_config_matches_declared_defaults() {
+        let s = Settings::resolve(&specs(), &BTreeMap::new()).unwrap();
+        assert_eq!(
+            CmaesConfig::from_settings(&s).unwrap(),
+            CmaesConfig::default()
+        );
+        assert_eq!(CmaesConfig::default().to_settings().unwrap(), s);
+    }
+}

@@ -1,0 +1,113 @@
+//! The scheduler's [`HostClient`] over a host's `HostAgent` service, and
+//! which status codes are whose fault.
+
+use std::error::Error as _;
+use std::sync::Arc;
+
+use tonic::{Code, Status};
+use yamor_core::evaluation::{EvaluationJob, Outcome};
+use yamor_proto::evaluation::{evaluation_job_to_pb, outcome};
+use yamor_proto::transport::{AuthChannel, ClientSecurity};
+use yamor_proto::v1 as pb;
+use yamor_proto::v1::host_agent_client::HostAgentClient;
+
+use super::convert::backend;
+use crate::model::HostInfo;
+use crate::scheduler::{BoxFuture, HostClient, HostConnector, HostError};
+
+/// Dials hosts' `HostAgent` services.
+pub struct GrpcConnector {
+    pub security: ClientSecurity,
+}
+
+impl HostConnector for GrpcConnector {
+    fn connect(&self, address: &str) -> Result<Arc<dyn HostClient>, String> {
+        let channel =
+            yamor_proto::transport::channel(address, &self.security).map_err(|e| e.to_string())?;
+        Ok(Arc::new(GrpcHost {
+            client: HostAgentClient::new(channel),
+        }))
+    }
+}
+
+struct GrpcHost {
+    client: HostAgentClient<AuthChannel>,
+}
+
+impl HostClient for GrpcHost {
+    fn info(&self) -> BoxFuture<'static, Result<HostInfo, HostError>> {
+        let mut client = self.client.clone();
+        Box::pin(async move {
+            let info = client
+                .get_info(pb::GetInfoRequest {})
+                .await
+                .map_err(host_error)?
+                .into_inner();
+            Ok(HostInfo {
+                backend: backend(info.backend).ok().flatten(),
+                robot: info.robot,
+                objectives: info.objectives,
+            })
+        })
+    }
+
+    fn evaluate(
+        &self,
+        job_id: u64,
+        attempt: u32,
+        job: &EvaluationJob,
+    ) -> BoxFuture<'static, Result<Outcome, HostError>> {
+        let mut client = self.client.clone();
+        let request = pb::EvaluateRequest {
+            job: Some(evaluation_job_to_pb(job)),
+            job_id,
+            attempt,
+        };
+        Box::pin(async move {
+            let response = client.evaluate(request).await.map_err(host_error)?;
+            // A reply without a result is the host's fault, not a fitness of 0.
+            outcome(response.into_inner().result)
+                .map_err(|e| HostError::Failed(format!("the host's reply: {e}")))
+        })
+    }
+}
+
+/// Whose fault a failed call is, by its status code (docs/api.md, "Status
+/// codes"). The host is marked down only when the call did not reach it;
+/// an evaluation that raised (UNKNOWN from an uncaught exception, INTERNAL)
+/// is this attempt's fault, retried elsewhere.
+fn host_error(status: Status) -> HostError {
+    let message = format!("{:?}: {}", status.code(), status.message());
+    // Transport failures carry their cause; application errors do not.
+    let transport = status.source().is_some();
+    match status.code() {
+        Code::InvalidArgument | Code::OutOfRange => HostError::InvalidJob(message),
+        Code::Unavailable | Code::DeadlineExceeded | Code::Unauthenticated => {
+            HostError::Unavailable(message)
+        }
+        Code::Unknown if transport => HostError::Unavailable(message),
+        // FAILED_PRECONDITION: not an objective this host serves; UNIMPLEMENTED:
+        // a host without Evaluate; RESOURCE_EXHAUSTED: busy. Others may serve it.
+        _ => HostError::Failed(message),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_exception_in_an_evaluation_is_the_jobs_fault_not_a_dead_host() {
+        // An uncaught exception in a Python handler arrives as UNKNOWN.
+        let raised = host_error(Status::unknown("Exception calling application: boom"));
+        assert!(matches!(raised, HostError::Failed(_)), "{raised:?}");
+        let not_served = host_error(Status::failed_precondition("does not serve"));
+        assert!(matches!(not_served, HostError::Failed(_)), "{not_served:?}");
+        let bad = host_error(Status::invalid_argument("job.gait_xml"));
+        assert!(matches!(bad, HostError::InvalidJob(_)), "{bad:?}");
+        let gone = host_error(Status::unavailable("connection refused"));
+        assert!(matches!(gone, HostError::Unavailable(_)), "{gone:?}");
+        let late = host_error(Status::deadline_exceeded("timeout"));
+        assert!(matches!(late, HostError::Unavailable(_)), "{late:?}");
+    }
+}

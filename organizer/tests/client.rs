@@ -1,0 +1,233 @@
+//! The typed `OrganizerClient` against a real organizer on loopback: domain
+//! types survive the round trip, and failures read as one actionable sentence.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio_stream::StreamExt;
+use yamor_core::evaluation::Objective;
+use yamor_host_agent::expr::ExprBackend;
+use yamor_organizer::model::{
+    HostState, JobFilter, JobState, ParameterBound, Problem, RunSpec, RunState, RunVariant,
+};
+use yamor_organizer::{ClientError, Organizer, OrganizerClient, SchedulerConfig};
+use yamor_proto::transport::{ClientSecurity, ServerSecurity};
+
+use common::{serve_host, temp_dir};
+
+async fn organizer(name: &str) -> (OrganizerClient, Organizer) {
+    let dir = temp_dir(name);
+    let organizer = Organizer::open(
+        &dir.join("yamor.db"),
+        SchedulerConfig::default(),
+        ClientSecurity::default(),
+        vec![Arc::new(yamor_pso::Pso)],
+    )
+    .unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(yamor_organizer::serve(
+        listener,
+        organizer.clone(),
+        ServerSecurity::default(),
+        std::future::pending(),
+    ));
+    let client = OrganizerClient::new(&url, &ClientSecurity::default()).unwrap();
+    (client, organizer)
+}
+
+fn space_run(budget: u64) -> RunSpec {
+    let bound = |name: &str| ParameterBound {
+        name: name.into(),
+        min: -1.0,
+        max: 1.0,
+        start: 0.5,
+    };
+    RunSpec {
+        name: "typed".into(),
+        max_evaluations: budget,
+        seed: 7,
+        objective: Objective::Expression("-(x*x + y*y)".into()),
+        ..RunSpec::new("pso", Problem::Space(vec![bound("x"), bound("y")]))
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn runs_hosts_and_jobs_round_trip_in_domain_types() {
+    let (client, _organizer) = organizer("client-typed").await;
+    let address = serve_host(
+        "expr",
+        Arc::new(ExprBackend::new("-(x*x + y*y)", Duration::ZERO).unwrap()),
+    )
+    .await;
+    let host = client.register_host("expr", &address).await.unwrap();
+    assert_eq!(host.name, "expr");
+    let hosts = client.list_hosts().await.unwrap();
+    assert_eq!(hosts.len(), 1);
+    assert_ne!(hosts[0].state, HostState::Down);
+
+    let run = client.start_run(&space_run(24)).await.unwrap();
+    assert_eq!(run.name, "typed");
+    assert_eq!(run.seed, 7);
+    let mut events = client.watch_run(run.id).await.unwrap();
+    let mut last = None;
+    while let Some(event) = events.next().await {
+        let event = event.unwrap();
+        if event.run.state != RunState::Running {
+            last = Some(event.run);
+            break;
+        }
+    }
+    let last = last.expect("the run ends");
+    assert_eq!(last.state, RunState::Finished);
+    assert_eq!(last.evaluations, 24);
+    assert!(last.best_velocity.unwrap() <= 0.0);
+
+    let filter = JobFilter {
+        run_id: Some(run.id),
+        ..JobFilter::default()
+    };
+    let jobs = client.list_jobs(&filter, true).await.unwrap();
+    assert_eq!(jobs.len(), 24);
+    assert!(jobs.iter().all(|j| j.state == JobState::Done));
+    // Every job says which proposal it was and when the optimizer learnt it.
+    let mut proposals: Vec<u64> = jobs.iter().map(|j| j.seq).collect();
+    proposals.sort_unstable();
+    assert_eq!(proposals, (0..24).collect::<Vec<_>>());
+    assert!(jobs.iter().all(|j| j.tell_seq.is_some()));
+    assert!(jobs.iter().all(|j| j.velocity().is_some()));
+
+    let optimizers = client.list_optimizers().await.unwrap();
+    let pso = optimizers.iter().find(|o| o.name == "pso").unwrap();
+    assert!(pso.settings.iter().any(|s| s.name == "particles"));
+
+    let batch = client
+        .batch_start_runs(
+            &space_run(8),
+            &[
+                RunVariant {
+                    name: "a".into(),
+                    seed: 1,
+                    ..RunVariant::default()
+                },
+                RunVariant {
+                    name: "b".into(),
+                    seed: 2,
+                    ..RunVariant::default()
+                },
+            ],
+        )
+        .await
+        .unwrap();
+    assert_eq!(batch.len(), 2);
+    client.stop_run(batch[0].id).await.unwrap();
+    client.deregister_host(&host.id.to_string()).await.unwrap();
+}
+
+#[tokio::test]
+async fn an_organizer_that_is_not_there_is_one_sentence() {
+    // A port that was free a moment ago: nothing listens there.
+    let port = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap().port()
+    };
+    let url = format!("http://127.0.0.1:{port}");
+    let client = OrganizerClient::new(&url, &ClientSecurity::default()).unwrap();
+    let error = client.list_runs().await.unwrap_err();
+    let text = error.to_string();
+    assert!(
+        matches!(error, ClientError::Unreachable { .. }),
+        "{error:?}"
+    );
+    assert!(text.contains(&url), "{text}");
+    assert!(text.contains("connection refused"), "{text}");
+    assert!(text.contains("yamor organizer"), "{text}");
+    assert!(!text.contains('\n'), "{text}");
+}
+
+#[tokio::test]
+async fn a_host_address_is_not_taken_for_an_organizer() {
+    let address = serve_host(
+        "expr",
+        Arc::new(ExprBackend::new("x", Duration::ZERO).unwrap()),
+    )
+    .await;
+    let client = OrganizerClient::new(&address, &ClientSecurity::default()).unwrap();
+    let error = client.list_hosts().await.unwrap_err();
+    assert!(
+        matches!(error, ClientError::NotAnOrganizer { .. }),
+        "{error:?}"
+    );
+}
+
+#[tokio::test]
+async fn unsupported_schemes_and_unknown_runs_are_refused() {
+    let error = OrganizerClient::new("ftp://127.0.0.1:7070", &ClientSecurity::default())
+        .err()
+        .expect("ftp is not a transport");
+    assert!(error.to_string().contains("unsupported scheme"), "{error}");
+
+    let (client, _organizer) = organizer("client-unknown").await;
+    let error = client.stop_run(999).await.unwrap_err();
+    assert!(matches!(error, ClientError::NotFound(_)), "{error:?}");
+    let error = client
+        .start_run(&RunSpec::new("no-such-optimizer", Problem::Space(vec![])))
+        .await
+        .unwrap_err();
+    assert!(matches!(error, ClientError::Invalid(_)), "{error:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_only_reaches_hosts_that_serve_its_objective() {
+    let (client, _organizer) = organizer("client-objectives").await;
+    // No host yet: the run is refused, not queued forever.
+    let error = client.start_run(&space_run(8)).await.unwrap_err();
+    assert!(matches!(error, ClientError::Invalid(_)), "{error:?}");
+    assert!(error.to_string().contains("no registered host"), "{error}");
+
+    // Two expression hosts with different expressions; the run names one.
+    for (name, expression) in [("wanted", "-(x*x + y*y)"), ("other", "1000 + x")] {
+        let address = serve_host(
+            name,
+            Arc::new(ExprBackend::new(expression, Duration::ZERO).unwrap()),
+        )
+        .await;
+        client.register_host(name, &address).await.unwrap();
+    }
+    let hosts = client.list_hosts().await.unwrap();
+    let wanted = hosts.iter().find(|h| h.name == "wanted").unwrap();
+    assert_eq!(wanted.objectives, ["expr:-(x*x + y*y)"]);
+
+    let run = client.start_run(&space_run(30)).await.unwrap();
+    let mut events = client.watch_run(run.id).await.unwrap();
+    while let Some(event) = events.next().await {
+        if event.unwrap().run.state != RunState::Running {
+            break;
+        }
+    }
+    let filter = JobFilter {
+        run_id: Some(run.id),
+        ..JobFilter::default()
+    };
+    let jobs = client.list_jobs(&filter, true).await.unwrap();
+    assert_eq!(jobs.len(), 30);
+    assert!(jobs.iter().all(|j| j.host == "wanted"), "{jobs:?}");
+    // No value of the other expression (always ≥ 999) was mixed in.
+    assert!(jobs.iter().all(|j| j.velocity().unwrap() <= 0.0));
+    assert!(
+        jobs.iter()
+            .all(|j| j.request.job.objective == Objective::Expression("-(x*x + y*y)".into()))
+    );
+
+    // A run over bare parameters must say what it maximises.
+    let error = client
+        .start_run(&RunSpec {
+            objective: Objective::Gait,
+            ..space_run(8)
+        })
+        .await
+        .unwrap_err();
+    assert!(error.to_string().contains("objective"), "{error}");
+}
