@@ -583,6 +583,9 @@ impl Scheduler {
         if let Some(job) = self.lock().jobs.get(&id) {
             return Ok(live_view(id, job, brief));
         }
+        // A job that just left the live set may not be committed yet: a
+        // watcher reading its stale state would wait for an event already sent.
+        self.store.sync().await?;
         match self.store.read_async(move |s| s.job(id)).await? {
             Some(job) if brief => Ok(job.brief()),
             Some(job) => Ok(job),
@@ -598,6 +601,7 @@ impl Scheduler {
         // The database has every job (inserts are ordered before updates);
         // live jobs overlay their newer state.
         let states = filter.states.clone();
+        self.store.sync().await?;
         let rows = self.store.read_async(move |s| s.jobs(&filter)).await?;
         let core = self.lock();
         Ok(rows

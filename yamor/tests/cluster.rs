@@ -260,6 +260,15 @@ async fn a_resumed_brute_force_run_continues_its_grid() {
     kill_organizer_mid_run("kill-organizer-grid", run, "resolution", "9").await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resumed_cmaes_run_replays_its_generations() {
+    let mut run = pso_run(60, 6);
+    run.optimizer = "cmaes".into();
+    // Population 6 on 2 parameters: 10 generations, the kill lands in the third.
+    run.settings = [("population".to_owned(), "6".to_owned())].into();
+    kill_organizer_mid_run("kill-organizer-cmaes", run, "population", "6").await;
+}
+
 async fn kill_organizer_mid_run(
     tag: &str,
     request: pb::StartRunRequest,
@@ -283,11 +292,16 @@ async fn kill_organizer_mid_run(
         .await
         .unwrap()
         .into_inner();
-    while let Some(event) = stream.next().await {
-        if event.unwrap().run.unwrap().evaluations >= 15 {
-            break;
+    let part_done = async {
+        while let Some(event) = stream.next().await {
+            if event.unwrap().run.unwrap().evaluations >= 15 {
+                return;
+            }
         }
-    }
+    };
+    tokio::time::timeout(Duration::from_secs(120), part_done)
+        .await
+        .expect("15 evaluations within 120 s");
     organizer.kill9();
     drop(stream);
 
