@@ -221,6 +221,16 @@ pub struct FreeParameter {
     pub min: f64,
     pub max: f64,
     pub start: f64,
+    /// The range is one whole turn of a phase lag, so `min` and `max` are
+    /// the same gait: an optimizer may wrap across them instead of treating
+    /// them as walls (the best quadruped gaits lie near a lag of ±π).
+    pub periodic: bool,
+}
+
+/// Whether a free `param` over `[min, max]` is an angle covering exactly one
+/// turn (to 1e-6 rad, so `-3.141593` … `3.141593` in a file counts).
+fn is_whole_turn(param: ParamName, min: f64, max: f64) -> bool {
+    matches!(param, ParamName::Phase(..)) && ((max - min) - std::f64::consts::TAU).abs() < 1e-6
 }
 
 /// Why a rule does not fit its robot. Inside an XML file it comes as
@@ -459,6 +469,7 @@ impl OptimizationConfig {
                 start: param
                     .get(&self.robot)
                     .expect("OptimizationConfig::new checked every rule against the robot"),
+                periodic: is_whole_turn(param, min, max),
             })
             .collect()
     }

@@ -59,14 +59,41 @@ fn problem(rules: &str) -> Problem {
 const INNER_OUTER: [(u32, u32); 4] = [(0, 5), (1, 6), (2, 7), (3, 8)];
 
 #[test]
+fn only_a_phase_over_one_whole_turn_is_periodic() {
+    let config = with_rules(
+        r#"<optimize param="phase_0_5" min="0" max="6.283185307"/>
+           <optimize param="phase_0_1" min="-1.6" max="1.6"/>
+           <optimize param="amplitude_5" min="0" max="6.283185307"/>
+           <optimize param="phase_1_2" min="-3.141593" max="3.141593"/>"#,
+    )
+    .unwrap();
+    let periodic: Vec<(String, bool)> = config
+        .free_parameters()
+        .into_iter()
+        .map(|p| (p.name, p.periodic))
+        .collect();
+    assert_eq!(
+        periodic,
+        [
+            ("phase_0_5".to_owned(), true),
+            ("phase_0_1".to_owned(), false),
+            ("amplitude_5".to_owned(), false),
+            ("phase_1_2".to_owned(), true),
+        ]
+    );
+}
+
+#[test]
 fn the_quadruped_configuration_has_table_6_1s_seven_parameters() {
     let config = quadruped();
     let free = config.free_parameters();
+    // Phases over one whole turn are periodic; nothing else is.
     let p = |name: &str, min: f64, max: f64, start: f64| FreeParameter {
         name: name.into(),
         min,
         max,
         start,
+        periodic: name.starts_with("phase"),
     };
     assert_eq!(
         free,

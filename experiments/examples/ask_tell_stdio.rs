@@ -40,6 +40,7 @@ fn main() -> Result<()> {
             name: format!("x{i}"),
             min: b[0].as_f64().unwrap_or(f64::NAN),
             max: b[1].as_f64().unwrap_or(f64::NAN),
+            periodic: false,
         })
         .collect();
     let start = match header["start"].as_array() {

@@ -118,6 +118,7 @@ fn prepare(spec: &RunSpec) -> Result<Prepared, String> {
                     name: p.name.clone(),
                     min: p.min,
                     max: p.max,
+                    periodic: p.periodic,
                 })
                 .collect();
             let start = free.iter().map(|p| p.start).collect();
@@ -132,6 +133,7 @@ fn prepare(spec: &RunSpec) -> Result<Prepared, String> {
                     name: b.name.clone(),
                     min: b.min,
                     max: b.max,
+                    periodic: false,
                 })
                 .collect();
             let space = Space::new(bounds, start).map_err(|e| format!("space: {e}"))?;

@@ -37,6 +37,50 @@ pub struct Bound {
     pub name: String,
     pub min: f64,
     pub max: f64,
+    /// `min` and `max` are the same point (a phase lag over one whole
+    /// turn): an optimizer may step across them and wrap with
+    /// [`Bound::wrap`]; one that does not simply treats the interval as a
+    /// box, which is always correct, only slower.
+    #[serde(default)]
+    pub periodic: bool,
+}
+
+impl Bound {
+    /// A closed interval, not periodic.
+    #[must_use]
+    pub fn new(name: impl Into<String>, min: f64, max: f64) -> Self {
+        Bound {
+            name: name.into(),
+            min,
+            max,
+            periodic: false,
+        }
+    }
+
+    /// `x` brought into `[min, max]`: by whole periods when periodic (so
+    /// `max` itself becomes `min`), otherwise by clamping.
+    #[must_use]
+    pub fn wrap(&self, x: f64) -> f64 {
+        let range = self.max - self.min;
+        if self.periodic && range > 0.0 && !(self.min..=self.max).contains(&x) {
+            (self.min + (x - self.min).rem_euclid(range)).clamp(self.min, self.max)
+        } else {
+            x.clamp(self.min, self.max)
+        }
+    }
+
+    /// The signed step from `from` to `to`: the shorter way round when
+    /// periodic, so a swarm or line search can cross the seam.
+    #[must_use]
+    pub fn delta(&self, from: f64, to: f64) -> f64 {
+        let range = self.max - self.min;
+        let d = to - from;
+        if self.periodic && range > 0.0 {
+            (d + range / 2.0).rem_euclid(range) - range / 2.0
+        } else {
+            d
+        }
+    }
 }
 
 /// The search space: bounds per dimension and where the user's gait sits.
@@ -390,6 +434,27 @@ pub trait Plugin: Send + Sync {
 mod tests {
     use super::*;
 
+    #[test]
+    fn a_periodic_bound_wraps_by_whole_turns_and_steps_the_short_way() {
+        use std::f64::consts::PI;
+        let phase = Bound {
+            periodic: true,
+            ..Bound::new("phase_0_5", -PI, PI)
+        };
+        assert!((phase.wrap(PI + 0.25) - (-PI + 0.25)).abs() < 1e-12);
+        assert!((phase.wrap(-PI - 0.25) - (PI - 0.25)).abs() < 1e-12);
+        assert!((phase.wrap(7.0 * PI + 0.5) - (-PI + 0.5)).abs() < 1e-9);
+        assert_eq!(phase.wrap(0.3), 0.3);
+        assert!((phase.delta(PI - 0.1, -PI + 0.1) - 0.2).abs() < 1e-12);
+        assert!((phase.delta(-PI + 0.1, PI - 0.1) + 0.2).abs() < 1e-12);
+        assert_eq!(phase.delta(-1.0, 1.0), 2.0);
+        // A box is clamped and measured straight.
+        let amplitude = Bound::new("amplitude_0", 0.0, 1.0);
+        assert_eq!(amplitude.wrap(1.25), 1.0);
+        assert_eq!(amplitude.wrap(-0.5), 0.0);
+        assert_eq!(amplitude.delta(0.9, 0.1), -0.8);
+    }
+
     fn specs() -> Vec<SettingSpec> {
         vec![
             SettingSpec {
@@ -440,6 +505,7 @@ mod tests {
             name: "x".into(),
             min: 0.0,
             max: 1.0,
+            periodic: false,
         }];
         assert!(Space::new(b.clone(), vec![0.5]).is_ok());
         assert!(matches!(

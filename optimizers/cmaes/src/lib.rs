@@ -400,6 +400,10 @@ pub struct CmaEs {
     budget: Option<u64>,
     lo: Vec<f64>,
     hi: Vec<f64>,
+    /// Parameters whose bounds are one point: their
+    /// genotype wraps round instead of folding at the walls
+    /// ([`yamor_optimizer_api::Bound::periodic`]).
+    periodic: Vec<bool>,
     /// The start point in user units (fixed parameters keep its values).
     start: Vec<f64>,
     /// Indices of the searched parameters (non-empty range).
@@ -435,6 +439,7 @@ impl CmaEs {
         config.to_settings()?;
         let lo: Vec<f64> = space.bounds.iter().map(|b| b.min).collect();
         let hi: Vec<f64> = space.bounds.iter().map(|b| b.max).collect();
+        let periodic: Vec<bool> = space.bounds.iter().map(|b| b.periodic).collect();
         let free: Vec<usize> = (0..lo.len()).filter(|&i| hi[i] > lo[i]).collect();
         let n = free.len();
         let default_population = 4 + (3.0 * (n.max(1) as f64).ln()).floor() as usize;
@@ -447,7 +452,7 @@ impl CmaEs {
             let mean = DVector::from_iterator(
                 n,
                 free.iter()
-                    .map(|&i| bounds::from_unit((space.start[i] - lo[i]) / (hi[i] - lo[i]))),
+                    .map(|&i| genotype_of(periodic[i], (space.start[i] - lo[i]) / (hi[i] - lo[i]))),
             );
             Run::new(mean, config.sigma0, population, config.tolerances())
         });
@@ -456,6 +461,7 @@ impl CmaEs {
             budget,
             lo,
             hi,
+            periodic,
             start: space.start.clone(),
             free,
             rng: ChaCha8Rng::seed_from_u64(seed),
@@ -510,7 +516,11 @@ impl CmaEs {
     fn phenotype(&self, genotype: &DVector<f64>) -> Vec<f64> {
         let mut x = self.start.clone();
         for (k, &i) in self.free.iter().enumerate() {
-            let y = bounds::to_unit(genotype[k]);
+            let y = if self.periodic[i] {
+                genotype[k].rem_euclid(1.0)
+            } else {
+                bounds::to_unit(genotype[k])
+            };
             x[i] = (self.lo[i] + y * (self.hi[i] - self.lo[i])).clamp(self.lo[i], self.hi[i]);
         }
         x
@@ -603,13 +613,17 @@ impl CmaEs {
         let lambda = lambda.clamp(2, MAX_POPULATION);
         let n = self.free.len();
         let mean = match self.config.restart_from {
-            RestartFrom::Random => {
-                DVector::from_iterator(n, (0..n).map(|_| bounds::from_unit(self.rng.random())))
-            }
+            RestartFrom::Random => DVector::from_iterator(
+                n,
+                self.free
+                    .iter()
+                    .map(|&i| genotype_of(self.periodic[i], self.rng.random())),
+            ),
             RestartFrom::Start => DVector::from_iterator(
                 n,
                 self.free.iter().map(|&i| {
-                    bounds::from_unit((self.start[i] - self.lo[i]) / (self.hi[i] - self.lo[i]))
+                    let y = (self.start[i] - self.lo[i]) / (self.hi[i] - self.lo[i]);
+                    genotype_of(self.periodic[i], y)
                 }),
             ),
         };
@@ -667,6 +681,12 @@ impl Optimizer for CmaEs {
             self.complete_generation();
         }
     }
+}
+
+/// The genotype coordinate of the unit-interval point `y`: the one in the
+/// fundamental interval of the box map, or `y` itself for a periodic one.
+fn genotype_of(periodic: bool, y: f64) -> f64 {
+    if periodic { y } else { bounds::from_unit(y) }
 }
 
 #[cfg(test)]

@@ -11,6 +11,7 @@ fn space(dim: usize, lo: f64, hi: f64, start: f64) -> Space {
                 name: format!("x{i}"),
                 min: lo,
                 max: hi,
+                periodic: false,
             })
             .collect(),
         vec![start; dim],
@@ -363,11 +364,13 @@ fn a_parameter_without_range_neither_hangs_nor_leaves_its_value() {
             name: "fixed".into(),
             min: 0.5,
             max: 0.5,
+            periodic: false,
         },
         Bound {
             name: "free".into(),
             min: -1.0,
             max: 1.0,
+            periodic: false,
         },
     ];
     let s = Space::new(bounds, vec![0.5, -0.5]).unwrap();

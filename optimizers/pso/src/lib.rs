@@ -30,6 +30,12 @@
 //! waste evaluations, and keeping the velocity would pin it to the wall for
 //! several generations.
 //!
+//! **Periodic parameters have no walls.** A phase lag over one whole turn
+//! (`Bound::periodic`) wraps round: `pbest − x` is taken the shorter way
+//! round the circle and the new position is brought back by whole turns, so
+//! gaits with lags near ±π (the quadruped's best) are one basin, not two
+//! halves pressed against opposite walls.
+//!
 //! **Initial velocities are small**: uniform in ±0.1·range per component, so
 //! the first moves are dominated by the pulls towards the bests rather than
 //! by a random kick, and the particle seeded at the user's gait
@@ -69,8 +75,8 @@ use std::collections::BTreeMap;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use yamor_optimizer_api::{
-    Candidate, Optimizer, Outcome, Plugin, PluginInfo, SettingKind, SettingSpec, SettingValue,
-    Settings, SettingsError, Space, Step,
+    Bound, Candidate, Optimizer, Outcome, Plugin, PluginInfo, SettingKind, SettingSpec,
+    SettingValue, Settings, SettingsError, Space, Step,
 };
 
 /// The name the runtime registers this plugin under.
@@ -301,6 +307,9 @@ enum Phase {
 #[derive(Debug, Clone)]
 pub struct Swarm {
     config: PsoConfig,
+    /// The box; a periodic bound (a phase over one turn) has no walls: a
+    /// particle flies across the seam and is pulled the shorter way round.
+    bounds: Vec<Bound>,
     lo: Vec<f64>,
     hi: Vec<f64>,
     /// Velocity limit per component, `max_velocity · range`.
@@ -358,6 +367,7 @@ impl Swarm {
             .collect();
         Ok(Swarm {
             config: config.clone(),
+            bounds: space.bounds.clone(),
             lo,
             hi,
             vmax,
@@ -474,13 +484,16 @@ impl Swarm {
                 let r2: f64 = self.rng.random();
                 let x = self.x[i][d];
                 let vmax = self.vmax[d];
+                let bound = &self.bounds[d];
                 let mut v = w * self.v[i][d]
-                    + c1 * r1 * (self.best_x[i][d] - x)
-                    + c2 * r2 * (self.best_x[g][d] - x);
+                    + c1 * r1 * bound.delta(x, self.best_x[i][d])
+                    + c2 * r2 * bound.delta(x, self.best_x[g][d]);
                 v = v.clamp(-vmax, vmax);
                 let mut next = x + v;
-                // Absorbing wall: stop at it (see the crate docs).
-                if next < self.lo[d] {
+                if bound.periodic {
+                    next = bound.wrap(next);
+                } else if next < self.lo[d] {
+                    // Absorbing wall: stop at it (see the crate docs).
                     next = self.lo[d];
                     v = 0.0;
                 } else if next > self.hi[d] {
@@ -555,6 +568,7 @@ mod tests {
                 name: format!("p{d}"),
                 min: lo,
                 max: hi,
+                periodic: false,
             })
             .collect();
         Space::new(bounds, vec![(lo + hi) / 2.0; dim]).unwrap()

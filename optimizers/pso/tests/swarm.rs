@@ -23,6 +23,7 @@ fn cube(lo: f64, hi: f64, dim: usize, start: f64) -> Space {
             name: format!("p{d}"),
             min: lo,
             max: hi,
+            periodic: false,
         })
         .collect();
     Space::new(bounds, vec![start; dim]).unwrap()
@@ -298,11 +299,13 @@ fn a_region_that_always_fails_is_avoided() {
                 name: "a".into(),
                 min: -1.0,
                 max: 1.0,
+                periodic: false,
             },
             Bound {
                 name: "b".into(),
                 min: -1.0,
                 max: 1.0,
+                periodic: false,
             },
         ],
         vec![-0.5, -0.5],
@@ -347,11 +350,13 @@ fn a_zero_width_parameter_stays_fixed() {
                 name: "fixed".into(),
                 min: 0.3,
                 max: 0.3,
+                periodic: false,
             },
             Bound {
                 name: "free".into(),
                 min: -1.0,
                 max: 1.0,
+                periodic: false,
             },
         ],
         vec![0.3, 0.0],
@@ -476,6 +481,7 @@ fn scenario() -> impl Strategy<Value = (Space, PsoConfig, u64)> {
         -1000.0f64..1000.0,
         prop_oneof![Just(0.0), 1e-3f64..100.0],
         0.0f64..=1.0,
+        any::<bool>(),
     );
     (
         prop::collection::vec(bound, 1..6),
@@ -494,15 +500,16 @@ fn scenario() -> impl Strategy<Value = (Space, PsoConfig, u64)> {
                 let bounds = dims
                     .iter()
                     .enumerate()
-                    .map(|(d, (min, width, _))| Bound {
+                    .map(|(d, (min, width, _, periodic))| Bound {
                         name: format!("p{d}"),
                         min: *min,
                         max: min + width,
+                        periodic: *periodic,
                     })
                     .collect();
                 let start = dims
                     .iter()
-                    .map(|(min, width, t)| (min + t * width).min(min + width))
+                    .map(|(min, width, t, _)| (min + t * width).min(min + width))
                     .collect();
                 let config = PsoConfig {
                     particles,
@@ -549,11 +556,46 @@ proptest! {
         for pair in generations.windows(2) {
             for (before, after) in pair[0].iter().zip(&pair[1]) {
                 for (d, b) in space.bounds.iter().enumerate() {
-                    let step = (after.x[d] - before.x[d]).abs();
+                    // Round the circle, the short way, for a periodic bound.
+                    let step = b.delta(before.x[d], after.x[d]).abs();
                     let limit = config.max_velocity * (b.max - b.min);
                     prop_assert!(step <= limit * (1.0 + 1e-9) + 1e-9, "step {} > {}", step, limit);
                 }
             }
         }
     }
+}
+
+/// Phase lags over one whole turn with the optimum just across the seam
+/// from the start: particles fly through the seam (pulled the short way
+/// round), stay in `[−π, π]` and find it.
+#[test]
+fn periodic_parameters_are_searched_across_the_seam() {
+    use std::f64::consts::PI;
+    let target = [PI - 0.1, -PI + 0.1];
+    let bounds = (0..2)
+        .map(|d| Bound {
+            name: format!("phase_{d}"),
+            min: -PI,
+            max: PI,
+            periodic: true,
+        })
+        .collect();
+    let space = Space::new(bounds, vec![-PI + 0.4, PI - 0.4]).unwrap();
+    let f = move |x: &[f64]| {
+        x.iter()
+            .zip(&target)
+            .map(|(x, t)| (x - t).cos() - 1.0)
+            .sum::<f64>()
+    };
+    let mut swarm = Swarm::new(&space, &config(20, 60), 5).unwrap();
+    let generations = drive(&mut swarm, &fitness(f), &mut in_order);
+    let mut crossed = false;
+    for c in generations.iter().flatten() {
+        assert!(space.contains(&c.x), "{:?} left the box", c.x);
+        crossed |= c.x[0] > 2.0 && c.x[1] < -2.0;
+    }
+    assert!(crossed, "no particle reached the corner across the seam");
+    let (best, value) = swarm.best().unwrap();
+    assert!(value > -1e-6, "best {best:?} = {value}");
 }
