@@ -17,7 +17,7 @@ use yamor_local::{LocalCluster, default_optimization, evaluations};
 
 #[derive(Args)]
 pub struct GaitTimeArgs {
-    #[arg(long, default_value = "pso")]
+    #[arg(long, default_value = "cmaes")]
     optimizer: String,
     /// Seeds 1..=N.
     #[arg(long, default_value_t = 5)]
