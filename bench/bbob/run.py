@@ -217,7 +217,8 @@ def main():
     parser.add_argument("--yamor", default=str(ROOT / "target" / "release" / "yamor"))
     parser.add_argument("--out", default=str(ROOT / "docs" / "img" / "bbob"))
     parser.add_argument("--cache", help="keep every trace in this JSON file and reuse it, "
-                        "so methods can be run (and re-run) separately")
+                        "so methods can be run (and re-run) separately; saved as results "
+                        "come in, so an interrupted method resumes where it stopped")
     args = parser.parse_args()
     lo, hi = (int(v) for v in args.functions.split("-"))
     dims = [int(v) for v in args.dims.split(",")]
@@ -237,7 +238,10 @@ def main():
 
     def save():
         if args.cache:
-            json.dump({"|".join(map(str, k)): v for k, v in traces.items()}, open(args.cache, "w"))
+            tmp = args.cache + ".tmp"
+            with open(tmp, "w") as out:
+                json.dump({"|".join(map(str, k)): v for k, v in traces.items()}, out)
+            os.replace(tmp, args.cache)  # an interrupted save leaves the old cache whole
 
     yamor = [m for m in methods if m in YAMOR_METHODS and missing(m)]
     if yamor:
@@ -259,8 +263,10 @@ def main():
                 with concurrent.futures.ThreadPoolExecutor(args.concurrency) as pool:
                     futures = {pool.submit(run_yamor, stub, method, f, i, d, budget_of[(f, i, d)]):
                                (f, i, d) for f, i, d in missing(method)}
-                    for fut in concurrent.futures.as_completed(futures):
+                    for n, fut in enumerate(concurrent.futures.as_completed(futures), 1):
                         traces[(method, *futures[fut])] = fut.result()
+                        if n % 24 == 0:
+                            save()
                 print(f"{method}: {time.time() - started:.0f} s", file=sys.stderr)
                 save()
         finally:
@@ -273,8 +279,10 @@ def main():
         with concurrent.futures.ProcessPoolExecutor(2) as pool:
             futures = {pool.submit(run_peer, method, f, i, d, budget_of[(f, i, d)]): (f, i, d)
                        for f, i, d in missing(method)}
-            for fut in concurrent.futures.as_completed(futures):
+            for n, fut in enumerate(concurrent.futures.as_completed(futures), 1):
                 traces[(method, *futures[fut])] = fut.result()
+                if n % 24 == 0:  # a long peer (NGOpt in 20-D) keeps what it has done
+                    save()
         print(f"{method}: {time.time() - started:.0f} s", file=sys.stderr)
         save()
 
