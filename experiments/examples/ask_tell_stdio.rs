@@ -36,11 +36,12 @@ fn main() -> Result<()> {
         .context("bounds")?
         .iter()
         .enumerate()
-        .map(|(i, b)| Bound {
-            name: format!("x{i}"),
-            min: b[0].as_f64().unwrap_or(f64::NAN),
-            max: b[1].as_f64().unwrap_or(f64::NAN),
-            periodic: false,
+        .map(|(i, b)| {
+            Bound::new(
+                format!("x{i}"),
+                b[0].as_f64().unwrap_or(f64::NAN),
+                b[1].as_f64().unwrap_or(f64::NAN),
+            )
         })
         .collect();
     let start = match header["start"].as_array() {

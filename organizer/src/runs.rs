@@ -129,12 +129,7 @@ fn prepare(spec: &RunSpec) -> Result<Prepared, String> {
             let start = bounds.iter().map(|b| b.start).collect();
             let bounds = bounds
                 .iter()
-                .map(|b| Bound {
-                    name: b.name.clone(),
-                    min: b.min,
-                    max: b.max,
-                    periodic: false,
-                })
+                .map(|b| Bound::new(b.name.clone(), b.min, b.max))
                 .collect();
             let space = Space::new(bounds, start).map_err(|e| format!("space: {e}"))?;
             (Blueprint::Bare, space)

@@ -57,6 +57,15 @@ impl Bound {
         }
     }
 
+    /// The same interval as one whole turn: `min` and `max` are one point.
+    #[must_use]
+    pub fn wrapping(self) -> Self {
+        Bound {
+            periodic: true,
+            ..self
+        }
+    }
+
     /// `x` brought into `[min, max]`: by whole periods when periodic (so
     /// `max` itself becomes `min`), otherwise by clamping.
     #[must_use]
@@ -437,10 +446,7 @@ mod tests {
     #[test]
     fn a_periodic_bound_wraps_by_whole_turns_and_steps_the_short_way() {
         use std::f64::consts::PI;
-        let phase = Bound {
-            periodic: true,
-            ..Bound::new("phase_0_5", -PI, PI)
-        };
+        let phase = Bound::new("phase_0_5", -PI, PI).wrapping();
         assert!((phase.wrap(PI + 0.25) - (-PI + 0.25)).abs() < 1e-12);
         assert!((phase.wrap(-PI - 0.25) - (PI - 0.25)).abs() < 1e-12);
         assert!((phase.wrap(7.0 * PI + 0.5) - (-PI + 0.5)).abs() < 1e-9);
@@ -501,12 +507,7 @@ mod tests {
 
     #[test]
     fn space_rejects_start_outside() {
-        let b = vec![Bound {
-            name: "x".into(),
-            min: 0.0,
-            max: 1.0,
-            periodic: false,
-        }];
+        let b = vec![Bound::new("x", 0.0, 1.0)];
         assert!(Space::new(b.clone(), vec![0.5]).is_ok());
         assert!(matches!(
             Space::new(b, vec![2.0]),

@@ -118,24 +118,9 @@ mod tests {
     fn a_64_by_64_grid_covers_the_box_in_one_batch() {
         let space = Space::new(
             vec![
-                Bound {
-                    name: "a".into(),
-                    min: 0.0,
-                    max: 6.0,
-                    periodic: false,
-                },
-                Bound {
-                    name: "b".into(),
-                    min: -1.5,
-                    max: 1.5,
-                    periodic: false,
-                },
-                Bound {
-                    name: "c".into(),
-                    min: 0.0,
-                    max: 1.0,
-                    periodic: false,
-                },
+                Bound::new("a", 0.0, 6.0),
+                Bound::new("b", -1.5, 1.5),
+                Bound::new("c", 0.0, 1.0),
             ],
             vec![1.0, 0.0, 0.5],
         )

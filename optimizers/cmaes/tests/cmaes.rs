@@ -16,12 +16,7 @@ use yamor_optimizer_api::{
 /// A box `[lo, hi]^dim` starting at `start` in every component.
 fn cube(lo: f64, hi: f64, dim: usize, start: f64) -> Space {
     let bounds = (0..dim)
-        .map(|d| Bound {
-            name: format!("p{d}"),
-            min: lo,
-            max: hi,
-            periodic: false,
-        })
+        .map(|d| Bound::new(format!("p{d}"), lo, hi))
         .collect();
     Space::new(bounds, vec![start; dim]).unwrap()
 }
@@ -302,24 +297,9 @@ fn every_proposal_lies_in_the_box_and_bounds_are_reached() {
     // samples far outside.
     let space = Space::new(
         vec![
-            Bound {
-                name: "a".into(),
-                min: -1.0,
-                max: 2.0,
-                periodic: false,
-            },
-            Bound {
-                name: "b".into(),
-                min: 0.0,
-                max: 0.001,
-                periodic: false,
-            },
-            Bound {
-                name: "c".into(),
-                min: -50.0,
-                max: -40.0,
-                periodic: false,
-            },
+            Bound::new("a", -1.0, 2.0),
+            Bound::new("b", 0.0, 0.001),
+            Bound::new("c", -50.0, -40.0),
         ],
         vec![2.0, 0.0, -45.0],
     )
@@ -346,24 +326,9 @@ fn every_proposal_lies_in_the_box_and_bounds_are_reached() {
 fn the_first_generation_is_centred_on_the_start_and_fixed_parameters_stay() {
     let space = Space::new(
         vec![
-            Bound {
-                name: "a".into(),
-                min: 0.0,
-                max: 10.0,
-                periodic: false,
-            },
-            Bound {
-                name: "fixed".into(),
-                min: 3.0,
-                max: 3.0,
-                periodic: false,
-            },
-            Bound {
-                name: "c".into(),
-                min: -1.0,
-                max: 1.0,
-                periodic: false,
-            },
+            Bound::new("a", 0.0, 10.0),
+            Bound::new("fixed", 3.0, 3.0),
+            Bound::new("c", -1.0, 1.0),
         ],
         vec![7.0, 3.0, -0.5],
     )
@@ -386,16 +351,7 @@ fn the_first_generation_is_centred_on_the_start_and_fixed_parameters_stay() {
         assert_eq!(c.x[1], 3.0);
     }
     // Nothing free: the start is proposed once.
-    let point = Space::new(
-        vec![Bound {
-            name: "p".into(),
-            min: 1.0,
-            max: 1.0,
-            periodic: false,
-        }],
-        vec![1.0],
-    )
-    .unwrap();
+    let point = Space::new(vec![Bound::new("p", 1.0, 1.0)], vec![1.0]).unwrap();
     let mut cma = CmaEs::new(&point, &config(), 0, None).unwrap();
     let Step::Evaluate(only) = cma.ask() else {
         panic!()
@@ -575,12 +531,7 @@ fn periodic_parameters_wrap_round_and_converge_across_the_seam() {
     use std::f64::consts::PI;
     let target = [PI - 0.1, -PI + 0.1, PI - 0.05];
     let bounds = (0..3)
-        .map(|d| Bound {
-            name: format!("phase_{d}"),
-            min: -PI,
-            max: PI,
-            periodic: true,
-        })
+        .map(|d| Bound::new(format!("phase_{d}"), -PI, PI).wrapping())
         .collect();
     let space = Space::new(bounds, vec![-PI + 0.4, PI - 0.4, -PI + 0.3]).unwrap();
     let f = move |x: &[f64]| {

@@ -7,12 +7,7 @@ use yamor_powell::Powell;
 fn space(dim: usize, lo: f64, hi: f64, start: f64) -> Space {
     Space::new(
         (0..dim)
-            .map(|i| Bound {
-                name: format!("x{i}"),
-                min: lo,
-                max: hi,
-                periodic: false,
-            })
+            .map(|i| Bound::new(format!("x{i}"), lo, hi))
             .collect(),
         vec![start; dim],
     )
@@ -360,18 +355,8 @@ proptest! {
 #[test]
 fn a_parameter_without_range_neither_hangs_nor_leaves_its_value() {
     let bounds = vec![
-        Bound {
-            name: "fixed".into(),
-            min: 0.5,
-            max: 0.5,
-            periodic: false,
-        },
-        Bound {
-            name: "free".into(),
-            min: -1.0,
-            max: 1.0,
-            periodic: false,
-        },
+        Bound::new("fixed", 0.5, 0.5),
+        Bound::new("free", -1.0, 1.0),
     ];
     let s = Space::new(bounds, vec![0.5, -0.5]).unwrap();
     for variant in ["classic", "stadium", "clamp", "interval"] {

@@ -564,12 +564,7 @@ mod tests {
 
     fn space(lo: f64, hi: f64, dim: usize) -> Space {
         let bounds = (0..dim)
-            .map(|d| Bound {
-                name: format!("p{d}"),
-                min: lo,
-                max: hi,
-                periodic: false,
-            })
+            .map(|d| Bound::new(format!("p{d}"), lo, hi))
             .collect();
         Space::new(bounds, vec![(lo + hi) / 2.0; dim]).unwrap()
     }

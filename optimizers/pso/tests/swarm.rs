@@ -19,12 +19,7 @@ use yamor_pso::{Pso, PsoConfig, Swarm, Topology};
 /// A box `[lo, hi]^dim` starting at `start` in every component.
 fn cube(lo: f64, hi: f64, dim: usize, start: f64) -> Space {
     let bounds = (0..dim)
-        .map(|d| Bound {
-            name: format!("p{d}"),
-            min: lo,
-            max: hi,
-            periodic: false,
-        })
+        .map(|d| Bound::new(format!("p{d}"), lo, hi))
         .collect();
     Space::new(bounds, vec![start; dim]).unwrap()
 }
@@ -295,18 +290,8 @@ fn a_region_that_always_fails_is_avoided() {
     // it, and the user's gait sits in the failing region.
     let space = Space::new(
         vec![
-            Bound {
-                name: "a".into(),
-                min: -1.0,
-                max: 1.0,
-                periodic: false,
-            },
-            Bound {
-                name: "b".into(),
-                min: -1.0,
-                max: 1.0,
-                periodic: false,
-            },
+            Bound::new("a", -1.0, 1.0),
+            Bound::new("b", -1.0, 1.0),
         ],
         vec![-0.5, -0.5],
     )
@@ -346,18 +331,8 @@ fn all_failures_still_end_cleanly_inside_the_box() {
 fn a_zero_width_parameter_stays_fixed() {
     let space = Space::new(
         vec![
-            Bound {
-                name: "fixed".into(),
-                min: 0.3,
-                max: 0.3,
-                periodic: false,
-            },
-            Bound {
-                name: "free".into(),
-                min: -1.0,
-                max: 1.0,
-                periodic: false,
-            },
+            Bound::new("fixed", 0.3, 0.3),
+            Bound::new("free", -1.0, 1.0),
         ],
         vec![0.3, 0.0],
     )
@@ -574,12 +549,7 @@ fn periodic_parameters_are_searched_across_the_seam() {
     use std::f64::consts::PI;
     let target = [PI - 0.1, -PI + 0.1];
     let bounds = (0..2)
-        .map(|d| Bound {
-            name: format!("phase_{d}"),
-            min: -PI,
-            max: PI,
-            periodic: true,
-        })
+        .map(|d| Bound::new(format!("phase_{d}"), -PI, PI).wrapping())
         .collect();
     let space = Space::new(bounds, vec![-PI + 0.4, PI - 0.4]).unwrap();
     let f = move |x: &[f64]| {
