@@ -354,10 +354,7 @@ proptest! {
 
 #[test]
 fn a_parameter_without_range_neither_hangs_nor_leaves_its_value() {
-    let bounds = vec![
-        Bound::new("fixed", 0.5, 0.5),
-        Bound::new("free", -1.0, 1.0),
-    ];
+    let bounds = vec![Bound::new("fixed", 0.5, 0.5), Bound::new("free", -1.0, 1.0)];
     let s = Space::new(bounds, vec![0.5, -0.5]).unwrap();
     for variant in ["classic", "stadium", "clamp", "interval"] {
         for budget in [Some(400), None] {

@@ -289,10 +289,7 @@ fn a_region_that_always_fails_is_avoided() {
     // Everything left of x0 = 0 fails; the optimum (0.5, 0.5) lies right of
     // it, and the user's gait sits in the failing region.
     let space = Space::new(
-        vec![
-            Bound::new("a", -1.0, 1.0),
-            Bound::new("b", -1.0, 1.0),
-        ],
+        vec![Bound::new("a", -1.0, 1.0), Bound::new("b", -1.0, 1.0)],
         vec![-0.5, -0.5],
     )
     .unwrap();
@@ -330,10 +327,7 @@ fn all_failures_still_end_cleanly_inside_the_box() {
 #[test]
 fn a_zero_width_parameter_stays_fixed() {
     let space = Space::new(
-        vec![
-            Bound::new("fixed", 0.3, 0.3),
-            Bound::new("free", -1.0, 1.0),
-        ],
+        vec![Bound::new("fixed", 0.3, 0.3), Bound::new("free", -1.0, 1.0)],
         vec![0.3, 0.0],
     )
     .unwrap();
