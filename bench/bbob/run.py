@@ -220,6 +220,9 @@ def main():
                         "so methods can be run (and re-run) separately; saved as results "
                         "come in, so an interrupted method resumes where it stopped")
     args = parser.parse_args()
+    if args.cache and pathlib.Path(args.cache).resolve() == \
+            pathlib.Path(args.out).with_suffix(".json").resolve():
+        sys.exit("--cache is the file the report writes (--out with .json): choose another")
     lo, hi = (int(v) for v in args.functions.split("-"))
     dims = [int(v) for v in args.dims.split(",")]
     instances = [int(v) for v in args.instances.split(",")]
