@@ -1,9 +1,11 @@
 //! `yamor experiment gait-time` (issue 4, experiment 5): how long `yamor run`
 //! takes on this machine to reach a good quadruped gait, over several seeds.
 //!
-//! Each seed gets a fresh local cluster and database, exactly as
+//! Each seed gets a fresh local cluster and database and the run that
 //! `yamor run quadruped --optimizer <optimizer> --seed <seed> --time <time>`
-//! would. Times are measured from the run's first submitted job to the
+//! starts: the seed is the optimizer's and the walks' (`--seed` sets both),
+//! and the budget is `yamor run`'s 480 evaluations unless `--budget` says
+//! otherwise. Times are measured from the run's first submitted job to the
 //! finish of the evaluation that first reached the threshold.
 
 use std::path::PathBuf;
@@ -25,6 +27,9 @@ pub struct GaitTimeArgs {
     /// Seconds per run.
     #[arg(long, default_value_t = 60.0)]
     time: f64,
+    /// Evaluations per run (0: none; 480 is `yamor run`'s default).
+    #[arg(long, default_value_t = 480)]
+    budget: u64,
     /// The best velocity known from all experiments (m/s); the threshold is
     /// `fraction` of the larger of this and the best of these runs.
     #[arg(long, default_value_t = 0.0)]
@@ -71,10 +76,11 @@ pub async fn gait_time(args: GaitTimeArgs) -> Result<()> {
             &args.optimizer,
             &[],
             default_optimization("quadruped")?,
-            0,
+            args.budget,
             seed,
         );
         request.max_seconds = args.time;
+        request.spec.seed = seed;
         let run = cluster.run_to_end(request).await?;
         let all = evaluations(&cluster.organizer, run.id)?;
         cluster.shutdown().await;
