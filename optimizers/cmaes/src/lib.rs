@@ -400,9 +400,9 @@ pub struct CmaEs {
     budget: Option<u64>,
     lo: Vec<f64>,
     hi: Vec<f64>,
-    /// Parameters whose bounds are one point: their
-    /// genotype wraps round instead of folding at the walls
-    /// ([`yamor_optimizer_api::Bound::periodic`]).
+    /// Parameters whose `min` and `max` are the same point, a phase over one
+    /// whole turn ([`yamor_optimizer_api::Bound::periodic`]): their genotype
+    /// wraps round instead of folding at two walls.
     periodic: Vec<bool>,
     /// The start point in user units (fixed parameters keep its values).
     start: Vec<f64>,
