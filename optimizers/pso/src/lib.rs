@@ -310,8 +310,6 @@ pub struct Swarm {
     /// The box; a periodic bound (a phase over one turn) has no walls: a
     /// particle flies across the seam and is pulled the shorter way round.
     bounds: Vec<Bound>,
-    lo: Vec<f64>,
-    hi: Vec<f64>,
     /// Velocity limit per component, `max_velocity · range`.
     vmax: Vec<f64>,
     rng: ChaCha8Rng,
@@ -368,8 +366,6 @@ impl Swarm {
         Ok(Swarm {
             config: config.clone(),
             bounds: space.bounds.clone(),
-            lo,
-            hi,
             vmax,
             rng,
             best_x: x.clone(),
@@ -479,7 +475,7 @@ impl Swarm {
             ..
         } = self.config;
         for (i, &g) in guides.iter().enumerate() {
-            for d in 0..self.lo.len() {
+            for d in 0..self.bounds.len() {
                 let r1: f64 = self.rng.random();
                 let r2: f64 = self.rng.random();
                 let x = self.x[i][d];
@@ -492,12 +488,12 @@ impl Swarm {
                 let mut next = x + v;
                 if bound.periodic {
                     next = bound.wrap(next);
-                } else if next < self.lo[d] {
+                } else if next < bound.min {
                     // Absorbing wall: stop at it (see the crate docs).
-                    next = self.lo[d];
+                    next = bound.min;
                     v = 0.0;
-                } else if next > self.hi[d] {
-                    next = self.hi[d];
+                } else if next > bound.max {
+                    next = bound.max;
                     v = 0.0;
                 }
                 self.x[i][d] = next;
