@@ -246,6 +246,14 @@ def main():
                 json.dump({"|".join(map(str, k)): v for k, v in traces.items()}, out)
             os.replace(tmp, args.cache)  # an interrupted save leaves the old cache whole
 
+    def gather(method, futures):
+        """Collects one method's traces as they finish, saving every 24, so a
+        long method (NGOpt in 20-D took over an hour) keeps what it has done."""
+        for n, fut in enumerate(concurrent.futures.as_completed(futures), 1):
+            traces[(method, *futures[fut])] = fut.result()
+            if n % 24 == 0:
+                save()
+
     yamor = [m for m in methods if m in YAMOR_METHODS and missing(m)]
     if yamor:
         tmp = tempfile.mkdtemp(prefix="yamor-bbob-")
@@ -266,10 +274,7 @@ def main():
                 with concurrent.futures.ThreadPoolExecutor(args.concurrency) as pool:
                     futures = {pool.submit(run_yamor, stub, method, f, i, d, budget_of[(f, i, d)]):
                                (f, i, d) for f, i, d in missing(method)}
-                    for n, fut in enumerate(concurrent.futures.as_completed(futures), 1):
-                        traces[(method, *futures[fut])] = fut.result()
-                        if n % 24 == 0:
-                            save()
+                    gather(method, futures)
                 print(f"{method}: {time.time() - started:.0f} s", file=sys.stderr)
                 save()
         finally:
@@ -282,10 +287,7 @@ def main():
         with concurrent.futures.ProcessPoolExecutor(2) as pool:
             futures = {pool.submit(run_peer, method, f, i, d, budget_of[(f, i, d)]): (f, i, d)
                        for f, i, d in missing(method)}
-            for n, fut in enumerate(concurrent.futures.as_completed(futures), 1):
-                traces[(method, *futures[fut])] = fut.result()
-                if n % 24 == 0:  # a long peer (NGOpt in 20-D) keeps what it has done
-                    save()
+            gather(method, futures)
         print(f"{method}: {time.time() - started:.0f} s", file=sys.stderr)
         save()
 
