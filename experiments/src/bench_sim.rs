@@ -16,6 +16,9 @@ pub struct BenchSimArgs {
     /// Number of timed walks (the best and the median are reported).
     #[arg(long, default_value_t = 5)]
     pub runs: usize,
+    /// Physics engine.
+    #[arg(long, default_value_t)]
+    pub engine: yamor_sim::physics::Engine,
 }
 
 /// Times walks of the quadruped on one core and checks that half the step
@@ -31,10 +34,13 @@ pub fn bench_sim(args: BenchSimArgs) -> Result<()> {
         sample_interval: 0.01,
         ..EvaluationSpec::lasting(args.seconds)?
     };
-    let settings = SimSettings::default();
+    let settings = SimSettings {
+        engine: args.engine,
+        ..SimSettings::default()
+    };
     println!(
-        "quadruped, {} s walk, dt = {:.5} s, one core, {} runs",
-        args.seconds, settings.dt, args.runs
+        "quadruped on {}, {} s walk, dt = {:.5} s, one core, {} runs",
+        args.engine, args.seconds, settings.dt, args.runs
     );
     let mut times = Vec::new();
     let mut last = None;

@@ -14,11 +14,14 @@
 //! - [`bench_cluster`]: scheduler throughput, PSO speed-up and Powell's host
 //!   utilisation with expression hosts.
 //! - [`bench_sim`]: the simulator's steps per second and real-time factor.
+//! - [`bench_engines`]: speed and fidelity of every physics engine, and the
+//!   quadruped exported for `bench/peers/engines.py` to walk in MuJoCo.
 //! - [`bench_serial`]: ConnectRobot's time with the real robot's timing.
 //! - [`bench_peers`]: our optimizers on test functions through expression
 //!   hosts, for `bench/peers/run.py` to compare with scipy and pyswarms.
 
 pub mod bench_cluster;
+pub mod bench_engines;
 pub mod bench_peers;
 pub mod bench_serial;
 pub mod bench_sim;

@@ -53,6 +53,9 @@ pub struct RobotArgs {
     /// Seed of the oscillators' initial phases.
     #[arg(long, default_value_t = 0)]
     seed: u64,
+    /// Physics engine.
+    #[arg(long, default_value_t)]
+    engine: crate::physics::Engine,
 }
 
 impl RobotArgs {
@@ -62,6 +65,7 @@ impl RobotArgs {
             dt: self.dt,
             ground_friction: self.friction,
             seed: self.seed,
+            engine: self.engine,
             ..SimSettings::default()
         }
     }

@@ -72,26 +72,18 @@ pub fn evaluate(
 pub fn evaluate_cancellable(
     morphology: &Morphology,
     gait: &RobotConfig,
-    mut settings: SimSettings,
+    settings: SimSettings,
     spec: &EvaluationSpec,
     cancel: &AtomicBool,
 ) -> Result<Outcome, SimError> {
-    spec.check().map_err(|e| SimError::OutOfRange {
-        name: e.field,
-        value: e.value,
-        expected: e.expected,
-    })?;
-    settings.seed = spec.seed;
-    if let Some(mu) = spec.ground_friction {
-        settings.ground_friction = mu;
-    }
+    let settings = walk_settings(settings, spec)?;
     let repeats = spec.repeats.max(1);
-    let mut outcome = walk(morphology, gait, settings, spec, cancel)?;
+    let mut outcome = walk(morphology, gait, settings, spec, cancel, &mut |_| ())?;
     let mut velocity_sum = outcome.velocity;
     for k in 1..repeats {
         let mut again = settings;
         again.seed = settings.seed.wrapping_add(u64::from(k));
-        let other = walk(morphology, gait, again, spec, cancel)?;
+        let other = walk(morphology, gait, again, spec, cancel, &mut |_| ())?;
         velocity_sum += other.velocity;
         outcome.physics_steps += other.physics_steps;
         outcome.wall += other.wall;
@@ -101,6 +93,45 @@ pub fn evaluate_cancellable(
     Ok(outcome)
 }
 
+/// One walk of [`evaluate`] (its first seed) that shows the simulation to
+/// `on_tick` after every tick: for benchmarks that record what the servos
+/// were told or compare engines along the way.
+pub fn evaluate_observed(
+    morphology: &Morphology,
+    gait: &RobotConfig,
+    settings: SimSettings,
+    spec: &EvaluationSpec,
+    on_tick: &mut dyn FnMut(&Simulation),
+) -> Result<Outcome, SimError> {
+    let settings = walk_settings(settings, spec)?;
+    walk(
+        morphology,
+        gait,
+        settings,
+        spec,
+        &AtomicBool::new(false),
+        on_tick,
+    )
+}
+
+/// Checks `spec`; its seed and ground friction (when it names one)
+/// override `settings`.
+fn walk_settings(
+    mut settings: SimSettings,
+    spec: &EvaluationSpec,
+) -> Result<SimSettings, SimError> {
+    spec.check().map_err(|e| SimError::OutOfRange {
+        name: e.field,
+        value: e.value,
+        expected: e.expected,
+    })?;
+    settings.seed = spec.seed;
+    if let Some(mu) = spec.ground_friction {
+        settings.ground_friction = mu;
+    }
+    Ok(settings)
+}
+
 /// One walk from `spec.situation`.
 fn walk(
     morphology: &Morphology,
@@ -108,6 +139,7 @@ fn walk(
     settings: SimSettings,
     spec: &EvaluationSpec,
     cancel: &AtomicBool,
+    on_tick: &mut dyn FnMut(&Simulation),
 ) -> Result<Outcome, SimError> {
     let check_every = ((0.1 / settings.dt).ceil() as u64).max(1);
     let started = Instant::now();
@@ -123,6 +155,7 @@ fn walk(
             return Err(SimError::Cancelled(sim.time()));
         }
         sim.tick();
+        on_tick(&sim);
         if start.is_none() && sim.time() + settings.dt / 2.0 >= spec.warmup {
             start = Some(sample(&sim));
         }

@@ -10,7 +10,9 @@
 //! - [`firmware`]: what one module does with each SNP message.
 //! - [`geometry`]: module dimensions, masses, servo figures and connector
 //!   frames; the placement rule of thesis 5.4.2.
-//! - [`physics`]: the rapier world: rigid clusters joined by servo hinges.
+//! - [`physics`]: the [`physics::Physics`] seam, rigid clusters joined by
+//!   servo hinges, and the engines behind it ([`physics::Engine`]).
+//! - [`mjcf`]: the robot as a MuJoCo model, for the peer benchmark.
 //! - [`sim`]: [`Simulation`], the device loop (read sensors → integrate
 //!   oscillators → write servos → step) and the supervisor commands.
 //! - [`evaluate`]: gait evaluation as in thesis 6.2.1 and trajectories.
@@ -26,10 +28,11 @@ pub mod cli;
 pub mod evaluate;
 pub mod firmware;
 pub mod geometry;
+pub mod mjcf;
 pub mod physics;
 pub mod robots;
 pub mod serial_robot;
 pub mod sim;
 
-pub use evaluate::{evaluate, evaluate_cancellable, write_trajectory_csv};
+pub use evaluate::{evaluate, evaluate_cancellable, evaluate_observed, write_trajectory_csv};
 pub use sim::{SimError, SimSettings, Simulation};

@@ -4,7 +4,9 @@
 
 use crate::firmware::ModuleFirmware;
 use crate::geometry::{self, Part, SERVO_MAX_SPEED, SERVO_STALL_TORQUE};
-use crate::physics::{self, PartState, PhysicsSettings, PhysicsWorld, ServoCommand, part_index};
+use crate::physics::{
+    self, Engine, PartState, Physics, PhysicsSettings, ServoCommand, Topology, part_index,
+};
 use rand::{Rng, SeedableRng};
 use rapier3d::math::{Pose, Rotation, Vector};
 use std::collections::HashMap;
@@ -53,6 +55,7 @@ pub struct SimSettings {
     pub solver_iterations: usize,
     /// Seeds the oscillators' initial phases.
     pub seed: u64,
+    pub engine: Engine,
 }
 
 impl Default for SimSettings {
@@ -62,6 +65,7 @@ impl Default for SimSettings {
             ground_friction: 0.8,
             solver_iterations: 4,
             seed: 0,
+            engine: Engine::default(),
         }
     }
 }
@@ -109,12 +113,13 @@ pub struct Simulation {
     modules: Vec<SimModule>,
     index_of: HashMap<ModuleId, usize>,
     cpg: CpgNetwork,
-    physics: PhysicsWorld,
+    physics: Box<dyn Physics>,
     sensors: Vec<SensorReading>,
     setpoints: Vec<f32>,
     /// The servo's internal reference, slewed towards the set-point at no
     /// more than the servo's no-load speed.
     references: Vec<f32>,
+    commands: Vec<ServoCommand>,
     time: f64,
     ticks: u64,
     master: Option<ModuleId>,
@@ -164,6 +169,7 @@ impl Simulation {
             *running = false;
         }
         let n = modules.len();
+        let commands = modules_idle(&modules);
         let mut sim = Self {
             settings,
             initial: morphology.clone(),
@@ -175,6 +181,7 @@ impl Simulation {
             sensors: vec![SensorReading::default(); n],
             setpoints: vec![0.0; n],
             references: vec![0.0; n],
+            commands,
             time: 0.0,
             ticks: 0,
             master: None,
@@ -283,6 +290,7 @@ impl Simulation {
             };
             *reference += slew;
             let command = servo_command(module, *reference, slew / self.settings.dt as f32);
+            self.commands[i] = command;
             self.physics.command_servo(i, command);
         }
         self.physics.step();
@@ -341,8 +349,33 @@ impl Simulation {
     }
 
     #[must_use]
-    pub fn physics(&self) -> &PhysicsWorld {
-        &self.physics
+    pub fn physics(&self) -> &dyn Physics {
+        self.physics.as_ref()
+    }
+
+    /// The rigid clusters and hinges of the robot as it stands now.
+    #[must_use]
+    pub fn topology(&self) -> Topology {
+        let passive: Vec<bool> = self.modules.iter().map(|m| m.passive).collect();
+        let connections =
+            physics::connected_parts(&self.morphology.connections, |id| self.index_of[&id]);
+        Topology::new(&passive, &connections, &self.physics.part_states())
+    }
+
+    /// What every servo was told at the last tick.
+    #[must_use]
+    pub fn servo_commands(&self) -> &[ServoCommand] {
+        &self.commands
+    }
+
+    /// The PD gains and torque of a healthy servo.
+    #[must_use]
+    pub fn healthy_servo_gains() -> crate::mjcf::ActuatorGains {
+        crate::mjcf::ActuatorGains {
+            stiffness: SERVO_STIFFNESS,
+            damping: SERVO_DAMPING,
+            max_torque: SERVO_STALL_TORQUE,
+        }
     }
 
     #[must_use]
@@ -544,6 +577,11 @@ impl Simulation {
     }
 }
 
+/// The commands of modules that have not ticked yet.
+fn modules_idle(modules: &[SimModule]) -> Vec<ServoCommand> {
+    modules.iter().map(|m| servo_command(m, 0.0, 0.0)).collect()
+}
+
 fn servo_command(module: &SimModule, reference: f32, reference_speed: f32) -> ServoCommand {
     let limp = ServoCommand {
         angle: 0.0,
@@ -579,18 +617,16 @@ fn build_physics(
     modules: &[SimModule],
     index_of: &HashMap<ModuleId, usize>,
     parts: &[PartState],
-) -> PhysicsWorld {
+) -> Box<dyn Physics> {
     let passive: Vec<bool> = modules.iter().map(|m| m.passive).collect();
     let connections = physics::connected_parts(&morphology.connections, |id| index_of[&id]);
-    PhysicsWorld::build(
+    settings.engine.build(
         &PhysicsSettings {
             dt: settings.dt as f32,
             ground_friction: settings.ground_friction as f32,
-            solver_iterations: settings.solver_iterations,
+            substeps: settings.solver_iterations,
         },
-        &passive,
-        &connections,
-        parts,
+        &Topology::new(&passive, &connections, parts),
     )
 }
 

@@ -83,6 +83,9 @@ pub struct HostArgs {
     /// Simulate this robot (an embedded example: quadruped, snake, ...).
     #[arg(long, conflicts_with_all = ["expr", "serial"])]
     sim: Option<String>,
+    /// Physics engine of the simulated robot.
+    #[arg(long, default_value_t, requires = "sim")]
+    engine: yamor_sim::physics::Engine,
     /// Evaluate this MathEval expression of the parameters instead of a robot.
     #[arg(long, allow_hyphen_values = true, conflicts_with = "serial")]
     expr: Option<String>,
@@ -111,11 +114,18 @@ pub struct HostArgs {
 
 pub fn backend_for(
     sim: Option<&str>,
+    engine: yamor_sim::physics::Engine,
     expr: Option<&str>,
     delay: Duration,
 ) -> Result<Arc<dyn Backend>> {
     Ok(match (sim, expr) {
-        (Some(robot), None) => Arc::new(SimBackend::example(robot, Default::default())?),
+        (Some(robot), None) => Arc::new(SimBackend::example(
+            robot,
+            yamor_sim::SimSettings {
+                engine,
+                ..Default::default()
+            },
+        )?),
         (None, Some(text)) => Arc::new(ExprBackend::new(text, delay)?),
         _ => bail!("give exactly one of --sim <robot>, --expr '<expression>' or --serial <port>"),
     })
@@ -129,6 +139,7 @@ pub async fn host(args: HostArgs) -> Result<()> {
         }
         None => backend_for(
             args.sim.as_deref(),
+            args.engine,
             args.expr.as_deref(),
             Duration::from_millis(args.delay_ms),
         )?,

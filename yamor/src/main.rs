@@ -98,6 +98,8 @@ enum Command {
     Bridge(yamor_sim::cli::BridgeArgs),
     /// Measure simulation speed on the quadruped: steps per second and real-time factor.
     Bench(yamor_experiments::bench_sim::BenchSimArgs),
+    /// Speed and fidelity of every physics engine, and the quadruped as a MuJoCo model (for bench/peers/engines.py).
+    BenchEngines(yamor_experiments::bench_engines::BenchEnginesArgs),
     /// List the embedded example robots.
     Robots,
 }
@@ -141,6 +143,7 @@ fn main() -> Result<()> {
         Command::Lifelong(LifelongCommand::Gaits(a)) => block_on(life::gaits(a)),
         Command::Emulate(args) => robot::emulate(args),
         Command::BenchSerial(args) => ex::bench_serial::bench_serial(args),
+        Command::BenchEngines(args) => ex::bench_engines::bench_engines(args),
         Command::BenchPeers(args) => block_on(ex::bench_peers::bench_peers(args)),
         Command::Host(args) => block_on(cluster::host(args)),
         Command::BenchCluster(args) => block_on(ex::bench_cluster::bench_cluster(args)),
