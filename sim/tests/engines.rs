@@ -67,7 +67,7 @@ fn the_mujoco_model_is_the_robot() {
             match child.tag_name().name() {
                 "geom" => {
                     let part: usize = child.attribute("name").unwrap()[4..].parse().unwrap();
-                    let centre = if part % 2 == 0 {
+                    let centre = if part.is_multiple_of(2) {
                         Vector::ZERO
                     } else {
                         Vector::new(yamor_sim::geometry::HANDLE_CENTRE, 0.0, 0.0)

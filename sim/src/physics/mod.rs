@@ -247,7 +247,7 @@ impl Topology {
             }
             let c = cluster_of_root[root];
             let offset = clusters[c].state.pose.inverse() * state.pose;
-            let (half, centre, mass) = if p % 2 == 0 {
+            let (half, centre, mass) = if p.is_multiple_of(2) {
                 (BODY_HALF, Vector::ZERO, geometry::BODY_MASS)
             } else {
                 (
