@@ -109,6 +109,7 @@ fn sim_error(e: SimError) -> HostError {
         | SimError::SourceStillConnected(_)
         | SimError::NoRoom(..)
         | SimError::LoopDoesNotClose(..)
+        | SimError::Physics(_)
         | SimError::OutOfRange { .. }
         | SimError::Refused { .. }) => HostError::InvalidJob(e.to_string()),
     }

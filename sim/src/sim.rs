@@ -21,6 +21,8 @@ use yamor_snp::{DefectMode, SnpMessage, flags};
 pub enum SimError {
     #[error("unknown module id {0}")]
     UnknownModule(ModuleId),
+    #[error(transparent)]
+    Physics(#[from] physics::BuildError),
     #[error("module id {0} does not fit the SNP wire (ids must be 0..=253)")]
     IdOutOfRange(ModuleId),
     #[error("gait configures module {0}, which is not in the morphology")]
@@ -52,7 +54,9 @@ pub struct SimSettings {
     /// Physics step and firmware tick (s).
     pub dt: f64,
     pub ground_friction: f64,
-    pub solver_iterations: usize,
+    /// Solver substeps per tick; `None` takes the engine's own
+    /// ([`Engine::default_substeps`]).
+    pub substeps: Option<usize>,
     /// Seeds the oscillators' initial phases.
     pub seed: u64,
     pub engine: Engine,
@@ -63,7 +67,7 @@ impl Default for SimSettings {
         Self {
             dt: DEFAULT_DT,
             ground_friction: 0.8,
-            solver_iterations: 4,
+            substeps: None,
             seed: 0,
             engine: Engine::default(),
         }
@@ -158,7 +162,7 @@ impl Simulation {
             });
         }
         let parts = assemble(morphology, &index_of)?;
-        let physics = build_physics(&settings, morphology, &modules, &index_of, &parts);
+        let physics = build_physics(&settings, morphology, &modules, &index_of, &parts)?;
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(settings.seed);
         let mut cpg = CpgNetwork::new(modules.len());
         for (state, running) in cpg.states.iter_mut().zip(&mut cpg.running) {
@@ -483,7 +487,7 @@ impl Simulation {
             .map(|s| PartState::at_rest(about_centre * s.pose))
             .collect();
         lift_to(&mut parts, height as f32);
-        self.rebuild(&parts);
+        self.rebuild(&parts)?;
         Ok(())
     }
 
@@ -533,7 +537,10 @@ impl Simulation {
             };
         }
         self.morphology.connections.push(connection);
-        self.rebuild(&parts);
+        if let Err(e) = self.rebuild(&parts) {
+            self.morphology.connections.pop();
+            return Err(e);
+        }
         Ok(())
     }
 
@@ -548,6 +555,7 @@ impl Simulation {
                 expected: "any module but the central one",
             });
         }
+        let before = self.morphology.connections.clone();
         self.morphology.connections.retain(|c| !c.involves(id));
         let mut parts = self.physics.part_states();
         let angle = self.sensors[i].angle;
@@ -561,19 +569,24 @@ impl Simulation {
         parts[part_index(i, Part::Body)] = PartState::at_rest(body);
         parts[part_index(i, Part::Handle)] =
             PartState::at_rest(body * geometry::handle_in_body(angle));
-        self.rebuild(&parts);
+        if let Err(e) = self.rebuild(&parts) {
+            self.morphology.connections = before;
+            return Err(e);
+        }
         Ok(())
     }
 
-    fn rebuild(&mut self, parts: &[PartState]) {
+    /// A new world from `parts`; on failure the old one stays.
+    fn rebuild(&mut self, parts: &[PartState]) -> Result<(), SimError> {
         self.physics = build_physics(
             &self.settings,
             &self.morphology,
             &self.modules,
             &self.index_of,
             parts,
-        );
+        )?;
         self.read_sensors();
+        Ok(())
     }
 }
 
@@ -617,17 +630,22 @@ fn build_physics(
     modules: &[SimModule],
     index_of: &HashMap<ModuleId, usize>,
     parts: &[PartState],
-) -> Box<dyn Physics> {
+) -> Result<Box<dyn Physics>, SimError> {
     let passive: Vec<bool> = modules.iter().map(|m| m.passive).collect();
     let connections = physics::connected_parts(&morphology.connections, |id| index_of[&id]);
-    settings.engine.build(
-        &PhysicsSettings {
-            dt: settings.dt as f32,
-            ground_friction: settings.ground_friction as f32,
-            substeps: settings.solver_iterations,
-        },
-        &Topology::new(&passive, &connections, parts),
-    )
+    settings
+        .engine
+        .build(
+            &PhysicsSettings {
+                dt: settings.dt as f32,
+                ground_friction: settings.ground_friction as f32,
+                substeps: settings
+                    .substeps
+                    .unwrap_or(settings.engine.default_substeps()),
+            },
+            &Topology::new(&passive, &connections, parts),
+        )
+        .map_err(SimError::Physics)
 }
 
 /// Places every module through the connections, starting from the central

@@ -17,7 +17,10 @@
 //! - [`Engine`]: the engines there are, by name; [`Engine::build`].
 //! - [`Topology`]: rigid clusters, their boxes and the hinges between them.
 //! - [`rapier`]: the rapier3d engine, the general reference.
+//! - [`articulated`]: the `yamor-dynamics` engine, reduced coordinates
+//!   specialised for robots of one-hinge modules.
 
+pub mod articulated;
 pub mod rapier;
 
 use crate::geometry::{self, BODY_HALF, HANDLE_CENTRE, HANDLE_HALF, Part};
@@ -126,25 +129,56 @@ pub enum Engine {
     /// rapier3d with reduced-coordinate hinges: general, the reference.
     #[default]
     Rapier,
+    /// yamor-dynamics: trees of modules in reduced coordinates, box-on-ground
+    /// contacts.
+    Articulated,
 }
 
 impl Engine {
-    pub const ALL: [Engine; 1] = [Engine::Rapier];
+    pub const ALL: [Engine; 2] = [Engine::Rapier, Engine::Articulated];
+
+    /// Solver substeps per firmware tick that keep this engine's walks
+    /// within a few percent of a twice finer step (docs/benchmarks.md).
+    #[must_use]
+    pub fn default_substeps(self) -> usize {
+        match self {
+            Engine::Rapier => 4,
+            Engine::Articulated => 2,
+        }
+    }
 
     #[must_use]
     pub fn name(self) -> &'static str {
         match self {
             Engine::Rapier => "rapier",
+            Engine::Articulated => "articulated",
         }
     }
 
     /// Builds a world of this engine for `topology`.
-    #[must_use]
-    pub fn build(self, settings: &PhysicsSettings, topology: &Topology) -> Box<dyn Physics> {
-        match self {
+    pub fn build(
+        self,
+        settings: &PhysicsSettings,
+        topology: &Topology,
+    ) -> Result<Box<dyn Physics>, BuildError> {
+        Ok(match self {
             Engine::Rapier => Box::new(rapier::RapierWorld::build(settings, topology)),
-        }
+            Engine::Articulated => {
+                Box::new(articulated::ArticulatedWorld::build(settings, topology)?)
+            }
+        })
     }
+}
+
+/// Why an engine cannot build a robot.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum BuildError {
+    #[error(
+        "the servo of module index {0} closes a kinematic loop, which the articulated engine does not simulate (use --engine rapier)"
+    )]
+    Loop(usize),
+    #[error("the robot is not a valid model: {0}")]
+    Model(yamor_dynamics::ModelError),
 }
 
 impl fmt::Display for Engine {

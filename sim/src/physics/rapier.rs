@@ -35,14 +35,6 @@ impl RapierWorld {
         world.gravity = Vector::new(0.0, 0.0, -9.81);
         world.integration_parameters.dt = settings.dt;
         world.integration_parameters.num_solver_iterations = settings.substeps;
-        let env = |k: &str| std::env::var(k).ok().and_then(|v| v.parse::<f32>().ok());
-        if let Some(v) = env("YR_LU") { world.integration_parameters.length_unit = v; }
-        if let Some(v) = env("YR_CCD") { world.integration_parameters.max_ccd_substeps = v as usize; }
-        if let Some(v) = env("YR_SUB") { world.integration_parameters.num_solver_iterations = v as usize; }
-        if let Some(v) = env("YR_STAB") { world.integration_parameters.num_internal_stabilization_iterations = v as usize; }
-        if let Some(v) = env("YR_WJ") { world.integration_parameters.warmstart_joints = v > 0.0; }
-        let impulse_only = env("YR_IMPULSE").is_some();
-        let no_self = env("YR_NOSELF").is_some();
         let ground = world.colliders.insert(
             ColliderBuilder::cuboid(500.0, 500.0, 0.5)
                 .translation(Vector::new(0.0, 0.0, -0.5))
@@ -110,18 +102,8 @@ impl RapierWorld {
                     .motor_max_force(JointAxis::AngX, 0.0)
                     .contacts_enabled(false)
                     .build();
-                if impulse_only {
-                    return Some(ServoJoint::Impulse(world.impulse_joints.insert(b, h, joint, true)));
-                }
                 Some(match world.multibody_joints.insert(b, h, joint, true) {
-                    Some(handle) => {
-                        if no_self {
-                            if let Some((mb, _)) = world.multibody_joints.get_mut(handle) {
-                                mb.set_self_contacts_enabled(false);
-                            }
-                        }
-                        ServoJoint::Multibody(handle)
-                    }
+                    Some(handle) => ServoJoint::Multibody(handle),
                     None => ServoJoint::Impulse(world.impulse_joints.insert(b, h, joint, true)),
                 })
             })

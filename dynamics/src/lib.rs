@@ -1,0 +1,22 @@
+//! A reduced-coordinate rigid-body engine for robots made of one-hinge
+//! modules: trees of rigid bodies joined by servo hinges, standing on a
+//! ground plane.
+//!
+//! What it models, and what a general engine would add that these robots
+//! do not need: bodies are unions of solid boxes; each tree has a floating
+//! root and one angle per hinge, so joints never drift apart; servos are PD
+//! laws with a torque limit, integrated implicitly; hinges stop at their
+//! limits; box corners touch the ground with Coulomb friction. Boxes of the
+//! robot do not collide with each other.
+//!
+//! # Layout
+//! - [`model`]: bodies, boxes and hinges; mass properties.
+//! - [`world`]: the state and the step (see its docs for the algorithm).
+//! - `spatial`: 6-D vectors and inertias in world axes.
+
+pub mod model;
+mod spatial;
+pub mod world;
+
+pub use model::{BodySpec, Hinge, Model, ModelError, SolidBox};
+pub use world::{BodyState, Servo, Settings, World};

@@ -1,0 +1,146 @@
+//! What a robot is made of: rigid bodies carrying boxes, joined by hinges
+//! into trees. A body without a hinge is the floating root of its tree.
+
+use nalgebra::{Isometry3, Matrix3, Vector3};
+
+/// A solid box of a body: it has mass and touches the ground.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SolidBox {
+    /// Centre and axes in the body's frame.
+    pub pose: Isometry3<f64>,
+    pub half: Vector3<f64>,
+    pub mass: f64,
+}
+
+/// The hinge joining a body to its parent. The joint frames coincide at
+/// angle 0; the hinge turns the child about the frames' x axis.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Hinge {
+    /// Index of the parent body; it must come before the child.
+    pub parent: usize,
+    pub frame_in_parent: Isometry3<f64>,
+    pub frame_in_child: Isometry3<f64>,
+    /// Lowest and highest angle (rad).
+    pub limits: [f64; 2],
+}
+
+/// One body as given.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BodySpec {
+    pub boxes: Vec<SolidBox>,
+    /// `None` for the floating root of a tree.
+    pub hinge: Option<Hinge>,
+}
+
+/// Why a set of bodies is not a model.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ModelError {
+    #[error("body {0} has no mass")]
+    Massless(usize),
+    #[error("body {child} hangs from body {parent}, which does not come before it")]
+    Order { child: usize, parent: usize },
+    #[error("body {body}: {what} is not finite or not positive")]
+    Invalid { body: usize, what: &'static str },
+}
+
+/// A body with its mass properties and place in the generalized coordinates.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Body {
+    pub boxes: Vec<SolidBox>,
+    pub hinge: Option<Hinge>,
+    pub mass: f64,
+    /// Centre of mass in the body frame.
+    pub com: Vector3<f64>,
+    /// Rotational inertia about the centre of mass, body axes.
+    pub inertia: Matrix3<f64>,
+    /// First generalized velocity of the body: six for a root
+    /// (angular velocity, velocity of its origin), one for a hinge.
+    pub dof: usize,
+}
+
+/// Bodies in an order where every parent comes before its children.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Model {
+    pub(crate) bodies: Vec<Body>,
+    pub(crate) dofs: usize,
+}
+
+impl Model {
+    pub fn new(specs: Vec<BodySpec>) -> Result<Self, ModelError> {
+        let mut bodies = Vec::with_capacity(specs.len());
+        let mut dofs = 0;
+        for (i, spec) in specs.into_iter().enumerate() {
+            if let Some(hinge) = &spec.hinge
+                && hinge.parent >= i
+            {
+                return Err(ModelError::Order {
+                    child: i,
+                    parent: hinge.parent,
+                });
+            }
+            let mut mass = 0.0;
+            let mut moment = Vector3::zeros();
+            for b in &spec.boxes {
+                if !(b.mass.is_finite() && b.mass > 0.0) {
+                    return Err(ModelError::Invalid {
+                        body: i,
+                        what: "a box's mass",
+                    });
+                }
+                if !b.half.iter().all(|h| h.is_finite() && *h > 0.0) {
+                    return Err(ModelError::Invalid {
+                        body: i,
+                        what: "a box's size",
+                    });
+                }
+                mass += b.mass;
+                moment += b.pose.translation.vector * b.mass;
+            }
+            if mass <= 0.0 {
+                return Err(ModelError::Massless(i));
+            }
+            let com = moment / mass;
+            let mut inertia = Matrix3::zeros();
+            for b in &spec.boxes {
+                let (x, y, z) = (2.0 * b.half.x, 2.0 * b.half.y, 2.0 * b.half.z);
+                let own = Matrix3::from_diagonal(&Vector3::new(
+                    y * y + z * z,
+                    x * x + z * z,
+                    x * x + y * y,
+                )) * (b.mass / 12.0);
+                let r = b.pose.rotation.to_rotation_matrix();
+                let d = b.pose.translation.vector - com;
+                // Parallel axis theorem.
+                inertia += r * own * r.transpose()
+                    + b.mass * (Matrix3::identity() * d.norm_squared() - d * d.transpose());
+            }
+            let dof = dofs;
+            dofs += if spec.hinge.is_some() { 1 } else { 6 };
+            bodies.push(Body {
+                boxes: spec.boxes,
+                hinge: spec.hinge,
+                mass,
+                com,
+                inertia,
+                dof,
+            });
+        }
+        Ok(Self { bodies, dofs })
+    }
+
+    #[must_use]
+    pub fn body_count(&self) -> usize {
+        self.bodies.len()
+    }
+
+    /// Number of generalized velocities.
+    #[must_use]
+    pub fn dofs(&self) -> usize {
+        self.dofs
+    }
+
+    #[must_use]
+    pub fn mass(&self, body: usize) -> f64 {
+        self.bodies[body].mass
+    }
+}

@@ -1,0 +1,716 @@
+//! One world: a model's state and the time step.
+//!
+//! A step is semi-implicit Euler in generalized coordinates:
+//! 1. kinematics: body poses, hinge axes and spatial inertias about the
+//!    root of each tree;
+//! 2. the mass matrix by composite rigid bodies and the bias forces
+//!    (gravity, Coriolis) by recursive Newton–Euler, both in world axes;
+//! 3. every servo's PD law folded into the mass matrix so stiff gains stay
+//!    stable (implicit in position and velocity while it is below its
+//!    torque limit, a constant torque once saturated);
+//! 4. box corners within a small margin of the ground and hinges at their
+//!    limits become constraint rows, solved by projected Gauss–Seidel with
+//!    a friction disc and warm starts, softened by an error-reduction
+//!    velocity;
+//! 5. velocities, then positions, advance by the step.
+
+use nalgebra::{Isometry3, Matrix6, Point3, Translation3, UnitQuaternion, Vector3};
+
+use crate::model::Model;
+use crate::spatial::{Spatial, apply, inertia_matrix};
+
+/// Physical and solver settings.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Settings {
+    /// One step (s).
+    pub dt: f64,
+    pub gravity: Vector3<f64>,
+    /// Ground friction coefficient (Coulomb, isotropic).
+    pub friction: f64,
+    /// Projected Gauss–Seidel sweeps per step.
+    pub iterations: usize,
+    /// Natural angular frequency (rad/s) and damping ratio of a contact
+    /// or a hinge stop once it touches: a spring and damper solved
+    /// implicitly (a soft constraint). Being physical figures rather than
+    /// per-step factors, they make a walk converge as the step shrinks.
+    pub contact_frequency: f64,
+    pub contact_damping_ratio: f64,
+    /// Corners closer to the ground than this are in contact (m); a corner
+    /// above the ground may approach it but not cross it within the step.
+    pub margin: f64,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self {
+            dt: 1.0 / 240.0,
+            gravity: Vector3::new(0.0, 0.0, -9.81),
+            friction: 0.8,
+            iterations: 16,
+            contact_frequency: 100.0,
+            contact_damping_ratio: 1.0,
+            margin: 0.002,
+        }
+    }
+}
+
+/// The PD law of a hinge's motor until the next command:
+/// torque = stiffness·(angle − q) + damping·(velocity − q̇), within ±max_torque.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Servo {
+    pub angle: f64,
+    pub velocity: f64,
+    pub stiffness: f64,
+    pub damping: f64,
+    pub max_torque: f64,
+}
+
+/// Pose and velocity of a body: angular velocity and the velocity of the
+/// body frame's origin, world axes.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct BodyState {
+    pub pose: Isometry3<f64>,
+    pub angvel: Vector3<f64>,
+    pub linvel: Vector3<f64>,
+}
+
+/// A constraint row: the body, box and corner it belongs to (or a hinge
+/// limit), its Jacobian and its bounds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+struct ContactKey(u64);
+
+#[derive(Debug, Clone, Copy)]
+struct Contact {
+    key: ContactKey,
+    /// First of its rows: normal, then two tangents (limits: one row).
+    row: usize,
+    rows: usize,
+    /// Least normal velocity after the step (a servo: its target velocity).
+    min_velocity: f64,
+    /// Compliance of the first row: relative to the row's inverse
+    /// effective mass for contacts and stops (0 for a gap that is still
+    /// open), absolute for a servo.
+    softness: f64,
+    /// A servo's largest impulse; contacts and stops only push.
+    servo_bound: Option<f64>,
+}
+
+pub struct World {
+    model: Model,
+    settings: Settings,
+    /// World pose of every body.
+    pose: Vec<Isometry3<f64>>,
+    /// Hinge angle of every body with a hinge (0 for roots).
+    q: Vec<f64>,
+    /// Generalized velocities.
+    u: Vec<f64>,
+    servo: Vec<Servo>,
+    /// Root of the tree of every body.
+    root: Vec<usize>,
+    scratch: Scratch,
+    /// Last step's impulses by contact, for warm starts.
+    warm: Vec<(ContactKey, [f64; 3])>,
+}
+
+#[derive(Default)]
+struct Scratch {
+    axis: Vec<Spatial>,
+    inertia: Vec<Matrix6<f64>>,
+    composite: Vec<Matrix6<f64>>,
+    velocity: Vec<Spatial>,
+    acceleration: Vec<Spatial>,
+    force: Vec<Spatial>,
+    mass: Vec<f64>,
+    rhs: Vec<f64>,
+    free: Vec<f64>,
+    jacobian: Vec<f64>,
+    response: Vec<f64>,
+    diagonal: Vec<f64>,
+    impulse: Vec<f64>,
+    contacts: Vec<Contact>,
+}
+
+impl World {
+    /// A world of `model` with every body where `initial` puts it. Hinge
+    /// angles and rates are read from the relative poses and velocities.
+    #[must_use]
+    pub fn new(model: Model, settings: Settings, initial: &[BodyState]) -> Self {
+        let n = model.bodies.len();
+        assert_eq!(initial.len(), n, "one initial state per body");
+        let mut q = vec![0.0; n];
+        let mut u = vec![0.0; model.dofs];
+        let mut root = vec![0; n];
+        for (i, body) in model.bodies.iter().enumerate() {
+            let state = &initial[i];
+            match &body.hinge {
+                None => {
+                    root[i] = i;
+                    u[body.dof..body.dof + 3].copy_from_slice(state.angvel.as_slice());
+                    u[body.dof + 3..body.dof + 6].copy_from_slice(state.linvel.as_slice());
+                }
+                Some(h) => {
+                    root[i] = root[h.parent];
+                    let parent = &initial[h.parent];
+                    let relative = (parent.pose * h.frame_in_parent).inverse()
+                        * (state.pose * h.frame_in_child);
+                    let r = relative.rotation;
+                    q[i] = 2.0 * r.i.atan2(r.w);
+                    q[i] = (q[i] + std::f64::consts::PI).rem_euclid(std::f64::consts::TAU)
+                        - std::f64::consts::PI;
+                    let axis = (parent.pose * h.frame_in_parent).rotation * Vector3::x();
+                    u[body.dof] = axis.dot(&(state.angvel - parent.angvel));
+                }
+            }
+        }
+        let mut world = Self {
+            pose: initial.iter().map(|s| s.pose).collect(),
+            servo: vec![Servo::default(); n],
+            model,
+            settings,
+            q,
+            u,
+            root,
+            scratch: Scratch::default(),
+            warm: Vec::new(),
+        };
+        world.forward_kinematics();
+        world
+    }
+
+    #[must_use]
+    pub fn settings(&self) -> &Settings {
+        &self.settings
+    }
+
+    pub fn set_friction(&mut self, mu: f64) {
+        self.settings.friction = mu;
+    }
+
+    /// Drives the hinge of `body`; a root ignores it.
+    pub fn set_servo(&mut self, body: usize, servo: Servo) {
+        self.servo[body] = servo;
+    }
+
+    #[must_use]
+    pub fn model(&self) -> &Model {
+        &self.model
+    }
+
+    /// Hinge angle and rate of `body` (0 for a root).
+    #[must_use]
+    pub fn hinge(&self, body: usize) -> (f64, f64) {
+        match self.model.bodies[body].hinge {
+            Some(_) => (self.q[body], self.u[self.model.bodies[body].dof]),
+            None => (0.0, 0.0),
+        }
+    }
+
+    #[must_use]
+    pub fn body_state(&self, body: usize) -> BodyState {
+        let pose = self.pose[body];
+        let (angvel, linvel) = self.body_velocity(body, &pose.translation.vector);
+        BodyState {
+            pose,
+            angvel,
+            linvel,
+        }
+    }
+
+    /// Angular velocity of `body` and the velocity of its point at `x`.
+    fn body_velocity(&self, body: usize, x: &Vector3<f64>) -> (Vector3<f64>, Vector3<f64>) {
+        let root = self.root[body];
+        let origin = self.pose[root].translation.vector;
+        let d = self.model.bodies[root].dof;
+        let mut omega = Vector3::new(self.u[d], self.u[d + 1], self.u[d + 2]);
+        let mut v = Vector3::new(self.u[d + 3], self.u[d + 4], self.u[d + 5]);
+        let mut b = body;
+        while let Some(h) = &self.model.bodies[b].hinge {
+            let (axis, point) = self.hinge_axis(b);
+            let rate = self.u[self.model.bodies[b].dof];
+            omega += axis * rate;
+            v += (point - origin).cross(&axis) * rate;
+            b = h.parent;
+        }
+        (omega, v + omega.cross(&(x - origin)))
+    }
+
+    /// World axis and a point on it of the hinge of `body`.
+    fn hinge_axis(&self, body: usize) -> (Vector3<f64>, Vector3<f64>) {
+        let h = self.model.bodies[body].hinge.as_ref().expect("a hinge");
+        let frame = self.pose[body] * h.frame_in_child;
+        (frame.rotation * Vector3::x(), frame.translation.vector)
+    }
+
+    /// Lowest corner of any box (m).
+    #[must_use]
+    pub fn lowest_point(&self) -> f64 {
+        let mut lowest = f64::INFINITY;
+        for (i, body) in self.model.bodies.iter().enumerate() {
+            for b in &body.boxes {
+                for c in corners(&b.half) {
+                    lowest = lowest.min((self.pose[i] * b.pose * Point3::from(c)).z);
+                }
+            }
+        }
+        lowest
+    }
+
+    /// Total kinetic energy (J).
+    #[must_use]
+    pub fn kinetic_energy(&self) -> f64 {
+        let mut energy = 0.0;
+        for (i, body) in self.model.bodies.iter().enumerate() {
+            let com = self.pose[i] * Point3::from(body.com);
+            let (omega, v) = self.body_velocity(i, &com.coords);
+            let r = self.pose[i].rotation.to_rotation_matrix();
+            let inertia = r * body.inertia * r.transpose();
+            energy += 0.5 * body.mass * v.norm_squared() + 0.5 * omega.dot(&(inertia * omega));
+        }
+        energy
+    }
+
+    /// Body poses from root poses and hinge angles.
+    fn forward_kinematics(&mut self) {
+        for i in 0..self.model.bodies.len() {
+            if let Some(h) = &self.model.bodies[i].hinge {
+                let turn = UnitQuaternion::from_axis_angle(&Vector3::x_axis(), self.q[i]);
+                self.pose[i] = self.pose[h.parent]
+                    * h.frame_in_parent
+                    * Isometry3::from_parts(Translation3::identity(), turn)
+                    * h.frame_in_child.inverse();
+            }
+        }
+    }
+
+    /// Advances the world by one step.
+    pub fn step(&mut self) {
+        let h = self.settings.dt;
+        let n = self.model.dofs;
+        let nb = self.model.bodies.len();
+        let mut s = std::mem::take(&mut self.scratch);
+        s.axis.resize(nb, Spatial::ZERO);
+        s.inertia.resize(nb, Matrix6::zeros());
+        s.composite.resize(nb, Matrix6::zeros());
+        s.velocity.resize(nb, Spatial::ZERO);
+        s.acceleration.resize(nb, Spatial::ZERO);
+        s.force.resize(nb, Spatial::ZERO);
+
+        // 1. Kinematics about each tree's root origin.
+        let gravity = Spatial::new(Vector3::zeros(), -self.settings.gravity);
+        for i in 0..nb {
+            let body = &self.model.bodies[i];
+            let origin = self.pose[self.root[i]].translation.vector;
+            let r = self.pose[i].rotation.to_rotation_matrix();
+            let com = self.pose[i] * Point3::from(body.com);
+            s.inertia[i] = inertia_matrix(
+                body.mass,
+                &(com.coords - origin),
+                &(r * body.inertia * r.transpose()),
+            );
+            match &body.hinge {
+                None => {
+                    let d = body.dof;
+                    s.velocity[i] = Spatial::new(
+                        Vector3::new(self.u[d], self.u[d + 1], self.u[d + 2]),
+                        Vector3::new(self.u[d + 3], self.u[d + 4], self.u[d + 5]),
+                    );
+                    s.acceleration[i] = gravity;
+                }
+                Some(hinge) => {
+                    let (axis, point) = self.hinge_axis(i);
+                    s.axis[i] = Spatial::new(axis, (point - origin).cross(&axis));
+                    let joint_velocity = s.axis[i].scale(self.u[body.dof]);
+                    s.velocity[i] = s.velocity[hinge.parent] + joint_velocity;
+                    s.acceleration[i] =
+                        s.acceleration[hinge.parent] + s.velocity[i].cross_motion(&joint_velocity);
+                }
+            }
+            let momentum = apply(&s.inertia[i], &s.velocity[i]);
+            s.force[i] =
+                apply(&s.inertia[i], &s.acceleration[i]) + s.velocity[i].cross_force(&momentum);
+            s.composite[i] = s.inertia[i];
+        }
+
+        // 2. Bias forces and the mass matrix, leaves to roots.
+        s.mass.clear();
+        s.mass.resize(n * n, 0.0);
+        s.rhs.clear();
+        s.rhs.resize(n, 0.0);
+        for i in (0..nb).rev() {
+            let body = &self.model.bodies[i];
+            match &body.hinge {
+                None => {
+                    let f = s.force[i].to_vector();
+                    for a in 0..6 {
+                        s.rhs[body.dof + a] = -f[a];
+                        for b in 0..6 {
+                            s.mass[(body.dof + a) * n + body.dof + b] = s.composite[i][(a, b)];
+                        }
+                    }
+                }
+                Some(hinge) => {
+                    let p = hinge.parent;
+                    s.rhs[body.dof] = -s.axis[i].dot(&s.force[i]);
+                    let f = s.force[i];
+                    s.force[p] += f;
+                    let c = s.composite[i];
+                    s.composite[p] += c;
+                    let column = apply(&c, &s.axis[i]);
+                    let di = body.dof;
+                    s.mass[di * n + di] = s.axis[i].dot(&column);
+                    let mut j = p;
+                    loop {
+                        let bj = &self.model.bodies[j];
+                        match &bj.hinge {
+                            Some(hj) => {
+                                let m = s.axis[j].dot(&column);
+                                s.mass[bj.dof * n + di] = m;
+                                s.mass[di * n + bj.dof] = m;
+                                j = hj.parent;
+                            }
+                            None => {
+                                let col = column.to_vector();
+                                for a in 0..6 {
+                                    s.mass[(bj.dof + a) * n + di] = col[a];
+                                    s.mass[di * n + bj.dof + a] = col[a];
+                                }
+                                break;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+
+        // 3. rhs = M·u + h·(τ − C), the servos implicit where they can be.
+        for a in 0..n {
+            let mu: f64 = (0..n).map(|b| s.mass[a * n + b] * self.u[b]).sum();
+            s.rhs[a] = mu + h * s.rhs[a];
+        }
+        cholesky(&mut s.mass, n);
+        s.free.clear();
+        s.free.extend_from_slice(&s.rhs);
+        cholesky_solve(&s.mass, n, &mut s.free);
+
+        // 4. Constraints.
+        self.collect_constraints(&mut s);
+        self.solve_constraints(&mut s);
+
+        // 5. Positions.
+        self.u.copy_from_slice(&s.free);
+        for i in 0..nb {
+            let body = &self.model.bodies[i];
+            let d = body.dof;
+            match &body.hinge {
+                Some(_) => self.q[i] += h * self.u[d],
+                None => {
+                    let omega = Vector3::new(self.u[d], self.u[d + 1], self.u[d + 2]);
+                    let v = Vector3::new(self.u[d + 3], self.u[d + 4], self.u[d + 5]);
+                    let pose = &mut self.pose[i];
+                    pose.translation.vector += h * v;
+                    pose.rotation = UnitQuaternion::from_scaled_axis(omega * h) * pose.rotation;
+                    pose.rotation.renormalize();
+                }
+            }
+        }
+        self.forward_kinematics();
+        self.scratch = s;
+    }
+
+    /// Adds the row of `direction` at world point `x` on `body` to the
+    /// Jacobian.
+    fn point_row(&self, s: &mut Scratch, body: usize, x: &Vector3<f64>, direction: &Vector3<f64>) {
+        let n = self.model.dofs;
+        let start = s.jacobian.len();
+        s.jacobian.resize(start + n, 0.0);
+        let root = self.root[body];
+        let r = x - self.pose[root].translation.vector;
+        let w = Spatial::new(r.cross(direction), *direction);
+        let row = &mut s.jacobian[start..];
+        let mut b = body;
+        loop {
+            let bb = &self.model.bodies[b];
+            match &bb.hinge {
+                Some(h) => {
+                    row[bb.dof] = w.dot(&s.axis[b]);
+                    b = h.parent;
+                }
+                None => {
+                    let v = w.to_vector();
+                    row[bb.dof..bb.dof + 6].copy_from_slice(v.as_slice());
+                    break;
+                }
+            }
+        }
+    }
+
+    fn collect_constraints(&self, s: &mut Scratch) {
+        let h = self.settings.dt;
+        let n = self.model.dofs;
+        s.jacobian.clear();
+        s.contacts.clear();
+        let mut rows = 0;
+        let normal = Vector3::z();
+        let tangents = [Vector3::x(), Vector3::y()];
+        for (i, body) in self.model.bodies.iter().enumerate() {
+            for (k, b) in body.boxes.iter().enumerate() {
+                let frame = self.pose[i] * b.pose;
+                // Skip a box whose centre is farther up than its half diagonal.
+                if frame.translation.vector.z > b.half.norm() + self.settings.margin {
+                    continue;
+                }
+                for (c, corner) in corners(&b.half).into_iter().enumerate() {
+                    let x = (frame * Point3::from(corner)).coords;
+                    let depth = x.z;
+                    if depth >= self.settings.margin {
+                        continue;
+                    }
+                    self.point_row(s, i, &x, &normal);
+                    for t in &tangents {
+                        self.point_row(s, i, &x, t);
+                    }
+                    let (min_velocity, softness) = self.gap_law(depth, h);
+                    s.contacts.push(Contact {
+                        key: ContactKey(((i as u64) << 20) | ((k as u64) << 3) | c as u64),
+                        row: rows,
+                        rows: 3,
+                        min_velocity,
+                        softness,
+                        servo_bound: None,
+                    });
+                    rows += 3;
+                }
+            }
+            if body.hinge.is_some() {
+                let servo = self.servo[i];
+                // The PD law as an implicit spring-damper row whose impulse
+                // the torque limit bounds: a saturated servo still yields
+                // exactly the torque it can, whatever the step.
+                let resist = h * servo.stiffness + servo.damping;
+                if resist > 0.0 && servo.max_torque > 0.0 {
+                    let start = s.jacobian.len();
+                    s.jacobian.resize(start + n, 0.0);
+                    s.jacobian[start + body.dof] = 1.0;
+                    s.contacts.push(Contact {
+                        key: ContactKey((2 << 62) | i as u64),
+                        row: rows,
+                        rows: 1,
+                        min_velocity: (servo.stiffness * (servo.angle - self.q[i])
+                            + servo.damping * servo.velocity)
+                            / resist,
+                        softness: 1.0 / (h * resist),
+                        servo_bound: Some(servo.max_torque * h),
+                    });
+                    rows += 1;
+                }
+            }
+            if let Some(hinge) = &body.hinge {
+                let q = self.q[i];
+                let rate = self.u[body.dof];
+                for (side, gap) in [(1.0, q - hinge.limits[0]), (-1.0, hinge.limits[1] - q)] {
+                    // Within one step's travel of the stop.
+                    if gap > (rate.abs() * h).max(0.01) {
+                        continue;
+                    }
+                    let start = s.jacobian.len();
+                    s.jacobian.resize(start + n, 0.0);
+                    s.jacobian[start + body.dof] = side;
+                    let (min_velocity, softness) = self.gap_law(gap, h);
+                    s.contacts.push(Contact {
+                        key: ContactKey((1 << 62) | ((i as u64) << 1) | u64::from(side < 0.0)),
+                        row: rows,
+                        rows: 1,
+                        min_velocity,
+                        softness,
+                        servo_bound: None,
+                    });
+                    rows += 1;
+                }
+            }
+        }
+    }
+
+    /// The least velocity along a constraint's normal at a gap `depth`
+    /// (negative when penetrating) and the row's relative compliance. An
+    /// open gap may close within the step but no further; a penetration
+    /// pushes back as the implicit spring-damper of `contact_frequency`
+    /// (Catto's soft constraints: bias factor hω/(2ζ + hω), compliance
+    /// 1/(hω(2ζ + hω)) times the row's inverse effective mass).
+    fn gap_law(&self, depth: f64, h: f64) -> (f64, f64) {
+        if depth >= 0.0 {
+            return (-depth / h, 0.0);
+        }
+        let hw = h * self.settings.contact_frequency;
+        let zeta2 = 2.0 * self.settings.contact_damping_ratio;
+        let bias = hw / (zeta2 + hw);
+        (-bias * depth / h, 1.0 / (hw * (zeta2 + hw)))
+    }
+
+    fn solve_constraints(&mut self, s: &mut Scratch) {
+        let n = self.model.dofs;
+        let m = s.jacobian.len() / n.max(1);
+        if m == 0 {
+            self.warm.clear();
+            return;
+        }
+        // response row r = M⁻¹·Jᵣᵀ.
+        s.response.clear();
+        s.response.extend_from_slice(&s.jacobian);
+        s.diagonal.clear();
+        for r in 0..m {
+            let row = &mut s.response[r * n..(r + 1) * n];
+            cholesky_solve(&s.mass, n, row);
+            let jr = &s.jacobian[r * n..(r + 1) * n];
+            let w: f64 = jr.iter().zip(row.iter()).map(|(a, b)| a * b).sum();
+            // A touch of compliance keeps redundant corner rows well posed.
+            s.diagonal.push(w * (1.0 + 1e-4) + 1e-9);
+        }
+        // Warm start from last step's impulses of the same contacts.
+        s.impulse.clear();
+        s.impulse.resize(m, 0.0);
+        let mut w = 0;
+        for c in &s.contacts {
+            while w < self.warm.len() && self.warm[w].0 < c.key {
+                w += 1;
+            }
+            if w < self.warm.len() && self.warm[w].0 == c.key {
+                for k in 0..c.rows {
+                    s.impulse[c.row + k] = self.warm[w].1[k];
+                }
+            }
+        }
+        for r in 0..m {
+            let lambda = s.impulse[r];
+            if lambda != 0.0 {
+                let k = &s.response[r * n..(r + 1) * n];
+                for (f, kv) in s.free.iter_mut().zip(k) {
+                    *f += kv * lambda;
+                }
+            }
+        }
+        let mu = self.settings.friction;
+        for _ in 0..self.settings.iterations {
+            for ci in 0..s.contacts.len() {
+                let c = s.contacts[ci];
+                let r = c.row;
+                let old = s.impulse[r];
+                let velocity = dot(&s.jacobian[r * n..(r + 1) * n], &s.free);
+                let compliance = match c.servo_bound {
+                    Some(_) => c.softness,
+                    None => c.softness * s.diagonal[r],
+                };
+                let lambda = old
+                    - (velocity - c.min_velocity + compliance * old) / (s.diagonal[r] + compliance);
+                let lambda = match c.servo_bound {
+                    Some(bound) => lambda.clamp(-bound, bound),
+                    None => lambda.max(0.0),
+                };
+                apply_impulse(s, n, r, lambda - old);
+                // A corner that neither pushes nor rubs needs no friction.
+                if c.rows == 3
+                    && (lambda > 0.0 || s.impulse[r + 1] != 0.0 || s.impulse[r + 2] != 0.0)
+                {
+                    let limit = mu * lambda;
+                    let mut t = [0.0; 2];
+                    for (k, tk) in t.iter_mut().enumerate() {
+                        let rt = r + 1 + k;
+                        let velocity = dot(&s.jacobian[rt * n..(rt + 1) * n], &s.free);
+                        *tk = s.impulse[rt] - velocity / s.diagonal[rt];
+                    }
+                    let norm = t[0].hypot(t[1]);
+                    if norm > limit {
+                        let scale = if norm > 0.0 { limit / norm } else { 0.0 };
+                        t[0] *= scale;
+                        t[1] *= scale;
+                    }
+                    for (k, tk) in t.iter().enumerate() {
+                        let rt = r + 1 + k;
+                        let delta = tk - s.impulse[rt];
+                        apply_impulse(s, n, rt, delta);
+                    }
+                }
+            }
+        }
+        self.warm.clear();
+        for c in &s.contacts {
+            let mut lambda = [0.0; 3];
+            lambda[..c.rows].copy_from_slice(&s.impulse[c.row..c.row + c.rows]);
+            self.warm.push((c.key, lambda));
+        }
+        self.warm.sort_by_key(|w| w.0);
+    }
+}
+
+fn apply_impulse(s: &mut Scratch, n: usize, r: usize, delta: f64) {
+    if delta == 0.0 {
+        return;
+    }
+    s.impulse[r] += delta;
+    let k = &s.response[r * n..(r + 1) * n];
+    for (f, kv) in s.free.iter_mut().zip(k) {
+        *f += kv * delta;
+    }
+}
+
+/// Four partial sums, so the compiler may keep them in one vector register
+/// (a single running sum would have to be added in order).
+fn dot(a: &[f64], b: &[f64]) -> f64 {
+    let mut acc = [0.0; 4];
+    let (a4, a_rest) = a.split_at(a.len() / 4 * 4);
+    let (b4, b_rest) = b.split_at(a4.len());
+    for (x, y) in a4.chunks_exact(4).zip(b4.chunks_exact(4)) {
+        for k in 0..4 {
+            acc[k] += x[k] * y[k];
+        }
+    }
+    let tail: f64 = a_rest.iter().zip(b_rest).map(|(x, y)| x * y).sum();
+    (acc[0] + acc[2]) + (acc[1] + acc[3]) + tail
+}
+
+/// The eight corners of a box centred at its frame's origin.
+fn corners(half: &Vector3<f64>) -> [Vector3<f64>; 8] {
+    std::array::from_fn(|i| {
+        let sign = |bit: usize| if i & bit == 0 { -1.0 } else { 1.0 };
+        Vector3::new(sign(1) * half.x, sign(2) * half.y, sign(4) * half.z)
+    })
+}
+
+/// In-place Cholesky factorisation (lower triangle) of a symmetric positive
+/// definite row-major `n`×`n` matrix. Written out rather than taken from
+/// nalgebra because it runs every step on a reused buffer: nalgebra's
+/// decomposition owns (and so allocates) its matrix.
+fn cholesky(a: &mut [f64], n: usize) {
+    for j in 0..n {
+        let mut d = a[j * n + j];
+        for k in 0..j {
+            d -= a[j * n + k] * a[j * n + k];
+        }
+        let d = d.max(1e-12).sqrt();
+        a[j * n + j] = d;
+        for i in j + 1..n {
+            let mut v = a[i * n + j];
+            for k in 0..j {
+                v -= a[i * n + k] * a[j * n + k];
+            }
+            a[i * n + j] = v / d;
+        }
+    }
+}
+
+/// Solves L·Lᵀ·x = b in place with the factor of [`cholesky`].
+fn cholesky_solve(l: &[f64], n: usize, b: &mut [f64]) {
+    for i in 0..n {
+        let mut v = b[i];
+        for k in 0..i {
+            v -= l[i * n + k] * b[k];
+        }
+        b[i] = v / l[i * n + i];
+    }
+    for i in (0..n).rev() {
+        let mut v = b[i];
+        for k in i + 1..n {
+            v -= l[k * n + i] * b[k];
+        }
+        b[i] = v / l[i * n + i];
+    }
+}
