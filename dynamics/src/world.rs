@@ -82,6 +82,7 @@ struct ContactKey(u64);
 #[derive(Debug, Clone, Copy)]
 struct Contact {
     key: ContactKey,
+    body: usize,
     /// First of its rows: normal, then two tangents (limits: one row).
     row: usize,
     rows: usize,
@@ -121,6 +122,9 @@ struct Scratch {
     acceleration: Vec<Spatial>,
     force: Vec<Spatial>,
     mass: Vec<f64>,
+    inverse: Vec<f64>,
+    compliance: Vec<f64>,
+    inverse_diagonal: Vec<f64>,
     rhs: Vec<f64>,
     free: Vec<f64>,
     jacobian: Vec<f64>,
@@ -128,6 +132,8 @@ struct Scratch {
     diagonal: Vec<f64>,
     impulse: Vec<f64>,
     contacts: Vec<Contact>,
+    /// Centre of mass and its velocity of every tree before positions move.
+    centroids: Vec<(usize, (Vector3<f64>, Vector3<f64>))>,
 }
 
 impl World {
@@ -387,16 +393,51 @@ impl World {
             let mu: f64 = (0..n).map(|b| s.mass[a * n + b] * self.u[b]).sum();
             s.rhs[a] = mu + h * s.rhs[a];
         }
+        // The inverse itself, once: every constraint row then costs a few
+        // vectorised row sums instead of two serial triangular solves.
         cholesky(&mut s.mass, n);
+        s.inverse.clear();
+        s.inverse.resize(n * n, 0.0);
+        for k in 0..n {
+            let column = &mut s.inverse[k * n..(k + 1) * n];
+            column[k] = 1.0;
+            cholesky_solve(&s.mass, n, column);
+        }
         s.free.clear();
-        s.free.extend_from_slice(&s.rhs);
-        cholesky_solve(&s.mass, n, &mut s.free);
+        s.free.resize(n, 0.0);
+        for k in 0..n {
+            let rhs = s.rhs[k];
+            let column = &s.inverse[k * n..(k + 1) * n];
+            for (f, c) in s.free.iter_mut().zip(column) {
+                *f += c * rhs;
+            }
+        }
 
         // 4. Constraints.
         self.collect_constraints(&mut s);
         self.solve_constraints(&mut s);
 
         // 5. Positions.
+        s.centroids.clear();
+        for i in 0..nb {
+            if self.model.bodies[i].hinge.is_none() {
+                let (com, velocity) = self.centroid(i);
+                // The momentum the step must leave: the old one, plus
+                // gravity's and the ground's impulses.
+                let mut impulse = Vector3::zeros();
+                for c in s
+                    .contacts
+                    .iter()
+                    .filter(|c| c.rows == 3 && self.root[c.body] == i)
+                {
+                    impulse +=
+                        Vector3::new(s.impulse[c.row + 1], s.impulse[c.row + 2], s.impulse[c.row]);
+                }
+                let mass = self.tree_mass(i);
+                let target = velocity + h * self.settings.gravity + impulse / mass;
+                s.centroids.push((i, (com, target)));
+            }
+        }
         self.u.copy_from_slice(&s.free);
         for i in 0..nb {
             let body = &self.model.bodies[i];
@@ -414,7 +455,51 @@ impl World {
             }
         }
         self.forward_kinematics();
+        // Euler in generalized coordinates lets a tree's centre of mass
+        // wander when its limbs swing fast (the same velocities read at the
+        // new configuration carry a different momentum), which would let a
+        // robot walk by waving its legs in the air. Give each tree exactly
+        // the momentum the external impulses leave it, and move its centre
+        // of mass by that velocity.
+        for &(root, (com, velocity)) in &s.centroids {
+            let (new_com, new_velocity) = self.centroid(root);
+            let shift = com + h * velocity - new_com;
+            for b in 0..nb {
+                if self.root[b] == root {
+                    self.pose[b].translation.vector += shift;
+                }
+            }
+            let d = self.model.bodies[root].dof;
+            for k in 0..3 {
+                self.u[d + 3 + k] += velocity[k] - new_velocity[k];
+            }
+        }
         self.scratch = s;
+    }
+
+    fn tree_mass(&self, root: usize) -> f64 {
+        (0..self.model.bodies.len())
+            .filter(|&i| self.root[i] == root)
+            .map(|i| self.model.bodies[i].mass)
+            .sum()
+    }
+
+    /// Centre of mass and its velocity of the tree rooted at `root`.
+    fn centroid(&self, root: usize) -> (Vector3<f64>, Vector3<f64>) {
+        let mut mass = 0.0;
+        let mut moment = Vector3::zeros();
+        let mut momentum = Vector3::zeros();
+        for (i, body) in self.model.bodies.iter().enumerate() {
+            if self.root[i] != root {
+                continue;
+            }
+            let com = (self.pose[i] * Point3::from(body.com)).coords;
+            let (_, v) = self.body_velocity(i, &com);
+            mass += body.mass;
+            moment += body.mass * com;
+            momentum += body.mass * v;
+        }
+        (moment / mass, momentum / mass)
     }
 
     /// Adds the row of `direction` at world point `x` on `body` to the
@@ -471,6 +556,7 @@ impl World {
                     }
                     let (min_velocity, softness) = self.gap_law(depth, h);
                     s.contacts.push(Contact {
+                        body: i,
                         key: ContactKey(((i as u64) << 20) | ((k as u64) << 3) | c as u64),
                         row: rows,
                         rows: 3,
@@ -492,6 +578,7 @@ impl World {
                     s.jacobian.resize(start + n, 0.0);
                     s.jacobian[start + body.dof] = 1.0;
                     s.contacts.push(Contact {
+                        body: i,
                         key: ContactKey((2 << 62) | i as u64),
                         row: rows,
                         rows: 1,
@@ -517,6 +604,7 @@ impl World {
                     s.jacobian[start + body.dof] = side;
                     let (min_velocity, softness) = self.gap_law(gap, h);
                     s.contacts.push(Contact {
+                        body: i,
                         key: ContactKey((1 << 62) | ((i as u64) << 1) | u64::from(side < 0.0)),
                         row: rows,
                         rows: 1,
@@ -553,14 +641,22 @@ impl World {
             self.warm.clear();
             return;
         }
-        // response row r = M⁻¹·Jᵣᵀ.
+        // response row r = M⁻¹·Jᵣᵀ, from the columns of M⁻¹ (symmetric)
+        // where the row is not zero.
         s.response.clear();
-        s.response.extend_from_slice(&s.jacobian);
+        s.response.resize(m * n, 0.0);
         s.diagonal.clear();
         for r in 0..m {
-            let row = &mut s.response[r * n..(r + 1) * n];
-            cholesky_solve(&s.mass, n, row);
             let jr = &s.jacobian[r * n..(r + 1) * n];
+            let row = &mut s.response[r * n..(r + 1) * n];
+            for (k, &jk) in jr.iter().enumerate() {
+                if jk != 0.0 {
+                    let column = &s.inverse[k * n..(k + 1) * n];
+                    for (o, c) in row.iter_mut().zip(column) {
+                        *o += c * jk;
+                    }
+                }
+            }
             let w: f64 = jr.iter().zip(row.iter()).map(|(a, b)| a * b).sum();
             // A touch of compliance keeps redundant corner rows well posed.
             s.diagonal.push(w * (1.0 + 1e-4) + 1e-9);
@@ -589,18 +685,30 @@ impl World {
             }
         }
         let mu = self.settings.friction;
+        // Per row: its compliance and the inverse of its effective
+        // diagonal, so the sweeps divide nothing.
+        s.compliance.clear();
+        s.inverse_diagonal.clear();
+        for c in &s.contacts {
+            for k in 0..c.rows {
+                let r = c.row + k;
+                let compliance = match (k, c.servo_bound) {
+                    (0, Some(_)) => c.softness,
+                    (0, None) => c.softness * s.diagonal[r],
+                    _ => 0.0,
+                };
+                s.compliance.push(compliance);
+                s.inverse_diagonal.push(1.0 / (s.diagonal[r] + compliance));
+            }
+        }
         for _ in 0..self.settings.iterations {
             for ci in 0..s.contacts.len() {
                 let c = s.contacts[ci];
                 let r = c.row;
                 let old = s.impulse[r];
                 let velocity = dot(&s.jacobian[r * n..(r + 1) * n], &s.free);
-                let compliance = match c.servo_bound {
-                    Some(_) => c.softness,
-                    None => c.softness * s.diagonal[r],
-                };
                 let lambda = old
-                    - (velocity - c.min_velocity + compliance * old) / (s.diagonal[r] + compliance);
+                    - (velocity - c.min_velocity + s.compliance[r] * old) * s.inverse_diagonal[r];
                 let lambda = match c.servo_bound {
                     Some(bound) => lambda.clamp(-bound, bound),
                     None => lambda.max(0.0),
@@ -615,9 +723,11 @@ impl World {
                     for (k, tk) in t.iter_mut().enumerate() {
                         let rt = r + 1 + k;
                         let velocity = dot(&s.jacobian[rt * n..(rt + 1) * n], &s.free);
-                        *tk = s.impulse[rt] - velocity / s.diagonal[rt];
+                        *tk = s.impulse[rt] - velocity * s.inverse_diagonal[rt];
                     }
-                    let norm = t[0].hypot(t[1]);
+                    // Not `hypot`: libm's guards against overflow cost a
+                    // twentieth of the step here, and impulses are small.
+                    let norm = (t[0] * t[0] + t[1] * t[1]).sqrt();
                     if norm > limit {
                         let scale = if norm > 0.0 { limit / norm } else { 0.0 };
                         t[0] *= scale;

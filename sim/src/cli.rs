@@ -56,6 +56,9 @@ pub struct RobotArgs {
     /// Physics engine.
     #[arg(long, default_value_t)]
     engine: crate::physics::Engine,
+    /// Solver substeps per tick (default: the engine's own, rapier 4, articulated 2).
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..=64))]
+    substeps: Option<u16>,
 }
 
 impl RobotArgs {
@@ -66,6 +69,7 @@ impl RobotArgs {
             ground_friction: self.friction,
             seed: self.seed,
             engine: self.engine,
+            substeps: self.substeps.map(usize::from),
             ..SimSettings::default()
         }
     }

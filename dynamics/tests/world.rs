@@ -1,0 +1,257 @@
+//! Physics the engine must get right, each against a closed form or a
+//! conservation law.
+
+use nalgebra::{Isometry3, Point3, Vector3};
+use yamor_dynamics::{BodySpec, BodyState, Hinge, Model, Servo, Settings, SolidBox, World};
+
+fn solid(half: [f64; 3], mass: f64, at: Vector3<f64>) -> SolidBox {
+    SolidBox {
+        pose: Isometry3::translation(at.x, at.y, at.z),
+        half: Vector3::from(half),
+        mass,
+    }
+}
+
+fn at_rest(x: f64, y: f64, z: f64) -> BodyState {
+    BodyState {
+        pose: Isometry3::translation(x, y, z),
+        angvel: Vector3::zeros(),
+        linvel: Vector3::zeros(),
+    }
+}
+
+fn one_box(settings: Settings, start: BodyState) -> World {
+    let model = Model::new(vec![BodySpec {
+        boxes: vec![solid([0.05, 0.05, 0.05], 1.0, Vector3::zeros())],
+        hinge: None,
+    }])
+    .unwrap();
+    World::new(model, settings, &[start])
+}
+
+/// Two boxes joined by a hinge about y at x = 0.1: a body and an arm.
+fn two_links(settings: Settings, z: f64) -> World {
+    let model = Model::new(vec![
+        BodySpec {
+            boxes: vec![solid([0.05, 0.05, 0.05], 0.5, Vector3::zeros())],
+            hinge: None,
+        },
+        BodySpec {
+            boxes: vec![solid([0.05, 0.02, 0.02], 0.2, Vector3::new(0.05, 0.0, 0.0))],
+            hinge: Some(Hinge {
+                parent: 0,
+                // The hinge frame's x axis along world y.
+                frame_in_parent: Isometry3::new(
+                    Vector3::new(0.05, 0.0, 0.0),
+                    Vector3::z() * std::f64::consts::FRAC_PI_2,
+                ),
+                frame_in_child: Isometry3::rotation(Vector3::z() * std::f64::consts::FRAC_PI_2),
+                limits: [-1.5, 1.5],
+            }),
+        },
+    ])
+    .unwrap();
+    World::new(
+        model,
+        settings,
+        &[at_rest(0.0, 0.0, z), at_rest(0.05, 0.0, z)],
+    )
+}
+
+fn centre_of_mass(world: &World) -> Vector3<f64> {
+    let model = world.model();
+    let mut total = 0.0;
+    let mut sum = Vector3::zeros();
+    for b in 0..model.body_count() {
+        let state = world.body_state(b);
+        // Both test bodies have one box, whose centre is the centre of mass.
+        let centre = if b == 0 {
+            Vector3::zeros()
+        } else {
+            Vector3::new(0.05, 0.0, 0.0)
+        };
+        sum += model.mass(b) * (state.pose * Point3::from(centre)).coords;
+        total += model.mass(b);
+    }
+    sum / total
+}
+
+#[test]
+fn a_box_falls_as_a_stone() {
+    let settings = Settings::default();
+    let mut world = one_box(settings, at_rest(0.0, 0.0, 10.0));
+    let steps = 240;
+    for _ in 0..steps {
+        world.step();
+    }
+    let t = steps as f64 * settings.dt;
+    let state = world.body_state(0);
+    // Semi-implicit Euler: the velocity is exact, the position off by g·t·h/2.
+    assert!((state.linvel.z + 9.81 * t).abs() < 1e-9);
+    let expected = 10.0 - 0.5 * 9.81 * t * t;
+    assert!((state.pose.translation.z - expected).abs() < 9.81 * t * settings.dt);
+}
+
+#[test]
+fn a_box_rests_on_the_ground_without_creeping() {
+    let mut world = one_box(Settings::default(), at_rest(0.3, -0.2, 0.051));
+    for _ in 0..(240 * 5) {
+        world.step();
+    }
+    let state = world.body_state(0);
+    let drift = (state.pose.translation.x - 0.3).hypot(state.pose.translation.y + 0.2);
+    // The goal for a standing robot is under 1 mm/s; this is µm in 5 s.
+    assert!(drift < 1e-4, "crept {drift} m");
+    let sag = 0.05 - state.pose.translation.z;
+    assert!(sag.abs() < 0.002, "sank {sag} m");
+    assert!(world.kinetic_energy() < 1e-8);
+}
+
+/// Coulomb friction stops a sliding box after v²/(2μg).
+#[test]
+fn a_sliding_box_stops_where_coulomb_says() {
+    let settings = Settings {
+        friction: 0.5,
+        ..Settings::default()
+    };
+    let mut world = one_box(settings, at_rest(0.0, 0.0, 0.05));
+    for _ in 0..240 {
+        world.step();
+    }
+    let start = world.body_state(0).pose.translation.x;
+    let mut sliding = world.body_state(0);
+    sliding.linvel = Vector3::new(1.0, 0.0, 0.0);
+    let model = world.model().clone();
+    let mut world = World::new(model, settings, &[sliding]);
+    for _ in 0..480 {
+        world.step();
+    }
+    let distance = world.body_state(0).pose.translation.x - start;
+    let expected = 1.0 / (2.0 * 0.5 * 9.81);
+    assert!(
+        (distance - expected).abs() < 0.05 * expected,
+        "slid {distance} m, Coulomb says {expected} m"
+    );
+    assert!(world.body_state(0).linvel.norm() < 1e-6, "it stopped");
+}
+
+/// In free fall without gravity a servo moving the hinge moves neither the
+/// centre of mass nor the total momentum, and a free hinge keeps its
+/// kinetic energy.
+#[test]
+fn internal_motion_conserves_momentum_and_energy() {
+    let settings = Settings {
+        gravity: Vector3::zeros(),
+        ..Settings::default()
+    };
+    let mut world = two_links(settings, 1.0);
+    let before = centre_of_mass(&world);
+    world.set_servo(
+        1,
+        Servo {
+            angle: 1.0,
+            velocity: 0.0,
+            stiffness: 5.0,
+            damping: 0.2,
+            max_torque: 0.5,
+        },
+    );
+    for _ in 0..240 {
+        world.step();
+    }
+    let (angle, _) = world.hinge(1);
+    assert!((angle - 1.0).abs() < 0.05, "the servo reached {angle}");
+    let moved = (centre_of_mass(&world) - before).norm();
+    assert!(moved < 1e-9, "centre of mass moved {moved} m");
+
+    let mut spinning = two_links(settings, 1.0);
+    let mut arm = spinning.body_state(1);
+    arm.angvel = Vector3::new(0.0, 3.0, 0.0);
+    let model = spinning.model().clone();
+    let base = spinning.body_state(0);
+    spinning = World::new(model, settings, &[base, arm]);
+    let energy = spinning.kinetic_energy();
+    // A quarter second: the arm turns well short of its stops.
+    for _ in 0..60 {
+        spinning.step();
+    }
+    let after = spinning.kinetic_energy();
+    assert!(
+        (after - energy).abs() < 0.02 * energy,
+        "energy {energy} J became {after} J"
+    );
+}
+
+#[test]
+fn a_hinge_stops_at_its_limit() {
+    let mut world = two_links(
+        Settings {
+            gravity: Vector3::zeros(),
+            ..Settings::default()
+        },
+        1.0,
+    );
+    world.set_servo(
+        1,
+        Servo {
+            angle: 3.0,
+            velocity: 0.0,
+            stiffness: 5.0,
+            damping: 0.2,
+            max_torque: 0.5,
+        },
+    );
+    for _ in 0..480 {
+        world.step();
+    }
+    let (angle, _) = world.hinge(1);
+    assert!(
+        angle > 1.45 && angle < 1.52,
+        "the stop is at 1.5, the arm at {angle}"
+    );
+}
+
+#[test]
+fn a_weak_servo_cannot_lift_what_a_strong_one_can() {
+    let lift = |max_torque: f64| {
+        let mut world = two_links(Settings::default(), 0.0501);
+        world.set_servo(
+            1,
+            Servo {
+                angle: -1.0,
+                velocity: 0.0,
+                stiffness: 20.0,
+                damping: 0.5,
+                max_torque,
+            },
+        );
+        for _ in 0..480 {
+            world.step();
+        }
+        world.hinge(1).0
+    };
+    // Holding the 0.2-kg arm out takes 0.2·9.81·0.05 ≈ 0.1 N·m.
+    assert!(lift(1.0) < -0.9, "a strong servo lifts the arm");
+    assert!(lift(0.05) > -0.2, "a weak one cannot");
+}
+
+#[test]
+fn bodies_must_hang_from_earlier_bodies() {
+    let e = Model::new(vec![BodySpec {
+        boxes: vec![solid([0.1, 0.1, 0.1], 1.0, Vector3::zeros())],
+        hinge: Some(Hinge {
+            parent: 0,
+            frame_in_parent: Isometry3::identity(),
+            frame_in_child: Isometry3::identity(),
+            limits: [-1.0, 1.0],
+        }),
+    }])
+    .unwrap_err();
+    assert!(e.to_string().contains("does not come before"), "{e}");
+    let e = Model::new(vec![BodySpec {
+        boxes: vec![solid([0.1, 0.1, 0.1], -1.0, Vector3::zeros())],
+        hinge: None,
+    }])
+    .unwrap_err();
+    assert!(e.to_string().contains("mass"), "{e}");
+}
