@@ -113,6 +113,9 @@ pub struct World {
     warm: Vec<(ContactKey, [f64; 3])>,
 }
 
+/// A tree's centre of mass and its velocity.
+type Centroid = (Vector3<f64>, Vector3<f64>);
+
 #[derive(Default)]
 struct Scratch {
     axis: Vec<Spatial>,
@@ -133,7 +136,7 @@ struct Scratch {
     impulse: Vec<f64>,
     contacts: Vec<Contact>,
     /// Centre of mass and its velocity of every tree before positions move.
-    centroids: Vec<(usize, (Vector3<f64>, Vector3<f64>))>,
+    centroids: Vec<(usize, Centroid)>,
 }
 
 impl World {
@@ -485,7 +488,7 @@ impl World {
     }
 
     /// Centre of mass and its velocity of the tree rooted at `root`.
-    fn centroid(&self, root: usize) -> (Vector3<f64>, Vector3<f64>) {
+    fn centroid(&self, root: usize) -> Centroid {
         let mut mass = 0.0;
         let mut moment = Vector3::zeros();
         let mut momentum = Vector3::zeros();
