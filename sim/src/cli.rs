@@ -70,7 +70,6 @@ impl RobotArgs {
             seed: self.seed,
             engine: self.engine,
             substeps: self.substeps.map(usize::from),
-            ..SimSettings::default()
         }
     }
 
