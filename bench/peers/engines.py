@@ -128,34 +128,64 @@ def main():
     times.sort()
     mj_best, mj_median = times[0], times[len(times) // 2]
     seconds = summary["seconds"]
+    # MuJoCo at twice its step too, so that a faster engine's longer step
+    # can be weighed against what the same step would buy MuJoCo.
+    coarse_walker = Walker(out / "quadruped.xml", summary, timestep_factor=2.0)
+    times = []
+    for _ in range(args.runs):
+        started = time.perf_counter()
+        coarse_walker.walk(reference)
+        times.append(time.perf_counter() - started)
+    times.sort()
+    coarse_best, coarse_median = times[0], times[len(times) // 2]
 
-    print()
-    print(f"mujoco {mujoco.__version__}, timestep {walker.model.opt.timestep:.5f} s, "
-          f"{walker.substeps} steps per {summary['dt']:.5f}-s tick, one core (cpu {CORE})")
-    print()
-    print("| simulator | real time (best) | real time (median) | ratio to MuJoCo (best) | standing drift (mm/s) | reference gait (cm/s) | at half step | change |")
-    print("|---|---|---|---|---|---|---|---|")
-    half = Walker(out / "quadruped.xml", summary, timestep_factor=0.5)
-    mj_half = half.walk(reference)
-    mj_drift = walker.drift(summary["stand_seconds"])
-    rows = []
-    for name, e in summary["engines"].items():
-        rows.append((name, seconds / e["best_wall_s"], seconds / e["median_wall_s"],
-                     e["standing_drift_m_per_s"], e["velocity"], e["velocity_half_step"]))
-    rows.append(("mujoco", seconds / mj_best, seconds / mj_median, mj_drift, mj_reference, mj_half))
-    mj_rtf = seconds / mj_best
-    for name, best, median, drift, v, v_half in rows:
-        print(f"| {name} | {best:.0f}x | {median:.0f}x | {best / mj_rtf:.2f} | {1000 * drift:.3f} | "
-              f"{100 * v:.2f} | {100 * v_half:.2f} | {100 * (v_half - v) / v:+.1f}% |")
 
-    # Fidelity: the velocities of every gait on every simulator.
+    # Fidelity: every gait on every simulator, at its step and at half of it.
     velocity = {}
     with open(out / "velocities.csv") as f:
         for row in csv.DictReader(f):
-            velocity.setdefault(row["engine"], {})[row["gait"]] = float(row["velocity"])
-    velocity["mujoco"] = {g: walker.walk(c) for g, c in controls.items()}
-    random_gaits = [g for g in summary["gaits"] if g.startswith("random")]
-    simulators = list(velocity)
+            velocity.setdefault((row["engine"], row["step"]), {})[row["gait"]] = float(row["velocity"])
+    half = Walker(out / "quadruped.xml", summary, timestep_factor=0.5)
+    velocity[("mujoco", "h")] = {g: walker.walk(c) for g, c in controls.items()}
+    velocity[("mujoco", "h/2")] = {g: half.walk(c) for g, c in controls.items()}
+    coarse_name = f"mujoco at {2000 * walker.model.opt.timestep:.2f} ms"
+    velocity[(coarse_name, "h")] = {g: coarse_walker.walk(c) for g, c in controls.items()}
+    velocity[(coarse_name, "h/2")] = velocity[("mujoco", "h")]
+    gaits = summary["gaits"]
+    random_gaits = [g for g in gaits if g.startswith("random")]
+    simulators = list(summary["engines"]) + ["mujoco"]
+    timed = simulators + [coarse_name]
+    mj_drift = walker.drift(summary["stand_seconds"])
+
+    print()
+    print(f"mujoco {mujoco.__version__}, timestep {walker.model.opt.timestep:.5f} s, "
+          f"{walker.substeps} steps per {summary['dt']:.5f}-s tick, one core (cpu {CORE}); "
+          f"{len(gaits)} gaits of {seconds:.0f} s")
+    print()
+    print("| simulator | physics step | real time (best) | real time (median) | ratio to MuJoCo (best) "
+          "| standing drift (mm/s) | mean velocity (cm/s) | at half step | change | rank correlation h vs h/2 |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    mj_rtf = seconds / mj_best
+    for name in timed:
+        if name == "mujoco":
+            best, median, drift = mj_rtf, seconds / mj_median, mj_drift
+            step = walker.model.opt.timestep
+        elif name == coarse_name:
+            best, median = seconds / coarse_best, seconds / coarse_median
+            drift = coarse_walker.drift(summary["stand_seconds"])
+            step = coarse_walker.model.opt.timestep
+        else:
+            e = summary["engines"][name]
+            best, median = seconds / e["best_wall_s"], seconds / e["median_wall_s"]
+            drift, step = e["standing_drift_m_per_s"], summary["dt"] / e["substeps"]
+        coarse = [velocity[(name, "h")][g] for g in gaits]
+        fine = [velocity[(name, "h/2")][g] for g in gaits]
+        mean, mean_half = statistics.mean(coarse), statistics.mean(fine)
+        rho = spearmanr(coarse, fine).statistic
+        print(f"| {name} | {1000 * step:.2f} ms | {best:.0f}x | {median:.0f}x | {best / mj_rtf:.2f} | "
+              f"{1000 * drift:.4f} | {100 * mean:.2f} | {100 * mean_half:.2f} | "
+              f"{100 * (mean_half - mean) / mean:+.1f}% | {rho:.3f} |")
+
     print()
     print(f"Spearman rank correlation of {len(random_gaits)} random gaits' velocities (seed {args.seed}):")
     print()
@@ -164,8 +194,8 @@ def main():
     for a in simulators:
         cells = []
         for b in simulators:
-            rho = spearmanr([velocity[a][g] for g in random_gaits],
-                            [velocity[b][g] for g in random_gaits]).statistic
+            rho = spearmanr([velocity[(a, "h")][g] for g in random_gaits],
+                            [velocity[(b, "h")][g] for g in random_gaits]).statistic
             cells.append(f"{rho:.3f}")
         print(f"| {a} | " + " | ".join(cells) + " |")
 
@@ -176,11 +206,11 @@ def main():
     print("| gaits | " + " | ".join(simulators) + " |")
     print("|---|" + "---|" * len(simulators))
     for a in simulators:
-        top = sorted(random_gaits, key=lambda g: -velocity[a][g])[:5]
-        cells = [f"{100 * statistics.mean(velocity[b][g] for g in top):.2f}" for b in simulators]
+        top = sorted(random_gaits, key=lambda g: -velocity[(a, "h")][g])[:5]
+        cells = [f"{100 * statistics.mean(velocity[(b, 'h')][g] for g in top):.2f}" for b in simulators]
         print(f"| best 5 on {a} | " + " | ".join(cells) + " |")
     for g in ("reference", "learnt"):
-        print(f"| {g} | " + " | ".join(f"{100 * velocity[b][g]:.2f}" for b in simulators) + " |")
+        print(f"| {g} | " + " | ".join(f"{100 * velocity[(b, 'h')][g]:.2f}" for b in simulators) + " |")
 
 
 if __name__ == "__main__":

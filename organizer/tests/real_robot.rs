@@ -47,6 +47,16 @@ fn emulated_quadruped() -> EmulatedRobot {
 /// The LED's height on the quadruped's centre module (m).
 const LED_HEIGHT: f64 = 0.05;
 
+/// A camera hung high enough to see ±2.5 m: the robot is not put back in
+/// the middle between evaluations, and a run of fast gaits walks it well
+/// over a metre, out of the default camera's ±1.1 m.
+fn camera() -> CameraModel {
+    CameraModel {
+        height: 6.0,
+        ..CameraModel::default()
+    }
+}
+
 /// The host's backend: the emulated robot's device, and the emulated
 /// CamApp watching it through the default camera, read by the tracker.
 fn backend(robot: &EmulatedRobot) -> (Arc<SerialBackend>, CamApp) {
@@ -54,16 +64,13 @@ fn backend(robot: &EmulatedRobot) -> (Arc<SerialBackend>, CamApp) {
         std::net::TcpListener::bind("127.0.0.1:0").unwrap(),
         Box::new(robot.led()),
         CamAppSettings {
+            model: camera(),
             rate_hz: 50.0,
             ..CamAppSettings::default()
         },
     )
     .unwrap();
-    let tracker = Tracker::connect(
-        &camapp.address().to_string(),
-        CameraModel::default(),
-        LED_HEIGHT,
-    );
+    let tracker = Tracker::connect(&camapp.address().to_string(), camera(), LED_HEIGHT);
     let backend = SerialBackend::new(
         SerialSettings {
             time_scale: SCALE,
