@@ -58,6 +58,17 @@ fn two_links(settings: Settings, z: f64) -> World {
     )
 }
 
+/// A gentle servo on the arm of [`two_links`], heading for `angle`.
+fn arm_servo(angle: f64) -> Servo {
+    Servo {
+        angle,
+        velocity: 0.0,
+        stiffness: 5.0,
+        damping: 0.2,
+        max_torque: 0.5,
+    }
+}
+
 fn centre_of_mass(world: &World) -> Vector3<f64> {
     let model = world.model();
     let mut total = 0.0;
@@ -146,16 +157,7 @@ fn internal_motion_conserves_momentum_and_energy() {
     };
     let mut world = two_links(settings, 1.0);
     let before = centre_of_mass(&world);
-    world.set_servo(
-        1,
-        Servo {
-            angle: 1.0,
-            velocity: 0.0,
-            stiffness: 5.0,
-            damping: 0.2,
-            max_torque: 0.5,
-        },
-    );
+    world.set_servo(1, arm_servo(1.0));
     for _ in 0..240 {
         world.step();
     }
@@ -191,16 +193,7 @@ fn a_hinge_stops_at_its_limit() {
         },
         1.0,
     );
-    world.set_servo(
-        1,
-        Servo {
-            angle: 3.0,
-            velocity: 0.0,
-            stiffness: 5.0,
-            damping: 0.2,
-            max_torque: 0.5,
-        },
-    );
+    world.set_servo(1, arm_servo(3.0));
     for _ in 0..480 {
         world.step();
     }

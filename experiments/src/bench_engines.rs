@@ -100,14 +100,11 @@ pub fn bench_engines(args: BenchEnginesArgs) -> Result<()> {
         );
     }
 
-    // Which hinge each actuator of the model drives, in the model's order.
-    let hinge_modules: Vec<usize> = Simulation::new(&morphology, settings)?
-        .topology()
-        .hinges
-        .iter()
-        .flatten()
-        .map(|h| h.module)
-        .collect();
+    // The robot as assembled: the MuJoCo model's bodies, and which hinge
+    // each of its actuators drives, in the model's order.
+    let sim = Simulation::new(&morphology, settings)?;
+    let topology = sim.topology();
+    let hinge_modules: Vec<usize> = topology.hinges.iter().flatten().map(|h| h.module).collect();
     let mut velocities = fs::File::create(args.out.join("velocities.csv"))?;
     writeln!(velocities, "gait,engine,step,velocity")?;
     let mut recorded = false;
@@ -146,8 +143,6 @@ pub fn bench_engines(args: BenchEnginesArgs) -> Result<()> {
         bail!("no engine walked, nothing recorded");
     }
 
-    let sim = Simulation::new(&morphology, settings)?;
-    let topology = sim.topology();
     // MuJoCo steps at 4.17 ms, as in the comparison.
     let substeps = 4;
     let model = to_mjcf(

@@ -360,10 +360,12 @@ impl Simulation {
     /// The rigid clusters and hinges of the robot as it stands now.
     #[must_use]
     pub fn topology(&self) -> Topology {
-        let passive: Vec<bool> = self.modules.iter().map(|m| m.passive).collect();
-        let connections =
-            physics::connected_parts(&self.morphology.connections, |id| self.index_of[&id]);
-        Topology::new(&passive, &connections, &self.physics.part_states())
+        topology_of(
+            &self.morphology,
+            &self.modules,
+            &self.index_of,
+            &self.physics.part_states(),
+        )
     }
 
     /// What every servo was told at the last tick.
@@ -624,6 +626,18 @@ fn servo_command(module: &SimModule, reference: f32, reference_speed: f32) -> Se
     }
 }
 
+/// The rigid clusters and hinges of `morphology` with its parts as `parts`.
+fn topology_of(
+    morphology: &Morphology,
+    modules: &[SimModule],
+    index_of: &HashMap<ModuleId, usize>,
+    parts: &[PartState],
+) -> Topology {
+    let passive: Vec<bool> = modules.iter().map(|m| m.passive).collect();
+    let connections = physics::connected_parts(&morphology.connections, |id| index_of[&id]);
+    Topology::new(&passive, &connections, parts)
+}
+
 fn build_physics(
     settings: &SimSettings,
     morphology: &Morphology,
@@ -631,8 +645,6 @@ fn build_physics(
     index_of: &HashMap<ModuleId, usize>,
     parts: &[PartState],
 ) -> Result<Box<dyn Physics>, SimError> {
-    let passive: Vec<bool> = modules.iter().map(|m| m.passive).collect();
-    let connections = physics::connected_parts(&morphology.connections, |id| index_of[&id]);
     settings
         .engine
         .build(
@@ -643,7 +655,7 @@ fn build_physics(
                     .substeps
                     .unwrap_or(settings.engine.default_substeps()),
             },
-            &Topology::new(&passive, &connections, parts),
+            &topology_of(morphology, modules, index_of, parts),
         )
         .map_err(SimError::Physics)
 }
