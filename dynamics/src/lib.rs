@@ -6,11 +6,12 @@
 //! do not need: bodies are unions of solid boxes; each tree has a floating
 //! root and one angle per hinge, so joints never drift apart; servos are PD
 //! laws with a torque limit, integrated implicitly; hinges stop at their
-//! limits; box corners touch the ground with Coulomb friction. Boxes of the
-//! robot do not collide with each other.
+//! limits; box corners touch the ground with Coulomb friction; a hinge
+//! that closes a kinematic loop is five stiff constraint rows plus its servo
+//! and stops. Boxes of the robot do not collide with each other.
 //!
 //! # Layout
-//! - [`model`]: bodies, boxes and hinges; mass properties.
+//! - [`model`]: bodies, boxes, hinges and loop hinges; mass properties.
 //! - [`world`]: the state and the step (see its docs for the algorithm).
 //! - `spatial`: 6-D vectors and inertias in world axes.
 
@@ -18,5 +19,5 @@ pub mod model;
 mod spatial;
 pub mod world;
 
-pub use model::{BodySpec, Hinge, Model, ModelError, SolidBox};
+pub use model::{BodySpec, Hinge, LoopHinge, Model, ModelError, SolidBox};
 pub use world::{BodyState, Servo, Settings, World};

@@ -24,6 +24,19 @@ pub struct Hinge {
     pub limits: [f64; 2],
 }
 
+/// A hinge that closes a kinematic loop: it joins two bodies the trees
+/// already connect (or bodies of two trees) by constraints instead of a
+/// coordinate. Same convention as [`Hinge`]: the frames coincide at angle
+/// 0 and the second body turns about the first frame's x axis.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LoopHinge {
+    /// The body whose frame measures the angle, and the turning body.
+    pub bodies: [usize; 2],
+    pub frames: [Isometry3<f64>; 2],
+    /// Lowest and highest angle (rad).
+    pub limits: [f64; 2],
+}
+
 /// One body as given.
 #[derive(Debug, Clone, PartialEq)]
 pub struct BodySpec {
@@ -41,6 +54,8 @@ pub enum ModelError {
     Order { child: usize, parent: usize },
     #[error("body {body}: {what} is not finite or not positive")]
     Invalid { body: usize, what: &'static str },
+    #[error("loop hinge {index} joins body {body}, which is not a distinct body of the model")]
+    LoopBody { index: usize, body: usize },
 }
 
 /// A body with its mass properties and place in the generalized coordinates.
@@ -63,6 +78,7 @@ pub(crate) struct Body {
 pub struct Model {
     pub(crate) bodies: Vec<Body>,
     pub(crate) dofs: usize,
+    pub(crate) loops: Vec<LoopHinge>,
 }
 
 impl Model {
@@ -125,7 +141,31 @@ impl Model {
                 dof,
             });
         }
-        Ok(Self { bodies, dofs })
+        Ok(Self {
+            bodies,
+            dofs,
+            loops: Vec::new(),
+        })
+    }
+
+    /// This model with one more loop-closing hinge; its index is the
+    /// number of loop hinges before it.
+    pub fn with_loop(mut self, hinge: LoopHinge) -> Result<Self, ModelError> {
+        let index = self.loops.len();
+        let [a, b] = hinge.bodies;
+        for body in [a, b] {
+            if body >= self.bodies.len() || a == b {
+                return Err(ModelError::LoopBody { index, body });
+            }
+        }
+        self.loops.push(hinge);
+        Ok(self)
+    }
+
+    /// Number of loop-closing hinges.
+    #[must_use]
+    pub fn loop_count(&self) -> usize {
+        self.loops.len()
     }
 
     #[must_use]

@@ -8,10 +8,10 @@
 //! 3. every servo's PD law folded into the mass matrix so stiff gains stay
 //!    stable (implicit in position and velocity while it is below its
 //!    torque limit, a constant torque once saturated);
-//! 4. box corners within a small margin of the ground and hinges at their
-//!    limits become constraint rows, solved by projected Gauss–Seidel with
-//!    a friction disc and warm starts, softened by an error-reduction
-//!    velocity;
+//! 4. box corners within a small margin of the ground, hinges at their
+//!    limits and the hinges that close loops become constraint rows, solved
+//!    by projected Gauss–Seidel with a friction disc and warm starts,
+//!    softened as implicit springs;
 //! 5. velocities, then positions, advance by the step.
 
 use nalgebra::{Isometry3, Matrix6, Point3, Translation3, UnitQuaternion, Vector3};
@@ -38,6 +38,11 @@ pub struct Settings {
     /// Corners closer to the ground than this are in contact (m); a corner
     /// above the ground may approach it but not cross it within the step.
     pub margin: f64,
+    /// Natural angular frequency (rad/s) of the springs (critically
+    /// damped) that pull a loop hinge's two frames together: stiff enough
+    /// that servos fighting across a loop bend it by well under a
+    /// millimetre, soft enough to stay stable at any step.
+    pub joint_frequency: f64,
 }
 
 impl Default for Settings {
@@ -50,6 +55,7 @@ impl Default for Settings {
             contact_frequency: 100.0,
             contact_damping_ratio: 1.0,
             margin: 0.002,
+            joint_frequency: 600.0,
         }
     }
 }
@@ -89,11 +95,21 @@ struct Contact {
     /// Least normal velocity after the step (a servo: its target velocity).
     min_velocity: f64,
     /// Compliance of the first row: relative to the row's inverse
-    /// effective mass for contacts and stops (0 for a gap that is still
-    /// open), absolute for a servo.
+    /// effective mass for contacts, stops and loop rows (0 for a gap that
+    /// is still open), absolute for a servo.
     softness: f64,
-    /// A servo's largest impulse; contacts and stops only push.
-    servo_bound: Option<f64>,
+    bound: Bound,
+}
+
+/// What a row's impulse may be.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Bound {
+    /// Contacts and stops only push.
+    Push,
+    /// A servo: within ± its largest impulse.
+    Servo(f64),
+    /// A loop hinge's rows hold either way.
+    Free,
 }
 
 pub struct World {
@@ -106,6 +122,8 @@ pub struct World {
     /// Generalized velocities.
     u: Vec<f64>,
     servo: Vec<Servo>,
+    /// The servo of every loop hinge.
+    loop_servo: Vec<Servo>,
     /// Root of the tree of every body.
     root: Vec<usize>,
     scratch: Scratch,
@@ -160,12 +178,10 @@ impl World {
                 Some(h) => {
                     root[i] = root[h.parent];
                     let parent = &initial[h.parent];
-                    let relative = (parent.pose * h.frame_in_parent).inverse()
-                        * (state.pose * h.frame_in_child);
-                    let r = relative.rotation;
-                    q[i] = 2.0 * r.i.atan2(r.w);
-                    q[i] = (q[i] + std::f64::consts::PI).rem_euclid(std::f64::consts::TAU)
-                        - std::f64::consts::PI;
+                    q[i] = hinge_angle(
+                        &(parent.pose * h.frame_in_parent),
+                        &(state.pose * h.frame_in_child),
+                    );
                     let axis = (parent.pose * h.frame_in_parent).rotation * Vector3::x();
                     u[body.dof] = axis.dot(&(state.angvel - parent.angvel));
                 }
@@ -174,6 +190,7 @@ impl World {
         let mut world = Self {
             pose: initial.iter().map(|s| s.pose).collect(),
             servo: vec![Servo::default(); n],
+            loop_servo: vec![Servo::default(); model.loops.len()],
             model,
             settings,
             q,
@@ -198,6 +215,27 @@ impl World {
     /// Drives the hinge of `body`; a root ignores it.
     pub fn set_servo(&mut self, body: usize, servo: Servo) {
         self.servo[body] = servo;
+    }
+
+    /// Drives loop hinge `k` (its index in the model).
+    pub fn set_loop_servo(&mut self, k: usize, servo: Servo) {
+        self.loop_servo[k] = servo;
+    }
+
+    /// Angle and rate of loop hinge `k`, read from its bodies.
+    #[must_use]
+    pub fn loop_hinge(&self, k: usize) -> (f64, f64) {
+        let frames = self.loop_frames(k);
+        let axis = frames[0].rotation * Vector3::x();
+        let [a, b] = self.model.loops[k].bodies;
+        let (wa, _) = self.body_velocity(a, &frames[0].translation.vector);
+        let (wb, _) = self.body_velocity(b, &frames[1].translation.vector);
+        (hinge_angle(&frames[0], &frames[1]), axis.dot(&(wb - wa)))
+    }
+
+    fn loop_frames(&self, k: usize) -> [Isometry3<f64>; 2] {
+        let l = &self.model.loops[k];
+        [0, 1].map(|side| self.pose[l.bodies[side]] * l.frames[side])
     }
 
     #[must_use]
@@ -508,26 +546,158 @@ impl World {
     /// Adds the row of `direction` at world point `x` on `body` to the
     /// Jacobian.
     fn point_row(&self, s: &mut Scratch, body: usize, x: &Vector3<f64>, direction: &Vector3<f64>) {
-        let n = self.model.dofs;
         let start = s.jacobian.len();
-        s.jacobian.resize(start + n, 0.0);
-        let root = self.root[body];
-        let r = x - self.pose[root].translation.vector;
-        let w = Spatial::new(r.cross(direction), *direction);
-        let row = &mut s.jacobian[start..];
+        s.jacobian.resize(start + self.model.dofs, 0.0);
+        self.add_point(s, start, body, x, direction, 1.0);
+    }
+
+    /// Adds `sign` times the velocity of `body`'s point at `x` along
+    /// `direction` to the row starting at `start`.
+    fn add_point(
+        &self,
+        s: &mut Scratch,
+        start: usize,
+        body: usize,
+        x: &Vector3<f64>,
+        direction: &Vector3<f64>,
+        sign: f64,
+    ) {
+        let r = x - self.pose[self.root[body]].translation.vector;
+        let w = Spatial::new(r.cross(direction), *direction).scale(sign);
+        self.add_spatial(s, start, body, &w);
+    }
+
+    /// Adds `sign` times `body`'s angular velocity along `direction` to the
+    /// row starting at `start`.
+    fn add_turn(
+        &self,
+        s: &mut Scratch,
+        start: usize,
+        body: usize,
+        direction: &Vector3<f64>,
+        sign: f64,
+    ) {
+        let w = Spatial::new(*direction * sign, Vector3::zeros());
+        self.add_spatial(s, start, body, &w);
+    }
+
+    /// Adds the power of the spatial force `w` (about the root of `body`'s
+    /// tree) on `body`'s motion, as a function of the generalized
+    /// velocities, to the row starting at `start`.
+    fn add_spatial(&self, s: &mut Scratch, start: usize, body: usize, w: &Spatial) {
+        let row = &mut s.jacobian[start..start + self.model.dofs];
         let mut b = body;
         loop {
             let bb = &self.model.bodies[b];
             match &bb.hinge {
                 Some(h) => {
-                    row[bb.dof] = w.dot(&s.axis[b]);
+                    row[bb.dof] += w.dot(&s.axis[b]);
                     b = h.parent;
                 }
                 None => {
                     let v = w.to_vector();
-                    row[bb.dof..bb.dof + 6].copy_from_slice(v.as_slice());
+                    for (o, x) in row[bb.dof..bb.dof + 6].iter_mut().zip(v.iter()) {
+                        *o += x;
+                    }
                     break;
                 }
+            }
+        }
+    }
+
+    /// The rows of every loop hinge: three that hold its two frames'
+    /// origins together and two that keep their axes aligned (free
+    /// impulses, stiff springs), then its servo and its stops as for a
+    /// tree hinge.
+    fn collect_loops(&self, s: &mut Scratch, mut rows: usize) {
+        let h = self.settings.dt;
+        let n = self.model.dofs;
+        let hw = h * self.settings.joint_frequency;
+        let bias = hw / (2.0 + hw) / h;
+        let softness = 1.0 / (hw * (2.0 + hw));
+        for (k, l) in self.model.loops.iter().enumerate() {
+            let [a, b] = l.bodies;
+            let [fa, fb] = self.loop_frames(k);
+            let (pa, pb) = (fa.translation.vector, fb.translation.vector);
+            let x = 0.5 * (pa + pb);
+            let axis = fa.rotation * Vector3::x();
+            let (t1, t2) = (fa.rotation * Vector3::y(), fa.rotation * Vector3::z());
+            let tilt = axis.cross(&(fb.rotation * Vector3::x()));
+            let mut key = (3 << 62) | ((k as u64) << 4);
+            let mut push = |s: &mut Scratch, error: f64, softness: f64, bound: Bound, min: f64| {
+                s.contacts.push(Contact {
+                    body: b,
+                    key: ContactKey(key),
+                    row: rows,
+                    rows: 1,
+                    min_velocity: min - bias * error,
+                    softness,
+                    bound,
+                });
+                key += 1;
+                rows += 1;
+            };
+            // A row the tree already keeps (two coaxial hinges, a planar
+            // linkage) cancels to rounding noise; solving it would lock the
+            // joint along whatever direction the noise points, so drop it.
+            let redundant = |s: &mut Scratch, start: usize, one_side: f64| {
+                let norm = norm(&s.jacobian[start..]);
+                let drop = norm <= 1e-6 * one_side;
+                if drop {
+                    s.jacobian.truncate(start);
+                }
+                drop
+            };
+            for d in [Vector3::x(), Vector3::y(), Vector3::z()] {
+                let start = s.jacobian.len();
+                s.jacobian.resize(start + n, 0.0);
+                self.add_point(s, start, b, &x, &d, 1.0);
+                let one_side = norm(&s.jacobian[start..]);
+                self.add_point(s, start, a, &x, &d, -1.0);
+                if !redundant(s, start, one_side) {
+                    push(s, (pb - pa).dot(&d), softness, Bound::Free, 0.0);
+                }
+            }
+            for t in [t1, t2] {
+                let start = s.jacobian.len();
+                s.jacobian.resize(start + n, 0.0);
+                self.add_turn(s, start, b, &t, 1.0);
+                let one_side = norm(&s.jacobian[start..]);
+                self.add_turn(s, start, a, &t, -1.0);
+                if !redundant(s, start, one_side) {
+                    push(s, tilt.dot(&t), softness, Bound::Free, 0.0);
+                }
+            }
+            let angle = hinge_angle(&fa, &fb);
+            let servo = self.loop_servo[k];
+            let resist = h * servo.stiffness + servo.damping;
+            let relative_turn = |s: &mut Scratch, sign: f64| {
+                let start = s.jacobian.len();
+                s.jacobian.resize(start + n, 0.0);
+                self.add_turn(s, start, b, &axis, sign);
+                self.add_turn(s, start, a, &axis, -sign);
+            };
+            if resist > 0.0 && servo.max_torque > 0.0 {
+                relative_turn(s, 1.0);
+                let target = (servo.stiffness * (servo.angle - angle)
+                    + servo.damping * servo.velocity)
+                    / resist;
+                // `push` subtracts bias·error; a servo row has no error.
+                push(
+                    s,
+                    0.0,
+                    1.0 / (h * resist),
+                    Bound::Servo(servo.max_torque * h),
+                    target,
+                );
+            }
+            for (side, gap) in [(1.0, angle - l.limits[0]), (-1.0, l.limits[1] - angle)] {
+                if gap > 0.01 {
+                    continue;
+                }
+                relative_turn(s, side);
+                let (min_velocity, softness) = self.gap_law(gap, h);
+                push(s, 0.0, softness, Bound::Push, min_velocity);
             }
         }
     }
@@ -565,7 +735,7 @@ impl World {
                         rows: 3,
                         min_velocity,
                         softness,
-                        servo_bound: None,
+                        bound: Bound::Push,
                     });
                     rows += 3;
                 }
@@ -589,7 +759,7 @@ impl World {
                             + servo.damping * servo.velocity)
                             / resist,
                         softness: 1.0 / (h * resist),
-                        servo_bound: Some(servo.max_torque * h),
+                        bound: Bound::Servo(servo.max_torque * h),
                     });
                     rows += 1;
                 }
@@ -613,12 +783,13 @@ impl World {
                         rows: 1,
                         min_velocity,
                         softness,
-                        servo_bound: None,
+                        bound: Bound::Push,
                     });
                     rows += 1;
                 }
             }
         }
+        self.collect_loops(s, rows);
     }
 
     /// The least velocity along a constraint's normal at a gap `depth`
@@ -695,9 +866,9 @@ impl World {
         for c in &s.contacts {
             for k in 0..c.rows {
                 let r = c.row + k;
-                let compliance = match (k, c.servo_bound) {
-                    (0, Some(_)) => c.softness,
-                    (0, None) => c.softness * s.diagonal[r],
+                let compliance = match (k, c.bound) {
+                    (0, Bound::Servo(_)) => c.softness,
+                    (0, _) => c.softness * s.diagonal[r],
                     _ => 0.0,
                 };
                 s.compliance.push(compliance);
@@ -712,9 +883,10 @@ impl World {
                 let velocity = dot(&s.jacobian[r * n..(r + 1) * n], &s.free);
                 let lambda = old
                     - (velocity - c.min_velocity + s.compliance[r] * old) * s.inverse_diagonal[r];
-                let lambda = match c.servo_bound {
-                    Some(bound) => lambda.clamp(-bound, bound),
-                    None => lambda.max(0.0),
+                let lambda = match c.bound {
+                    Bound::Servo(bound) => lambda.clamp(-bound, bound),
+                    Bound::Push => lambda.max(0.0),
+                    Bound::Free => lambda,
                 };
                 apply_impulse(s, n, r, lambda - old);
                 // A corner that neither pushes nor rubs needs no friction.
@@ -778,6 +950,18 @@ fn dot(a: &[f64], b: &[f64]) -> f64 {
     }
     let tail: f64 = a_rest.iter().zip(b_rest).map(|(x, y)| x * y).sum();
     (acc[0] + acc[2]) + (acc[1] + acc[3]) + tail
+}
+
+fn norm(row: &[f64]) -> f64 {
+    dot(row, row).sqrt()
+}
+
+/// The angle about `parent`'s x axis that turns `parent` into `child`, in
+/// (−π, π].
+fn hinge_angle(parent: &Isometry3<f64>, child: &Isometry3<f64>) -> f64 {
+    let r = (parent.rotation.inverse() * child.rotation).into_inner();
+    let angle = 2.0 * r.i.atan2(r.w);
+    (angle + std::f64::consts::PI).rem_euclid(std::f64::consts::TAU) - std::f64::consts::PI
 }
 
 /// The eight corners of a box centred at its frame's origin.

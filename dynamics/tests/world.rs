@@ -2,7 +2,9 @@
 //! conservation law.
 
 use nalgebra::{Isometry3, Point3, Vector3};
-use yamor_dynamics::{BodySpec, BodyState, Hinge, Model, Servo, Settings, SolidBox, World};
+use yamor_dynamics::{
+    BodySpec, BodyState, Hinge, LoopHinge, Model, Servo, Settings, SolidBox, World,
+};
 
 fn solid(half: [f64; 3], mass: f64, at: Vector3<f64>) -> SolidBox {
     SolidBox {
@@ -247,4 +249,145 @@ fn bodies_must_hang_from_earlier_bodies() {
     }])
     .unwrap_err();
     assert!(e.to_string().contains("mass"), "{e}");
+}
+
+/// A parallelogram four-bar in the xy plane, floating without gravity: a
+/// base (0) from (0, 0) to (L, 0), cranks (1, 2) up from either end, and a
+/// coupler (3) hung from crank 1, whose far end a loop hinge pins to the
+/// top of crank 2. Every hinge turns about z.
+fn parallelogram() -> World {
+    const L: f64 = 0.2;
+    const H: f64 = 0.1;
+    let about_z = || Isometry3::rotation(Vector3::y() * -std::f64::consts::FRAC_PI_2);
+    let at = |x: f64, y: f64| Isometry3::translation(x, y, 0.0) * about_z();
+    let hinge = |parent: usize, frame_in_parent: Isometry3<f64>| {
+        Some(Hinge {
+            parent,
+            frame_in_parent,
+            frame_in_child: about_z(),
+            limits: [-1.5, 1.5],
+        })
+    };
+    let bar_x = |mass: f64| solid([L / 2.0, 0.01, 0.01], mass, Vector3::new(L / 2.0, 0.0, 0.0));
+    let bar_y = || solid([0.01, H / 2.0, 0.01], 0.1, Vector3::new(0.0, H / 2.0, 0.0));
+    let model = Model::new(vec![
+        BodySpec {
+            boxes: vec![bar_x(0.5)],
+            hinge: None,
+        },
+        BodySpec {
+            boxes: vec![bar_y()],
+            hinge: hinge(0, at(0.0, 0.0)),
+        },
+        BodySpec {
+            boxes: vec![bar_y()],
+            hinge: hinge(0, at(L, 0.0)),
+        },
+        BodySpec {
+            boxes: vec![bar_x(0.2)],
+            hinge: hinge(1, at(0.0, H)),
+        },
+    ])
+    .unwrap()
+    .with_loop(LoopHinge {
+        bodies: [2, 3],
+        frames: [at(0.0, H), at(L, 0.0)],
+        limits: [-1.5, 1.5],
+    })
+    .unwrap();
+    let settings = Settings {
+        gravity: Vector3::zeros(),
+        ..Settings::default()
+    };
+    World::new(
+        model,
+        settings,
+        &[
+            at_rest(0.0, 0.0, 1.0),
+            at_rest(0.0, 0.0, 1.0),
+            at_rest(L, 0.0, 1.0),
+            at_rest(0.0, H, 1.0),
+        ],
+    )
+}
+
+/// Distance between a loop hinge's two pins and the coupler's turn
+/// relative to the base, which a parallelogram keeps at zero.
+fn parallelogram_errors(world: &World) -> (f64, f64) {
+    let crank_top = world.body_state(2).pose * Point3::new(0.0, 0.1, 0.0);
+    let coupler_end = world.body_state(3).pose * Point3::new(0.2, 0.0, 0.0);
+    let turn = world
+        .body_state(0)
+        .pose
+        .rotation
+        .angle_to(&world.body_state(3).pose.rotation);
+    ((crank_top - coupler_end).norm(), turn)
+}
+
+#[test]
+fn a_loop_hinge_closes_a_four_bar_that_a_tree_servo_drives() {
+    let mut world = parallelogram();
+    world.set_servo(1, arm_servo(0.4));
+    let mut widest = 0.0f64;
+    for _ in 0..480 {
+        world.step();
+        widest = widest.max(parallelogram_errors(&world).0);
+    }
+    let (crank, _) = world.hinge(1);
+    let (other_crank, _) = world.hinge(2);
+    let (closing, _) = world.loop_hinge(0);
+    assert!((crank - 0.4).abs() < 0.02, "the driven crank is at {crank}");
+    assert!(
+        (other_crank - crank).abs() < 0.005,
+        "the cranks of a parallelogram turn together: {crank} and {other_crank}"
+    );
+    assert!(
+        (closing + crank).abs() < 0.005,
+        "the loop hinge reads {closing}"
+    );
+    let (gap, turn) = parallelogram_errors(&world);
+    assert!(widest < 5e-4, "the pins came {widest} m apart");
+    assert!(
+        gap < 1e-4 && turn < 0.005,
+        "gap {gap} m, coupler turned {turn} rad"
+    );
+}
+
+#[test]
+fn a_loop_hinge_servo_drives_the_four_bar() {
+    let mut world = parallelogram();
+    world.set_loop_servo(0, arm_servo(-0.3));
+    for _ in 0..480 {
+        world.step();
+    }
+    let (crank, _) = world.hinge(1);
+    let (closing, rate) = world.loop_hinge(0);
+    assert!(
+        (closing + 0.3).abs() < 0.02,
+        "the loop hinge is at {closing}"
+    );
+    assert!((crank - 0.3).abs() < 0.02, "the cranks follow it: {crank}");
+    assert!(rate.abs() < 0.05, "and settle: {rate} rad/s");
+    assert!(parallelogram_errors(&world).0 < 1e-4);
+}
+
+#[test]
+fn a_loop_hinge_needs_two_bodies_of_the_model() {
+    let model = || {
+        Model::new(vec![BodySpec {
+            boxes: vec![solid([0.1, 0.1, 0.1], 1.0, Vector3::zeros())],
+            hinge: None,
+        }])
+        .unwrap()
+    };
+    for bodies in [[0, 0], [0, 1]] {
+        let e = model()
+            .with_loop(LoopHinge {
+                bodies,
+                frames: [Isometry3::identity(); 2],
+                limits: [-1.0, 1.0],
+            })
+            .unwrap_err();
+        assert!(e.to_string().contains("loop hinge 0"), "{e}");
+    }
 }

@@ -1,12 +1,15 @@
 //! The `yamor-dynamics` engine behind the seam: every tree of clusters
 //! becomes a tree of bodies in reduced coordinates, rooted at its
-//! lowest-numbered cluster, every servo one hinge angle.
+//! lowest-numbered cluster, every servo one hinge angle, except a servo
+//! that closes a kinematic loop, which becomes a loop hinge (constraints).
 
 use std::f64::consts::PI;
 
 use nalgebra::{Isometry3, Quaternion, Translation3, UnitQuaternion, Vector3};
 use rapier3d::math::{Pose, Rotation, Vector};
-use yamor_dynamics::{BodySpec, BodyState, Hinge, Model, Servo, Settings, SolidBox, World};
+use yamor_dynamics::{
+    BodySpec, BodyState, Hinge, LoopHinge, Model, Servo, Settings, SolidBox, World,
+};
 
 use super::{BuildError, PartIndex, PartState, Physics, PhysicsSettings, ServoCommand, Topology};
 use crate::geometry;
@@ -17,8 +20,16 @@ pub struct ArticulatedWorld {
     /// Body of every part and the part's pose in the body frame.
     part_body: Vec<usize>,
     part_offset: Vec<Isometry3<f64>>,
-    /// Body whose hinge is the servo of every module.
-    servo_body: Vec<Option<usize>>,
+    /// The joint every module's servo drives.
+    servo_joint: Vec<Option<Joint>>,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Joint {
+    /// The hinge of this body (a coordinate of its tree).
+    Tree(usize),
+    /// This loop hinge of the model.
+    Loop(usize),
 }
 
 impl ArticulatedWorld {
@@ -30,6 +41,8 @@ impl ArticulatedWorld {
         let mut order = Vec::with_capacity(n);
         let mut hinge_to: Vec<Option<(usize, Hinge)>> = Vec::with_capacity(n);
         let mut used = vec![false; topology.hinges.len()];
+        // Hinges met a second time close a loop: (module, parent-side cluster).
+        let mut closing = Vec::new();
         for start in 0..n {
             if body_of[start] != usize::MAX {
                 continue;
@@ -65,7 +78,8 @@ impl ArticulatedWorld {
                         )
                     };
                     if body_of[other] != usize::MAX {
-                        return Err(BuildError::Loop(m));
+                        closing.push(m);
+                        continue;
                     }
                     body_of[other] = order.len();
                     order.push(other);
@@ -84,13 +98,13 @@ impl ArticulatedWorld {
                 }
             }
         }
-        let mut servo_body = vec![None; topology.hinges.len()];
+        let mut servo_joint = vec![None; topology.hinges.len()];
         let mut specs = Vec::with_capacity(n);
         let mut initial = Vec::with_capacity(n);
         for (b, &c) in order.iter().enumerate() {
             let cluster = &topology.clusters[c];
             if let Some((m, _)) = hinge_to[b] {
-                servo_body[m] = Some(b);
+                servo_joint[m] = Some(Joint::Tree(b));
             }
             specs.push(BodySpec {
                 boxes: cluster
@@ -114,7 +128,24 @@ impl ArticulatedWorld {
                 linvel: vector(cluster.state.linvel),
             });
         }
-        let model = Model::new(specs).map_err(BuildError::Model)?;
+        let mut model = Model::new(specs).map_err(BuildError::Model)?;
+        for (k, &m) in closing.iter().enumerate() {
+            let hinge = topology.hinges[m].expect("a closing hinge");
+            model = model
+                .with_loop(LoopHinge {
+                    bodies: [body_of[hinge.body_cluster], body_of[hinge.handle_cluster]],
+                    frames: [
+                        isometry(hinge.frame_on_body),
+                        isometry(hinge.frame_on_handle),
+                    ],
+                    limits: [
+                        -f64::from(geometry::HANDLE_RANGE),
+                        f64::from(geometry::HANDLE_RANGE),
+                    ],
+                })
+                .map_err(BuildError::Model)?;
+            servo_joint[m] = Some(Joint::Loop(k));
+        }
         let substeps = settings.substeps.max(1);
         let s = Settings {
             dt: f64::from(settings.dt) / substeps as f64,
@@ -127,7 +158,7 @@ impl ArticulatedWorld {
             substeps,
             part_body: topology.cluster_of.iter().map(|&c| body_of[c]).collect(),
             part_offset: topology.part_offset.iter().map(|&p| isometry(p)).collect(),
-            servo_body,
+            servo_joint,
         })
     }
 }
@@ -155,17 +186,17 @@ impl Physics for ArticulatedWorld {
     }
 
     fn command_servo(&mut self, m: usize, command: ServoCommand) {
-        if let Some(body) = self.servo_body.get(m).copied().flatten() {
-            self.world.set_servo(
-                body,
-                Servo {
-                    angle: f64::from(command.angle),
-                    velocity: f64::from(command.velocity),
-                    stiffness: f64::from(command.stiffness),
-                    damping: f64::from(command.damping),
-                    max_torque: f64::from(command.max_torque),
-                },
-            );
+        let servo = Servo {
+            angle: f64::from(command.angle),
+            velocity: f64::from(command.velocity),
+            stiffness: f64::from(command.stiffness),
+            damping: f64::from(command.damping),
+            max_torque: f64::from(command.max_torque),
+        };
+        match self.servo_joint.get(m).copied().flatten() {
+            Some(Joint::Tree(body)) => self.world.set_servo(body, servo),
+            Some(Joint::Loop(k)) => self.world.set_loop_servo(k, servo),
+            None => {}
         }
     }
 

@@ -174,10 +174,6 @@ impl Engine {
 /// Why an engine cannot build a robot.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum BuildError {
-    #[error(
-        "the servo of module index {0} closes a kinematic loop, which the articulated engine does not simulate (use --engine rapier)"
-    )]
-    Loop(usize),
     #[error("the robot is not a valid model: {0}")]
     Model(yamor_dynamics::ModelError),
 }

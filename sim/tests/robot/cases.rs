@@ -254,6 +254,62 @@ fn every_example_robot_builds_and_stays_finite() {
     }
 }
 
+/// Two active modules side by side (1, 2) whose handles carry two passive
+/// modules glued to each other (3, 4): two coaxial servos between the same
+/// two rigid parts, a kinematic loop that closes as assembled.
+fn double_servo() -> Morphology {
+    Morphology::from_xml_str(
+        "double.xml",
+        r#"<morphology central="1">
+             <module id="1"/>
+             <module id="2"/>
+             <module id="3" passive="true"/>
+             <module id="4" passive="true"/>
+             <connect idfrom="2" connfrom="right" idto="1" connto="left" angle="0"/>
+             <connect idfrom="3" connfrom="rear" idto="1" connto="front" angle="0"/>
+             <connect idfrom="4" connfrom="rear" idto="2" connto="front" angle="0"/>
+             <connect idfrom="4" connfrom="right" idto="3" connto="left" angle="0"/>
+           </morphology>"#,
+    )
+    .unwrap()
+}
+
+fn holding(offsets: [f64; 2]) -> RobotConfig {
+    RobotConfig::from_xml_str(
+        "hold.xml",
+        &format!(
+            r#"<yamorconfig><modulelist>
+                 <module id="1" amplitude="0" offset="{}" speed="0" minangle="-1.57" maxangle="1.57"/>
+                 <module id="2" amplitude="0" offset="{}" speed="0" minangle="-1.57" maxangle="1.57"/>
+               </modulelist></yamorconfig>"#,
+            offsets[0], offsets[1]
+        ),
+    )
+    .unwrap()
+}
+
+#[test]
+fn a_loop_of_two_servos_moves_as_one_joint() {
+    let angles = |offsets: [f64; 2]| {
+        let mut sim = Simulation::new(&double_servo(), settings()).unwrap();
+        sim.configure(&holding(offsets)).unwrap();
+        sim.run_until(3.0);
+        let pins = (sim.module_position(3).unwrap() - sim.module_position(4).unwrap()).length();
+        ([angle_of(&sim, 1), angle_of(&sim, 2)], pins)
+    };
+    // Agreeing servos lift the far pair together.
+    let ([a, b], pins) = angles([-0.5, -0.5]);
+    assert!((a + 0.5).abs() < 0.05 && (b + 0.5).abs() < 0.05, "{a} {b}");
+    assert!((a - b).abs() < 0.01, "the loop bent: {a} {b}");
+    assert!((pins - 0.055).abs() < 0.002, "the pair came apart: {pins} m");
+    // Fighting servos of equal strength hold the joint between them, and
+    // neither wins by bending the loop.
+    let ([a, b], pins) = angles([0.6, -0.6]);
+    assert!((a - b).abs() < 0.02, "the loop bent: {a} {b}");
+    assert!(a.abs() < 0.2, "equal servos meet near the middle: {a}");
+    assert!((pins - 0.055).abs() < 0.002, "the pair came apart: {pins} m");
+}
+
 #[test]
 fn same_robot_gait_and_seed_give_the_same_trajectory_bit_for_bit() {
     let (morphology, gait) = example("quadruped");
