@@ -96,6 +96,7 @@ def main():
     parser.add_argument("--gaits", type=int, default=100)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--reference-seeds", type=int, default=20)
     parser.add_argument("--seconds", type=float, default=20.0)
     parser.add_argument("--out", default=str(ROOT / "target/bench-engines"))
     parser.add_argument("--yamor", default=str(ROOT / "target/release/yamor"))
@@ -107,6 +108,7 @@ def main():
         "taskset", "-c", str(CORE), args.yamor, "bench-engines",
         "--out", args.out, "--gaits", str(args.gaits), "--seed", str(args.seed),
         "--runs", str(args.runs), "--seconds", str(args.seconds),
+        "--reference-seeds", str(args.reference_seeds),
     ]
     if args.engines:
         command += ["--engines", args.engines]
@@ -151,7 +153,8 @@ def main():
     coarse_name = f"mujoco at {2000 * walker.model.opt.timestep:.2f} ms"
     velocity[(coarse_name, "h")] = {g: coarse_walker.walk(c) for g, c in controls.items()}
     velocity[(coarse_name, "h/2")] = velocity[("mujoco", "h")]
-    gaits = summary["gaits"]
+    starts = ["reference"] + [g for g in summary["gaits"] if g.startswith("reference-seed")]
+    gaits = [g for g in summary["gaits"] if not g.startswith("reference-seed")]
     random_gaits = [g for g in gaits if g.startswith("random")]
     simulators = list(summary["engines"]) + ["mujoco"]
     timed = simulators + [coarse_name]
@@ -185,6 +188,24 @@ def main():
         print(f"| {name} | {1000 * step:.2f} ms | {best:.0f}x | {median:.0f}x | {best / mj_rtf:.2f} | "
               f"{1000 * drift:.4f} | {100 * mean:.2f} | {100 * mean_half:.2f} | "
               f"{100 * (mean_half - mean) / mean:+.1f}% | {rho:.3f} |")
+
+    print()
+    print(f"Halving the step, the reference gait from {len(starts)} oscillator starts (evaluation seeds): "
+          "one walk is chaotic in the step, so the mean over starts is the gait's velocity; "
+          "± is the standard error of the mean change.")
+    print()
+    print("| simulator | seed 0: h → h/2 (cm/s) | change | mean over starts: h → h/2 (cm/s) | change |")
+    print("|---|---|---|---|---|")
+    for name in timed:
+        coarse = [velocity[(name, "h")][g] for g in starts]
+        fine = [velocity[(name, "h/2")][g] for g in starts]
+        mean, mean_half = statistics.mean(coarse), statistics.mean(fine)
+        changes = [f - c for c, f in zip(coarse, fine)]
+        error = statistics.stdev(changes) / len(changes) ** 0.5 if len(changes) > 1 else float("nan")
+        print(f"| {name} | {100 * coarse[0]:.2f} → {100 * fine[0]:.2f} | "
+              f"{100 * (fine[0] - coarse[0]) / coarse[0]:+.1f}% | "
+              f"{100 * mean:.2f} → {100 * mean_half:.2f} | "
+              f"{100 * (mean_half - mean) / mean:+.1f}% ± {100 * error / mean:.1f}% |")
 
     print()
     print(f"Spearman rank correlation of {len(random_gaits)} random gaits' velocities (seed {args.seed}):")

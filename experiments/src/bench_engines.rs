@@ -41,6 +41,11 @@ pub struct BenchEnginesArgs {
     pub gaits: usize,
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// Oscillator starts (evaluation seeds 0, 1, …) the reference gait is
+    /// walked from: one walk of a gait is chaotic in the step, its mean
+    /// over starts is what halving the step is judged on.
+    #[arg(long, default_value_t = 20)]
+    pub reference_seeds: u64,
     /// Timed walks of the reference gait per engine (best and median reported).
     #[arg(long, default_value_t = 5)]
     pub runs: usize,
@@ -57,6 +62,8 @@ pub struct BenchEnginesArgs {
 struct Gait {
     name: String,
     config: RobotConfig,
+    /// Evaluation seed: where the oscillators start.
+    seed: u64,
 }
 
 pub fn bench_engines(args: BenchEnginesArgs) -> Result<()> {
@@ -72,7 +79,7 @@ pub fn bench_engines(args: BenchEnginesArgs) -> Result<()> {
     let morphology = example.morphology()?;
     let settings = SimSettings::default();
     let spec = EvaluationSpec::lasting(args.seconds)?;
-    let gaits = gaits(example.gait()?, args.gaits, args.seed)?;
+    let gaits = gaits(example.gait()?, args.gaits, args.seed, args.reference_seeds)?;
     fs::create_dir_all(args.out.join("controls"))
         .with_context(|| format!("creating {}", args.out.display()))?;
 
@@ -109,6 +116,10 @@ pub fn bench_engines(args: BenchEnginesArgs) -> Result<()> {
     writeln!(velocities, "gait,engine,step,velocity")?;
     let mut recorded = false;
     for gait in &gaits {
+        let spec = EvaluationSpec {
+            seed: gait.seed,
+            ..spec.clone()
+        };
         for (k, &engine) in engines.iter().enumerate() {
             let settings = SimSettings { engine, ..settings };
             let mut controls = Vec::new();
@@ -181,7 +192,14 @@ pub fn bench_engines(args: BenchEnginesArgs) -> Result<()> {
     Ok(())
 }
 
-fn gaits(reference: RobotConfig, random: usize, seed: u64) -> Result<Vec<Gait>> {
+/// The reference gait from seed 0, the learnt gait, `random` random gaits,
+/// then the reference gait from seeds 1 to `reference_seeds − 1`.
+fn gaits(
+    reference: RobotConfig,
+    random: usize,
+    seed: u64,
+    reference_seeds: u64,
+) -> Result<Vec<Gait>> {
     let config = OptimizationConfig::from_xml_str(
         "quadruped optimize.xml",
         include_str!("../../examples/robots/quadruped/optimize.xml"),
@@ -195,11 +213,13 @@ fn gaits(reference: RobotConfig, random: usize, seed: u64) -> Result<Vec<Gait>> 
     let mut gaits = vec![
         Gait {
             name: "reference".into(),
-            config: reference,
+            config: reference.clone(),
+            seed: 0,
         },
         Gait {
             name: "learnt".into(),
             config: learnt,
+            seed: 0,
         },
     ];
     for k in 0..random {
@@ -210,6 +230,14 @@ fn gaits(reference: RobotConfig, random: usize, seed: u64) -> Result<Vec<Gait>> 
         gaits.push(Gait {
             name: format!("random{k:03}"),
             config: config.apply(&values)?,
+            seed: 0,
+        });
+    }
+    for s in 1..reference_seeds {
+        gaits.push(Gait {
+            name: format!("reference-seed{s:02}"),
+            config: reference.clone(),
+            seed: s,
         });
     }
     Ok(gaits)
