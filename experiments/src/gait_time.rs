@@ -4,8 +4,8 @@
 //! Each seed gets a fresh local cluster and database and the run that
 //! `yamor run quadruped --optimizer <optimizer> --seed <seed> --time <time>`
 //! starts: the seed is the optimizer's and the walks' (`--seed` sets both),
-//! and the budget is `yamor run`'s 480 evaluations unless `--budget` says
-//! otherwise. Times are measured from the run's first submitted job to the
+//! the budget and the optimizer's settings are `yamor run`'s unless
+//! `--budget` and `--set` say otherwise. Times are measured from the run's first submitted job to the
 //! finish of the evaluation that first reached the threshold.
 
 use std::path::PathBuf;
@@ -15,20 +15,25 @@ use clap::Args;
 
 use crate::quadruped_run;
 use yamor_local::default_hosts;
-use yamor_local::{LocalCluster, default_optimization, evaluations};
+use yamor_local::{
+    GAIT_RUN_BUDGET, LocalCluster, default_optimization, evaluations, gait_run_settings,
+};
 
 #[derive(Args)]
 pub struct GaitTimeArgs {
     #[arg(long, default_value = "cmaes")]
     optimizer: String,
+    /// Optimizer setting name=value (repeatable), as `yamor run --set`.
+    #[arg(long = "set", value_parser = parse_setting)]
+    settings: Vec<(String, String)>,
     /// Seeds 1..=N.
     #[arg(long, default_value_t = 5)]
     seeds: u64,
     /// Seconds per run.
     #[arg(long, default_value_t = 60.0)]
     time: f64,
-    /// Evaluations per run (0: none; 480 is `yamor run`'s default).
-    #[arg(long, default_value_t = 480)]
+    /// Evaluations per run (0: none; `yamor run`'s default when not given).
+    #[arg(long, default_value_t = GAIT_RUN_BUDGET)]
     budget: u64,
     /// The best velocity known from all experiments (m/s); the threshold is
     /// `fraction` of the larger of this and the best of these runs.
@@ -64,6 +69,12 @@ impl Trace {
     }
 }
 
+fn parse_setting(pair: &str) -> Result<(String, String), String> {
+    pair.split_once('=')
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .ok_or_else(|| format!("expected name=value, got {pair:?}"))
+}
+
 pub async fn gait_time(args: GaitTimeArgs) -> Result<()> {
     std::fs::create_dir_all(&args.out)?;
     let hosts = default_hosts(args.hosts);
@@ -72,13 +83,19 @@ pub async fn gait_time(args: GaitTimeArgs) -> Result<()> {
         let db = args.out.join(format!("seed-{seed}.db"));
         let _ = std::fs::remove_file(&db);
         let cluster = LocalCluster::start("quadruped", hosts, &db).await?;
+        let settings: Vec<(&str, String)> = args
+            .settings
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.clone()))
+            .collect();
         let mut request = quadruped_run(
             &args.optimizer,
-            &[],
+            &settings,
             default_optimization("quadruped")?,
             args.budget,
             seed,
         );
+        gait_run_settings(&args.optimizer, &mut request.settings);
         request.max_seconds = args.time;
         request.spec.seed = seed;
         let run = cluster.run_to_end(request).await?;
@@ -101,8 +118,12 @@ pub async fn gait_time(args: GaitTimeArgs) -> Result<()> {
         .fold(args.reference, f64::max);
     let threshold = args.fraction * top;
     println!(
-        "\n{} on {hosts} host(s), {} s per run; threshold {:.0}% of {:.2} cm/s = {:.2} cm/s",
+        "\n{}{} on {hosts} host(s), {} s per run; threshold {:.0}% of {:.2} cm/s = {:.2} cm/s",
         args.optimizer,
+        args.settings
+            .iter()
+            .map(|(k, v)| format!(" {k}={v}"))
+            .collect::<String>(),
         args.time,
         args.fraction * 100.0,
         top * 100.0,

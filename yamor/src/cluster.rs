@@ -274,7 +274,7 @@ pub struct RunOptions {
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
     /// Maximum evaluations (0: the optimizer's own schedule; `yamor run`:
-    /// 480, about 20 s on two cores).
+    /// 2400, about 30 s on two cores).
     #[arg(long)]
     pub budget: Option<u64>,
     /// Maximum seconds (0: unlimited).

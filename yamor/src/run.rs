@@ -30,7 +30,13 @@ pub async fn run(args: RunArgs) -> Result<()> {
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("creating {}", args.out.display()))?;
     let hosts = yamor_local::default_hosts(args.hosts);
-    let spec = args.spec.spec(&args.robot, 480)?;
+    let mut spec = args.spec.spec(&args.robot, yamor_local::GAIT_RUN_BUDGET)?;
+    if matches!(
+        spec.problem,
+        yamor_organizer::model::Problem::OptimizationXml(_)
+    ) {
+        yamor_local::gait_run_settings(&spec.optimizer, &mut spec.settings);
+    }
     let db = args.out.join("yamor.db");
     let cluster = LocalCluster::start(&args.robot, hosts, &db).await?;
     let organizer = cluster.organizer.clone();
