@@ -53,7 +53,8 @@ pub struct ScenarioArgs {
     /// fixed at random values).
     #[arg(long, default_value = "symmetric", value_parser = ["symmetric", "random"])]
     limit: String,
-    /// Relearning optimizer: powell (regular-interval line search) or pso.
+    /// Relearning optimizer: powell (regular-interval line search), cmaes or
+    /// pso.
     #[arg(long, default_value = "powell")]
     optimizer: String,
     /// Walks per relearning evaluation, from different oscillator starts,
