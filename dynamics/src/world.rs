@@ -837,17 +837,7 @@ impl World {
         // Warm start from last step's impulses of the same contacts.
         s.impulse.clear();
         s.impulse.resize(m, 0.0);
-        let mut w = 0;
-        for c in &s.contacts {
-            while w < self.warm.len() && self.warm[w].0 < c.key {
-                w += 1;
-            }
-            if w < self.warm.len() && self.warm[w].0 == c.key {
-                for k in 0..c.rows {
-                    s.impulse[c.row + k] = self.warm[w].1[k];
-                }
-            }
-        }
+        warm_start(&self.warm, &s.contacts, &mut s.impulse);
         for r in 0..m {
             let lambda = s.impulse[r];
             if lambda != 0.0 {
@@ -922,6 +912,17 @@ impl World {
             self.warm.push((c.key, lambda));
         }
         self.warm.sort_by_key(|w| w.0);
+    }
+}
+
+/// Starts every row of `contacts` from its impulse of the last step, found
+/// in `warm` (sorted by key). Rows are collected body by body (corners,
+/// servo, stops), so their keys are not in order: each is looked up.
+fn warm_start(warm: &[(ContactKey, [f64; 3])], contacts: &[Contact], impulse: &mut [f64]) {
+    for c in contacts {
+        if let Ok(w) = warm.binary_search_by_key(&c.key, |w| w.0) {
+            impulse[c.row..c.row + c.rows].copy_from_slice(&warm[w].1[..c.rows]);
+        }
     }
 }
 
@@ -1018,5 +1019,41 @@ fn inverse_from_cholesky(l: &[f64], n: usize, u: &mut Vec<f64>, inverse: &mut Ve
             inverse[i * n + j] = v;
             inverse[j * n + i] = v;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(key: u64, row: usize, rows: usize) -> Contact {
+        Contact {
+            key: ContactKey(key),
+            body: 0,
+            row,
+            rows,
+            min_velocity: 0.0,
+            softness: 0.0,
+            bound: Bound::Push,
+        }
+    }
+
+    /// A servo row (a large key) collected before the next body's corners
+    /// must not hide the corners' impulses of the last step.
+    #[test]
+    fn every_persisting_row_is_warm_started_whatever_the_order() {
+        let servo = (2 << 62) | 1;
+        let corner = 2 << 20;
+        let contacts = [row(1 << 20, 0, 3), row(servo, 3, 1), row(corner, 4, 3)];
+        let mut warm = vec![
+            (ContactKey(1 << 20), [1.0, 0.1, 0.2]),
+            (ContactKey(servo), [-0.5, 0.0, 0.0]),
+            (ContactKey(corner), [2.0, 0.3, 0.4]),
+            (ContactKey(7 << 20), [9.0, 9.0, 9.0]),
+        ];
+        warm.sort_by_key(|w| w.0);
+        let mut impulse = vec![0.0; 7];
+        warm_start(&warm, &contacts, &mut impulse);
+        assert_eq!(impulse, [1.0, 0.1, 0.2, -0.5, 2.0, 0.3, 0.4]);
     }
 }
