@@ -220,8 +220,12 @@ async fn a_walk_measures_velocity_and_stops_the_motors() {
         .evaluate(walk_job(&gait), Arc::new(AtomicBool::new(false)))
         .await
         .unwrap();
+    // A 6-s window of the reference gait, from whatever state the
+    // emulated start leaves it in, walks anywhere from 1.8 to 13 cm/s
+    // (walking is chaotic); a robot whose motors never started creeps
+    // under 0.01 cm/s.
     assert!(
-        outcome.velocity > 0.02,
+        outcome.velocity > 0.005,
         "the reference gait walks: {outcome:?}"
     );
     assert!(outcome.sample_count >= 7, "{outcome:?}");
