@@ -96,7 +96,7 @@ def main():
     parser.add_argument("--gaits", type=int, default=100)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--runs", type=int, default=5)
-    parser.add_argument("--reference-seeds", type=int, default=20)
+    parser.add_argument("--reference-seeds", type=int, default=100)
     parser.add_argument("--seconds", type=float, default=20.0)
     parser.add_argument("--out", default=str(ROOT / "target/bench-engines"))
     parser.add_argument("--yamor", default=str(ROOT / "target/release/yamor"))

@@ -44,7 +44,7 @@ pub struct BenchEnginesArgs {
     /// Oscillator starts (evaluation seeds 0, 1, …) the reference gait is
     /// walked from: one walk of a gait is chaotic in the step, its mean
     /// over starts is what halving the step is judged on.
-    #[arg(long, default_value_t = 20)]
+    #[arg(long, default_value_t = 100)]
     pub reference_seeds: u64,
     /// Timed walks of the reference gait per engine (best and median reported).
     #[arg(long, default_value_t = 5)]
