@@ -28,6 +28,12 @@ fn learnt_gait() -> RobotConfig {
     .unwrap()
 }
 
+/// A gait whose every window walks at the same pace once it has reached
+/// it (see the file), so that only a change moves its velocity.
+fn steady_gait() -> RobotConfig {
+    RobotConfig::from_xml_str("steady_gait.xml", include_str!("steady_gait.xml")).unwrap()
+}
+
 fn quadruped() -> Morphology {
     ExampleRobot::named("quadruped")
         .unwrap()
@@ -93,8 +99,8 @@ fn known(body: Morphology) -> Known {
     }
 }
 
-/// The robot freshly placed and walking the learnt gait under the loop.
-async fn walking(rig: &mut Rig, settings: LifelongSettings) -> Lifelong {
+/// The robot freshly placed and walking `gait` under the loop.
+async fn walking(rig: &mut Rig, gait: RobotConfig, settings: LifelongSettings) -> Lifelong {
     rig.robot
         .open_simulation(pb::OpenSimulationRequest {
             robot: Some(pb::Robot {
@@ -110,7 +116,7 @@ async fn walking(rig: &mut Rig, settings: LifelongSettings) -> Lifelong {
         rig.gaits.clone(),
         rig.client.clone(),
         known(quadruped()),
-        learnt_gait(),
+        gait,
         settings,
     )
     .await
@@ -161,7 +167,8 @@ async fn cause(robot: &mut HostAgentClient<AuthChannel>, change: &str) {
         }
         "slippery ground" => {
             robot
-                .set_ground_friction(pb::SetGroundFrictionRequest { friction: 0.1 })
+                // Ice: the steady gait hardly slows on 0.1.
+                .set_ground_friction(pb::SetGroundFrictionRequest { friction: 0.02 })
                 .await
                 .unwrap();
         }
@@ -216,7 +223,13 @@ async fn every_anomaly_kind_is_detected_while_walking() {
         ("transformation", None),
     ];
     for (change, expected) in cases {
-        let mut life = walking(&mut rig, LifelongSettings::default()).await;
+        // The steady gait reaches its pace within 12 s of a fresh start;
+        // the loop expects what its first window after the warm-up walks.
+        let settings = LifelongSettings {
+            warmup_s: 12.0,
+            ..LifelongSettings::default()
+        };
+        let mut life = walking(&mut rig, steady_gait(), settings).await;
         // Healthy walking raises nothing.
         assert_eq!(
             life.watch(12.0).await.unwrap(),
@@ -248,9 +261,13 @@ async fn a_relearnt_gait_is_stored_and_the_old_one_reused_when_the_motor_is_back
             measure: 4.0,
             ..EvaluationSpec::default()
         },
+        // The learnt gait's 3.8-s windows swing between 9.5 and 13 cm/s on
+        // the articulated engine, so the repaired robot's one trial of it
+        // can read a quarter below what it is remembered for.
+        accept: 0.75,
         ..LifelongSettings::default()
     };
-    let mut life = walking(&mut rig, settings).await;
+    let mut life = walking(&mut rig, learnt_gait(), settings).await;
     let first = life.gait_id();
     let body = body_key(&quadruped());
     assert_eq!(rig.gaits.list(Some(&body)).unwrap().len(), 1);
