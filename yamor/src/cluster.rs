@@ -201,11 +201,14 @@ pub async fn hosts(client: ClientOpts, command: HostsCommand) -> Result<()> {
     let organizer = client.organizer()?;
     match command {
         HostsCommand::List => {
+            // Asked first, so that an organizer that cannot be reached
+            // leaves its one-line error and no table header.
+            let hosts = organizer.list_hosts().await?;
             println!(
                 "{:>4}  {:<28} {:<5} {:<6} {:>7} {:>9} {:>8} {:>8}  robot",
                 "id", "name", "kind", "state", "job", "seen (s)", "evals", "failures"
             );
-            for h in organizer.list_hosts().await? {
+            for h in hosts {
                 println!(
                     "{:>4}  {:<28} {:<5} {:<6} {:>7} {:>9.1} {:>8} {:>8}  {}",
                     h.id,
@@ -426,11 +429,12 @@ pub async fn optimize(client: ClientOpts, command: OptimizeCommand) -> Result<()
             }
         }
         OptimizeCommand::List => {
+            let runs = organizer.list_runs().await?;
             println!(
                 "{:>4}  {:<20} {:<8} {:<9} {:>7} {:>12} {:>9}",
                 "id", "name", "plugin", "state", "evals", "best (m/s)", "time"
             );
-            for r in organizer.list_runs().await? {
+            for r in runs {
                 print_run(&r);
             }
         }

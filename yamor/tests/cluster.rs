@@ -439,3 +439,34 @@ fn exposed_listener_without_token_is_refused() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("without a token"), "{stderr}");
 }
+
+/// A list command against an organizer that is not there prints its one
+/// line and nothing else: no table header, no error chain.
+#[test]
+fn listing_an_unreachable_organizer_is_one_line() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let url = format!("http://127.0.0.1:{port}");
+    for command in [["optimize", "list"], ["hosts", "list"]] {
+        let out = Command::new(BIN)
+            .args(command)
+            .args(["--organizer", &url])
+            .env("RUST_BACKTRACE", "0")
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "{command:?}");
+        assert!(out.stdout.is_empty(), "{command:?}: {:?}", out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(
+            stderr.trim_end(),
+            format!(
+                "Error: cannot reach the organizer at {url}: connection refused; \
+                 start one with `yamor organizer` or pass --organizer"
+            ),
+            "{command:?}"
+        );
+    }
+}
