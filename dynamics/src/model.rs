@@ -162,12 +162,6 @@ impl Model {
         Ok(self)
     }
 
-    /// Number of loop-closing hinges.
-    #[must_use]
-    pub fn loop_count(&self) -> usize {
-        self.loops.len()
-    }
-
     #[must_use]
     pub fn body_count(&self) -> usize {
         self.bodies.len()

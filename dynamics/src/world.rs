@@ -668,27 +668,16 @@ impl World {
                 }
             }
             let angle = hinge_angle(&fa, &fb);
-            let servo = self.loop_servo[k];
-            let resist = h * servo.stiffness + servo.damping;
             let relative_turn = |s: &mut Scratch, sign: f64| {
                 let start = s.jacobian.len();
                 s.jacobian.resize(start + n, 0.0);
                 self.add_turn(s, start, b, &axis, sign);
                 self.add_turn(s, start, a, &axis, -sign);
             };
-            if resist > 0.0 && servo.max_torque > 0.0 {
+            if let Some(law) = servo_law(&self.loop_servo[k], angle, h) {
                 relative_turn(s, 1.0);
-                let target = (servo.stiffness * (servo.angle - angle)
-                    + servo.damping * servo.velocity)
-                    / resist;
                 // `push` subtracts bias·error; a servo row has no error.
-                push(
-                    s,
-                    0.0,
-                    1.0 / (h * resist),
-                    Bound::Servo(servo.max_torque * h),
-                    target,
-                );
+                push(s, 0.0, law.softness, law.bound, law.target);
             }
             for (side, gap) in [(1.0, angle - l.limits[0]), (-1.0, l.limits[1] - angle)] {
                 if gap > 0.01 {
@@ -739,29 +728,22 @@ impl World {
                     rows += 3;
                 }
             }
-            if body.hinge.is_some() {
-                let servo = self.servo[i];
-                // The PD law as an implicit spring-damper row whose impulse
-                // the torque limit bounds: a saturated servo still yields
-                // exactly the torque it can, whatever the step.
-                let resist = h * servo.stiffness + servo.damping;
-                if resist > 0.0 && servo.max_torque > 0.0 {
-                    let start = s.jacobian.len();
-                    s.jacobian.resize(start + n, 0.0);
-                    s.jacobian[start + body.dof] = 1.0;
-                    s.contacts.push(Contact {
-                        body: i,
-                        key: ContactKey((2 << 62) | i as u64),
-                        row: rows,
-                        rows: 1,
-                        min_velocity: (servo.stiffness * (servo.angle - self.q[i])
-                            + servo.damping * servo.velocity)
-                            / resist,
-                        softness: 1.0 / (h * resist),
-                        bound: Bound::Servo(servo.max_torque * h),
-                    });
-                    rows += 1;
-                }
+            if body.hinge.is_some()
+                && let Some(law) = servo_law(&self.servo[i], self.q[i], h)
+            {
+                let start = s.jacobian.len();
+                s.jacobian.resize(start + n, 0.0);
+                s.jacobian[start + body.dof] = 1.0;
+                s.contacts.push(Contact {
+                    body: i,
+                    key: ContactKey((2 << 62) | i as u64),
+                    row: rows,
+                    rows: 1,
+                    min_velocity: law.target,
+                    softness: law.softness,
+                    bound: law.bound,
+                });
+                rows += 1;
             }
             if let Some(hinge) = &body.hinge {
                 let q = self.q[i];
@@ -913,6 +895,28 @@ impl World {
         }
         self.warm.sort_by_key(|w| w.0);
     }
+}
+
+/// A servo's row: its PD law as an implicit spring-damper whose impulse the
+/// torque limit bounds, so a saturated servo still yields exactly the
+/// torque it can, whatever the step.
+struct ServoLaw {
+    /// The joint rate the law asks for.
+    target: f64,
+    /// Absolute compliance of the row.
+    softness: f64,
+    bound: Bound,
+}
+
+/// The row of `servo` on a hinge at `angle`; `None` for a servo that
+/// exerts nothing.
+fn servo_law(servo: &Servo, angle: f64, h: f64) -> Option<ServoLaw> {
+    let resist = h * servo.stiffness + servo.damping;
+    (resist > 0.0 && servo.max_torque > 0.0).then(|| ServoLaw {
+        target: (servo.stiffness * (servo.angle - angle) + servo.damping * servo.velocity) / resist,
+        softness: 1.0 / (h * resist),
+        bound: Bound::Servo(servo.max_torque * h),
+    })
 }
 
 /// Starts every row of `contacts` from its impulse of the last step, found

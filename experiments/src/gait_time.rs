@@ -24,7 +24,7 @@ pub struct GaitTimeArgs {
     #[arg(long, default_value = "cmaes")]
     optimizer: String,
     /// Optimizer setting name=value (repeatable), as `yamor run --set`.
-    #[arg(long = "set", value_parser = parse_setting)]
+    #[arg(long = "set", value_parser = yamor_local::parse_setting)]
     settings: Vec<(String, String)>,
     /// Seeds 1..=N.
     #[arg(long, default_value_t = 5)]
@@ -69,12 +69,6 @@ impl Trace {
     }
 }
 
-fn parse_setting(pair: &str) -> Result<(String, String), String> {
-    pair.split_once('=')
-        .map(|(k, v)| (k.to_owned(), v.to_owned()))
-        .ok_or_else(|| format!("expected name=value, got {pair:?}"))
-}
-
 pub async fn gait_time(args: GaitTimeArgs) -> Result<()> {
     std::fs::create_dir_all(&args.out)?;
     let hosts = default_hosts(args.hosts);
@@ -83,18 +77,14 @@ pub async fn gait_time(args: GaitTimeArgs) -> Result<()> {
         let db = args.out.join(format!("seed-{seed}.db"));
         let _ = std::fs::remove_file(&db);
         let cluster = LocalCluster::start("quadruped", hosts, &db).await?;
-        let settings: Vec<(&str, String)> = args
-            .settings
-            .iter()
-            .map(|(k, v)| (k.as_str(), v.clone()))
-            .collect();
         let mut request = quadruped_run(
             &args.optimizer,
-            &settings,
+            &[],
             default_optimization("quadruped")?,
             args.budget,
             seed,
         );
+        request.settings.extend(args.settings.iter().cloned());
         gait_run_settings(&args.optimizer, &mut request.settings);
         request.max_seconds = args.time;
         request.spec.seed = seed;

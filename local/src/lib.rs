@@ -12,7 +12,8 @@
 //! - [`progress`]: a run's progress bar on the terminal.
 //! - [`optimizers`]: the optimizers every organizer of this build offers;
 //!   [`default_hosts`]: one host per core; [`GAIT_RUN_BUDGET`] and
-//!   [`gait_run_settings`]: what `yamor run` gives a gait by default.
+//!   [`gait_run_settings`]: what `yamor run` gives a gait by default;
+//!   [`parse_setting`]: `--set name=value`.
 
 pub mod cluster;
 pub mod problem;
@@ -91,6 +92,13 @@ pub fn gait_run_settings(
             .entry("population".to_owned())
             .or_insert_with(|| GAIT_CMAES_POPULATION.to_string());
     }
+}
+
+/// One optimizer setting given on a command line as `name=value`.
+pub fn parse_setting(pair: &str) -> Result<(String, String), String> {
+    pair.split_once('=')
+        .map(|(k, v)| (k.trim().to_owned(), v.trim().to_owned()))
+        .ok_or_else(|| format!("expected name=value, got {pair:?}"))
 }
 
 /// Hosts to start when none are asked for: one per core.

@@ -307,11 +307,7 @@ pub enum HostKind {
 fn parse_settings(pairs: &[String]) -> Result<BTreeMap<String, String>> {
     pairs
         .iter()
-        .map(|p| {
-            p.split_once('=')
-                .map(|(k, v)| (k.trim().to_owned(), v.trim().to_owned()))
-                .with_context(|| format!("--set expects name=value, got {p:?}"))
-        })
+        .map(|p| yamor_local::parse_setting(p).map_err(|e| anyhow::anyhow!("--set: {e}")))
         .collect()
 }
 

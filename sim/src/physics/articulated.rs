@@ -41,7 +41,12 @@ impl ArticulatedWorld {
         let mut order = Vec::with_capacity(n);
         let mut hinge_to: Vec<Option<(usize, Hinge)>> = Vec::with_capacity(n);
         let mut used = vec![false; topology.hinges.len()];
-        // Hinges met a second time close a loop: (module, parent-side cluster).
+        // Every servo turns its handle within the same range.
+        let limits = [
+            -f64::from(geometry::HANDLE_RANGE),
+            f64::from(geometry::HANDLE_RANGE),
+        ];
+        // Modules whose hinge is met a second time: it closes a loop.
         let mut closing = Vec::new();
         for start in 0..n {
             if body_of[start] != usize::MAX {
@@ -89,10 +94,7 @@ impl ArticulatedWorld {
                             parent: body_of[c],
                             frame_in_parent,
                             frame_in_child,
-                            limits: [
-                                -f64::from(geometry::HANDLE_RANGE),
-                                f64::from(geometry::HANDLE_RANGE),
-                            ],
+                            limits,
                         },
                     )));
                 }
@@ -138,10 +140,7 @@ impl ArticulatedWorld {
                         isometry(hinge.frame_on_body),
                         isometry(hinge.frame_on_handle),
                     ],
-                    limits: [
-                        -f64::from(geometry::HANDLE_RANGE),
-                        f64::from(geometry::HANDLE_RANGE),
-                    ],
+                    limits,
                 })
                 .map_err(BuildError::Model)?;
             servo_joint[m] = Some(Joint::Loop(k));
