@@ -55,6 +55,7 @@ YAMOR_METHODS = {
     "yamor-powell-interval": ("powell", {"variant": "interval"}),
     "yamor-cmaes": ("cmaes", {}),
     "yamor-pso": ("pso", {}),
+    "yamor-powell-cmaes": ("powell-cmaes", {}),
 }
 PEERS = ["scipy-powell", "pycma", "pyswarms", "nevergrad"]
 TARGETS = [10 ** (2 - k / 5) for k in range(51)]  # 1e2 … 1e-8
@@ -260,7 +261,7 @@ def main():
         port = free_port()
         url = f"http://127.0.0.1:{port}"
         procs = [subprocess.Popen(
-            [args.yamor, "organizer", "--listen", f"127.0.0.1:{port}", "--db", f"{tmp}/yamor.db"],
+            [args.yamor, "organizer", "--listen", f"127.0.0.1:{port}", "--db", f"{tmp}/yamor.db", "--no-http"],
             stderr=subprocess.DEVNULL)]
         try:
             procs += [subprocess.Popen(

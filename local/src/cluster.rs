@@ -44,6 +44,8 @@ pub struct LocalCluster {
     pub organizer: Organizer,
     /// The organizer's gRPC address.
     pub url: String,
+    /// The dashboard and `/metrics` (HTTP, loopback).
+    pub dashboard: String,
     stop: tokio::sync::watch::Sender<bool>,
     server: tokio::task::JoinHandle<Result<(), yamor_proto::transport::TransportError>>,
 }
@@ -86,6 +88,14 @@ impl LocalCluster {
             ServerSecurity::default(),
             stopped(stop_rx.clone()),
         ));
+        let http = bind_loopback().await?;
+        let dashboard = format!("http://{}", http.local_addr().map_err(LocalError::Listen)?);
+        tokio::spawn(yamor_organizer::http::serve(
+            http,
+            organizer.clone(),
+            None,
+            stopped(stop_rx.clone()),
+        ));
         for index in 0..hosts {
             let name = format!("local-{}", index + 1);
             let service = Arc::new(HostService::new(name.clone(), backend(index)?));
@@ -105,6 +115,7 @@ impl LocalCluster {
         Ok(LocalCluster {
             organizer,
             url: organizer_url,
+            dashboard,
             stop,
             server,
         })

@@ -82,12 +82,13 @@ pub const GAIT_RUN_BUDGET: u64 = 2400;
 pub const GAIT_CMAES_POPULATION: u32 = 24;
 
 /// Adds the settings a gait run of `optimizer` gets by default to those
-/// given: CMA-ES's population, unless `settings` sets it.
+/// given: CMA-ES's population (also the CMA-ES stage's of `powell-cmaes`),
+/// unless `settings` sets it.
 pub fn gait_run_settings(
     optimizer: &str,
     settings: &mut std::collections::BTreeMap<String, String>,
 ) {
-    if optimizer == "cmaes" {
+    if optimizer == yamor_cmaes::NAME || optimizer == yamor_portfolio::NAME {
         settings
             .entry("population".to_owned())
             .or_insert_with(|| GAIT_CMAES_POPULATION.to_string());
@@ -116,6 +117,7 @@ pub fn optimizers() -> Vec<Arc<dyn yamor_optimizer_api::Plugin>> {
         Arc::new(yamor_pso::Pso),
         Arc::new(yamor_cmaes::Cmaes),
         Arc::new(yamor_powell::Powell),
+        Arc::new(yamor_portfolio::PowellCmaes),
         Arc::new(yamor_brute_force::BruteForce),
     ]
 }

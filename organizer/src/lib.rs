@@ -20,6 +20,8 @@
 //!   reflection; graceful shutdown by an injected future.
 
 pub mod grpc;
+pub mod http;
+pub mod metrics;
 pub mod model;
 pub mod runs;
 pub mod scheduler;

@@ -132,6 +132,17 @@ pub enum HostState {
     Down,
 }
 
+impl HostState {
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HostState::Free => "free",
+            HostState::Busy => "busy",
+            HostState::Down => "down",
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct Host {
     pub id: u64,

@@ -336,8 +336,44 @@ impl Runs {
                 stop,
             },
         );
+        tracing::info!(
+            run = id,
+            name = view.name,
+            optimizer = view.optimizer,
+            "run started"
+        );
+        self.scheduler.metrics().runs_started.inc();
         self.launch(id, row.spec, row.seed, settings_json, 0.0);
         Ok(view)
+    }
+
+    /// The state `/metrics` reports, read now.
+    #[must_use]
+    pub fn metrics_snapshot(&self) -> crate::metrics::Snapshot {
+        let crate::scheduler::Load { hosts, queued } = self.scheduler.load_snapshot();
+        let runs = self.list();
+        let by_state = RunState::ALL
+            .iter()
+            .map(|&state| {
+                let n = runs.iter().filter(|r| r.state == state).count();
+                (state.as_str(), i64::try_from(n).unwrap_or(i64::MAX))
+            })
+            .collect();
+        crate::metrics::Snapshot {
+            hosts: hosts.into_iter().map(|(s, n)| (s.as_str(), n)).collect(),
+            queued,
+            runs: by_state,
+            run_best: runs
+                .iter()
+                .map(|r| (r.id, r.name.clone(), r.best_velocity, r.evaluations))
+                .collect(),
+        }
+    }
+
+    /// The Prometheus text exposition of this organizer.
+    #[must_use]
+    pub fn metrics_text(&self) -> String {
+        self.scheduler.metrics().render(&self.metrics_snapshot())
     }
 
     /// Many runs of `base` with other settings and seeds; all or nothing.

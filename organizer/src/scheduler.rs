@@ -28,6 +28,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::{broadcast, mpsc, oneshot};
 use yamor_core::evaluation::{BackendKind, EvaluationJob, Outcome, RobotSource};
 
+use crate::metrics::Metrics;
 use crate::model::{Host, HostInfo, HostState, Job, JobFilter, JobRequest, JobState};
 use crate::now_ms;
 use crate::store::{Store, Write};
@@ -200,6 +201,15 @@ pub struct Scheduler {
     config: SchedulerConfig,
     connector: Arc<dyn HostConnector>,
     job_events: broadcast::Sender<Job>,
+    metrics: Arc<Metrics>,
+    started: Instant,
+}
+
+/// Hosts by state and queued jobs by run (0: jobs outside runs).
+#[derive(Debug, Clone, Default)]
+pub struct Load {
+    pub hosts: Vec<(HostState, i64)>,
+    pub queued: Vec<(u64, i64)>,
 }
 
 /// How an attempt ended.
@@ -279,8 +289,11 @@ impl Scheduler {
         }
         core.tell_seqs = store.next_tell_seqs()?.into_iter().collect();
         let (job_events, _) = broadcast::channel(4096);
+        let metrics = Arc::new(Metrics::new(store.commit_seconds()));
         Ok(Arc::new(Scheduler {
             core: Mutex::new(core),
+            metrics,
+            started: Instant::now(),
             store,
             config,
             connector,
@@ -294,6 +307,40 @@ impl Scheduler {
         let me = Arc::downgrade(self);
         tokio::spawn(Scheduler::watch_leases(me));
         self.dispatch();
+    }
+
+    /// When this organizer life began (rates are per this life).
+    #[must_use]
+    pub fn started(&self) -> Instant {
+        self.started
+    }
+
+    #[must_use]
+    pub fn metrics(&self) -> &Arc<Metrics> {
+        &self.metrics
+    }
+
+    /// Hosts by state and queued jobs by run (0: outside runs), for metrics.
+    #[must_use]
+    pub fn load_snapshot(&self) -> Load {
+        let core = self.lock();
+        let mut hosts: BTreeMap<&'static str, (HostState, i64)> = BTreeMap::new();
+        for state in [HostState::Free, HostState::Busy, HostState::Down] {
+            hosts.insert(state.as_str(), (state, 0));
+        }
+        for h in core.hosts.values() {
+            hosts.entry(h.state.as_str()).or_insert((h.state, 0)).1 += 1;
+        }
+        let mut queued: BTreeMap<u64, i64> = BTreeMap::new();
+        for job in core.jobs.values() {
+            if job.state == JobState::Queued {
+                *queued.entry(job.run_id).or_default() += 1;
+            }
+        }
+        Load {
+            hosts: hosts.into_values().collect(),
+            queued: queued.into_iter().collect(),
+        }
     }
 
     #[must_use]
@@ -660,6 +707,7 @@ impl Scheduler {
             let attempt = job.attempts;
             let timeout = job.request.timeout.unwrap_or(self.config.default_timeout);
             let call = client.evaluate(job_id, attempt, &job.request.job);
+            self.metrics.jobs_started.inc();
             self.store.write(Write::JobStarted {
                 id: job_id,
                 attempts: attempt,
@@ -816,6 +864,18 @@ impl Scheduler {
             Ok(_) => (JobState::Done, String::new()),
             Err(e) => (JobState::Failed, e.clone()),
         };
+        match state {
+            JobState::Done => {
+                self.metrics.jobs_finished.inc();
+                if job.started_ms > 0 {
+                    let seconds = (finished - job.started_ms).max(0) as f64 / 1000.0;
+                    self.metrics.evaluation_seconds.observe(seconds);
+                }
+            }
+            _ => {
+                self.metrics.jobs_failed.inc();
+            }
+        }
         self.store.write(Write::JobFinished {
             id: job_id,
             state,
@@ -842,6 +902,7 @@ impl Scheduler {
             let _ = abort.send(());
         }
         tracing::info!(job = job_id, attempt = job.attempts, "re-queued: {why}");
+        self.metrics.jobs_retried.inc();
         job.state = JobState::Queued;
         job.host.clear();
         job.host_id = 0;

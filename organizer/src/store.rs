@@ -151,6 +151,8 @@ struct Envelope {
 #[derive(Clone)]
 pub struct Store {
     writes: mpsc::Sender<Envelope>,
+    /// Seconds per group commit, observed by the writer.
+    commit_seconds: prometheus_client::metrics::histogram::Histogram,
     /// Reads go through their own connection; WAL lets them run beside the writer.
     reader: Arc<Mutex<Connection>>,
 }
@@ -289,14 +291,23 @@ impl Store {
         upgrade(&mut writer, path)?;
         let reader = open(path)?;
         let (tx, rx) = mpsc::channel::<Envelope>();
+        let commit_seconds = crate::metrics::commit_histogram();
+        let observed = commit_seconds.clone();
         std::thread::Builder::new()
             .name("yamor-db-writer".into())
-            .spawn(move || write_loop(writer, rx))
+            .spawn(move || write_loop(writer, rx, &observed))
             .expect("spawning the database writer");
         Ok(Store {
             writes: tx,
+            commit_seconds,
             reader: Arc::new(Mutex::new(reader)),
         })
+    }
+
+    /// The group-commit latency histogram (for the metrics registry).
+    #[must_use]
+    pub fn commit_seconds(&self) -> prometheus_client::metrics::histogram::Histogram {
+        self.commit_seconds.clone()
     }
 
     /// Queues a write; it lands with the next group commit.
@@ -692,7 +703,11 @@ fn insert_predecessor(
 
 /// The writer thread: block for one write, take whatever else is queued
 /// (bounded), apply all in one transaction, then ack.
-fn write_loop(mut conn: Connection, rx: mpsc::Receiver<Envelope>) {
+fn write_loop(
+    mut conn: Connection,
+    rx: mpsc::Receiver<Envelope>,
+    commit_seconds: &prometheus_client::metrics::histogram::Histogram,
+) {
     const MAX_BATCH: usize = 4096;
     while let Ok(first) = rx.recv() {
         let mut batch = vec![first];
@@ -702,7 +717,9 @@ fn write_loop(mut conn: Connection, rx: mpsc::Receiver<Envelope>) {
                 Err(_) => break,
             }
         }
+        let began = std::time::Instant::now();
         let outcome = apply(&mut conn, &batch).map_err(|e| e.to_string());
+        commit_seconds.observe(began.elapsed().as_secs_f64());
         if let Err(e) = &outcome {
             tracing::error!("database write failed: {e}");
         }

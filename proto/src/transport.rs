@@ -86,7 +86,9 @@ impl Token {
         }
     }
 
-    fn matches(&self, presented: &[u8]) -> bool {
+    /// Whether `presented` is this token (compared in constant time).
+    #[must_use]
+    pub fn matches(&self, presented: &[u8]) -> bool {
         let expected = self.0.as_bytes();
         // Length leaks nothing useful; the bytes are compared without early exit.
         presented.len() == expected.len()

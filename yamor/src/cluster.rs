@@ -14,7 +14,7 @@ use yamor_host_agent::expr::ExprBackend;
 use yamor_host_agent::serial::SerialSettings;
 use yamor_host_agent::sim::SimBackend;
 use yamor_host_agent::{Backend, HostOptions, HostServer};
-use yamor_organizer::model::{HostState, Job, JobFilter, Problem, Run, RunSpec, RunVariant};
+use yamor_organizer::model::{Job, JobFilter, Problem, Run, RunSpec, RunVariant};
 use yamor_organizer::{Organizer, SchedulerConfig};
 
 use crate::net::{ClientOpts, ServerOpts, shutdown_signal};
@@ -39,6 +39,12 @@ pub struct OrganizerArgs {
     /// Default per-attempt timeout in seconds.
     #[arg(long, default_value_t = 600.0)]
     job_timeout: f64,
+    /// Address of the dashboard and /metrics (HTTP); beyond loopback it needs the token.
+    #[arg(long, default_value = "127.0.0.1:7080")]
+    http: SocketAddr,
+    /// Serve no dashboard and no /metrics.
+    #[arg(long)]
+    no_http: bool,
     #[command(flatten)]
     security: ServerOpts,
 }
@@ -69,12 +75,34 @@ pub async fn organizer(args: OrganizerArgs) -> Result<()> {
         listener.local_addr()?,
         args.db.display()
     );
+    let dashboard = if args.no_http {
+        None
+    } else {
+        yamor_proto::transport::check_exposure(args.http, &security)?;
+        let http = tokio::net::TcpListener::bind(args.http)
+            .await
+            .with_context(|| format!("binding the dashboard to {}", args.http))?;
+        eprintln!("dashboard and /metrics on http://{}", http.local_addr()?);
+        // The token guards the dashboard only where the network can reach it.
+        let token = (!args.http.ip().is_loopback())
+            .then(|| security.token.clone())
+            .flatten();
+        Some(tokio::spawn(yamor_organizer::http::serve(
+            http,
+            organizer.clone(),
+            token,
+            shutdown_signal(),
+        )))
+    };
     let runs = organizer.runs.clone();
     yamor_organizer::serve(listener, organizer, security, async move {
         shutdown_signal().await;
         runs.stop_all();
     })
     .await?;
+    if let Some(dashboard) = dashboard {
+        dashboard.abort();
+    }
     Ok(())
 }
 
@@ -180,14 +208,6 @@ pub enum HostsCommand {
     Remove { host: String },
 }
 
-fn host_state(state: HostState) -> &'static str {
-    match state {
-        HostState::Free => "free",
-        HostState::Busy => "busy",
-        HostState::Down => "down",
-    }
-}
-
 fn backend_name(kind: Option<BackendKind>) -> &'static str {
     match kind {
         Some(BackendKind::Simulation) => "sim",
@@ -214,7 +234,7 @@ pub async fn hosts(client: ClientOpts, command: HostsCommand) -> Result<()> {
                     h.id,
                     h.name,
                     backend_name(h.backend),
-                    host_state(h.state),
+                    h.state.as_str(),
                     if h.current_job == 0 {
                         "-".to_owned()
                     } else {

@@ -42,8 +42,8 @@ pub async fn run(args: RunArgs) -> Result<()> {
     let organizer = cluster.organizer.clone();
     let run = organizer.runs.start(spec).await?;
     eprintln!(
-        "run {} ({}) on {hosts} local simulation host(s); Ctrl-C stops and keeps what was found",
-        run.id, run.optimizer
+        "run {} ({}) on {hosts} local simulation host(s); Ctrl-C stops and keeps what was found\nwatch it at {}/runs/{}",
+        run.id, run.optimizer, cluster.dashboard, run.id
     );
     let run_id = run.id;
     let runs = organizer.runs.clone();

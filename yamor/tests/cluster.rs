@@ -57,7 +57,14 @@ fn start_organizer(db: &Path, listen: &str, token: Option<&str>) -> (Proc, Strin
     let mut cmd = Command::new(BIN);
     cmd.args(["organizer", "--listen", listen, "--db"])
         .arg(db)
-        .args(["--heartbeat", "0.2", "--lease", "1.0"])
+        .args([
+            "--heartbeat",
+            "0.2",
+            "--lease",
+            "1.0",
+            "--http",
+            "127.0.0.1:0",
+        ])
         .env("RUST_LOG", "warn")
         .stdout(Stdio::null())
         .stderr(Stdio::piped());
@@ -267,6 +274,17 @@ async fn a_resumed_cmaes_run_replays_its_generations() {
     // Population 6 on 2 parameters: 10 generations, the kill lands in the third.
     run.settings = [("population".to_owned(), "6".to_owned())].into();
     kill_organizer_mid_run("kill-organizer-cmaes", run, "population", "6").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resumed_powell_cmaes_run_replays_its_stages() {
+    let mut run = pso_run(60, 6);
+    run.optimizer = "powell-cmaes".into();
+    // 60 evaluations: Powell's first 3, CMA-ES (population 6) up to 51, the
+    // polishing Powell after; the kill lands in CMA-ES, the resume replays
+    // the hand-over.
+    run.settings = [("population".to_owned(), "6".to_owned())].into();
+    kill_organizer_mid_run("kill-organizer-chain", run, "population", "6").await;
 }
 
 async fn kill_organizer_mid_run(

@@ -1,0 +1,766 @@
+//! The organizer's dashboard and `/metrics`, over HTTP (axum).
+//!
+//! Server-rendered HTML with a few lines of plain JavaScript; charts are
+//! inline SVG drawn here; nothing is fetched from outside the organizer, so
+//! the dashboard works without internet. Pages read the same domain state
+//! as the gRPC API ([`Scheduler`](crate::Scheduler), [`Runs`]); nothing here
+//! knows protobuf.
+//!
+//! # Layout
+//! - [`router`]: every route; [`serve`]: serve it until a shutdown future.
+//! - Pages: `/hosts`, `/runs`, `/runs/{id}` (live through `/runs/{id}/events`,
+//!   Server-Sent Events), `/jobs`, `/gaits`.
+//! - Downloads: `/runs/{id}/best.xml`, `/runs/{id}/evaluations.csv`.
+//! - `POST /runs/{id}/stop`; `/metrics` (Prometheus text format).
+//! - Access: when a token is given, every request needs it, as
+//!   `Authorization: Bearer <token>`, a `yamor_token` cookie, or once as
+//!   `?token=` (which sets the cookie).
+
+use std::convert::Infallible;
+use std::fmt::Write as _;
+use std::future::Future;
+
+use axum::Router;
+use axum::extract::{Path, Query, Request, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{Html, IntoResponse, Redirect, Response};
+use axum::routing::{get, post};
+use futures_util::stream::Stream;
+use serde::Deserialize;
+use tokio::net::TcpListener;
+use yamor_proto::transport::Token;
+
+use crate::Organizer;
+use crate::model::{Job, JobFilter, JobState, Run, RunState};
+use crate::runs::Runs;
+
+#[derive(Clone)]
+struct App {
+    organizer: Organizer,
+    token: Option<Token>,
+}
+
+/// Every dashboard route over `organizer`; with `token`, each request must
+/// carry it.
+pub fn router(organizer: Organizer, token: Option<Token>) -> Router {
+    let app = App { organizer, token };
+    Router::new()
+        .route("/", get(|| async { Redirect::to("/runs") }))
+        .route("/hosts", get(hosts_page))
+        .route("/runs", get(runs_page))
+        .route("/runs/{id}", get(run_page))
+        .route("/runs/{id}/chart.svg", get(run_chart))
+        .route("/runs/{id}/events", get(run_events))
+        .route("/runs/{id}/best.xml", get(best_xml))
+        .route("/runs/{id}/evaluations.csv", get(evaluations_csv))
+        .route("/runs/{id}/stop", post(stop_run))
+        .route("/jobs", get(jobs_page))
+        .route("/gaits", get(gaits_page))
+        .route("/metrics", get(metrics))
+        .layer(middleware::from_fn_with_state(app.clone(), check_token))
+        .with_state(app)
+}
+
+/// Serves the dashboard on `listener` until `shutdown` resolves.
+pub async fn serve(
+    listener: TcpListener,
+    organizer: Organizer,
+    token: Option<Token>,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    axum::serve(listener, router(organizer, token))
+        .with_graceful_shutdown(shutdown)
+        .await
+}
+
+async fn check_token(State(app): State<App>, request: Request, next: Next) -> Response {
+    let Some(token) = &app.token else {
+        return next.run(request).await;
+    };
+    let headers = request.headers();
+    let bearer = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "));
+    let cookie = cookie_token(headers);
+    let query = request.uri().query().and_then(|q| {
+        q.split('&')
+            .find_map(|pair| pair.strip_prefix("token="))
+            .map(str::to_owned)
+    });
+    let given = bearer.map(str::to_owned).or(cookie).or(query.clone());
+    if !given.is_some_and(|g| token.matches(g.as_bytes())) {
+        return (
+            StatusCode::UNAUTHORIZED,
+            "this organizer needs its token: Authorization: Bearer <token>, or open the page once with ?token=<token>\n",
+        )
+            .into_response();
+    }
+    let mut response = next.run(request).await;
+    if let Some(Ok(value)) =
+        query.map(|given| format!("yamor_token={given}; Path=/; HttpOnly; SameSite=Strict").parse())
+    {
+        response.headers_mut().insert(header::SET_COOKIE, value);
+    }
+    response
+}
+
+fn cookie_token(headers: &HeaderMap) -> Option<String> {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .find_map(|c| c.trim().strip_prefix("yamor_token=").map(str::to_owned))
+}
+
+/// An error page with its status.
+struct PageError(StatusCode, String);
+
+impl IntoResponse for PageError {
+    fn into_response(self) -> Response {
+        (
+            self.0,
+            page("error", &format!("<p class=err>{}</p>", esc(&self.1))),
+        )
+            .into_response()
+    }
+}
+
+fn not_found(what: impl std::fmt::Display) -> PageError {
+    PageError(StatusCode::NOT_FOUND, format!("{what} not found"))
+}
+
+fn internal(e: impl std::fmt::Display) -> PageError {
+    PageError(StatusCode::INTERNAL_SERVER_ERROR, e.to_string())
+}
+
+/// HTML-escapes `text`.
+fn esc(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+const STYLE: &str = "body{font:14px system-ui,sans-serif;margin:0;color:#222}\
+nav{background:#234;padding:8px 16px}nav a{color:#fff;margin-right:18px;text-decoration:none}\
+main{padding:12px 16px}table{border-collapse:collapse}td,th{padding:3px 10px;border-bottom:1px solid #ddd;text-align:left}\
+th{background:#f3f3f3}.free{color:#080}.busy{color:#a60}.down{color:#c00;font-weight:bold}\
+.err{color:#c00}.num{text-align:right;font-variant-numeric:tabular-nums}svg{background:#fafafa}";
+
+fn page(title: &str, body: &str) -> Html<String> {
+    Html(format!(
+        "<!doctype html><html><head><meta charset=utf-8><title>yamor · {t}</title>\
+         <style>{STYLE}</style></head><body><nav><a href=/runs>Runs</a><a href=/hosts>Hosts</a>\
+         <a href=/jobs>Jobs</a><a href=/gaits>Gaits</a><a href=/metrics>Metrics</a></nav>\
+         <main><h1>{t}</h1>{body}</main></body></html>",
+        t = esc(title)
+    ))
+}
+
+fn ago(ms: i64) -> String {
+    if ms <= 0 {
+        return "–".into();
+    }
+    let s = (crate::now_ms() - ms).max(0) / 1000;
+    match s {
+        0..60 => format!("{s} s ago"),
+        60..3600 => format!("{} min ago", s / 60),
+        _ => format!("{:.1} h ago", s as f64 / 3600.0),
+    }
+}
+
+async fn hosts_page(State(app): State<App>) -> Html<String> {
+    let mut body = String::from(
+        "<table id=hosts><tr><th>id</th><th>name</th><th>address</th><th>backend</th><th>state</th>\
+         <th>current job</th><th>last heartbeat</th><th class=num>evaluations</th>\
+         <th class=num>failures</th><th class=num>per minute</th></tr>",
+    );
+    let since = app.organizer.scheduler.started();
+    for h in app.organizer.scheduler.hosts() {
+        let minutes = since.elapsed().as_secs_f64() / 60.0;
+        let rate = if minutes > 0.0 {
+            h.evaluations as f64 / minutes
+        } else {
+            0.0
+        };
+        let _ = write!(
+            body,
+            "<tr data-host=\"{name}\"><td>{id}</td><td>{name}</td><td>{addr}</td><td>{backend}{robot}</td>\
+             <td class={state}>{state}</td><td>{job}</td><td>{seen:.1} s ago</td><td class=num>{ev}</td>\
+             <td class=num>{fail}</td><td class=num>{rate:.1}</td></tr>",
+            id = h.id,
+            name = esc(&h.name),
+            addr = esc(&h.address),
+            backend = h.backend.map_or("unknown", |k| k.as_str()),
+            robot = if h.robot.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", esc(&h.robot))
+            },
+            state = h.state.as_str(),
+            job = if h.current_job > 0 {
+                format!(
+                    "<a href=/jobs?after={}>{}</a>",
+                    h.current_job - 1,
+                    h.current_job
+                )
+            } else {
+                "–".into()
+            },
+            seen = h.last_seen.as_secs_f64(),
+            ev = h.evaluations,
+            fail = h.failures,
+        );
+    }
+    body.push_str("</table><script>setTimeout(()=>location.reload(),2000)</script>");
+    page("Hosts", &body)
+}
+
+/// A small SVG polyline of best-so-far values.
+fn sparkline(values: &[f64], width: f64, height: f64) -> String {
+    let finite: Vec<f64> = values.iter().copied().filter(|v| v.is_finite()).collect();
+    if finite.len() < 2 {
+        return format!("<svg width={width} height={height}></svg>");
+    }
+    let (lo, hi) = finite
+        .iter()
+        .fold((f64::MAX, f64::MIN), |(a, b), &v| (a.min(v), b.max(v)));
+    let span = (hi - lo).max(1e-12);
+    let n = finite.len() as f64 - 1.0;
+    let points: Vec<String> = finite
+        .iter()
+        .enumerate()
+        .map(|(i, v)| {
+            format!(
+                "{:.1},{:.1}",
+                i as f64 / n * width,
+                height - 2.0 - (v - lo) / span * (height - 4.0)
+            )
+        })
+        .collect();
+    format!(
+        "<svg width={width} height={height}><polyline fill=none stroke=#36c stroke-width=1.5 points=\"{}\"/></svg>",
+        points.join(" ")
+    )
+}
+
+/// Fitness values of a run's told jobs in proposal order (failed: NaN).
+async fn run_values(runs: &Runs, id: u64) -> Result<Vec<(Job, f64)>, PageError> {
+    let mut jobs = runs.told_jobs(id).await.map_err(internal)?;
+    jobs.sort_by_key(|j| j.seq);
+    Ok(jobs
+        .into_iter()
+        .map(|j| {
+            let v = j.outcome.as_ref().map_or(f64::NAN, |o| o.velocity);
+            (j, v)
+        })
+        .collect())
+}
+
+fn best_so_far(values: &[f64]) -> Vec<f64> {
+    let mut best = f64::NEG_INFINITY;
+    values
+        .iter()
+        .map(|&v| {
+            if v > best {
+                best = v;
+            }
+            best
+        })
+        .collect()
+}
+
+fn progress(r: &Run) -> String {
+    if r.max_evaluations > 0 {
+        format!(
+            "{} / {} ({:.0} %)",
+            r.evaluations,
+            r.max_evaluations,
+            100.0 * r.evaluations as f64 / r.max_evaluations as f64
+        )
+    } else {
+        r.evaluations.to_string()
+    }
+}
+
+async fn runs_page(State(app): State<App>) -> Result<Html<String>, PageError> {
+    let runs = &app.organizer.runs;
+    let mut body = String::from(
+        "<table id=runs><tr><th>id</th><th>name</th><th>optimizer</th><th>settings</th><th>state</th>\
+         <th>progress</th><th class=num>best</th><th>best so far</th><th>started</th><th class=num>elapsed</th><th></th></tr>",
+    );
+    let mut list = runs.list();
+    list.sort_by_key(|r| std::cmp::Reverse(r.id));
+    for r in list {
+        let values: Vec<f64> = run_values(runs, r.id)
+            .await?
+            .into_iter()
+            .map(|(_, v)| v)
+            .collect();
+        let settings: Vec<String> = r
+            .settings
+            .iter()
+            .map(|(k, v)| format!("{}={}", esc(k), esc(v)))
+            .collect();
+        let stop = if r.state == RunState::Running {
+            format!(
+                "<form method=post action=/runs/{}/stop><button>stop</button></form>",
+                r.id
+            )
+        } else {
+            String::new()
+        };
+        let _ = write!(
+            body,
+            "<tr data-run={id}><td><a href=/runs/{id}>{id}</a></td><td><a href=/runs/{id}>{name}</a></td><td>{opt}</td>\
+             <td><small>{settings}</small></td><td>{state}</td><td>{progress}</td><td class=num>{best}</td>\
+             <td>{spark}</td><td>{started}</td><td class=num>{elapsed:.0} s</td><td>{stop}</td></tr>",
+            id = r.id,
+            name = esc(&r.name),
+            opt = esc(&r.optimizer),
+            settings = settings.join(" "),
+            state = r.state.as_str(),
+            progress = progress(&r),
+            best = r.best_velocity.map_or("–".into(), |v| format!("{v:.4}")),
+            spark = sparkline(&best_so_far(&values), 120.0, 24.0),
+            started = ago(r.started_ms),
+            elapsed = r.elapsed_s,
+        );
+    }
+    body.push_str("</table><script>setTimeout(()=>location.reload(),3000)</script>");
+    Ok(page("Runs", &body))
+}
+
+fn run_of(runs: &Runs, id: u64) -> Result<Run, PageError> {
+    runs.get(id).map_err(|_| not_found(format!("run {id}")))
+}
+
+/// Best-so-far curve over every evaluation as a point.
+fn chart(values: &[f64]) -> String {
+    let (w, h, pad) = (720.0, 300.0, 40.0);
+    let finite: Vec<(usize, f64)> = values
+        .iter()
+        .copied()
+        .enumerate()
+        .filter(|(_, v)| v.is_finite())
+        .collect();
+    let mut svg = format!(
+        "<svg id=chart xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" viewBox=\"0 0 {w} {h}\">"
+    );
+    if finite.is_empty() {
+        svg.push_str("<text x=\"20\" y=\"40\">no evaluations yet</text></svg>");
+        return svg;
+    }
+    let (lo, hi) = finite
+        .iter()
+        .fold((f64::MAX, f64::MIN), |(a, b), &(_, v)| (a.min(v), b.max(v)));
+    let span = (hi - lo).max(1e-12);
+    let n = (values.len().max(2) - 1) as f64;
+    let x = |i: usize| pad + i as f64 / n * (w - 2.0 * pad);
+    let y = |v: f64| h - pad - (v - lo) / span * (h - 2.0 * pad);
+    let _ = write!(
+        svg,
+        "<line x1=\"{pad}\" y1=\"{b}\" x2=\"{r}\" y2=\"{b}\" stroke=\"#999\"/>\
+         <line x1=\"{pad}\" y1=\"{pad}\" x2=\"{pad}\" y2=\"{b}\" stroke=\"#999\"/>\
+         <text x=\"{pad}\" y=\"{t}\" font-size=\"11\">{hi:.4}</text>\
+         <text x=\"{pad}\" y=\"{bl}\" font-size=\"11\">{lo:.4}</text>\
+         <text x=\"{r}\" y=\"{bl}\" font-size=\"11\" text-anchor=\"end\">{count} evaluations</text>",
+        b = h - pad,
+        r = w - pad,
+        t = pad - 6.0,
+        bl = h - pad + 16.0,
+        count = values.len(),
+    );
+    for &(i, v) in &finite {
+        let _ = write!(
+            svg,
+            "<circle class=\"eval\" cx=\"{:.1}\" cy=\"{:.1}\" r=\"2\" fill=\"#9ab\"/>",
+            x(i),
+            y(v)
+        );
+    }
+    let best = best_so_far(values);
+    let points: Vec<String> = best
+        .iter()
+        .enumerate()
+        .filter(|(_, v)| v.is_finite())
+        .map(|(i, &v)| format!("{:.1},{:.1}", x(i), y(v)))
+        .collect();
+    let _ = write!(
+        svg,
+        "<polyline id=\"best\" fill=\"none\" stroke=\"#c33\" stroke-width=\"2\" points=\"{}\"/></svg>",
+        points.join(" ")
+    );
+    svg
+}
+
+async fn run_chart(State(app): State<App>, Path(id): Path<u64>) -> Result<Response, PageError> {
+    run_of(&app.organizer.runs, id)?;
+    let values: Vec<f64> = run_values(&app.organizer.runs, id)
+        .await?
+        .into_iter()
+        .map(|(_, v)| v)
+        .collect();
+    Ok(([(header::CONTENT_TYPE, "image/svg+xml")], chart(&values)).into_response())
+}
+
+/// One small chart per parameter: its value at every evaluation.
+fn parameter_views(jobs: &[(Job, f64)], names: &[String]) -> String {
+    let mut out = String::from("<div id=parameters>");
+    for (k, name) in names.iter().enumerate() {
+        let xs: Vec<f64> = jobs
+            .iter()
+            .filter_map(|(j, _)| j.request.job.parameters.get(k).map(|p| p.1))
+            .collect();
+        let _ = write!(
+            out,
+            "<div style=\"display:inline-block;margin:4px\"><small>{}</small><br>{}</div>",
+            esc(name),
+            sparkline(&xs, 160.0, 40.0)
+        );
+    }
+    out.push_str("</div>");
+    out
+}
+
+async fn run_page(State(app): State<App>, Path(id): Path<u64>) -> Result<Html<String>, PageError> {
+    let runs = &app.organizer.runs;
+    let r = run_of(runs, id)?;
+    let jobs = run_values(runs, id).await?;
+    let values: Vec<f64> = jobs.iter().map(|(_, v)| *v).collect();
+    let mut body = String::new();
+    let _ = write!(
+        body,
+        "<p>optimizer <b>{opt}</b> · state <b id=state>{state}</b> · <span id=progress>{progress}</span> · \
+         best <b id=bestvalue>{best}</b> · elapsed {elapsed:.0} s {error}</p>\
+         <p><a href=/runs/{id}/best.xml>best gait (XML)</a> · <a href=/runs/{id}/evaluations.csv>evaluations (CSV)</a> · \
+         <a href=\"/jobs?run={id}\">jobs</a></p><div id=chartbox>{chart}</div>",
+        opt = esc(&r.optimizer),
+        state = r.state.as_str(),
+        progress = progress(&r),
+        best = r.best_velocity.map_or("–".into(), |v| format!("{v:.5}")),
+        elapsed = r.elapsed_s,
+        error = if r.error.is_empty() {
+            String::new()
+        } else {
+            format!("<span class=err>{}</span>", esc(&r.error))
+        },
+        chart = chart(&values),
+    );
+    body.push_str("<h2>Best parameters</h2><table id=best><tr><th>parameter</th><th class=num>value</th></tr>");
+    for (name, v) in &r.best_parameters {
+        let _ = write!(
+            body,
+            "<tr><td>{}</td><td class=num>{v:.6}</td></tr>",
+            esc(name)
+        );
+    }
+    body.push_str("</table><h2>Parameters per evaluation</h2>");
+    let names: Vec<String> = jobs
+        .first()
+        .map(|(j, _)| {
+            j.request
+                .job
+                .parameters
+                .iter()
+                .map(|p| p.0.clone())
+                .collect()
+        })
+        .unwrap_or_default();
+    body.push_str(&parameter_views(&jobs, &names));
+    let _ = write!(
+        body,
+        "<script>\
+         const es=new EventSource('/runs/{id}/events');let due=false;\
+         es.onmessage=e=>{{const d=JSON.parse(e.data);\
+         document.getElementById('state').textContent=d.state;\
+         document.getElementById('progress').textContent=d.progress;\
+         document.getElementById('bestvalue').textContent=d.best;\
+         if(!due){{due=true;setTimeout(()=>{{due=false;fetch('/runs/{id}/chart.svg').then(r=>r.text())\
+         .then(t=>document.getElementById('chartbox').innerHTML=t)}},300)}}\
+         if(d.state!=='running')es.close()}};</script>"
+    );
+    Ok(page(&format!("Run {id}: {}", r.name), &body))
+}
+
+fn run_event_json(r: &Run) -> String {
+    serde_json::json!({
+        "state": r.state.as_str(),
+        "evaluations": r.evaluations,
+        "progress": progress(r),
+        "best": r.best_velocity.map_or("–".into(), |v| format!("{v:.5}")),
+    })
+    .to_string()
+}
+
+async fn run_events(
+    State(app): State<App>,
+    Path(id): Path<u64>,
+) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, PageError> {
+    let runs = app.organizer.runs.clone();
+    let first = run_of(&runs, id)?;
+    let mut events = runs.subscribe();
+    let stream = async_stream(move |tx| async move {
+        if tx
+            .send(Event::default().data(run_event_json(&first)))
+            .await
+            .is_err()
+            || first.state != RunState::Running
+        {
+            return;
+        }
+        loop {
+            match events.recv().await {
+                Ok(event) if event.run.id == id => {
+                    let done = event.run.state != RunState::Running;
+                    if tx
+                        .send(Event::default().data(run_event_json(&event.run)))
+                        .await
+                        .is_err()
+                        || done
+                    {
+                        return;
+                    }
+                }
+                Ok(_) => {}
+                // Lagged: the next event carries the whole state anyway.
+                Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+                Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+            }
+        }
+    });
+    Ok(Sse::new(stream).keep_alive(KeepAlive::default()))
+}
+
+/// A stream fed by a task through a channel (the task ends the stream by
+/// returning).
+fn async_stream<F, Fut>(task: F) -> impl Stream<Item = Result<Event, Infallible>>
+where
+    F: FnOnce(tokio::sync::mpsc::Sender<Event>) -> Fut,
+    Fut: Future<Output = ()> + Send + 'static,
+{
+    let (tx, rx) = tokio::sync::mpsc::channel(16);
+    tokio::spawn(task(tx));
+    futures_util::stream::unfold(
+        rx,
+        |mut rx| async move { rx.recv().await.map(|e| (Ok(e), rx)) },
+    )
+}
+
+async fn best_xml(State(app): State<App>, Path(id): Path<u64>) -> Result<Response, PageError> {
+    let r = run_of(&app.organizer.runs, id)?;
+    if r.best_gait_xml.is_empty() {
+        return Err(PageError(
+            StatusCode::NOT_FOUND,
+            format!("run {id} has no best gait (yet, or it optimizes no gait)"),
+        ));
+    }
+    Ok((
+        [
+            (header::CONTENT_TYPE, "application/xml".to_owned()),
+            (
+                header::CONTENT_DISPOSITION,
+                format!("attachment; filename=\"run-{id}-best.xml\""),
+            ),
+        ],
+        r.best_gait_xml,
+    )
+        .into_response())
+}
+
+async fn evaluations_csv(
+    State(app): State<App>,
+    Path(id): Path<u64>,
+) -> Result<Response, PageError> {
+    run_of(&app.organizer.runs, id)?;
+    let jobs = run_values(&app.organizer.runs, id).await?;
+    let mut csv = String::from("index,job,host,attempts,state,fitness");
+    if let Some((j, _)) = jobs.first() {
+        for (name, _) in &j.request.job.parameters {
+            let _ = write!(csv, ",{}", name.replace([',', '"', '\n'], "_"));
+        }
+    }
+    csv.push('\n');
+    for (j, v) in &jobs {
+        let _ = write!(
+            csv,
+            "{},{},{},{},{},{}",
+            j.seq,
+            j.id,
+            j.host.replace([',', '"', '\n'], "_"),
+            j.attempts,
+            j.state.as_str(),
+            if v.is_finite() {
+                v.to_string()
+            } else {
+                String::new()
+            }
+        );
+        for (_, x) in &j.request.job.parameters {
+            let _ = write!(csv, ",{x}");
+        }
+        csv.push('\n');
+    }
+    Ok((
+        [
+            (header::CONTENT_TYPE, "text/csv".to_owned()),
+            (
+                header::CONTENT_DISPOSITION,
+                format!("attachment; filename=\"run-{id}-evaluations.csv\""),
+            ),
+        ],
+        csv,
+    )
+        .into_response())
+}
+
+async fn stop_run(State(app): State<App>, Path(id): Path<u64>) -> Result<Redirect, PageError> {
+    let r = run_of(&app.organizer.runs, id)?;
+    if r.state == RunState::Running {
+        app.organizer.runs.stop(id).map_err(internal)?;
+    }
+    Ok(Redirect::to(&format!("/runs/{id}")))
+}
+
+#[derive(Deserialize)]
+struct JobsQuery {
+    run: Option<u64>,
+    state: Option<String>,
+    /// Show jobs with ids below this (newest first).
+    before: Option<u64>,
+    after: Option<u64>,
+}
+
+const JOBS_PAGE: usize = 50;
+
+async fn jobs_page(
+    State(app): State<App>,
+    Query(q): Query<JobsQuery>,
+) -> Result<Html<String>, PageError> {
+    let states = match q.state.as_deref().filter(|s| !s.is_empty()) {
+        None => Vec::new(),
+        Some(s) => vec![JobState::parse(s).ok_or_else(|| {
+            PageError(StatusCode::BAD_REQUEST, format!("unknown job state {s:?}"))
+        })?],
+    };
+    // The store pages by ascending id; newest first reads the tail.
+    let filter = JobFilter {
+        run_id: q.run,
+        states,
+        after_id: q.after.unwrap_or(0),
+        limit: None,
+    };
+    let mut jobs = app
+        .organizer
+        .scheduler
+        .list_jobs(filter, true)
+        .await
+        .map_err(internal)?;
+    if let Some(before) = q.before {
+        jobs.retain(|j| j.id < before);
+    }
+    jobs.reverse();
+    let more = jobs.len() > JOBS_PAGE;
+    jobs.truncate(JOBS_PAGE);
+    let mut body = String::from("<form method=get>run <input name=run size=5 value=\"");
+    if let Some(run) = q.run {
+        let _ = write!(body, "{run}");
+    }
+    body.push_str("\"> state <select name=state><option value=\"\">any</option>");
+    for s in JobState::ALL {
+        let selected = if q.state.as_deref() == Some(s.as_str()) {
+            " selected"
+        } else {
+            ""
+        };
+        let _ = write!(body, "<option{selected}>{}</option>", s.as_str());
+    }
+    body.push_str("</select> <button>filter</button></form><table id=jobs><tr><th>id</th><th>run</th><th>index</th><th>state</th><th>host</th><th class=num>attempts</th><th class=num>fitness</th><th>error</th></tr>");
+    for j in &jobs {
+        let _ = write!(
+            body,
+            "<tr><td>{id}</td><td>{run}</td><td>{seq}</td><td>{state}</td><td>{host}</td><td class=num>{att}</td><td class=num>{fit}</td><td class=err>{err}</td></tr>",
+            id = j.id,
+            run = if j.run_id > 0 {
+                format!("<a href=/runs/{0}>{0}</a>", j.run_id)
+            } else {
+                "–".into()
+            },
+            seq = j.seq,
+            state = j.state.as_str(),
+            host = esc(&j.host),
+            att = j.attempts,
+            fit = j
+                .outcome
+                .as_ref()
+                .map_or("–".into(), |o| format!("{:.5}", o.velocity)),
+            err = esc(&j.error.chars().take(120).collect::<String>()),
+        );
+    }
+    body.push_str("</table>");
+    if more {
+        let last = jobs.last().map_or(0, |j| j.id);
+        let _ = write!(
+            body,
+            "<p><a id=older href=\"/jobs?before={last}{run}{state}\">older jobs</a></p>",
+            run = q.run.map_or(String::new(), |r| format!("&run={r}")),
+            state = q
+                .state
+                .as_deref()
+                .filter(|s| !s.is_empty())
+                .map_or(String::new(), |s| format!("&state={}", esc(s))),
+        );
+    }
+    Ok(page("Jobs", &body))
+}
+
+async fn gaits_page(State(app): State<App>) -> Result<Html<String>, PageError> {
+    let store = app.organizer.scheduler.store().clone();
+    let gaits = store
+        .read_async(move |s| s.gaits(None))
+        .await
+        .map_err(internal)?;
+    let mut body = String::from(
+        "<table id=gaits><tr><th>id</th><th>body</th><th>orientation</th><th class=num>expected velocity</th><th>predecessors (symptom that switched)</th></tr>",
+    );
+    for g in gaits {
+        let _ = write!(
+            body,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td class=num>{:.4}</td><td>{}</td></tr>",
+            g.id,
+            esc(&g.body),
+            esc(&g.orientation),
+            g.expected_velocity,
+            g.predecessors
+                .iter()
+                .map(|(id, symptom)| format!("{id} ({})", esc(symptom)))
+                .collect::<Vec<_>>()
+                .join(", "),
+        );
+    }
+    body.push_str("</table>");
+    Ok(page("Gaits", &body))
+}
+
+async fn metrics(State(app): State<App>) -> Response {
+    (
+        [(
+            header::CONTENT_TYPE,
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        )],
+        app.organizer.runs.metrics_text(),
+    )
+        .into_response()
+}

@@ -1,0 +1,180 @@
+//! Prometheus metrics of one organizer, in the text exposition format.
+//!
+//! Counters and histograms are updated where things happen (the scheduler
+//! when a job starts, ends or is re-queued; the store's writer after each
+//! group commit). Gauges that describe the current state (hosts by state,
+//! queue depth, runs by state, each run's best) are set from the live state
+//! when scraped, so they can never drift from what the API reports.
+
+use std::sync::atomic::AtomicU64;
+
+use prometheus_client::encoding::text::encode;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::Registry;
+
+type Labels = Vec<(String, String)>;
+
+fn label(key: &str, value: impl ToString) -> Labels {
+    vec![(key.to_owned(), value.to_string())]
+}
+
+/// The organizer's metrics registry.
+pub struct Metrics {
+    registry: Registry,
+    pub jobs_started: Counter,
+    pub jobs_finished: Counter,
+    pub jobs_failed: Counter,
+    pub jobs_retried: Counter,
+    pub runs_started: Counter,
+    /// Seconds from an attempt's start to its result.
+    pub evaluation_seconds: Histogram,
+    hosts: Family<Labels, Gauge>,
+    queued: Family<Labels, Gauge>,
+    runs: Family<Labels, Gauge>,
+    best: Family<Labels, Gauge<f64, AtomicU64>>,
+    evaluations: Family<Labels, Gauge>,
+}
+
+/// The state a scrape reports, read from the scheduler and the runs.
+#[derive(Debug, Default)]
+pub struct Snapshot {
+    /// (state name, hosts in it).
+    pub hosts: Vec<(&'static str, i64)>,
+    /// (run id, 0 for jobs outside runs; jobs queued).
+    pub queued: Vec<(u64, i64)>,
+    /// (state name, runs in it).
+    pub runs: Vec<(&'static str, i64)>,
+    /// (run id, run name, best fitness, evaluations).
+    pub run_best: Vec<(u64, String, Option<f64>, u64)>,
+}
+
+impl Metrics {
+    /// A registry with every metric registered; `commit_seconds` is the
+    /// store's group-commit latency histogram.
+    #[must_use]
+    pub fn new(commit_seconds: Histogram) -> Self {
+        let mut registry = Registry::with_prefix("yamor");
+        let jobs_started = Counter::default();
+        let jobs_finished = Counter::default();
+        let jobs_failed = Counter::default();
+        let jobs_retried = Counter::default();
+        let runs_started = Counter::default();
+        // 1 ms .. ~9 min: an expression evaluates in a millisecond, a
+        // real robot's walk takes minutes.
+        let evaluation_seconds = Histogram::new(exponential_buckets(0.001, 2.0, 20));
+        let hosts = Family::<Labels, Gauge>::default();
+        let queued = Family::<Labels, Gauge>::default();
+        let runs = Family::<Labels, Gauge>::default();
+        let best = Family::<Labels, Gauge<f64, AtomicU64>>::default();
+        let evaluations = Family::<Labels, Gauge>::default();
+        registry.register(
+            "jobs_started",
+            "Job attempts sent to a host",
+            jobs_started.clone(),
+        );
+        registry.register(
+            "jobs_finished",
+            "Jobs that ended with a result",
+            jobs_finished.clone(),
+        );
+        registry.register(
+            "jobs_failed",
+            "Jobs that failed for good",
+            jobs_failed.clone(),
+        );
+        registry.register(
+            "jobs_retried",
+            "Attempts re-queued after a failure, a timeout or a lost host",
+            jobs_retried.clone(),
+        );
+        registry.register(
+            "runs_started",
+            "Optimizer runs started",
+            runs_started.clone(),
+        );
+        registry.register(
+            "evaluation_seconds",
+            "Time from an attempt's start to its result",
+            evaluation_seconds.clone(),
+        );
+        registry.register(
+            "store_commit_seconds",
+            "Duration of one SQLite group commit",
+            commit_seconds,
+        );
+        registry.register("hosts", "Registered hosts by state", hosts.clone());
+        registry.register(
+            "jobs_queued",
+            "Jobs waiting for a host, by run (run 0: jobs outside runs)",
+            queued.clone(),
+        );
+        registry.register("runs", "Optimizer runs by state", runs.clone());
+        registry.register(
+            "run_best_fitness",
+            "Best fitness of each run so far (maximised; m/s for a gait)",
+            best.clone(),
+        );
+        registry.register(
+            "run_evaluations",
+            "Evaluations told to each run",
+            evaluations.clone(),
+        );
+        Metrics {
+            registry,
+            jobs_started,
+            jobs_finished,
+            jobs_failed,
+            jobs_retried,
+            runs_started,
+            evaluation_seconds,
+            hosts,
+            queued,
+            runs,
+            best,
+            evaluations,
+        }
+    }
+
+    /// The text exposition of every metric, gauges set from `snapshot`.
+    #[must_use]
+    pub fn render(&self, snapshot: &Snapshot) -> String {
+        self.hosts.clear();
+        for (state, n) in &snapshot.hosts {
+            self.hosts.get_or_create(&label("state", state)).set(*n);
+        }
+        self.queued.clear();
+        for (run, n) in &snapshot.queued {
+            self.queued.get_or_create(&label("run", run)).set(*n);
+        }
+        self.runs.clear();
+        for (state, n) in &snapshot.runs {
+            self.runs.get_or_create(&label("state", state)).set(*n);
+        }
+        self.best.clear();
+        self.evaluations.clear();
+        for (id, name, best, evaluations) in &snapshot.run_best {
+            let labels = vec![
+                ("run".to_owned(), id.to_string()),
+                ("name".to_owned(), name.clone()),
+            ];
+            if let Some(best) = best {
+                self.best.get_or_create(&labels).set(*best);
+            }
+            self.evaluations
+                .get_or_create(&labels)
+                .set(i64::try_from(*evaluations).unwrap_or(i64::MAX));
+        }
+        let mut out = String::new();
+        encode(&mut out, &self.registry).expect("writing to a String cannot fail");
+        out
+    }
+}
+
+/// A histogram for the store's commit latency (100 µs .. ~3 s).
+#[must_use]
+pub fn commit_histogram() -> Histogram {
+    Histogram::new(exponential_buckets(0.0001, 2.0, 16))
+}
