@@ -13,6 +13,8 @@
 //!   exactly-once results.
 //! - [`runs`]: the optimizer runtime (budget, termination, replay-based
 //!   resume, best-so-far events) over the plugin API.
+//! - [`http`]: the dashboard and `/metrics` over HTTP (axum).
+//! - [`metrics`]: the Prometheus registry the scheduler, store and runs feed.
 //! - [`grpc`]: the `Organizer` gRPC service, the gRPC host client, and every
 //!   conversion between protobuf and the domain; the only place that knows
 //!   the wire.
