@@ -7,8 +7,17 @@ use clap::{Parser, Subcommand};
 #[derive(Parser)]
 #[command(name = "yamor", version, about = "Teach modular YaMoR robots to walk")]
 struct Cli {
+    /// Log lines as text or as one JSON object per line (for log shippers). Filter with RUST_LOG, e.g. RUST_LOG=yamor_organizer=debug.
+    #[arg(long, global = true, value_enum, default_value_t = LogFormat::Text)]
+    log_format: LogFormat,
     #[command(subcommand)]
     command: Command,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum LogFormat {
+    Text,
+    Json,
 }
 
 mod cluster;
@@ -116,13 +125,18 @@ fn main() -> Result<()> {
         | Command::Lifelong(_) => "warn",
         _ => "info",
     };
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| default_filter.into()),
-        )
-        .with_writer(std::io::stderr)
-        .init();
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| default_filter.into());
+    let logs = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    match cli.log_format {
+        LogFormat::Json => logs.json().init(),
+        // Colour codes only where a person reads them.
+        LogFormat::Text => logs
+            .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+            .init(),
+    }
     use yamor_experiments as ex;
     use yamor_lifelong::scenarios as life;
     match cli.command {

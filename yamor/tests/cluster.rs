@@ -488,3 +488,76 @@ fn listing_an_unreachable_organizer_is_one_line() {
         );
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn json_logs_are_one_object_per_line_without_colour_and_say_run_started() {
+    let db = temp_db("json-logs");
+    let mut child = Command::new(BIN)
+        .args([
+            "--log-format",
+            "json",
+            "organizer",
+            "--listen",
+            "127.0.0.1:0",
+        ])
+        .args([
+            "--http",
+            "127.0.0.1:0",
+            "--heartbeat",
+            "0.2",
+            "--lease",
+            "1.0",
+            "--db",
+        ])
+        .arg(&db)
+        .env("RUST_LOG", "info")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn organizer");
+    let (tx, lines) = std::sync::mpsc::channel::<String>();
+    let stderr = child.stderr.take().unwrap();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let _organizer = Proc { child };
+    let mut seen = Vec::new();
+    let next = |seen: &mut Vec<String>| {
+        let line = lines
+            .recv_timeout(Duration::from_secs(60))
+            .unwrap_or_else(|_| panic!("no more output after {seen:#?}"));
+        seen.push(line.clone());
+        line
+    };
+    let url = loop {
+        let line = next(&mut seen);
+        if let Some(rest) = line.strip_prefix("organizer listening on ") {
+            break rest.split_whitespace().next().unwrap().to_owned();
+        }
+    };
+    let _host = start_host(&url, "h0", 0);
+    let mut org = client(&url);
+    wait_free_hosts(&mut org, 1).await;
+    let run = org.start_run(pso_run(6, 3)).await.unwrap().into_inner();
+    loop {
+        let line = next(&mut seen);
+        if !line.starts_with('{') {
+            continue; // the banners are for people
+        }
+        let entry: serde_json::Value =
+            serde_json::from_str(&line).expect("one JSON object per line");
+        if entry["fields"]["message"] == "run started" {
+            assert_eq!(entry["fields"]["run"], run.id);
+            assert_eq!(entry["level"], "INFO");
+            break;
+        }
+    }
+    assert!(
+        seen.iter().all(|l| !l.contains('\u{1b}')),
+        "colour codes: {seen:#?}"
+    );
+}
