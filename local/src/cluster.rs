@@ -93,7 +93,7 @@ impl LocalCluster {
         tokio::spawn(yamor_organizer::http::serve(
             http,
             organizer.clone(),
-            None,
+            crate::dashboard_options(None),
             stopped(stop_rx.clone()),
         ));
         for index in 0..hosts {
@@ -131,7 +131,11 @@ impl LocalCluster {
     /// are on disk.
     pub async fn follow(&self, run_id: u64) -> Result<Run, LocalError> {
         let events = self.organizer.runs.watch(run_id)?;
-        let done = crate::progress::follow_run(tokio_stream::StreamExt::map(events, Ok)).await?;
+        let done = crate::progress::follow_run(
+            tokio_stream::StreamExt::map(events, Ok),
+            std::future::pending(),
+        )
+        .await?;
         self.organizer.scheduler.store().sync().await?;
         Ok(done)
     }

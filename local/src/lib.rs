@@ -24,7 +24,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 pub use cluster::{HostTask, LocalCluster, serve_host};
-pub use problem::default_optimization;
+pub use problem::{dashboard_options, default_optimization, generic_optimization};
 pub use report::{Evaluation, evaluations, plot_progress, register_font, write_outputs};
 
 /// Why the local cluster or one of its reports failed.

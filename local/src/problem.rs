@@ -18,7 +18,15 @@ pub fn default_optimization(robot: &str) -> Result<String, LocalError> {
         name: robot.to_owned(),
         known: ExampleRobot::names().join(", "),
     })?;
-    let gait = example.gait()?;
+    generic_optimization(robot, example.gait()?)
+}
+
+/// Every oscillating module's amplitude and offset, and every coupled
+/// pair's phase lag, of `gait`, within the module's limit angles.
+pub fn generic_optimization(
+    robot: &str,
+    gait: yamor_core::RobotConfig,
+) -> Result<String, LocalError> {
     let mut rules = Vec::new();
     for m in &gait.modules {
         if m.speed == 0.0 {
@@ -52,4 +60,22 @@ pub fn default_optimization(robot: &str) -> Result<String, LocalError> {
     let config = OptimizationConfig::new(gait, rules)
         .map_err(|e| LocalError::Problem(format!("the default problem of {robot}: {e}")))?;
     Ok(config.to_xml_string())
+}
+
+/// The dashboard over the embedded robots: its start form offers each of
+/// them with its default problem.
+#[must_use]
+pub fn dashboard_options(
+    token: Option<yamor_proto::transport::Token>,
+) -> yamor_organizer::http::Options {
+    yamor_organizer::http::Options {
+        token,
+        robots: ExampleRobot::names()
+            .into_iter()
+            .map(str::to_owned)
+            .collect(),
+        problem_for_robot: Some(std::sync::Arc::new(|robot: &str| {
+            default_optimization(robot).map_err(|e| e.to_string())
+        })),
+    }
 }

@@ -1,44 +1,123 @@
-//! A run's progress on the terminal.
+//! A run's progress: a bar on a terminal, plain lines in a log.
 
-use indicatif::{ProgressBar, ProgressStyle};
+use std::future::Future;
+use std::io::IsTerminal as _;
+use std::time::{Duration, Instant};
+
+use indicatif::{ProgressBar, ProgressFinish, ProgressStyle};
 use tokio_stream::StreamExt as _;
 use yamor_organizer::model::{Run, RunEvent, RunState};
 
 use crate::LocalError;
 
-/// Shows a run's progress until it ends; returns its final state.
+/// Shows a run's progress until it ends or `interrupt` resolves; returns
+/// the run as last seen (on interrupt: still running, with its true count).
+///
+/// On a terminal it draws a bar on stderr; elsewhere (a log, a pipe, CI) it
+/// writes a line to stderr at every tenth of the budget, at most every few
+/// seconds otherwise, and when the run's state changes.
 pub async fn follow_run(
     mut stream: impl tokio_stream::Stream<Item = Result<RunEvent, LocalError>> + Unpin,
+    interrupt: impl Future<Output = ()>,
 ) -> Result<Run, LocalError> {
-    let bar = ProgressBar::new(0);
-    bar.set_style(
-        ProgressStyle::with_template(
-            "{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} evals {msg}",
-        )
-        .expect("valid template"),
-    );
+    let mut view = if std::io::stderr().is_terminal() {
+        View::Bar(bar())
+    } else {
+        View::Lines(Lines::default())
+    };
     let mut last = None;
-    while let Some(event) = stream.next().await {
+    tokio::pin!(interrupt);
+    loop {
+        let event = tokio::select! {
+            event = stream.next() => event,
+            () = &mut interrupt => break,
+        };
+        let Some(event) = event else { break };
         let run = event?.run;
-        {
-            bar.set_length(if run.max_evaluations > 0 {
-                run.max_evaluations
-            } else {
-                run.evaluations.max(1)
-            });
-            bar.set_position(run.evaluations);
-            bar.set_message(format!(
-                "best {}",
-                run.best_velocity
-                    .map_or("-".into(), |v| format!("{:.2} cm/s", v * 100.0))
-            ));
-            let done = run.state != RunState::Running;
-            last = Some(run);
-            if done {
-                break;
+        view.show(&run);
+        let done = run.state != RunState::Running;
+        last = Some(run);
+        if done {
+            break;
+        }
+    }
+    if let View::Bar(bar) = view {
+        // Left as it is: finishing would fill it to the budget.
+        bar.abandon();
+    }
+    last.ok_or(LocalError::NoEvents)
+}
+
+fn bar() -> ProgressBar {
+    ProgressBar::new(0)
+        .with_finish(ProgressFinish::Abandon)
+        .with_style(
+            ProgressStyle::with_template(
+                "{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} evals {msg}",
+            )
+            .expect("valid template"),
+        )
+}
+
+enum View {
+    Bar(ProgressBar),
+    Lines(Lines),
+}
+
+#[derive(Default)]
+struct Lines {
+    printed: Option<(Instant, u64, RunState)>,
+}
+
+fn best(run: &Run) -> String {
+    run.best_velocity
+        .map_or("-".into(), |v| format!("{:.2} cm/s", v * 100.0))
+}
+
+impl View {
+    fn show(&mut self, run: &Run) {
+        match self {
+            View::Bar(bar) => {
+                bar.set_length(if run.max_evaluations > 0 {
+                    run.max_evaluations
+                } else {
+                    run.evaluations.max(1)
+                });
+                bar.set_position(run.evaluations);
+                bar.set_message(format!("best {}", best(run)));
+            }
+            View::Lines(lines) => {
+                if lines.due(run) {
+                    let budget = if run.max_evaluations > 0 {
+                        format!("/{}", run.max_evaluations)
+                    } else {
+                        String::new()
+                    };
+                    eprintln!(
+                        "run {}: {}{budget} evaluations, best {}, {} after {:.0} s",
+                        run.id,
+                        run.evaluations,
+                        best(run),
+                        run.state.as_str(),
+                        run.elapsed_s
+                    );
+                    lines.printed = Some((Instant::now(), run.evaluations, run.state));
+                }
             }
         }
     }
-    bar.finish();
-    last.ok_or(LocalError::NoEvents)
+}
+
+impl Lines {
+    const EVERY: Duration = Duration::from_secs(5);
+
+    fn due(&self, run: &Run) -> bool {
+        let Some((at, evaluations, state)) = self.printed else {
+            return true;
+        };
+        let step = (run.max_evaluations / 10).max(1);
+        state != run.state
+            || (run.max_evaluations > 0 && run.evaluations / step > evaluations / step)
+            || (run.evaluations > evaluations && at.elapsed() >= Self::EVERY)
+    }
 }

@@ -121,6 +121,9 @@ pub struct JobFilter {
     /// Empty: any state.
     pub states: Vec<JobState>,
     pub after_id: u64,
+    /// Newest first, only ids below this (`u64::MAX`: from the newest);
+    /// `None`: oldest first from `after_id`.
+    pub before_id: Option<u64>,
     pub limit: Option<u32>,
 }
 

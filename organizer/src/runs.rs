@@ -391,11 +391,13 @@ impl Runs {
         let mut specs = Vec::new();
         for (index, variant) in variants.into_iter().enumerate() {
             let mut r = base.clone();
-            r.settings.extend(variant.settings);
             r.seed = variant.seed;
-            if !variant.name.is_empty() {
-                r.name = variant.name;
-            }
+            r.name = if variant.name.is_empty() {
+                variant_name(&base, &variant.settings, variant.seed)
+            } else {
+                variant.name
+            };
+            r.settings.extend(variant.settings);
             self.resolve_settings(&r)
                 .map_err(|e| ScheduleError::Invalid(format!("variants[{index}]: {e}")))?;
             specs.push(r);
@@ -907,4 +909,20 @@ fn row_view(row: &RunRow) -> Run {
 /// The budget a plugin may plan with (0 means the optimizer's own schedule).
 fn budget_of(spec: &RunSpec) -> Option<u64> {
     (spec.max_evaluations > 0).then_some(spec.max_evaluations)
+}
+
+/// An unnamed batch run is named after what sets it apart: its settings
+/// (or its seed when it changes none), after the batch's name or optimizer.
+fn variant_name(base: &RunSpec, settings: &BTreeMap<String, String>, seed: u64) -> String {
+    let prefix = if base.name.is_empty() {
+        &base.optimizer
+    } else {
+        &base.name
+    };
+    if settings.is_empty() {
+        format!("{prefix} seed={seed}")
+    } else {
+        let pairs: Vec<String> = settings.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        format!("{prefix} {}", pairs.join(","))
+    }
 }

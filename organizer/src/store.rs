@@ -398,13 +398,21 @@ impl Store {
                 .collect();
             sql.push_str(&format!(" AND state IN ({})", list.join(",")));
         }
-        sql.push_str(" ORDER BY id LIMIT ?3");
-        let after = filter.after_id as i64;
-        let run = filter.run_id.unwrap_or(0) as i64;
+        sql.push_str(if filter.before_id.is_some() {
+            " AND id < ?4 ORDER BY id DESC LIMIT ?3"
+        } else {
+            " AND ?4 >= 0 ORDER BY id LIMIT ?3"
+        });
+        // SQLite integers are i64: ids beyond that do not exist, so clamp
+        // rather than wrap (u64::MAX would read as -1).
+        let clamp = |id: u64| i64::try_from(id).unwrap_or(i64::MAX);
+        let after = clamp(filter.after_id);
+        let before = clamp(filter.before_id.unwrap_or(0));
+        let run = clamp(filter.run_id.unwrap_or(0));
         let limit = filter.limit.map_or(-1, i64::from);
         self.read(|c| {
             let mut stmt = c.prepare(&sql)?;
-            let mut rows = stmt.query(params![after, run, limit])?;
+            let mut rows = stmt.query(params![after, run, limit, before])?;
             let mut out = Vec::new();
             while let Some(r) = rows.next()? {
                 out.push(job_row(r)?);

@@ -231,3 +231,38 @@ async fn a_run_only_reaches_hosts_that_serve_its_objective() {
         .unwrap_err();
     assert!(error.to_string().contains("objective"), "{error}");
 }
+
+/// Each way of pointing at the wrong place reads as one sentence that
+/// names the cause, never a transport error chain.
+#[tokio::test]
+async fn https_against_plain_text_and_an_unknown_name_are_one_sentence_each() {
+    let (client, _organizer) = organizer("client-wrong-url").await;
+    let https = client.url().replacen("http://", "https://", 1);
+    let error = OrganizerClient::new(&https, &ClientSecurity::default())
+        .unwrap()
+        .list_runs()
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.starts_with(&format!("cannot reach the organizer at {https}: ")),
+        "{error}"
+    );
+    assert!(error.contains("TLS"), "{error}");
+    assert_eq!(error.lines().count(), 1, "{error}");
+
+    let unknown = "http://no-such-organizer.invalid:7070";
+    let error = OrganizerClient::new(unknown, &ClientSecurity::default())
+        .unwrap()
+        .list_runs()
+        .await
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        error,
+        format!(
+            "cannot reach the organizer at {unknown}: the host name does not resolve; \
+             start one with `yamor organizer` or pass --organizer"
+        )
+    );
+}

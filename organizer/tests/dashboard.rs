@@ -43,7 +43,10 @@ async fn dashboard(name: &str, hosts: usize, token: Option<&str>) -> (Organizer,
     tokio::spawn(yamor_organizer::http::serve(
         listener,
         organizer.clone(),
-        token.map(|t| Token::new(t).unwrap()),
+        yamor_organizer::http::Options {
+            token: token.map(|t| Token::new(t).unwrap()),
+            ..Default::default()
+        },
         std::future::pending(),
     ));
     (organizer, address)

@@ -272,6 +272,7 @@ where
     server(security)?
         .add_service(health_service)
         .add_service(reflection(security)?)
+        .add_service(reflection_v1alpha(security)?)
         .add_service(tonic::service::interceptor::InterceptedService::new(
             service,
             RequireToken::new(security.token.clone()),
@@ -282,6 +283,34 @@ where
         )
         .await?;
     Ok(())
+}
+
+fn reflection_builder() -> tonic_reflection::server::Builder<'static> {
+    tonic_reflection::server::Builder::configure()
+        .register_encoded_file_descriptor_set(crate::FILE_DESCRIPTOR_SET)
+        .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+}
+
+/// Reflection's older `v1alpha` protocol, which grpcurl 1.8 and Python's
+/// `grpcio-reflection` speak, behind the token.
+pub fn reflection_v1alpha(
+    security: &ServerSecurity,
+) -> Result<
+    tonic::service::interceptor::InterceptedService<
+        tonic_reflection::server::v1alpha::ServerReflectionServer<
+            impl tonic_reflection::server::v1alpha::ServerReflection,
+        >,
+        RequireToken,
+    >,
+    TransportError,
+> {
+    let service = reflection_builder()
+        .build_v1alpha()
+        .map_err(|e| TransportError::Reflection(e.to_string()))?;
+    Ok(tonic::service::interceptor::InterceptedService::new(
+        service,
+        RequireToken::new(security.token.clone()),
+    ))
 }
 
 /// The reflection service for every yamor service, behind the token.
@@ -296,9 +325,7 @@ pub fn reflection(
     >,
     TransportError,
 > {
-    let service = tonic_reflection::server::Builder::configure()
-        .register_encoded_file_descriptor_set(crate::FILE_DESCRIPTOR_SET)
-        .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+    let service = reflection_builder()
         .build_v1()
         .map_err(|e| TransportError::Reflection(e.to_string()))?;
     Ok(tonic::service::interceptor::InterceptedService::new(

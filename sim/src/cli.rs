@@ -38,7 +38,7 @@ fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> CliError {
 
 #[derive(Args)]
 pub struct RobotArgs {
-    /// An embedded example (quadruped, snake, trebuchet, dog, wheel) or a morphology XML file.
+    /// An embedded example (quadruped, snake, trebuchet, dog, wheel), a morphology XML file, or a directory holding world.xml and gait.xml.
     #[arg(default_value = "quadruped")]
     robot: String,
     /// Gait (yamorconfig XML); defaults to the example's gait or `gait.xml` beside the morphology file.

@@ -65,8 +65,9 @@ pub enum LoadError {
     },
 }
 
-/// A robot as a user names it: an embedded example, or a morphology file
-/// with `gait.xml` beside it. `gait` overrides the robot's own gait.
+/// A robot as a user names it: an embedded example, a morphology file with
+/// `gait.xml` beside it, or a directory holding `world.xml` and `gait.xml`.
+/// `gait` overrides the robot's own gait.
 pub fn load(
     robot: &str,
     gait: Option<&std::path::Path>,
@@ -83,7 +84,14 @@ pub fn load(
         };
         return Ok((example.morphology().map_err(Box::new)?, gait));
     }
-    let path = std::path::Path::new(robot);
+    let given_path = std::path::Path::new(robot);
+    let in_dir;
+    let path = if given_path.is_dir() {
+        in_dir = given_path.join("world.xml");
+        in_dir.as_path()
+    } else {
+        given_path
+    };
     if !path.exists() {
         return Err(LoadError::Unknown {
             name: robot.to_owned(),

@@ -14,7 +14,7 @@ use yamor_host_agent::expr::ExprBackend;
 use yamor_host_agent::serial::SerialSettings;
 use yamor_host_agent::sim::SimBackend;
 use yamor_host_agent::{Backend, HostOptions, HostServer};
-use yamor_organizer::model::{Job, JobFilter, Problem, Run, RunSpec, RunVariant};
+use yamor_organizer::model::{Host, Job, JobFilter, Problem, Run, RunSpec, RunState, RunVariant};
 use yamor_organizer::{Organizer, SchedulerConfig};
 
 use crate::net::{ClientOpts, ServerOpts, shutdown_signal};
@@ -90,7 +90,7 @@ pub async fn organizer(args: OrganizerArgs) -> Result<()> {
         Some(tokio::spawn(yamor_organizer::http::serve(
             http,
             organizer.clone(),
-            token,
+            yamor_local::dashboard_options(token),
             shutdown_signal(),
         )))
     };
@@ -200,12 +200,17 @@ pub enum HostsCommand {
     List,
     /// Add a host by address (it is probed first).
     Add {
+        /// The host's gRPC address, e.g. http://10.0.0.5:7071.
         address: String,
+        /// Its unique name (default: the address).
         #[arg(long, default_value = "")]
         name: String,
     },
     /// Remove a host by name or id; its running job is re-queued.
-    Remove { host: String },
+    Remove {
+        /// The host's name or id.
+        host: String,
+    },
 }
 
 fn backend_name(kind: Option<BackendKind>) -> &'static str {
@@ -217,6 +222,29 @@ fn backend_name(kind: Option<BackendKind>) -> &'static str {
     }
 }
 
+/// Prints `value` as pretty JSON on stdout.
+fn print_json(value: &serde_json::Value) {
+    println!(
+        "{}",
+        serde_json::to_string_pretty(value).expect("JSON values serialise")
+    );
+}
+
+fn host_json(h: &Host) -> serde_json::Value {
+    serde_json::json!({
+        "id": h.id,
+        "name": h.name,
+        "address": h.address,
+        "backend": backend_name(h.backend),
+        "robot": h.robot,
+        "state": h.state.as_str(),
+        "current_job": (h.current_job > 0).then_some(h.current_job),
+        "last_seen_s": h.last_seen.as_secs_f64(),
+        "evaluations": h.evaluations,
+        "failures": h.failures,
+    })
+}
+
 pub async fn hosts(client: ClientOpts, command: HostsCommand) -> Result<()> {
     let organizer = client.organizer()?;
     match command {
@@ -224,6 +252,10 @@ pub async fn hosts(client: ClientOpts, command: HostsCommand) -> Result<()> {
             // Asked first, so that an organizer that cannot be reached
             // leaves its one-line error and no table header.
             let hosts = organizer.list_hosts().await?;
+            if client.json {
+                print_json(&hosts.iter().map(host_json).collect());
+                return Ok(());
+            }
             println!(
                 "{:>4}  {:<28} {:<5} {:<6} {:>7} {:>9} {:>8} {:>8}  robot",
                 "id", "name", "kind", "state", "job", "seen (s)", "evals", "failures"
@@ -249,14 +281,18 @@ pub async fn hosts(client: ClientOpts, command: HostsCommand) -> Result<()> {
         }
         HostsCommand::Add { address, name } => {
             let host = organizer.register_host(&name, &address).await?;
-            println!(
-                "added host {} ({}) as id {}",
-                host.name, host.address, host.id
-            );
+            if client.json {
+                print_json(&host_json(&host));
+            } else {
+                println!(
+                    "added host {} ({}) as id {}",
+                    host.name, host.address, host.id
+                );
+            }
         }
         HostsCommand::Remove { host } => {
             organizer.deregister_host(&host).await?;
-            println!("removed");
+            println!("removed {host}");
         }
     }
     Ok(())
@@ -332,13 +368,27 @@ fn parse_settings(pairs: &[String]) -> Result<BTreeMap<String, String>> {
 }
 
 impl RunOptions {
-    /// The run on `robot`, with `budget` unless one was given.
+    /// The run on the example `robot`, with `budget` unless one was given.
     pub fn spec(&self, robot: &str, budget: u64) -> Result<RunSpec> {
+        self.spec_on(
+            RobotSource::Example(robot.to_owned()),
+            || Ok(yamor_local::default_optimization(robot)?),
+            budget,
+        )
+    }
+
+    /// The run on `robot`; without --config its problem is `default_problem`.
+    pub fn spec_on(
+        &self,
+        robot: RobotSource,
+        default_problem: impl FnOnce() -> Result<String>,
+        budget: u64,
+    ) -> Result<RunSpec> {
         let problem = if self.param.is_empty() {
             Problem::OptimizationXml(match &self.config {
                 // The thesis' own files are Windows-1252: read in the declared encoding.
                 Some(path) => yamor_core::read_xml_file(path)?,
-                None => yamor_local::default_optimization(robot)?,
+                None => default_problem()?,
             })
         } else {
             Problem::Space(
@@ -352,7 +402,7 @@ impl RunOptions {
             name: self.name.clone().unwrap_or_default(),
             settings: parse_settings(&self.settings)?,
             seed: self.seed,
-            robot: RobotSource::Example(robot.to_owned()),
+            robot,
             spec: EvaluationSpec {
                 warmup: self.warmup,
                 measure: self.measure,
@@ -376,21 +426,41 @@ impl RunOptions {
 pub enum OptimizeCommand {
     /// Start one run.
     Start(RunSpecArgs),
-    /// Start one run per variant: --variant 'particles=10,inertia=0.6' (repeatable); seeds count up from --seed.
+    /// Start one run per variant, each named after its settings; seeds count up from --seed.
     Batch {
         #[command(flatten)]
         spec: RunSpecArgs,
+        /// One run's settings, e.g. 'particles=10,inertia=0.6' (repeatable).
         #[arg(long, required = true)]
         variant: Vec<String>,
     },
     /// List runs.
     List,
+    /// One run: state, settings, best value and parameters.
+    Show {
+        /// The run's id.
+        run: u64,
+    },
+    /// Print a run's best gait as yamorconfig XML (or its parameters).
+    Best {
+        /// The run's id.
+        run: u64,
+        /// Print the best parameters (name value per line) instead of XML.
+        #[arg(long)]
+        params: bool,
+    },
     /// List optimizers and their settings.
     Optimizers,
     /// Stop a run; it keeps what it found.
-    Stop { run: u64 },
-    /// Follow a run: progress and best so far.
-    Watch { run: u64 },
+    Stop {
+        /// The run's id.
+        run: u64,
+    },
+    /// Follow a run: progress and best so far; Ctrl-C stops watching, not the run.
+    Watch {
+        /// The run's id.
+        run: u64,
+    },
 }
 
 pub fn print_run(r: &Run) {
@@ -408,6 +478,38 @@ pub fn print_run(r: &Run) {
     );
 }
 
+fn run_json(r: &Run) -> serde_json::Value {
+    serde_json::json!({
+        "id": r.id,
+        "name": r.name,
+        "optimizer": r.optimizer,
+        "settings": r.settings,
+        "seed": r.seed,
+        "state": r.state.as_str(),
+        "evaluations": r.evaluations,
+        "max_evaluations": r.max_evaluations,
+        "max_seconds": r.max_seconds,
+        "best": r.best_velocity,
+        "best_parameters": r.best_parameters.iter()
+            .map(|(name, value)| serde_json::json!({"name": name, "value": value}))
+            .collect::<Vec<_>>(),
+        "error": r.error,
+        "started_ms": r.started_ms,
+        "finished_ms": r.finished_ms,
+        "elapsed_s": r.elapsed_s,
+    })
+}
+
+fn started(client: &ClientOpts, runs: &[Run]) {
+    if client.json {
+        print_json(&runs.iter().map(run_json).collect());
+    } else {
+        for r in runs {
+            println!("started run {} ({})", r.id, r.name);
+        }
+    }
+}
+
 pub async fn optimize(client: ClientOpts, command: OptimizeCommand) -> Result<()> {
     let organizer = client.organizer()?;
     match command {
@@ -415,7 +517,7 @@ pub async fn optimize(client: ClientOpts, command: OptimizeCommand) -> Result<()
             let run = organizer
                 .start_run(&spec.options.spec(&spec.robot, 0)?)
                 .await?;
-            println!("started run {} ({})", run.id, run.name);
+            started(&client, &[run]);
         }
         OptimizeCommand::Batch { spec, variant } => {
             let variants = variant
@@ -428,24 +530,25 @@ pub async fn optimize(client: ClientOpts, command: OptimizeCommand) -> Result<()
                         .map(str::to_owned)
                         .collect();
                     Ok(RunVariant {
-                        // Unnamed batches get "<optimizer>-<run id>" from the organizer.
-                        name: spec
-                            .options
-                            .name
-                            .as_ref()
-                            .map_or(String::new(), |n| format!("{n}-{}", i + 1)),
+                        // The organizer names each after its settings.
+                        name: String::new(),
                         settings: parse_settings(&pairs)?,
                         seed: spec.options.seed + i as u64,
                     })
                 })
                 .collect::<Result<Vec<_>>>()?;
             let base = spec.options.spec(&spec.robot, 0)?;
-            for r in organizer.batch_start_runs(&base, &variants).await? {
-                println!("started run {} ({})", r.id, r.name);
-            }
+            started(
+                &client,
+                &organizer.batch_start_runs(&base, &variants).await?,
+            );
         }
         OptimizeCommand::List => {
             let runs = organizer.list_runs().await?;
+            if client.json {
+                print_json(&runs.iter().map(run_json).collect());
+                return Ok(());
+            }
             println!(
                 "{:>4}  {:<20} {:<8} {:<9} {:>7} {:>12} {:>9}",
                 "id", "name", "plugin", "state", "evals", "best (m/s)", "time"
@@ -454,8 +557,69 @@ pub async fn optimize(client: ClientOpts, command: OptimizeCommand) -> Result<()
                 print_run(&r);
             }
         }
+        OptimizeCommand::Show { run } => {
+            let r = organizer.get_run(run).await?;
+            if client.json {
+                print_json(&run_json(&r));
+                return Ok(());
+            }
+            let budget = if r.max_evaluations > 0 {
+                format!(" of {}", r.max_evaluations)
+            } else {
+                String::new()
+            };
+            println!(
+                "run {} ({}): {} with {}, seed {}",
+                r.id,
+                r.name,
+                r.state.as_str(),
+                r.optimizer,
+                r.seed
+            );
+            println!(
+                "  {} evaluations{budget} in {:.1} s",
+                r.evaluations, r.elapsed_s
+            );
+            let settings: Vec<String> =
+                r.settings.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            println!("  settings {}", settings.join(" "));
+            match r.best_velocity {
+                Some(v) => println!("  best {v:.6}"),
+                None => println!("  no result yet"),
+            }
+            for (name, value) in &r.best_parameters {
+                println!("    {name:<16} {value:.6}");
+            }
+            if !r.error.is_empty() {
+                println!("  error: {}", r.error);
+            }
+        }
+        OptimizeCommand::Best { run, params } => {
+            let r = organizer.get_run(run).await?;
+            if r.best_velocity.is_none() {
+                bail!("run {run} has no result yet");
+            }
+            if params || client.json {
+                if client.json {
+                    print_json(&run_json(&r)["best_parameters"]);
+                } else {
+                    for (name, value) in &r.best_parameters {
+                        println!("{name} {value}");
+                    }
+                }
+            } else if r.best_gait_xml.is_empty() {
+                bail!("run {run} optimizes bare parameters, not a gait: use --params");
+            } else {
+                print!("{}", r.best_gait_xml);
+            }
+        }
         OptimizeCommand::Optimizers => {
-            for o in organizer.list_optimizers().await? {
+            let optimizers = organizer.list_optimizers().await?;
+            if client.json {
+                print_json(&serde_json::to_value(&optimizers)?);
+                return Ok(());
+            }
+            for o in optimizers {
                 println!(
                     "{} {} by {}: {}",
                     o.name, o.version, o.author, o.description
@@ -469,16 +633,35 @@ pub async fn optimize(client: ClientOpts, command: OptimizeCommand) -> Result<()
             }
         }
         OptimizeCommand::Stop { run } => {
-            organizer.stop_run(run).await?;
-            println!("stopping run {run}");
+            let r = organizer.stop_run(run).await?;
+            if r.state == RunState::Running {
+                println!("stopping run {run}; it keeps what it found");
+            } else {
+                println!(
+                    "run {run} is already {} ({} evaluations): nothing to stop",
+                    r.state.as_str(),
+                    r.evaluations
+                );
+            }
         }
         OptimizeCommand::Watch { run } => {
             let events = organizer
                 .watch_run(run)
                 .await?
                 .map(|event| event.map_err(yamor_local::LocalError::from));
-            let run = yamor_local::progress::follow_run(Box::pin(events)).await?;
-            print_run(&run);
+            let seen = yamor_local::progress::follow_run(Box::pin(events), async {
+                let _ = tokio::signal::ctrl_c().await;
+            })
+            .await?;
+            if seen.state == RunState::Running {
+                // Interrupted: the run goes on; show where it is now.
+                eprintln!(
+                    "stopped watching; run {run} goes on (`yamor optimize stop {run}` stops it)"
+                );
+                print_run(&organizer.get_run(run).await.unwrap_or(seen));
+            } else {
+                print_run(&seen);
+            }
         }
     }
     Ok(())
@@ -486,21 +669,46 @@ pub async fn optimize(client: ClientOpts, command: OptimizeCommand) -> Result<()
 
 #[derive(Subcommand)]
 pub enum JobsCommand {
-    /// List jobs (newest last).
+    /// List jobs, newest first.
     List {
+        /// Only this run's jobs (0: every job).
         #[arg(long, default_value_t = 0)]
         run: u64,
+        /// Jobs per page.
         #[arg(long, default_value_t = 50)]
         limit: u32,
-        #[arg(long, default_value_t = 0)]
-        after: u64,
+        /// Only jobs older than this id (the next page).
+        #[arg(long)]
+        before: Option<u64>,
     },
     /// Follow job state changes as they happen.
     Watch {
+        /// Only this run's jobs (0: the jobs named, or every job).
         #[arg(long, default_value_t = 0)]
         run: u64,
+        /// Job ids to follow.
         job: Vec<u64>,
     },
+}
+
+fn job_json(j: &Job) -> serde_json::Value {
+    serde_json::json!({
+        "id": j.id,
+        "run": (j.run_id > 0).then_some(j.run_id),
+        "index": j.seq,
+        "owner": j.owner,
+        "state": j.state.as_str(),
+        "attempts": j.attempts,
+        "host": j.host,
+        "value": j.velocity(),
+        "parameters": j.request.job.parameters.iter()
+            .map(|(name, value)| serde_json::json!({"name": name, "value": value}))
+            .collect::<Vec<_>>(),
+        "error": j.error,
+        "submitted_ms": j.submitted_ms,
+        "started_ms": j.started_ms,
+        "finished_ms": j.finished_ms,
+    })
 }
 
 fn print_job(j: &Job) {
@@ -516,28 +724,61 @@ fn print_job(j: &Job) {
     );
 }
 
-pub async fn jobs(client: ClientOpts, command: JobsCommand) -> Result<()> {
-    let organizer = client.organizer()?;
+fn print_job_header() {
     println!(
         "{:>7} {:>5} {:<10} {:>3} {:<28} {:>12}  error",
         "id", "run", "state", "try", "host", "value"
     );
+}
+
+pub async fn jobs(client: ClientOpts, command: JobsCommand) -> Result<()> {
+    let organizer = client.organizer()?;
     match command {
-        JobsCommand::List { run, limit, after } => {
+        JobsCommand::List { run, limit, before } => {
+            let limit = limit.max(1);
+            // One more than asked tells whether older jobs remain.
             let filter = JobFilter {
                 run_id: (run > 0).then_some(run),
-                states: vec![],
-                after_id: after,
-                limit: Some(limit),
+                before_id: Some(before.unwrap_or(u64::MAX)),
+                limit: Some(limit + 1),
+                ..JobFilter::default()
             };
-            for j in &organizer.list_jobs(&filter, true).await? {
-                print_job(j);
+            let mut jobs = organizer.list_jobs(&filter, true).await?;
+            let more = jobs.len() > limit as usize;
+            jobs.truncate(limit as usize);
+            if client.json {
+                print_json(&jobs.iter().map(job_json).collect());
+            } else {
+                print_job_header();
+                for j in &jobs {
+                    print_job(j);
+                }
+            }
+            if let (true, Some(oldest)) = (more, jobs.last()) {
+                let run = if run > 0 {
+                    format!(" --run {run}")
+                } else {
+                    String::new()
+                };
+                eprintln!(
+                    "older jobs remain: yamor jobs list{run} --before {}",
+                    oldest.id
+                );
             }
         }
         JobsCommand::Watch { run, job } => {
             let mut stream = organizer.watch_jobs(run, job, true).await?;
+            if !client.json {
+                print_job_header();
+            }
             while let Some(j) = stream.next().await {
-                print_job(&j?);
+                let j = j?;
+                if client.json {
+                    // One object per line: a stream has no end to close an array.
+                    println!("{}", job_json(&j));
+                } else {
+                    print_job(&j);
+                }
             }
         }
     }

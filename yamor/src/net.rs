@@ -25,6 +25,9 @@ pub struct ClientOpts {
     /// CA certificate (PEM) for https:// URLs.
     #[arg(long, global = true)]
     pub tls_ca: Option<PathBuf>,
+    /// Print JSON (one document on stdout) instead of a table, for scripts.
+    #[arg(long, global = true)]
+    pub json: bool,
 }
 
 impl ClientOpts {

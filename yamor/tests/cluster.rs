@@ -561,3 +561,207 @@ async fn json_logs_are_one_object_per_line_without_colour_and_say_run_started() 
         "colour codes: {seen:#?}"
     );
 }
+
+/// `yamor <args> --organizer <url>`: success, stdout, stderr.
+fn cli(url: &str, args: &[&str]) -> (bool, String, String) {
+    let out = Command::new(BIN)
+        .args(args)
+        .args(["--organizer", url])
+        .env("RUST_BACKTRACE", "0")
+        .env_remove("YAMOR_TOKEN")
+        .output()
+        .unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn json(text: &str) -> serde_json::Value {
+    serde_json::from_str(text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
+}
+
+/// The CLI as a script uses it: JSON from every list and show command,
+/// batch runs named after their settings, watch lines in a log, jobs
+/// newest first with a pointer to the next page, and plain words when
+/// there is nothing to do.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_cli_is_scriptable_and_says_what_it_did() {
+    let db = temp_db("cli");
+    let (_organizer, url) = start_organizer(&db, "127.0.0.1:0", None);
+    let _host = start_host(&url, "h0", 0);
+    let mut org = client(&url);
+    wait_free_hosts(&mut org, 1).await;
+    let objective = format!("expr:{EXPR}");
+    let (ok, out, err) = cli(
+        &url,
+        &[
+            "optimize",
+            "batch",
+            "--param",
+            "x=-1:1",
+            "--param",
+            "y=-1:1",
+            "--objective",
+            &objective,
+            "--optimizer",
+            "pso",
+            "--budget",
+            "30",
+            "--variant",
+            "particles=5",
+            "--variant",
+            "particles=6",
+            "--json",
+        ],
+    );
+    assert!(ok, "{err}");
+    let started = json(&out);
+    let names: Vec<&str> = started
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["pso particles=5", "pso particles=6"]);
+    let first = started[0]["id"].as_u64().unwrap();
+    let second = started[1]["id"].as_u64().unwrap();
+
+    // Watching from a log: progress lines on stderr, the final row on stdout.
+    let (ok, out, err) = cli(&url, &["optimize", "watch", &second.to_string()]);
+    assert!(ok, "{err}");
+    assert!(
+        err.contains(&format!("run {second}: ")),
+        "no progress lines: {err}"
+    );
+    assert!(out.contains("finished"), "{out}");
+    wait_run_end(&mut org, first).await;
+
+    let (ok, out, _) = cli(&url, &["optimize", "list", "--json"]);
+    assert!(ok);
+    for run in json(&out).as_array().unwrap() {
+        assert_eq!(run["state"], "finished", "{run}");
+        assert_eq!(run["evaluations"], 30, "{run}");
+    }
+    let (ok, out, _) = cli(&url, &["optimize", "show", &first.to_string(), "--json"]);
+    assert!(ok);
+    let shown = json(&out);
+    assert_eq!(shown["settings"]["particles"], "5");
+    let best: Vec<&str> = shown["best_parameters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(best, ["x", "y"]);
+    let (ok, out, _) = cli(&url, &["optimize", "best", &first.to_string(), "--params"]);
+    assert!(ok);
+    assert!(out.starts_with("x ") && out.contains("\ny "), "{out}");
+    let (ok, _, err) = cli(&url, &["optimize", "best", &first.to_string()]);
+    assert!(!ok);
+    assert!(err.contains("--params"), "{err}");
+    let (ok, out, _) = cli(&url, &["optimize", "stop", &first.to_string()]);
+    assert!(ok);
+    assert!(out.contains("already finished"), "{out}");
+
+    // Sixty jobs: five newest, then the rest from where those end.
+    let (ok, out, err) = cli(&url, &["jobs", "list", "--limit", "5", "--json"]);
+    assert!(ok, "{err}");
+    let page: Vec<u64> = json(&out)
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|j| j["id"].as_u64().unwrap())
+        .collect();
+    assert_eq!(page.len(), 5);
+    assert!(
+        page.windows(2).all(|w| w[0] > w[1]),
+        "newest first: {page:?}"
+    );
+    let oldest = page[4];
+    assert!(
+        err.contains(&format!("yamor jobs list --before {oldest}")),
+        "no pointer to the next page: {err}"
+    );
+    let (ok, out, err) = cli(
+        &url,
+        &[
+            "jobs",
+            "list",
+            "--before",
+            &oldest.to_string(),
+            "--limit",
+            "100",
+            "--json",
+        ],
+    );
+    assert!(ok);
+    let rest = json(&out);
+    assert_eq!(rest.as_array().unwrap().len(), 55);
+    assert!(err.is_empty(), "nothing older remains: {err}");
+
+    let (ok, out, _) = cli(&url, &["hosts", "list", "--json"]);
+    assert!(ok);
+    let hosts = json(&out);
+    assert_eq!(hosts[0]["name"], "h0");
+    assert_eq!(hosts[0]["evaluations"], 60);
+}
+
+/// `yamor run` on a robot directory of the user's own (not an embedded
+/// example), writing into a fresh run directory, not the current one.
+#[test]
+fn yamor_run_takes_a_robot_directory_and_writes_a_run_directory() {
+    let home = temp_db("own-robot").with_file_name("runs");
+    let robot = temp_db("own-robot").with_file_name("my-quadruped");
+    std::fs::create_dir_all(&robot).unwrap();
+    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/robots/quadruped");
+    for file in ["world.xml", "gait.xml"] {
+        std::fs::copy(examples.join(file), robot.join(file)).unwrap();
+    }
+    let cwd = temp_db("own-robot-cwd").with_file_name("");
+    let out = Command::new(BIN)
+        .arg("run")
+        .arg(&robot)
+        .args([
+            "--budget",
+            "12",
+            "--hosts",
+            "1",
+            "--warmup",
+            "1",
+            "--measure",
+            "1",
+        ])
+        .current_dir(&cwd)
+        .env("YAMOR_RUNS", &home)
+        .env("RUST_BACKTRACE", "0")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let runs: Vec<PathBuf> = std::fs::read_dir(&home)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    let dir = &runs[0];
+    assert!(
+        dir.file_name()
+            .unwrap()
+            .to_string_lossy()
+            .starts_with("my-quadruped-"),
+        "{dir:?}"
+    );
+    assert!(
+        stderr.contains(&format!("outputs in {}", dir.display())),
+        "{stderr}"
+    );
+    let best = std::fs::read_to_string(dir.join("best_gait.xml")).unwrap();
+    assert!(
+        best.contains("<yamorconfig") || best.contains("yamor"),
+        "{best}"
+    );
+    // Nothing landed where it was started.
+    assert_eq!(std::fs::read_dir(&cwd).unwrap().count(), 0);
+}

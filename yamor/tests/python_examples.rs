@@ -1,6 +1,6 @@
 //! `examples/python`: a host and an external optimizer written from
 //! `proto/` alone, against a real organizer. They need `python3` with
-//! `grpcio` and `grpcio-tools`: `$YAMOR_PYTHON` if set (CI sets it),
+//! `grpcio`, `grpcio-tools` and `grpcio-reflection`: `$YAMOR_PYTHON` if set (CI sets it),
 //! otherwise a virtual environment this test makes once under `target/`.
 
 use std::io::{BufRead, BufReader};
@@ -20,14 +20,15 @@ fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
-/// A Python with grpcio and grpcio-tools.
+/// A Python with grpcio, grpcio-tools and grpcio-reflection.
 fn python() -> PathBuf {
     if let Some(python) = std::env::var_os("YAMOR_PYTHON") {
         return python.into();
     }
     let venv = root().join("target").join("python-examples-venv");
     let python = venv.join("bin").join("python");
-    let ready = venv.join("ready");
+    // Named after what it holds: an older venv without reflection is redone.
+    let ready = venv.join("ready-reflection");
     if !ready.exists() {
         let made = Command::new("python3")
             .args(["-m", "venv"])
@@ -36,12 +37,20 @@ fn python() -> PathBuf {
             .expect("python3 is needed for the Python examples' test");
         assert!(made.success(), "python3 -m venv failed");
         let installed = Command::new(&python)
-            .args(["-m", "pip", "install", "-q", "grpcio", "grpcio-tools"])
+            .args([
+                "-m",
+                "pip",
+                "install",
+                "-q",
+                "grpcio",
+                "grpcio-tools",
+                "grpcio-reflection",
+            ])
             .status()
             .unwrap();
         assert!(
             installed.success(),
-            "pip install grpcio grpcio-tools failed"
+            "pip install grpcio grpcio-tools grpcio-reflection failed"
         );
         std::fs::write(&ready, "").unwrap();
     }
@@ -59,7 +68,10 @@ impl Drop for Running {
 }
 
 async fn organizer() -> (OrganizerClient, Organizer, String) {
-    let dir = std::env::temp_dir().join(format!("yamor-python-{}", std::process::id()));
+    // One directory per organizer: tests of this file run side by side.
+    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!("yamor-python-{}-{n}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     let organizer = Organizer::start(
@@ -240,4 +252,35 @@ async fn a_python_host_serves_a_run_and_a_python_optimizer_drives_the_cluster() 
         .await
         .unwrap_err();
     assert!(error.to_string().contains("no registered host"), "{error}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_grpcio_reflection_lists_the_organizer_api_without_proto_files() {
+    let (_client, _organizer, url) = organizer().await;
+    let output = tokio::task::spawn_blocking(move || {
+        Command::new(python())
+            .arg(root().join("examples/python/reflect.py"))
+            .arg(&url)
+            .output()
+    })
+    .await
+    .unwrap()
+    .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "reflect.py failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let organizer_line = stdout
+        .lines()
+        .find(|l| l.starts_with("yamor.v1.Organizer:"))
+        .unwrap_or_else(|| panic!("no Organizer service in {stdout}"));
+    for method in ["StartRun", "SubmitJobs", "WatchRun", "RegisterHost"] {
+        assert!(
+            organizer_line.contains(method),
+            "{method} missing: {organizer_line}"
+        );
+    }
+    assert!(stdout.contains("grpc.health.v1.Health: Check"), "{stdout}");
 }

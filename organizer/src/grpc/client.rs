@@ -178,14 +178,26 @@ impl OrganizerClient {
             .collect())
     }
 
-    /// Asks a run to stop; it keeps what it found.
-    pub async fn stop_run(&self, run_id: u64) -> Result<(), ClientError> {
-        self.inner
+    /// Asks a run to stop; it keeps what it found. Returns the run as it
+    /// was asked: a run no longer running had nothing to stop.
+    pub async fn stop_run(&self, run_id: u64) -> Result<Run, ClientError> {
+        let reply = self
+            .inner
             .clone()
             .stop_run(pb::StopRunRequest { run_id })
             .await
             .map_err(|s| self.error(s))?;
-        Ok(())
+        run_from_pb(reply.into_inner()).map_err(ClientError::BadReply)
+    }
+
+    pub async fn get_run(&self, run_id: u64) -> Result<Run, ClientError> {
+        let reply = self
+            .inner
+            .clone()
+            .get_run(pb::GetRunRequest { run_id })
+            .await
+            .map_err(|s| self.error(s))?;
+        run_from_pb(reply.into_inner()).map_err(ClientError::BadReply)
     }
 
     /// The run's state now, then after every change until it ends.
@@ -203,7 +215,8 @@ impl OrganizerClient {
         })))
     }
 
-    /// Jobs oldest first; `brief` leaves out robots, gaits and trajectories.
+    /// Jobs oldest first, or newest first with `filter.before_id`; `brief`
+    /// leaves out robots, gaits and trajectories.
     pub async fn list_jobs(
         &self,
         filter: &JobFilter,
@@ -221,6 +234,8 @@ impl OrganizerClient {
                     .collect(),
                 limit: filter.limit.unwrap_or(0),
                 after_id: filter.after_id,
+                newest_first: filter.before_id.is_some(),
+                before_id: filter.before_id.filter(|&b| b != u64::MAX).unwrap_or(0),
                 brief,
             })
             .await

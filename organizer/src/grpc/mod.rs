@@ -156,6 +156,11 @@ impl OrganizerApi for OrganizerService {
                 .collect::<Result<_, _>>()
                 .map_err(Status::invalid_argument)?,
             after_id: r.after_id,
+            before_id: r.newest_first.then_some(if r.before_id == 0 {
+                u64::MAX
+            } else {
+                r.before_id
+            }),
             limit: Some(if r.limit == 0 {
                 100
             } else {

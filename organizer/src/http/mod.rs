@@ -11,14 +11,21 @@
 //! - Pages: `/hosts`, `/runs`, `/runs/{id}` (live through `/runs/{id}/events`,
 //!   Server-Sent Events), `/jobs`, `/gaits`.
 //! - Downloads: `/runs/{id}/best.xml`, `/runs/{id}/evaluations.csv`.
+//! - `/runs/new` and `POST /runs`: start a run or a batch ([`launch`]).
+//! - `/runs/{id}/trajectory.svg`: the best gait from above ([`trajectory`]).
 //! - `POST /runs/{id}/stop`; `/metrics` (Prometheus text format).
 //! - Access: when a token is given, every request needs it, as
 //!   `Authorization: Bearer <token>`, a `yamor_token` cookie, or once as
 //!   `?token=` (which sets the cookie).
 
+mod launch;
+mod trajectory;
+
+use std::collections::HashMap;
 use std::convert::Infallible;
 use std::fmt::Write as _;
 use std::future::Future;
+use std::sync::{Arc, Mutex};
 
 use axum::Router;
 use axum::extract::{Path, Query, Request, State};
@@ -36,21 +43,44 @@ use crate::Organizer;
 use crate::model::{Job, JobFilter, JobState, Run, RunState};
 use crate::runs::Runs;
 
+/// The default optimization problem of a named robot (its yamorconfig
+/// XML), or why there is none.
+pub type ProblemForRobot = Arc<dyn Fn(&str) -> Result<String, String> + Send + Sync>;
+
+/// How the dashboard is served.
+#[derive(Clone, Default)]
+pub struct Options {
+    /// With a token, each request must carry it.
+    pub token: Option<Token>,
+    /// Robots the start form offers.
+    pub robots: Vec<String>,
+    /// Where the start form finds a robot's problem; `None`: the form
+    /// takes bare parameters only.
+    pub problem_for_robot: Option<ProblemForRobot>,
+}
+
 #[derive(Clone)]
 struct App {
     organizer: Organizer,
-    token: Option<Token>,
+    options: Options,
+    /// Per run: the best job drawn and its drawing.
+    trajectories: Arc<Mutex<HashMap<u64, (u64, String)>>>,
 }
 
-/// Every dashboard route over `organizer`; with `token`, each request must
-/// carry it.
-pub fn router(organizer: Organizer, token: Option<Token>) -> Router {
-    let app = App { organizer, token };
+/// Every dashboard route over `organizer`.
+pub fn router(organizer: Organizer, options: Options) -> Router {
+    let app = App {
+        organizer,
+        options,
+        trajectories: Arc::default(),
+    };
     Router::new()
         .route("/", get(|| async { Redirect::to("/runs") }))
         .route("/hosts", get(hosts_page))
-        .route("/runs", get(runs_page))
+        .route("/runs", get(runs_page).post(launch::launch))
+        .route("/runs/new", get(launch::form_page))
         .route("/runs/{id}", get(run_page))
+        .route("/runs/{id}/trajectory.svg", get(trajectory::trajectory_svg))
         .route("/runs/{id}/chart.svg", get(run_chart))
         .route("/runs/{id}/events", get(run_events))
         .route("/runs/{id}/best.xml", get(best_xml))
@@ -67,16 +97,16 @@ pub fn router(organizer: Organizer, token: Option<Token>) -> Router {
 pub async fn serve(
     listener: TcpListener,
     organizer: Organizer,
-    token: Option<Token>,
+    options: Options,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    axum::serve(listener, router(organizer, token))
+    axum::serve(listener, router(organizer, options))
         .with_graceful_shutdown(shutdown)
         .await
 }
 
 async fn check_token(State(app): State<App>, request: Request, next: Next) -> Response {
-    let Some(token) = &app.token else {
+    let Some(token) = &app.options.token else {
         return next.run(request).await;
     };
     let headers = request.headers();
@@ -212,8 +242,8 @@ async fn hosts_page(State(app): State<App>) -> Html<String> {
             state = h.state.as_str(),
             job = if h.current_job > 0 {
                 format!(
-                    "<a href=/jobs?after={}>{}</a>",
-                    h.current_job - 1,
+                    "<a href=/jobs?before={}>{}</a>",
+                    h.current_job + 1,
                     h.current_job
                 )
             } else {
@@ -298,7 +328,7 @@ fn progress(r: &Run) -> String {
 async fn runs_page(State(app): State<App>) -> Result<Html<String>, PageError> {
     let runs = &app.organizer.runs;
     let mut body = String::from(
-        "<table id=runs><tr><th>id</th><th>name</th><th>optimizer</th><th>settings</th><th>state</th>\
+        "<p><a id=new href=/runs/new>start runs</a></p><table id=runs><tr><th>id</th><th>name</th><th>optimizer</th><th>settings</th><th>state</th>\
          <th>progress</th><th class=num>best</th><th>best so far</th><th>started</th><th class=num>elapsed</th><th></th></tr>",
     );
     let mut list = runs.list();
@@ -446,7 +476,7 @@ async fn run_page(State(app): State<App>, Path(id): Path<u64>) -> Result<Html<St
         "<p>optimizer <b>{opt}</b> · state <b id=state>{state}</b> · <span id=progress>{progress}</span> · \
          best <b id=bestvalue>{best}</b> · elapsed {elapsed:.0} s {error}</p>\
          <p><a href=/runs/{id}/best.xml>best gait (XML)</a> · <a href=/runs/{id}/evaluations.csv>evaluations (CSV)</a> · \
-         <a href=\"/jobs?run={id}\">jobs</a></p><div id=chartbox>{chart}</div>",
+         <a href=\"/jobs?run={id}\">jobs</a>{stop}</p><div id=chartbox>{chart}</div>",
         opt = esc(&r.optimizer),
         state = r.state.as_str(),
         progress = progress(&r),
@@ -458,6 +488,13 @@ async fn run_page(State(app): State<App>, Path(id): Path<u64>) -> Result<Html<St
             format!("<span class=err>{}</span>", esc(&r.error))
         },
         chart = chart(&values),
+        stop = if r.state == RunState::Running {
+            format!(
+                " <form method=post action=/runs/{id}/stop style=display:inline><button id=stop>stop the run</button></form>"
+            )
+        } else {
+            String::new()
+        },
     );
     body.push_str("<h2>Best parameters</h2><table id=best><tr><th>parameter</th><th class=num>value</th></tr>");
     for (name, v) in &r.best_parameters {
@@ -480,6 +517,23 @@ async fn run_page(State(app): State<App>, Path(id): Path<u64>) -> Result<Html<St
         })
         .unwrap_or_default();
     body.push_str(&parameter_views(&jobs, &names));
+    if !r.best_gait_xml.is_empty() {
+        // Drawing it walks the best gait again on a host: automatic once
+        // the run is over, on request while it still needs the hosts.
+        let _ = write!(
+            body,
+            "<h2>Best gait, seen from above</h2><div id=trajectorybox>{}</div>",
+            if r.state == RunState::Running {
+                format!(
+                    "<a href=# onclick=\"this.outerHTML='<img src=/runs/{id}/trajectory.svg>';return false\">walk the best gait so far again and draw it</a>"
+                )
+            } else {
+                format!(
+                    "<img id=trajectory src=/runs/{id}/trajectory.svg alt=\"the best gait's path\">"
+                )
+            }
+        );
+    }
     let _ = write!(
         body,
         "<script>\
@@ -655,12 +709,13 @@ async fn jobs_page(
             PageError(StatusCode::BAD_REQUEST, format!("unknown job state {s:?}"))
         })?],
     };
-    // The store pages by ascending id; newest first reads the tail.
+    // One more than a page tells whether there are older ones.
     let filter = JobFilter {
         run_id: q.run,
         states,
         after_id: q.after.unwrap_or(0),
-        limit: None,
+        before_id: Some(q.before.unwrap_or(u64::MAX)),
+        limit: Some(JOBS_PAGE as u32 + 1),
     };
     let mut jobs = app
         .organizer
@@ -668,10 +723,6 @@ async fn jobs_page(
         .list_jobs(filter, true)
         .await
         .map_err(internal)?;
-    if let Some(before) = q.before {
-        jobs.retain(|j| j.id < before);
-    }
-    jobs.reverse();
     let more = jobs.len() > JOBS_PAGE;
     jobs.truncate(JOBS_PAGE);
     let mut body = String::from("<form method=get>run <input name=run size=5 value=\"");

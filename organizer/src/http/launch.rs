@@ -1,0 +1,299 @@
+//! The start form: one run or a batch, with each optimizer's typed settings.
+//!
+//! The form posts text; [`launch`] turns it into a [`RunSpec`] and hands it
+//! to [`Runs::start`](crate::runs::Runs::start) or
+//! [`Runs::batch_start`](crate::runs::Runs::batch_start), so it is checked
+//! exactly as a gRPC `StartRun` is. A refused form comes back with its
+//! values and the organizer's reason.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use axum::Form;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{Html, IntoResponse, Redirect, Response};
+use yamor_core::evaluation::{BackendKind, EvaluationSpec, Objective, RobotSource};
+use yamor_optimizer_api::{PluginInfo, SettingKind, SettingSpec};
+
+use super::{App, esc, page};
+use crate::model::{ParameterBound, Problem, RunSpec, RunVariant};
+
+/// The submitted form: field name to text (repeated names keep the last).
+type Fields = BTreeMap<String, String>;
+
+fn field<'a>(fields: &'a Fields, name: &str) -> &'a str {
+    fields.get(name).map_or("", |v| v.trim())
+}
+
+/// The form's field for `setting` of `optimizer`.
+fn setting_field(optimizer: &str, setting: &str) -> String {
+    format!("set.{optimizer}.{setting}")
+}
+
+pub(super) async fn form_page(State(app): State<App>) -> Html<String> {
+    render(&app, &Fields::new(), None)
+}
+
+pub(super) async fn launch(
+    State(app): State<App>,
+    Form(pairs): Form<Vec<(String, String)>>,
+) -> Response {
+    let fields: Fields = pairs.into_iter().collect();
+    match start(&app, &fields).await {
+        Ok(Started::One(id)) => Redirect::to(&format!("/runs/{id}")).into_response(),
+        Ok(Started::Batch) => Redirect::to("/runs").into_response(),
+        Err(why) => (StatusCode::BAD_REQUEST, render(&app, &fields, Some(&why))).into_response(),
+    }
+}
+
+enum Started {
+    One(u64),
+    Batch,
+}
+
+async fn start(app: &App, fields: &Fields) -> Result<Started, String> {
+    let runs = &app.organizer.runs;
+    let optimizer = field(fields, "optimizer");
+    let plugin = runs
+        .optimizers()
+        .into_iter()
+        .find(|p| p.name == optimizer)
+        .ok_or_else(|| format!("choose an optimizer (not {optimizer:?})"))?;
+    let spec = run_spec(app, &plugin, fields)?;
+    let variants = variants(fields.get("variants").map_or("", String::as_str), spec.seed)?;
+    if variants.is_empty() {
+        let run = runs.start(spec).await.map_err(|e| e.to_string())?;
+        Ok(Started::One(run.id))
+    } else {
+        runs.batch_start(spec, variants)
+            .await
+            .map_err(|e| e.to_string())?;
+        Ok(Started::Batch)
+    }
+}
+
+fn number<T: std::str::FromStr>(fields: &Fields, name: &str, default: T) -> Result<T, String> {
+    match field(fields, name) {
+        "" => Ok(default),
+        text => text
+            .parse()
+            .map_err(|_| format!("{name}: {text:?} is not a number")),
+    }
+}
+
+fn run_spec(app: &App, plugin: &PluginInfo, fields: &Fields) -> Result<RunSpec, String> {
+    let params = field(fields, "params");
+    let robot = field(fields, "robot");
+    let problem = if params.is_empty() {
+        let problem_for = app
+            .options
+            .problem_for_robot
+            .as_ref()
+            .ok_or("this organizer knows no robots: give parameters")?;
+        Problem::OptimizationXml(problem_for(robot)?)
+    } else {
+        Problem::Space(
+            params
+                .lines()
+                .filter(|l| !l.trim().is_empty())
+                .map(|l| l.trim().parse::<ParameterBound>())
+                .collect::<Result<_, _>>()
+                .map_err(|e| format!("parameters: {e}"))?,
+        )
+    };
+    let seed = number(fields, "seed", 1)?;
+    let defaults = EvaluationSpec::default();
+    Ok(RunSpec {
+        name: field(fields, "name").to_owned(),
+        settings: changed_settings(plugin, fields),
+        seed,
+        robot: if params.is_empty() {
+            RobotSource::Example(robot.to_owned())
+        } else {
+            RobotSource::Default
+        },
+        spec: EvaluationSpec {
+            warmup: number(fields, "warmup", defaults.warmup)?,
+            measure: number(fields, "measure", defaults.measure)?,
+            seed,
+            ..defaults
+        },
+        backend: match field(fields, "on") {
+            "sim" => Some(BackendKind::Simulation),
+            "real" => Some(BackendKind::Real),
+            "expr" => Some(BackendKind::Expression),
+            _ => None,
+        },
+        max_evaluations: number(fields, "budget", 0)?,
+        max_seconds: number(fields, "time", 0.0)?,
+        objective: Objective::parse(field(fields, "objective")),
+        ..RunSpec::new(plugin.name.clone(), problem)
+    })
+}
+
+/// Settings whose field differs from the default: the run records every
+/// setting anyway, and an untouched field must not pin today's default.
+fn changed_settings(plugin: &PluginInfo, fields: &Fields) -> BTreeMap<String, String> {
+    plugin
+        .settings
+        .iter()
+        .filter_map(|s| {
+            let given = field(fields, &setting_field(&plugin.name, &s.name));
+            (!given.is_empty() && given != s.default.to_string())
+                .then(|| (s.name.clone(), given.to_owned()))
+        })
+        .collect()
+}
+
+/// One variant per non-empty line `name=value, name=value`; seeds count up
+/// from `seed`.
+fn variants(text: &str, seed: u64) -> Result<Vec<RunVariant>, String> {
+    text.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .enumerate()
+        .map(|(i, line)| {
+            let settings = line
+                .split(',')
+                .filter(|p| !p.trim().is_empty())
+                .map(|pair| {
+                    pair.split_once('=')
+                        .map(|(k, v)| (k.trim().to_owned(), v.trim().to_owned()))
+                        .ok_or_else(|| format!("variant {}: {pair:?} is not name=value", i + 1))
+                })
+                .collect::<Result<_, _>>()?;
+            Ok(RunVariant {
+                name: String::new(),
+                settings,
+                seed: seed + i as u64,
+            })
+        })
+        .collect()
+}
+
+/// An input for one typed setting, holding `value`.
+fn setting_input(name: &str, spec: &SettingSpec, value: &str) -> String {
+    let value = esc(value);
+    match &spec.kind {
+        SettingKind::Integer { min, max } => {
+            format!(
+                "<input type=number name=\"{name}\" step=1 min={min} max={max} value=\"{value}\">"
+            )
+        }
+        SettingKind::Float { min, max } => {
+            let bound = |b: f64| {
+                if b.is_finite() {
+                    b.to_string()
+                } else {
+                    String::new()
+                }
+            };
+            format!(
+                "<input type=number name=\"{name}\" step=any min=\"{}\" max=\"{}\" value=\"{value}\">",
+                bound(*min),
+                bound(*max)
+            )
+        }
+        SettingKind::Bool => select(name, &["true", "false"], &value),
+        SettingKind::Choice { options } => {
+            let options: Vec<&str> = options.iter().map(String::as_str).collect();
+            select(name, &options, &value)
+        }
+        SettingKind::File => format!("<input name=\"{name}\" size=30 value=\"{value}\">"),
+    }
+}
+
+fn select(name: &str, options: &[&str], chosen: &str) -> String {
+    let mut out = format!("<select name=\"{name}\">");
+    for o in options {
+        let selected = if *o == chosen { " selected" } else { "" };
+        let _ = write!(out, "<option{selected}>{}</option>", esc(o));
+    }
+    out.push_str("</select>");
+    out
+}
+
+/// The form, filled with `fields` (defaults where empty), and `error`.
+fn render(app: &App, fields: &Fields, error: Option<&str>) -> Html<String> {
+    let plugins = app.organizer.runs.optimizers();
+    let value = |name: &str, default: &str| {
+        fields
+            .get(name)
+            .map_or_else(|| default.to_owned(), Clone::clone)
+    };
+    let chosen = value("optimizer", "cmaes");
+    let mut body = String::new();
+    if let Some(why) = error {
+        let _ = write!(body, "<p class=err id=error>{}</p>", esc(why));
+    }
+    body.push_str("<form id=start method=post action=/runs><table>");
+    let names: Vec<&str> = plugins.iter().map(|p| p.name.as_str()).collect();
+    let _ = write!(
+        body,
+        "<tr><th>optimizer</th><td>{}</td></tr>",
+        select("optimizer", &names, &chosen)
+    );
+    let robot = if app.options.robots.is_empty() {
+        format!(
+            "<input name=robot value=\"{}\">",
+            esc(&value("robot", "quadruped"))
+        )
+    } else {
+        let robots: Vec<&str> = app.options.robots.iter().map(String::as_str).collect();
+        select("robot", &robots, &value("robot", "quadruped"))
+    };
+    let defaults = EvaluationSpec::default();
+    let _ = write!(
+        body,
+        "<tr><th>robot</th><td>{robot} <small>its own optimization rules; or bare parameters below</small></td></tr>\
+         <tr><th>parameters</th><td><textarea name=params rows=2 cols=40 placeholder=\"x=-5:5 (one name=min:max[:start] per line)\">{params}</textarea></td></tr>\
+         <tr><th>objective</th><td><input name=objective size=40 placeholder=\"expr:... for expression hosts\" value=\"{objective}\"></td></tr>\
+         <tr><th>hosts</th><td>{on}</td></tr>\
+         <tr><th>name</th><td><input name=name value=\"{name}\"></td></tr>\
+         <tr><th>budget</th><td><input type=number name=budget min=0 value=\"{budget}\"> evaluations (0: the optimizer's own)</td></tr>\
+         <tr><th>time</th><td><input type=number name=time min=0 step=any value=\"{time}\"> s (0: unlimited)</td></tr>\
+         <tr><th>seed</th><td><input type=number name=seed min=0 value=\"{seed}\"></td></tr>\
+         <tr><th>walk</th><td><input type=number name=warmup min=0 step=any value=\"{warmup}\"> s warm-up, \
+         <input type=number name=measure min=0 step=any value=\"{measure}\"> s measured</td></tr></table>",
+        params = esc(&value("params", "")),
+        objective = esc(&value("objective", "")),
+        on = select("on", &["any", "sim", "real", "expr"], &value("on", "any")),
+        name = esc(&value("name", "")),
+        budget = esc(&value("budget", "200")),
+        time = esc(&value("time", "0")),
+        seed = esc(&value("seed", "1")),
+        warmup = esc(&value("warmup", &defaults.warmup.to_string())),
+        measure = esc(&value("measure", &defaults.measure.to_string())),
+    );
+    for p in &plugins {
+        let shown = if p.name == chosen { "" } else { " hidden" };
+        let _ = write!(
+            body,
+            "<fieldset class=settings data-optimizer=\"{n}\"{shown}><legend>{n} settings</legend><table>",
+            n = esc(&p.name)
+        );
+        for s in &p.settings {
+            let name = setting_field(&p.name, &s.name);
+            let _ = write!(
+                body,
+                "<tr><th>{}</th><td>{}</td><td><small>{}</small></td></tr>",
+                esc(&s.name),
+                setting_input(&name, s, &value(&name, &s.default.to_string())),
+                esc(&s.description)
+            );
+        }
+        body.push_str("</table></fieldset>");
+    }
+    let _ = write!(
+        body,
+        "<p>batch: one run per line of settings, e.g. <code>population=12, sigma0=0.1</code>; seeds count up from the seed<br>\
+         <textarea name=variants rows=4 cols=60>{}</textarea></p><button id=launch>start</button></form>\
+         <script>const pick=document.querySelector('select[name=optimizer]');\
+         const show=()=>document.querySelectorAll('fieldset.settings').forEach(f=>{{\
+         const on=f.dataset.optimizer===pick.value;f.hidden=!on;f.disabled=!on}});\
+         pick.addEventListener('change',show);show();</script>",
+        esc(&value("variants", ""))
+    );
+    page("Start runs", &body)
+}

@@ -1,0 +1,378 @@
+//! The dashboard in a real browser: Debian's chromium driven through
+//! chromedriver (WebDriver, by `fantoccini`) against a real organizer with
+//! real simulation hosts, each a process of this binary.
+//!
+//! The pages load, a run started from the form appears and its curve grows
+//! while it runs, a host killed mid-run turns down, a batch started from the
+//! form is named after its settings. Screenshots of every page go to
+//! `$YAMOR_SCREENSHOTS` (docs/img when making the docs), else the test's
+//! temporary directory.
+//!
+//! Without chromedriver the test says so and passes, unless
+//! `YAMOR_REQUIRE_BROWSER` is set (CI sets it, after installing chromium).
+
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use fantoccini::{Client, ClientBuilder, Locator};
+
+const BIN: &str = env!("CARGO_BIN_EXE_yamor");
+
+/// A child process killed when dropped.
+struct Proc(Child);
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Lines of a child's output, read on a thread.
+fn lines(reader: impl std::io::Read + Send + 'static) -> std::sync::mpsc::Receiver<String> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(reader).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    rx
+}
+
+/// The first line's word after `prefix`.
+fn address_after(lines: &std::sync::mpsc::Receiver<String>, prefix: &str) -> String {
+    loop {
+        let line = lines
+            .recv_timeout(Duration::from_secs(60))
+            .unwrap_or_else(|_| panic!("no line starting {prefix:?}"));
+        if let Some(rest) = line.strip_prefix(prefix) {
+            return rest.split_whitespace().next().unwrap().to_owned();
+        }
+    }
+}
+
+fn find_chromedriver() -> Option<PathBuf> {
+    std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|dir| dir.join("chromedriver"))
+            .find(|p| p.is_file())
+    })
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Chromedriver on a free loopback port, and a headless chromium session.
+async fn browser(driver: &std::path::Path) -> (Proc, Client) {
+    let port = free_port();
+    let child = Command::new(driver)
+        .arg(format!("--port={port}"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start chromedriver");
+    let proc = Proc(child);
+    let mut caps = serde_json::Map::new();
+    caps.insert(
+        "goog:chromeOptions".into(),
+        serde_json::json!({"args": ["--headless=new", "--no-sandbox", "--disable-gpu",
+            "--disable-dev-shm-usage", "--window-size=1280,1700"]}),
+    );
+    let deadline = Instant::now() + Duration::from_secs(60);
+    // Chromedriver answers once it listens; until then connecting fails.
+    let client = loop {
+        match ClientBuilder::new(hyper_util::client::legacy::connect::HttpConnector::new())
+            .capabilities(caps.clone())
+            .connect(&format!("http://127.0.0.1:{port}"))
+            .await
+        {
+            Ok(c) => break c,
+            Err(e) => {
+                assert!(
+                    Instant::now() < deadline,
+                    "chromedriver never answered: {e}"
+                );
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+        }
+    };
+    (proc, client)
+}
+
+fn start_host(organizer: &str, name: &str) -> Proc {
+    let mut child = Command::new(BIN)
+        .args(["host", "--sim", "quadruped", "--organizer", organizer])
+        .args(["--name", name])
+        .env("RUST_LOG", "warn")
+        .env_remove("YAMOR_TOKEN")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn host");
+    address_after(
+        &lines(child.stdout.take().unwrap()),
+        &format!("host {name} "),
+    );
+    Proc(child)
+}
+
+fn screenshots() -> PathBuf {
+    let dir = std::env::var_os("YAMOR_SCREENSHOTS").map_or_else(
+        || PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("screenshots"),
+        PathBuf::from,
+    );
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+async fn shoot(c: &Client, name: &str) {
+    let png = c.screenshot().await.expect("screenshot");
+    std::fs::write(screenshots().join(format!("dashboard-{name}.png")), png).unwrap();
+}
+
+/// Evaluates `script` (a JavaScript expression's body returning a value)
+/// until `done` accepts it; reloading the page first when `reload`.
+async fn until(
+    c: &Client,
+    what: &str,
+    reload: bool,
+    script: &str,
+    done: impl Fn(&serde_json::Value) -> bool,
+) -> serde_json::Value {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        if reload {
+            c.refresh().await.unwrap();
+        }
+        let value = c.execute(script, vec![]).await.unwrap();
+        if done(&value) {
+            return value;
+        }
+        assert!(Instant::now() < deadline, "{what}: last seen {value}");
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
+async fn set_field(c: &Client, name: &str, value: &str) {
+    let field = c
+        .find(Locator::Css(&format!("[name=\"{name}\"]")))
+        .await
+        .unwrap_or_else(|_| panic!("field {name}"));
+    field.clear().await.unwrap();
+    field.send_keys(value).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_dashboard_in_a_browser_starts_and_follows_runs_and_sees_hosts_die() {
+    let Some(driver) = find_chromedriver() else {
+        assert!(
+            std::env::var_os("YAMOR_REQUIRE_BROWSER").is_none(),
+            "YAMOR_REQUIRE_BROWSER is set but chromedriver is not on PATH"
+        );
+        eprintln!("skipped: no chromedriver on PATH (apt-get install chromium chromium-driver)");
+        return;
+    };
+    let dir = std::env::temp_dir().join(format!("yamor-browser-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut organizer = Command::new(BIN)
+        .args([
+            "organizer",
+            "--listen",
+            "127.0.0.1:0",
+            "--http",
+            "127.0.0.1:0",
+        ])
+        .args(["--heartbeat", "0.2", "--lease", "1.0", "--db"])
+        .arg(dir.join("yamor.db"))
+        .env("RUST_LOG", "warn")
+        .env_remove("YAMOR_TOKEN")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn organizer");
+    let banner = lines(organizer.stderr.take().unwrap());
+    let _organizer = Proc(organizer);
+    let grpc = address_after(&banner, "organizer listening on ");
+    let web = address_after(&banner, "dashboard and /metrics on ");
+    let _steady = start_host(&grpc, "sim-steady");
+    let mut doomed = Some(start_host(&grpc, "sim-doomed"));
+
+    let (_driver, c) = browser(&driver).await;
+
+    // Hosts: both registered and free.
+    c.goto(&format!("{web}/hosts")).await.unwrap();
+    until(
+        &c,
+        "two free hosts",
+        true,
+        "return document.querySelectorAll('#hosts td.free').length",
+        |v| v.as_u64() == Some(2),
+    )
+    .await;
+    shoot(&c, "hosts").await;
+
+    // Start a run from the form, with a short walk so that it moves quickly.
+    c.goto(&format!("{web}/runs/new")).await.unwrap();
+    shoot(&c, "start").await;
+    set_field(&c, "name", "browser-run").await;
+    // Long enough to still run when a host dies; stopped below.
+    set_field(&c, "budget", "100000").await;
+    set_field(&c, "warmup", "1").await;
+    set_field(&c, "measure", "2").await;
+    set_field(&c, "set.cmaes.population", "6").await;
+    c.find(Locator::Id("launch"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    let heading = c
+        .find(Locator::Css("h1"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(heading.contains("browser-run"), "landed on {heading:?}");
+    let run_url = c.current_url().await.unwrap().to_string();
+
+    // Its curve grows while it runs (the page redraws it from events).
+    let points = "return document.querySelectorAll('#chart circle.eval').length";
+    let first = until(&c, "a first point", false, points, |v| {
+        v.as_u64().is_some_and(|n| n > 0)
+    })
+    .await
+    .as_u64()
+    .unwrap();
+    until(&c, "the curve to grow", false, points, |v| {
+        v.as_u64().is_some_and(|n| n > first)
+    })
+    .await;
+    shoot(&c, "run-live").await;
+
+    // A host killed mid-run turns down on the hosts page.
+    drop(doomed.take());
+    c.goto(&format!("{web}/hosts")).await.unwrap();
+    until(
+        &c,
+        "the killed host marked down",
+        true,
+        "const r=document.querySelector('tr[data-host=\"sim-doomed\"] td.down');return r?r.textContent:''",
+        |v| v.as_str() == Some("down"),
+    )
+    .await;
+    shoot(&c, "hosts-down").await;
+
+    // Stopped from its page, it ends with every evaluation drawn, and its
+    // best gait is walked again and drawn from above.
+    c.goto(&run_url).await.unwrap();
+    assert_eq!(
+        c.find(Locator::Id("state"))
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap(),
+        "running",
+        "the host died mid-run"
+    );
+    c.find(Locator::Id("stop"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    until(
+        &c,
+        "the run to stop",
+        true,
+        "return document.getElementById('state').textContent",
+        |v| v.as_str().is_some_and(|s| s != "running"),
+    )
+    .await;
+    let drawn = c.execute(points, vec![]).await.unwrap().as_u64().unwrap();
+    let progress = c
+        .find(Locator::Id("progress"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let told: u64 = progress.split_whitespace().next().unwrap().parse().unwrap();
+    assert!(drawn > first, "{drawn} points after stopping");
+    assert_eq!(drawn, told, "every evaluation is a point ({progress})");
+    until(
+        &c,
+        "the best gait's path",
+        false,
+        "const i=document.getElementById('trajectory');return i&&i.complete?i.naturalWidth:0",
+        |v| v.as_u64().is_some_and(|w| w > 0),
+    )
+    .await;
+    shoot(&c, "run").await;
+
+    // A batch from the form: one run per line, named after its settings.
+    c.goto(&format!("{web}/runs/new")).await.unwrap();
+    set_field(&c, "name", "sweep").await;
+    set_field(&c, "budget", "6").await;
+    set_field(&c, "warmup", "0.5").await;
+    set_field(&c, "measure", "1").await;
+    set_field(&c, "variants", "population=4\npopulation=6").await;
+    c.find(Locator::Id("launch"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    let names = until(
+        &c,
+        "the batch in the runs table",
+        true,
+        "return [...document.querySelectorAll('#runs tr td:nth-child(2)')].map(t=>t.textContent).join('|')",
+        |v| v.as_str().is_some_and(|s| s.contains("sweep population=6")),
+    )
+    .await;
+    assert!(names.as_str().unwrap().contains("sweep population=4"));
+    shoot(&c, "runs").await;
+
+    // A refused form comes back with the reason and its values.
+    c.goto(&format!("{web}/runs/new")).await.unwrap();
+    // (The browser itself refuses numbers out of an input's range.)
+    set_field(&c, "name", "refused").await;
+    set_field(&c, "variants", "population=many").await;
+    c.find(Locator::Id("launch"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    let error = c
+        .find(Locator::Id("error"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(error.contains("population"), "error says {error:?}");
+
+    c.goto(&format!("{web}/jobs")).await.unwrap();
+    assert!(
+        c.find_all(Locator::Css("#jobs tr")).await.unwrap().len() > 10,
+        "jobs listed"
+    );
+    shoot(&c, "jobs").await;
+    c.goto(&format!("{web}/gaits")).await.unwrap();
+    c.find(Locator::Id("gaits")).await.unwrap();
+    shoot(&c, "gaits").await;
+    c.close().await.unwrap();
+}
