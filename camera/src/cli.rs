@@ -90,6 +90,7 @@ pub struct CalibrateArgs {
 
 #[derive(Args)]
 pub struct EmulateArgs {
+    /// Address the emulated CamApp listens on.
     #[arg(long, default_value = "127.0.0.1:5000")]
     listen: SocketAddr,
     /// Pixel noise (standard deviation).

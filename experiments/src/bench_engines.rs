@@ -39,6 +39,7 @@ pub struct BenchEnginesArgs {
     /// examples/robots/quadruped/optimize.xml) for the rank correlation.
     #[arg(long, default_value_t = 100)]
     pub gaits: usize,
+    /// Seed of the oscillators' initial phases.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
     /// Oscillator starts (evaluation seeds 0, 1, …) the reference gait is

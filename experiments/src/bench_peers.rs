@@ -29,6 +29,7 @@ pub struct BenchPeersArgs {
         default_value = "sphere,rosenbrock,rastrigin"
     )]
     functions: Vec<String>,
+    /// Dimensions of each test function (repeatable).
     #[arg(long, value_delimiter = ',', default_value = "2,5,10")]
     dims: Vec<usize>,
     /// Methods: powell-classic, powell-interval, pso.
@@ -47,6 +48,7 @@ pub struct BenchPeersArgs {
     /// f − f* at which a run counts as solved.
     #[arg(long, default_value_t = 1e-3)]
     tolerance: f64,
+    /// Expression hosts serving the evaluations.
     #[arg(long, default_value_t = 4)]
     hosts: usize,
     /// CSV output (default: stdout).

@@ -21,6 +21,7 @@ use yamor_local::{
 
 #[derive(Args)]
 pub struct GaitTimeArgs {
+    /// Optimizer plugin to time (see `yamor optimize optimizers`).
     #[arg(long, default_value = "cmaes")]
     optimizer: String,
     /// Optimizer setting name=value (repeatable), as `yamor run --set`.
@@ -39,11 +40,13 @@ pub struct GaitTimeArgs {
     /// `fraction` of the larger of this and the best of these runs.
     #[arg(long, default_value_t = 0.0)]
     reference: f64,
+    /// Fraction of the best known velocity that counts as a good gait.
     #[arg(long, default_value_t = 0.95)]
     fraction: f64,
     /// Simulation hosts (default: one per core).
     #[arg(long)]
     hosts: Option<usize>,
+    /// Directory for the timeline CSV and plot.
     #[arg(long, default_value = ".")]
     out: PathBuf,
 }

@@ -29,11 +29,13 @@ pub struct TimelineArgs {
     /// Powell variant: classic, stadium, clamp or interval.
     #[arg(long, default_value = "classic")]
     variant: String,
+    /// Seed of the oscillators and of the starting points.
     #[arg(long, default_value_t = 1)]
     seed: u64,
     /// Simulation hosts (default: one per core).
     #[arg(long)]
     hosts: Option<usize>,
+    /// Directory for the figure and its CSV.
     #[arg(long, default_value = ".")]
     out: PathBuf,
 }
@@ -56,6 +58,7 @@ pub struct CompareArgs {
     /// Simulation hosts (default: one per core).
     #[arg(long)]
     hosts: Option<usize>,
+    /// Directory for the figure and its CSV.
     #[arg(long, default_value = ".")]
     out: PathBuf,
 }

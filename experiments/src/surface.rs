@@ -28,6 +28,7 @@ pub struct SurfaceArgs {
     /// Simulation hosts (default: one per core).
     #[arg(long)]
     hosts: Option<usize>,
+    /// Directory for the figures and their CSV.
     #[arg(long, default_value = ".")]
     out: PathBuf,
 }

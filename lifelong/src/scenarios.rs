@@ -68,8 +68,10 @@ pub struct ScenarioArgs {
     /// Simulation hosts for relearning (default: one per core).
     #[arg(long)]
     hosts: Option<usize>,
+    /// Seed of the walks and of the optimizer.
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// Directory for the figure, its CSV and yamor.db.
     #[arg(long, default_value = ".")]
     out: PathBuf,
 }

@@ -20,9 +20,15 @@ pub struct Evaluation {
     pub velocity: Option<f64>,
 }
 
-/// Every evaluation of `run_id` the optimizer was told of, in tell order.
+/// Every evaluation of `run_id` the optimizer was told of, in tell order
+/// (results recorded after it stopped were never told).
 pub fn evaluations(organizer: &Organizer, run_id: u64) -> Result<Vec<Evaluation>, LocalError> {
-    let jobs = organizer.scheduler.store().told_jobs(run_id)?;
+    let learnt = organizer
+        .runs
+        .get(run_id)
+        .map_or(u64::MAX, |run| run.evaluations);
+    let mut jobs = organizer.scheduler.store().told_jobs(run_id)?;
+    jobs.retain(|j| j.tell_seq.is_some_and(|t| t < learnt));
     Ok(jobs
         .into_iter()
         .map(|job| {

@@ -455,21 +455,31 @@ impl Scheduler {
         Ok(host)
     }
 
-    /// Renews a host's lease; a host that was down is admitted again.
+    /// Renews a host's lease. A heartbeat proves only that the host reaches
+    /// the organizer: a host that was down, or whose backend is not known
+    /// (restored from the database), is probed, and only an answer from it
+    /// admits it, so a host the organizer cannot reach is not given jobs.
     pub fn heartbeat(self: &Arc<Self>, host_id: u64) -> Result<HostState, ScheduleError> {
-        let state = {
+        let (state, probe) = {
             let mut core = self.lock();
             let host = core.hosts.get_mut(&host_id).ok_or_else(|| {
                 ScheduleError::NotFound(format!("host {host_id} is not registered"))
             })?;
             host.last_seen = Instant::now();
-            if host.state == HostState::Down {
-                tracing::info!(host = host.name, "host is back");
-                host.state = HostState::Free;
-            }
-            host.state
+            let unproven = host.state == HostState::Down || host.backend.is_none();
+            let probe = (unproven && !host.probing).then(|| {
+                host.probing = true;
+                host.client.clone()
+            });
+            (host.state, probe)
         };
-        self.dispatch();
+        match probe {
+            Some(client) => {
+                let me = self.clone();
+                tokio::spawn(async move { me.probe(host_id, client).await });
+            }
+            None => self.dispatch(),
+        }
         Ok(state)
     }
 

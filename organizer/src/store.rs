@@ -35,6 +35,16 @@ pub enum StoreError {
     #[error("the database writer has stopped")]
     WriterGone,
     #[error(
+        "database {path} is an empty file, not a yamor database; refusing to start over on it \
+         (move it away to start a new organizer)"
+    )]
+    EmptyFile { path: PathBuf },
+    #[error(
+        "database {path} is read-only; the organizer records every job in it \
+         (check the file's permissions and that its file system is mounted read-write)"
+    )]
+    ReadOnly { path: PathBuf },
+    #[error(
         "database {path} has schema version {found}, newer than the {known} this organizer knows: use a newer yamor"
     )]
     TooNew {
@@ -287,7 +297,21 @@ impl Store {
     /// Opens (creating or migrating if needed) the database at `path` and
     /// starts the writer.
     pub fn open(path: &Path) -> Result<Store, StoreError> {
+        // SQLite would take a 0-byte file for a new database and serve an
+        // empty organizer over what was probably a lost one.
+        if std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.len() == 0) {
+            return Err(StoreError::EmptyFile {
+                path: path.to_owned(),
+            });
+        }
         let mut writer = open(path)?;
+        // SQLite opens a file it cannot write read-only, without a word;
+        // every later write would fail.
+        if writer.is_readonly(rusqlite::MAIN_DB)? {
+            return Err(StoreError::ReadOnly {
+                path: path.to_owned(),
+            });
+        }
         upgrade(&mut writer, path)?;
         let reader = open(path)?;
         let (tx, rx) = mpsc::channel::<Envelope>();

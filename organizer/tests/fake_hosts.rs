@@ -146,3 +146,90 @@ async fn a_job_fails_for_good_after_its_attempts() {
     assert_eq!(failed.attempts, 2);
     assert!(failed.error.contains("broken"), "{}", failed.error);
 }
+
+/// Restarted faster than a heartbeat, the organizer knows its hosts only by
+/// name and address: their first contact is a heartbeat, not a
+/// registration. It must learn their backend (a probe) and give them jobs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hosts_restored_from_the_database_are_probed_on_their_heartbeat_and_get_jobs() {
+    let net = Arc::new(FakeNet::default());
+    let db = temp_dir("restored-probe").join("yamor.db");
+    let before = Organizer::with_hosts(
+        Store::open(&db).unwrap(),
+        SchedulerConfig::default(),
+        net.clone(),
+        vec![],
+    )
+    .unwrap();
+    net.host("h").script(Answer::Value(1.0));
+    let id = before.scheduler.register_host("h", "h").await.unwrap().id;
+    before.scheduler.store().sync().await.unwrap();
+    drop(before);
+
+    let after = Organizer::with_hosts(
+        Store::open(&db).unwrap(),
+        SchedulerConfig::default(),
+        net.clone(),
+        vec![],
+    )
+    .unwrap();
+    let scheduler = &after.scheduler;
+    let mut events = scheduler.subscribe_jobs();
+    let job_id = scheduler.submit("c", 0, vec![(0, job(0.5))]).await.unwrap()[0];
+    // The host heartbeats as hosts do, never silent long enough for the
+    // organizer's own lease probes: only its heartbeat can lead to a probe.
+    let beating = scheduler.clone();
+    let heartbeats = tokio::spawn(async move {
+        loop {
+            beating.heartbeat(id).unwrap();
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    });
+    let done = finished(&mut events, job_id).await;
+    heartbeats.abort();
+    assert_eq!(done.state, JobState::Done);
+    assert_eq!(done.host, "h");
+    let host = scheduler.hosts().into_iter().find(|h| h.id == id).unwrap();
+    assert_eq!(host.backend, Some(BackendKind::Expression));
+}
+
+/// A host whose heartbeats arrive but which the organizer cannot reach
+/// stays down (no job is lost to it) until a probe gets through.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_host_reachable_one_way_stays_down_until_a_probe_answers() {
+    let net = Arc::new(FakeNet::default());
+    let config = SchedulerConfig {
+        heartbeat_interval: Duration::from_millis(50),
+        lease: Duration::from_millis(300),
+        ..SchedulerConfig::default()
+    };
+    let organizer = organizer("one-way", &net, config);
+    let scheduler = &organizer.scheduler;
+    let host = net.host("h");
+    let id = scheduler.register_host("h", "h").await.unwrap().id;
+    host.go_silent();
+    // Its lease runs out: the organizer's own probes fail.
+    while scheduler.hosts()[0].state != HostState::Down {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let mut events = scheduler.subscribe_jobs();
+    let job_id = scheduler.submit("c", 0, vec![(0, job(0.5))]).await.unwrap()[0];
+    // Heartbeats keep arriving; each one probes, and each probe fails.
+    for _ in 0..5 {
+        assert_eq!(scheduler.heartbeat(id).unwrap(), HostState::Down);
+        tokio::time::sleep(Duration::from_millis(60)).await;
+    }
+    assert_eq!(scheduler.hosts()[0].state, HostState::Down);
+    assert_eq!(
+        host.evaluations.load(Ordering::SeqCst),
+        0,
+        "no job was sent to it"
+    );
+    // Reachable again: the next heartbeat's probe admits it and the job runs.
+    host.script(Answer::Value(3.0));
+    host.go_loud();
+    scheduler.heartbeat(id).unwrap();
+    let done = finished(&mut events, job_id).await;
+    assert_eq!(done.state, JobState::Done);
+    assert_eq!(done.velocity(), Some(3.0));
+}

@@ -179,3 +179,39 @@ async fn a_migrated_run_reads_back_and_resumes() {
     assert_eq!(told.len(), 40);
     assert!(resumed.best_velocity.unwrap() >= 0.7610917959549512);
 }
+
+/// A 0-byte file (a truncated or lost database) is refused, not served as a
+/// new, empty organizer; it is left as it was.
+#[test]
+fn an_empty_database_file_is_refused_and_left_alone() {
+    let db = temp_dir("empty-file").join("yamor.db");
+    std::fs::write(&db, b"").unwrap();
+    let error = Store::open(&db).err().expect("an empty file is refused");
+    assert!(matches!(error, StoreError::EmptyFile { .. }), "{error}");
+    assert!(error.to_string().contains("empty file"), "{error}");
+    assert_eq!(std::fs::metadata(&db).unwrap().len(), 0);
+}
+
+/// A database the organizer cannot write is refused at start. (Root
+/// writes through file permissions, so as root this checks nothing.)
+#[test]
+fn a_read_only_database_is_refused_at_start() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let db = temp_dir("read-only").join("yamor.db");
+    drop(Store::open(&db).unwrap());
+    for file in [
+        db.clone(),
+        db.with_extension("db-wal"),
+        db.with_extension("db-shm"),
+    ] {
+        if file.exists() {
+            std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o444)).unwrap();
+        }
+    }
+    if std::fs::OpenOptions::new().write(true).open(&db).is_ok() {
+        eprintln!("skipped: this user writes through read-only permissions (root)");
+        return;
+    }
+    let error = Store::open(&db).err().expect("a read-only file is refused");
+    assert!(matches!(error, StoreError::ReadOnly { .. }), "{error}");
+}

@@ -234,6 +234,41 @@ fn read(path: &std::path::Path) -> Result<Vec<u8>, TransportError> {
     })
 }
 
+/// Longest `grpc-message` a yamor server sends, in bytes as sent. Messages
+/// quote offending input; a huge field must not become a status that
+/// common clients refuse as oversized metadata (8 KiB in grpc-go and
+/// grpcio).
+pub const MAX_STATUS_MESSAGE: usize = 1024;
+
+/// Cuts an error's `grpc-message` to [`MAX_STATUS_MESSAGE`], marking the
+/// cut. The header is percent-encoded: the cut never splits an escape.
+fn shorten_status_message<B>(
+    mut response: tonic::codegen::http::Response<B>,
+) -> tonic::codegen::http::Response<B> {
+    let headers = response.headers_mut();
+    let Some(message) = headers.get("grpc-message") else {
+        return response;
+    };
+    let bytes = message.as_bytes();
+    if bytes.len() <= MAX_STATUS_MESSAGE {
+        return response;
+    }
+    let mut end = MAX_STATUS_MESSAGE - 32;
+    // Never end inside "%XX".
+    if let Some(percent) = bytes[end.saturating_sub(2)..end]
+        .iter()
+        .position(|&b| b == b'%')
+    {
+        end = end - 2 + percent;
+    }
+    let mut shortened = bytes[..end].to_vec();
+    shortened.extend_from_slice(b" %E2%80%A6 (message shortened)");
+    if let Ok(value) = tonic::codegen::http::HeaderValue::from_bytes(&shortened) {
+        headers.insert("grpc-message", value);
+    }
+    response
+}
+
 /// A server builder with TLS applied when configured.
 pub fn server(security: &ServerSecurity) -> Result<Server, TransportError> {
     let mut builder = Server::builder().tcp_nodelay(true);
@@ -270,6 +305,7 @@ where
     let (health, health_service) = tonic_health::server::health_reporter();
     health.set_serving::<S>().await;
     server(security)?
+        .layer(tower::util::MapResponseLayer::new(shorten_status_message))
         .add_service(health_service)
         .add_service(reflection(security)?)
         .add_service(reflection_v1alpha(security)?)

@@ -56,6 +56,10 @@ impl ExampleRobot {
 pub enum LoadError {
     #[error("`{name}` is neither an example robot ({known}) nor a file")]
     Unknown { name: String, known: String },
+    #[error(
+        "{dir} holds no world.xml: a robot directory needs world.xml (its morphology) and gait.xml"
+    )]
+    NoWorld { dir: std::path::PathBuf },
     #[error(transparent)]
     Xml(#[from] Box<XmlError>),
     #[error("no gait given and {path} is unusable: {source}")]
@@ -88,6 +92,11 @@ pub fn load(
     let in_dir;
     let path = if given_path.is_dir() {
         in_dir = given_path.join("world.xml");
+        if !in_dir.exists() {
+            return Err(LoadError::NoWorld {
+                dir: given_path.to_owned(),
+            });
+        }
         in_dir.as_path()
     } else {
         given_path
@@ -110,4 +119,25 @@ pub fn load(
         }
     };
     Ok((morphology, gait))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_robot_directory_loads_its_world_and_gait() {
+        let dir = std::env::temp_dir().join(format!("yamor-robot-dir-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let example = ExampleRobot::named("snake").unwrap();
+        let (morphology, gait) = (example.morphology().unwrap(), example.gait().unwrap());
+        std::fs::write(dir.join("world.xml"), morphology.to_xml_string()).unwrap();
+        std::fs::write(dir.join("gait.xml"), gait.to_xml_string()).unwrap();
+        let (loaded, walked) = load(dir.to_str().unwrap(), None).unwrap();
+        assert_eq!(loaded.modules.len(), morphology.modules.len());
+        assert_eq!(walked, gait);
+        std::fs::remove_file(dir.join("world.xml")).unwrap();
+        let missing = load(dir.to_str().unwrap(), None).unwrap_err();
+        assert!(matches!(missing, LoadError::NoWorld { .. }), "{missing}");
+    }
 }

@@ -330,6 +330,7 @@ pub struct RunOptions {
     /// Optimizer setting name=value (repeatable).
     #[arg(long = "set")]
     pub settings: Vec<String>,
+    /// Seed of the optimizer and of the walks (batch: the first run's).
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
     /// Maximum evaluations (0: the optimizer's own schedule; `yamor run`:
@@ -345,6 +346,7 @@ pub struct RunOptions {
     /// Seconds measured.
     #[arg(long, default_value_t = 12.0)]
     pub measure: f64,
+    /// A label for the run (default: <optimizer>-<id>; a batch: after its settings).
     #[arg(long)]
     pub name: Option<String>,
     /// Which hosts evaluate: sim (default for gaits), real (robots on a
@@ -645,14 +647,12 @@ pub async fn optimize(client: ClientOpts, command: OptimizeCommand) -> Result<()
             }
         }
         OptimizeCommand::Watch { run } => {
+            let interrupt = crate::net::interrupt()?;
             let events = organizer
                 .watch_run(run)
                 .await?
                 .map(|event| event.map_err(yamor_local::LocalError::from));
-            let seen = yamor_local::progress::follow_run(Box::pin(events), async {
-                let _ = tokio::signal::ctrl_c().await;
-            })
-            .await?;
+            let seen = yamor_local::progress::follow_run(Box::pin(events), interrupt).await?;
             if seen.state == RunState::Running {
                 // Interrupted: the run goes on; show where it is now.
                 eprintln!(

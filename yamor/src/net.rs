@@ -87,6 +87,23 @@ impl ServerOpts {
     }
 }
 
+/// Resolves on Ctrl-C. The handler is installed now, not when first
+/// polled, so a Ctrl-C right after this returns is not lost (the default
+/// action would kill the process).
+pub fn interrupt() -> std::io::Result<impl std::future::Future<Output = ()>> {
+    #[cfg(unix)]
+    {
+        let mut sigint = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())?;
+        Ok(async move {
+            sigint.recv().await;
+        })
+    }
+    #[cfg(not(unix))]
+    Ok(async {
+        let _ = tokio::signal::ctrl_c().await;
+    })
+}
+
 /// Resolves on Ctrl-C or SIGTERM.
 pub async fn shutdown_signal() {
     let ctrl_c = async {

@@ -765,3 +765,110 @@ fn yamor_run_takes_a_robot_directory_and_writes_a_run_directory() {
     // Nothing landed where it was started.
     assert_eq!(std::fs::read_dir(&cwd).unwrap().count(), 0);
 }
+
+/// Ctrl-C on `optimize watch` stops the watching, not the run, and shows
+/// how far the run really is (not its budget).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn interrupted_watch_leaves_the_run_going_and_shows_its_true_count() {
+    let db = temp_db("watch-interrupt");
+    let (_organizer, url) = start_organizer(&db, "127.0.0.1:0", None);
+    let _host = start_host(&url, "h0", 5);
+    let mut org = client(&url);
+    wait_free_hosts(&mut org, 1).await;
+    // CMA-ES restarts until its budget is spent (PSO may finish early).
+    let mut request = pso_run(2_000, 4);
+    request.optimizer = "cmaes".into();
+    request.settings.clear();
+    let run = org.start_run(request).await.unwrap().into_inner();
+    let mut watch = Command::new(BIN)
+        .args([
+            "optimize",
+            "watch",
+            &run.id.to_string(),
+            "--organizer",
+            &url,
+        ])
+        .env("RUST_BACKTRACE", "0")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Its first progress line says it is watching.
+    let (tx, lines) = std::sync::mpsc::channel();
+    let stderr = watch.stderr.take().unwrap();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    // Progress lines until one shows evaluations (the first is the start).
+    let prefix = format!("run {}: ", run.id);
+    loop {
+        let line = lines.recv_timeout(Duration::from_secs(60)).unwrap();
+        assert!(line.starts_with(&prefix), "{line}");
+        if !line.starts_with(&format!("{prefix}0/")) {
+            break;
+        }
+    }
+    let interrupted = Command::new("kill")
+        .args(["-INT", &watch.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(interrupted.success());
+    let out = watch.wait_with_output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    // Everything it said, up to its exit.
+    let said: Vec<String> = lines.iter().collect();
+    assert!(
+        said.iter().any(|l| l.starts_with("stopped watching")),
+        "{said:?}"
+    );
+    let row = String::from_utf8_lossy(&out.stdout);
+    let fields: Vec<&str> = row.split_whitespace().collect();
+    assert_eq!(fields[3], "running", "{row}");
+    let count: u64 = fields[4].parse().unwrap();
+    assert!(count > 0 && count < 2_000, "{row}");
+    let now = org
+        .get_run(pb::GetRunRequest { run_id: run.id })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(now.state, pb::RunState::Running as i32, "the run goes on");
+    org.stop_run(pb::StopRunRequest { run_id: run.id })
+        .await
+        .unwrap();
+}
+
+/// An error quoting a huge field stays small enough for every client: the
+/// status message is cut, and says so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_error_about_a_huge_field_is_a_short_status() {
+    let db = temp_db("huge-field");
+    let (_organizer, url) = start_organizer(&db, "127.0.0.1:0", None);
+    let mut org = client(&url);
+    let huge = "x".repeat(10_000);
+    let mut request = pso_run(10, 4);
+    request.optimizer = huge.clone();
+    let status = org.start_run(request).await.unwrap_err();
+    assert_eq!(status.code(), Code::InvalidArgument);
+    assert!(
+        status.message().len() <= 1024,
+        "{} bytes",
+        status.message().len()
+    );
+    assert!(
+        status.message().ends_with("(message shortened)"),
+        "{}",
+        status.message()
+    );
+    // The same call with a short name still gets the whole sentence.
+    let mut request = pso_run(10, 4);
+    request.optimizer = "no-such-optimizer".into();
+    let status = org.start_run(request).await.unwrap_err();
+    assert!(
+        status.message().contains("no-such-optimizer"),
+        "{}",
+        status.message()
+    );
+    assert!(!status.message().contains("shortened"));
+}

@@ -286,9 +286,14 @@ fn sparkline(values: &[f64], width: f64, height: f64) -> String {
     )
 }
 
-/// Fitness values of a run's told jobs in proposal order (failed: NaN).
+/// Fitness values of the results a run learnt, in proposal order (failed:
+/// NaN). A result can be recorded and not learnt: it arrived after the run
+/// was stopped. The run learns strictly in tell order, so what it learnt is
+/// the first `evaluations` of them, and pages agree with its count.
 async fn run_values(runs: &Runs, id: u64) -> Result<Vec<(Job, f64)>, PageError> {
+    let learnt = run_of(runs, id)?.evaluations;
     let mut jobs = runs.told_jobs(id).await.map_err(internal)?;
+    jobs.retain(|j| j.tell_seq.is_some_and(|t| t < learnt));
     jobs.sort_by_key(|j| j.seq);
     Ok(jobs
         .into_iter()

@@ -40,6 +40,11 @@ impl FakeHost {
     pub fn go_silent(&self) {
         self.silent.store(true, Ordering::SeqCst);
     }
+
+    /// Answers probes again.
+    pub fn go_loud(&self) {
+        self.silent.store(false, Ordering::SeqCst);
+    }
 }
 
 fn compute(job: &EvaluationJob) -> Result<f64, HostError> {
