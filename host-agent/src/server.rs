@@ -226,3 +226,39 @@ pub async fn keep_registered_or(
         let _ = tokio::time::timeout(Duration::from_secs(2), client.deregister_host(request)).await;
     }
 }
+
+/// The address of this machine that packets to `organizer` (a URL) leave
+/// from: what a host listening on every interface (0.0.0.0, as in a
+/// container) should advertise. Found by routing alone: a UDP socket
+/// "connected" to the organizer sends nothing.
+pub async fn outward_ip(organizer: &str) -> std::io::Result<std::net::IpAddr> {
+    let authority = organizer
+        .split_once("://")
+        .map_or(organizer, |(_, rest)| rest)
+        .split('/')
+        .next()
+        .unwrap_or_default();
+    let target = tokio::net::lookup_host(authority)
+        .await?
+        .next()
+        .ok_or_else(|| std::io::Error::other(format!("{authority} resolves to nothing")))?;
+    let any: std::net::SocketAddr = if target.is_ipv4() {
+        ([0, 0, 0, 0], 0).into()
+    } else {
+        (std::net::Ipv6Addr::UNSPECIFIED, 0).into()
+    };
+    let socket = tokio::net::UdpSocket::bind(any).await?;
+    socket.connect(target).await?;
+    Ok(socket.local_addr()?.ip())
+}
+
+/// This machine's host name (a container's is its id): a name that stays
+/// when the host restarts, where its address may not.
+#[must_use]
+pub fn machine_name() -> Option<String> {
+    ["/proc/sys/kernel/hostname", "/etc/hostname"]
+        .iter()
+        .find_map(|path| std::fs::read_to_string(path).ok())
+        .map(|name| name.trim().to_owned())
+        .filter(|name| !name.is_empty())
+}

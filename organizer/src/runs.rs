@@ -462,13 +462,6 @@ impl Runs {
         self.scheduler.told_jobs(run_id).await
     }
 
-    /// Signals every run to stop and keep what it found (graceful shutdown).
-    pub fn stop_all(&self) {
-        for entry in self.lock().values() {
-            let _ = entry.stop.send(true);
-        }
-    }
-
     fn launch(
         self: &Arc<Self>,
         id: u64,
@@ -614,6 +607,10 @@ impl Runs {
                 );
             }
         }
+        // Shown at once: the stored row's count lags (it is saved every few
+        // results), the recorded results do not.
+        let recorded = ready.len() as u64;
+        self.update(id, |v| v.evaluations = v.evaluations.max(recorded));
         Ok(Executor {
             id,
             spec,
@@ -820,7 +817,8 @@ impl Executor<'_> {
             )
         });
         let view = runs.update(self.id, |v| {
-            v.evaluations = evaluations;
+            // A replay recounts from zero; the count shown never goes back.
+            v.evaluations = v.evaluations.max(evaluations);
             v.elapsed_s = elapsed;
             if let Some((b, parameters, gait)) = best {
                 v.best_velocity = Some(b);

@@ -48,6 +48,34 @@ pub enum TransportError {
     Io(#[from] std::io::Error),
     #[error("reflection: {0}")]
     Reflection(String),
+    #[error("{url} is not healthy: {why}")]
+    Unhealthy { url: String, why: String },
+}
+
+/// Asks the health service of the yamor server at `url` whether the server
+/// as a whole serves (within `timeout`); what container health checks run.
+pub async fn check_health(
+    url: &str,
+    security: &ClientSecurity,
+    timeout: Duration,
+) -> Result<(), TransportError> {
+    use tonic_health::pb::health_check_response::ServingStatus;
+    let unhealthy = |why: String| TransportError::Unhealthy {
+        url: url.to_owned(),
+        why,
+    };
+    let mut client = tonic_health::pb::health_client::HealthClient::new(channel(url, security)?);
+    let request = tonic_health::pb::HealthCheckRequest {
+        service: String::new(),
+    };
+    let reply = tokio::time::timeout(timeout, client.check(request))
+        .await
+        .map_err(|_| unhealthy(format!("no answer within {timeout:?}")))?
+        .map_err(|status| unhealthy(status.message().to_owned()))?;
+    match reply.into_inner().status() {
+        ServingStatus::Serving => Ok(()),
+        other => Err(unhealthy(format!("it reports {}", other.as_str_name()))),
+    }
 }
 
 /// A shared secret, compared in constant time.

@@ -19,6 +19,9 @@ use yamor_organizer::{Organizer, SchedulerConfig};
 
 use crate::net::{ClientOpts, ServerOpts, shutdown_signal};
 
+/// How long an organizer told to stop waits for open streams to end.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(3);
+
 #[derive(Args)]
 pub struct OrganizerArgs {
     /// Address to listen on (loopback unless a token is set).
@@ -94,12 +97,27 @@ pub async fn organizer(args: OrganizerArgs) -> Result<()> {
             shutdown_signal(),
         )))
     };
-    let runs = organizer.runs.clone();
-    yamor_organizer::serve(listener, organizer, security, async move {
+    // An orderly shutdown (Ctrl-C, SIGTERM from docker stop or a reboot)
+    // leaves running runs running: the job log is on disk, and the next
+    // start resumes them. Stopping a run is `yamor optimize stop`.
+    let store = organizer.scheduler.store().clone();
+    let (stopping, mut stopping_seen) = tokio::sync::watch::channel(false);
+    let serving = yamor_organizer::serve(listener, organizer, security, async move {
         shutdown_signal().await;
-        runs.stop_all();
-    })
-    .await?;
+        let _ = stopping.send(true);
+    });
+    // Open watch streams (`optimize watch`, a dashboard) would hold a
+    // graceful shutdown forever: they get a moment, then the exit ends them.
+    let drained = async move {
+        let _ = stopping_seen.wait_for(|s| *s).await;
+        tokio::time::sleep(SHUTDOWN_GRACE).await;
+    };
+    tokio::select! {
+        served = serving => served?,
+        () = drained => eprintln!("closing the streams still open"),
+    }
+    store.sync().await?;
+    eprintln!("organizer stopped; running runs resume at the next start");
     if let Some(dashboard) = dashboard {
         dashboard.abort();
     }
@@ -123,10 +141,12 @@ pub struct HostArgs {
     /// Address to listen on; port 0 picks a free one.
     #[arg(long, default_value = "127.0.0.1:0")]
     listen: SocketAddr,
-    /// Address the organizer dials (defaults to the listening address).
+    /// Address the organizer dials (defaults to the listening address; when
+    /// listening on every interface, this machine's address towards the organizer).
     #[arg(long)]
     advertise: Option<String>,
-    /// Unique host name (defaults to the advertised address).
+    /// Unique host name, kept across restarts (defaults to the advertised
+    /// address; when listening on every interface, the machine's host name).
     #[arg(long)]
     name: Option<String>,
     /// Register with this organizer; without it the host only serves.
@@ -175,9 +195,35 @@ pub async fn host(args: HostArgs) -> Result<()> {
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await
         .with_context(|| format!("binding {}", args.listen))?;
+    // Listening on every interface (a container, a lab machine): the
+    // organizer needs a real address, and a name that survives a restart.
+    let everywhere = args.listen.ip().is_unspecified();
+    let advertise = match (&args.advertise, &args.organizer) {
+        (None, Some(organizer)) if everywhere => {
+            let ip = yamor_host_agent::server::outward_ip(organizer)
+                .await
+                .with_context(|| format!("finding this machine's address towards {organizer}"))?;
+            let scheme = if args.security.tls_cert.is_some() {
+                "https"
+            } else {
+                "http"
+            };
+            let port = listener.local_addr()?.port();
+            Some(format!(
+                "{scheme}://{}",
+                std::net::SocketAddr::new(ip, port)
+            ))
+        }
+        _ => args.advertise,
+    };
+    let name = args.name.or_else(|| {
+        everywhere
+            .then(yamor_host_agent::server::machine_name)
+            .flatten()
+    });
     let options = HostOptions {
-        name: args.name,
-        advertise: args.advertise,
+        name,
+        advertise,
         organizer: args.organizer,
         server: args.security.server()?,
         client: args.security.client()?,
@@ -782,5 +828,33 @@ pub async fn jobs(client: ClientOpts, command: JobsCommand) -> Result<()> {
             }
         }
     }
+    Ok(())
+}
+
+#[derive(Args)]
+pub struct HealthArgs {
+    /// The server's URL: an organizer or a host.
+    #[arg(default_value = "http://127.0.0.1:7070")]
+    url: String,
+    /// Seconds to wait for the answer.
+    #[arg(long, default_value_t = 3.0)]
+    timeout: f64,
+    /// CA certificate (PEM) for https:// URLs.
+    #[arg(long)]
+    tls_ca: Option<PathBuf>,
+}
+
+/// `yamor health`: exit 0 when the server serves (the health service needs
+/// no token), an error otherwise; what container health checks run.
+pub async fn health(args: HealthArgs) -> Result<()> {
+    let security = yamor_proto::transport::ClientSecurity {
+        token: None,
+        tls_ca: args.tls_ca,
+        tls_domain: None,
+    };
+    let timeout = Duration::try_from_secs_f64(args.timeout)
+        .map_err(|_| anyhow::anyhow!("--timeout: {} is not a duration", args.timeout))?;
+    yamor_proto::transport::check_health(&args.url, &security, timeout).await?;
+    println!("{} serves", args.url);
     Ok(())
 }

@@ -111,6 +111,8 @@ enum Command {
     BenchEngines(yamor_experiments::bench_engines::BenchEnginesArgs),
     /// List the embedded example robots.
     Robots,
+    /// Ask a yamor server whether it serves (exit 0) or not: for container health checks.
+    Health(cluster::HealthArgs),
 }
 
 fn main() -> Result<()> {
@@ -170,6 +172,7 @@ fn main() -> Result<()> {
         }
         Command::Bench(args) => ex::bench_sim::bench_sim(args),
         Command::Robots => Ok(yamor_sim::cli::robots()?),
+        Command::Health(args) => block_on(cluster::health(args)),
     }
 }
 

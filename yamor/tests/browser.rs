@@ -162,6 +162,28 @@ async fn until(
     }
 }
 
+/// Clicks the button `id` and waits for the page it leads to.
+async fn click_through(c: &Client, id: &str) {
+    // A mark on the old page: gone once the browser shows the new one.
+    c.execute("window.yamorOldPage = true", vec![])
+        .await
+        .unwrap();
+    c.find(Locator::Id(id))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    until(
+        c,
+        "the page after the form",
+        false,
+        "return window.yamorOldPage === undefined && document.readyState === 'complete'",
+        |v| v.as_bool() == Some(true),
+    )
+    .await;
+}
+
 async fn set_field(c: &Client, name: &str, value: &str) {
     let field = c
         .find(Locator::Css(&format!("[name=\"{name}\"]")))
@@ -230,12 +252,7 @@ async fn the_dashboard_in_a_browser_starts_and_follows_runs_and_sees_hosts_die()
     set_field(&c, "warmup", "1").await;
     set_field(&c, "measure", "2").await;
     set_field(&c, "set.cmaes.population", "6").await;
-    c.find(Locator::Id("launch"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click_through(&c, "launch").await;
     let heading = c
         .find(Locator::Css("h1"))
         .await
@@ -286,12 +303,7 @@ async fn the_dashboard_in_a_browser_starts_and_follows_runs_and_sees_hosts_die()
         "running",
         "the host died mid-run"
     );
-    c.find(Locator::Id("stop"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click_through(&c, "stop").await;
     until(
         &c,
         "the run to stop",
@@ -328,12 +340,7 @@ async fn the_dashboard_in_a_browser_starts_and_follows_runs_and_sees_hosts_die()
     set_field(&c, "warmup", "0.5").await;
     set_field(&c, "measure", "1").await;
     set_field(&c, "variants", "population=4\npopulation=6").await;
-    c.find(Locator::Id("launch"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click_through(&c, "launch").await;
     let names = until(
         &c,
         "the batch in the runs table",
@@ -350,12 +357,7 @@ async fn the_dashboard_in_a_browser_starts_and_follows_runs_and_sees_hosts_die()
     // (The browser itself refuses numbers out of an input's range.)
     set_field(&c, "name", "refused").await;
     set_field(&c, "variants", "population=many").await;
-    c.find(Locator::Id("launch"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click_through(&c, "launch").await;
     let error = c
         .find(Locator::Id("error"))
         .await

@@ -34,6 +34,17 @@ impl Proc {
         self.child.kill().expect("kill");
         self.child.wait().expect("reap");
     }
+
+    /// SIGTERM, and waits for the process to end by itself.
+    fn terminate(&mut self) {
+        let sent = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .expect("kill -TERM");
+        assert!(sent.success());
+        let status = self.child.wait().expect("reap");
+        assert!(status.success(), "an orderly shutdown exits 0: {status}");
+    }
 }
 
 /// Reads lines of `reader` until one contains `marker`; returns that line.
@@ -154,6 +165,16 @@ fn pso_run(budget: u64, particles: u32) -> pb::StartRunRequest {
     }
 }
 
+/// A run that spends all of `budget`: CMA-ES restarts until then (PSO
+/// may converge and finish early).
+fn endless_run(budget: u64) -> pb::StartRunRequest {
+    pb::StartRunRequest {
+        optimizer: "cmaes".into(),
+        settings: Default::default(),
+        ..pso_run(budget, 4)
+    }
+}
+
 /// Follows a run until it is no longer running; a stalled run fails the
 /// test instead of hanging it.
 async fn wait_run_end(org: &mut OrganizerClient<AuthChannel>, run_id: u64) -> pb::Run {
@@ -248,7 +269,28 @@ async fn three_hosts_complete_every_job_and_survive_a_host_killed_mid_job() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn organizer_killed_and_restarted_resumes_the_run_without_rerunning() {
-    kill_organizer_mid_run("kill-organizer-pso", pso_run(60, 6), "particles", "6").await;
+    kill_organizer_mid_run(
+        "kill-organizer-pso",
+        pso_run(60, 6),
+        "particles",
+        "6",
+        Stop::Kill,
+    )
+    .await;
+}
+
+/// SIGTERM (what docker stop and a reboot send) is an orderly shutdown, not
+/// a stop of the runs: started again, the organizer resumes them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn organizer_given_sigterm_leaves_its_run_to_resume() {
+    kill_organizer_mid_run(
+        "term-organizer-pso",
+        pso_run(60, 6),
+        "particles",
+        "6",
+        Stop::Term,
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -256,7 +298,14 @@ async fn a_resumed_powell_run_replays_its_line_searches() {
     let mut run = pso_run(60, 6);
     run.optimizer = "powell".into();
     run.settings = [("variant".to_owned(), "interval".to_owned())].into();
-    kill_organizer_mid_run("kill-organizer-powell", run, "variant", "interval").await;
+    kill_organizer_mid_run(
+        "kill-organizer-powell",
+        run,
+        "variant",
+        "interval",
+        Stop::Kill,
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -264,7 +313,7 @@ async fn a_resumed_brute_force_run_continues_its_grid() {
     let mut run = pso_run(60, 6);
     run.optimizer = "brute-force".into();
     run.settings = [("resolution".to_owned(), "9".to_owned())].into();
-    kill_organizer_mid_run("kill-organizer-grid", run, "resolution", "9").await;
+    kill_organizer_mid_run("kill-organizer-grid", run, "resolution", "9", Stop::Kill).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -273,7 +322,7 @@ async fn a_resumed_cmaes_run_replays_its_generations() {
     run.optimizer = "cmaes".into();
     // Population 6 on 2 parameters: 10 generations, the kill lands in the third.
     run.settings = [("population".to_owned(), "6".to_owned())].into();
-    kill_organizer_mid_run("kill-organizer-cmaes", run, "population", "6").await;
+    kill_organizer_mid_run("kill-organizer-cmaes", run, "population", "6", Stop::Kill).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -284,7 +333,16 @@ async fn a_resumed_powell_cmaes_run_replays_its_stages() {
     // polishing Powell after; the kill lands in CMA-ES, the resume replays
     // the hand-over.
     run.settings = [("population".to_owned(), "6".to_owned())].into();
-    kill_organizer_mid_run("kill-organizer-chain", run, "population", "6").await;
+    kill_organizer_mid_run("kill-organizer-chain", run, "population", "6", Stop::Kill).await;
+}
+
+/// How the organizer goes down mid-run.
+#[derive(Clone, Copy, PartialEq)]
+enum Stop {
+    /// kill -9: a crash.
+    Kill,
+    /// SIGTERM: docker stop, a reboot, an orderly shutdown.
+    Term,
 }
 
 async fn kill_organizer_mid_run(
@@ -292,6 +350,7 @@ async fn kill_organizer_mid_run(
     request: pb::StartRunRequest,
     setting: &str,
     value: &str,
+    stop: Stop,
 ) {
     let db = temp_db(tag);
     let (mut organizer, url) = start_organizer(&db, "127.0.0.1:0", None);
@@ -320,7 +379,10 @@ async fn kill_organizer_mid_run(
     tokio::time::timeout(Duration::from_secs(120), part_done)
         .await
         .expect("15 evaluations within 120 s");
-    organizer.kill9();
+    match stop {
+        Stop::Kill => organizer.kill9(),
+        Stop::Term => organizer.terminate(),
+    }
     drop(stream);
 
     let (_organizer, url2) = start_organizer(&db, &listen, None);
@@ -775,11 +837,11 @@ async fn interrupted_watch_leaves_the_run_going_and_shows_its_true_count() {
     let _host = start_host(&url, "h0", 5);
     let mut org = client(&url);
     wait_free_hosts(&mut org, 1).await;
-    // CMA-ES restarts until its budget is spent (PSO may finish early).
-    let mut request = pso_run(2_000, 4);
-    request.optimizer = "cmaes".into();
-    request.settings.clear();
-    let run = org.start_run(request).await.unwrap().into_inner();
+    let run = org
+        .start_run(endless_run(2_000))
+        .await
+        .unwrap()
+        .into_inner();
     let mut watch = Command::new(BIN)
         .args([
             "optimize",
@@ -871,4 +933,59 @@ async fn an_error_about_a_huge_field_is_a_short_status() {
         status.message()
     );
     assert!(!status.message().contains("shortened"));
+}
+
+/// After a resume the run's count never goes back: not to the count last
+/// saved with the run, not to where the replay found its best.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resumed_run_never_shows_fewer_evaluations_than_it_has_recorded() {
+    let db = temp_db("count-after-resume");
+    let (mut organizer, url) = start_organizer(&db, "127.0.0.1:0", None);
+    let listen = url.trim_start_matches("http://").to_owned();
+    let mut host = start_host(&url, "h0", 20);
+    let mut org = client(&url);
+    wait_free_hosts(&mut org, 1).await;
+    let run = org
+        .start_run(endless_run(100_000))
+        .await
+        .unwrap()
+        .into_inner();
+    let mut stream = org
+        .watch_run(pb::WatchRunRequest { run_id: run.id })
+        .await
+        .unwrap()
+        .into_inner();
+    while let Some(event) = stream.next().await {
+        if event.unwrap().run.unwrap().evaluations >= 40 {
+            break;
+        }
+    }
+    // Everything stops at once; nothing new can arrive after the restart.
+    organizer.kill9();
+    host.kill9();
+    drop(stream);
+    let (_organizer, _) = start_organizer(&db, &listen, None);
+    let mut org = client(&url);
+    let recorded = run_jobs(&mut org, run.id)
+        .await
+        .iter()
+        .filter(|j| j.state == pb::JobState::Done as i32)
+        .count() as u64;
+    assert!(recorded >= 30, "{recorded} results recorded");
+    // The replay takes milliseconds; a second of looking covers it.
+    let until = Instant::now() + Duration::from_secs(1);
+    let mut seen = Vec::new();
+    while Instant::now() < until {
+        let now = org
+            .get_run(pb::GetRunRequest { run_id: run.id })
+            .await
+            .unwrap()
+            .into_inner();
+        seen.push(now.evaluations);
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(
+        seen.iter().all(|&n| n >= recorded),
+        "recorded {recorded}, shown {seen:?}"
+    );
 }
