@@ -134,7 +134,8 @@ pub struct Registration {
 }
 
 /// Registers, then heartbeats until `shutdown`, re-registering whenever the
-/// organizer has forgotten the host or was down; deregisters on the way out.
+/// organizer has forgotten the host or was down; says it is leaving on the
+/// way out (it keeps its id for when it comes back).
 /// Never returns an error: an unreachable organizer is retried forever,
 /// because hosts usually start before (or outlive) it.
 pub async fn keep_registered(registration: Registration, shutdown: impl Future<Output = ()>) {
@@ -219,9 +220,12 @@ pub async fn keep_registered_or(
         }
     }
     if let Some(id) = host_id {
+        // Leaving, not removed: its job moves on now, and it gets its id
+        // back when it registers again.
         let request = pb::DeregisterHostRequest {
             host_id: id,
             name: String::new(),
+            keep_id: true,
         };
         let _ = tokio::time::timeout(Duration::from_secs(2), client.deregister_host(request)).await;
     }

@@ -483,6 +483,24 @@ impl Scheduler {
         Ok(state)
     }
 
+    /// A host going away for now (shutting down, restarting): down at once,
+    /// its job re-queued without waiting for the lease; it keeps its id.
+    pub fn host_leaving(self: &Arc<Self>, host_id: u64, name: &str) -> Result<(), ScheduleError> {
+        {
+            let mut core = self.lock();
+            let id = host_by_id_or_name(&core, host_id, name)?;
+            let host = core.hosts.get_mut(&id).expect("found above");
+            tracing::info!(host = host.name, "host leaving");
+            host.state = HostState::Down;
+            let job = std::mem::take(&mut host.current_job);
+            if job != 0 {
+                self.requeue_locked(&mut core, job, "its host shut down");
+            }
+        }
+        self.dispatch();
+        Ok(())
+    }
+
     pub async fn deregister_host(
         self: &Arc<Self>,
         host_id: u64,
@@ -490,16 +508,7 @@ impl Scheduler {
     ) -> Result<(), ScheduleError> {
         let id = {
             let mut core = self.lock();
-            let id = core
-                .hosts
-                .iter()
-                .find(|(id, h)| **id == host_id || (!name.is_empty() && h.name == name))
-                .map(|(id, _)| *id)
-                .ok_or_else(|| {
-                    ScheduleError::Invalid(format!(
-                        "unknown host: no host with id {host_id} or name {name:?}"
-                    ))
-                })?;
+            let id = host_by_id_or_name(&core, host_id, name)?;
             let host = core.hosts.remove(&id).expect("found above");
             if host.current_job != 0 {
                 self.requeue_locked(&mut core, host.current_job, "its host was removed");
@@ -1043,6 +1052,18 @@ impl Scheduler {
         }
         self.dispatch();
     }
+}
+
+fn host_by_id_or_name(core: &Core, host_id: u64, name: &str) -> Result<u64, ScheduleError> {
+    core.hosts
+        .iter()
+        .find(|(id, h)| **id == host_id || (!name.is_empty() && h.name == name))
+        .map(|(id, _)| *id)
+        .ok_or_else(|| {
+            ScheduleError::Invalid(format!(
+                "unknown host: no host with id {host_id} or name {name:?}"
+            ))
+        })
 }
 
 fn enqueue(core: &mut Core, owner: String, job_id: u64, front: bool) {

@@ -467,7 +467,7 @@ async fn bad_requests_get_invalid_argument_and_a_wrong_token_unauthenticated() {
     let err = org
         .deregister_host(pb::DeregisterHostRequest {
             host_id: 99,
-            name: String::new(),
+            ..Default::default()
         })
         .await
         .unwrap_err();
@@ -987,5 +987,45 @@ async fn a_resumed_run_never_shows_fewer_evaluations_than_it_has_recorded() {
     assert!(
         seen.iter().all(|&n| n >= recorded),
         "recorded {recorded}, shown {seen:?}"
+    );
+}
+
+/// A host stopped with SIGTERM says it is leaving: it is down at once (no
+/// lease to wait for), and started again under its name it has its id back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_host_given_sigterm_is_down_at_once_and_comes_back_under_its_id() {
+    let db = temp_db("host-sigterm");
+    let (_organizer, url) = start_organizer(&db, "127.0.0.1:0", None);
+    let mut host = start_host(&url, "h0", 0);
+    let mut org = client(&url);
+    wait_free_hosts(&mut org, 1).await;
+    let hosts = |org: &mut OrganizerClient<AuthChannel>| {
+        let mut org = org.clone();
+        async move {
+            org.list_hosts(pb::ListHostsRequest {})
+                .await
+                .unwrap()
+                .into_inner()
+                .hosts
+        }
+    };
+    let before = hosts(&mut org).await;
+    assert_eq!(before.len(), 1);
+    host.terminate();
+    let gone = hosts(&mut org).await;
+    assert_eq!(gone.len(), 1, "still known: {gone:?}");
+    assert_eq!(
+        gone[0].state,
+        pb::HostState::Down as i32,
+        "down before any lease ran out"
+    );
+    let _again = start_host(&url, "h0", 0);
+    wait_free_hosts(&mut org, 1).await;
+    let back = hosts(&mut org).await;
+    assert_eq!(back.len(), 1, "{back:?}");
+    assert_eq!(back[0].id, before[0].id, "the same id");
+    assert_ne!(
+        back[0].address, before[0].address,
+        "a new port, the same host"
     );
 }

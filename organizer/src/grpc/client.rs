@@ -111,7 +111,11 @@ impl OrganizerClient {
         };
         self.inner
             .clone()
-            .deregister_host(pb::DeregisterHostRequest { host_id, name })
+            .deregister_host(pb::DeregisterHostRequest {
+                host_id,
+                name,
+                keep_id: false,
+            })
             .await
             .map_err(|s| self.error(s))?;
         Ok(())

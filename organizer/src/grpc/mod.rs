@@ -87,10 +87,16 @@ impl OrganizerApi for OrganizerService {
         request: Request<pb::DeregisterHostRequest>,
     ) -> Result<Response<pb::DeregisterHostResponse>, Status> {
         let r = request.into_inner();
-        self.scheduler
-            .deregister_host(r.host_id, &r.name)
-            .await
-            .map_err(status)?;
+        if r.keep_id {
+            self.scheduler
+                .host_leaving(r.host_id, &r.name)
+                .map_err(status)?;
+        } else {
+            self.scheduler
+                .deregister_host(r.host_id, &r.name)
+                .await
+                .map_err(status)?;
+        }
         Ok(Response::new(pb::DeregisterHostResponse {}))
     }
 
