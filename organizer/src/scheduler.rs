@@ -405,8 +405,31 @@ impl Scheduler {
             address: address.to_owned(),
             why: e.to_string(),
         })?;
-        let (id, host) = {
+        let (id, host, moved) = {
             let mut core = self.lock();
+            // One address is one host. Alive under another name: refuse. Down:
+            // the address has moved to this host (a container restarted with
+            // a new name got an old address), and the old entry would reach
+            // this host through it, so it goes.
+            let clash = core
+                .hosts
+                .iter()
+                .find(|(_, h)| h.address == address && h.name != name)
+                .map(|(id, h)| (*id, h.state, h.name.clone()));
+            let moved = match clash {
+                Some((other, state, other_name)) if state != HostState::Down => {
+                    return Err(ScheduleError::Invalid(format!(
+                        "address {address} is already host {other_name:?} (id {other}); \
+                         register under that name, or remove it first (yamor hosts remove {other_name})"
+                    )));
+                }
+                Some((other, _, other_name)) => {
+                    tracing::info!(host = other_name, address, "address taken over by {name}");
+                    core.hosts.remove(&other);
+                    Some(other)
+                }
+                None => None,
+            };
             let existing = core
                 .hosts
                 .iter()
@@ -441,8 +464,11 @@ impl Scheduler {
             if entry.state == HostState::Down {
                 entry.state = HostState::Free;
             }
-            (id, host_view(id, entry))
+            (id, host_view(id, entry), moved)
         };
+        if let Some(old) = moved {
+            self.store.commit(Write::DeleteHost(old)).await?;
+        }
         self.store
             .commit(Write::UpsertHost(crate::store::HostRow {
                 id,

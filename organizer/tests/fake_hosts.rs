@@ -233,3 +233,47 @@ async fn a_host_reachable_one_way_stays_down_until_a_probe_answers() {
     assert_eq!(done.state, JobState::Done);
     assert_eq!(done.velocity(), Some(3.0));
 }
+
+/// One address is one host: a second name for a live host's address is
+/// refused; the address of a host that is down passes to the new name, and
+/// the old entry goes (it would reach the new host through that address).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_address_is_one_host() {
+    let net = Arc::new(FakeNet::default());
+    let config = SchedulerConfig {
+        heartbeat_interval: Duration::from_millis(50),
+        lease: Duration::from_millis(300),
+        ..SchedulerConfig::default()
+    };
+    let organizer = organizer("one-address", &net, config);
+    let scheduler = &organizer.scheduler;
+    let host = net.host("10.0.0.5:7171");
+    scheduler.register_host("a", "10.0.0.5:7171").await.unwrap();
+    let refused = scheduler
+        .register_host("b", "10.0.0.5:7171")
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(refused.contains("already host \"a\""), "{refused}");
+    assert_eq!(scheduler.hosts().len(), 1);
+
+    host.go_silent();
+    while scheduler.hosts()[0].state != HostState::Down {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    host.go_loud();
+    let b = scheduler.register_host("b", "10.0.0.5:7171").await.unwrap();
+    let hosts = scheduler.hosts();
+    assert_eq!(hosts.len(), 1, "{hosts:?}");
+    assert_eq!(hosts[0].name, "b");
+    assert_eq!(hosts[0].id, b.id);
+    scheduler.store().sync().await.unwrap();
+    let stored: Vec<String> = scheduler
+        .store()
+        .hosts()
+        .unwrap()
+        .into_iter()
+        .map(|h| h.name)
+        .collect();
+    assert_eq!(stored, ["b"]);
+}
