@@ -53,27 +53,74 @@ free_hosts() { "$yamor" hosts list --json | json "sum(h['state']=='free' for h i
 wait_for 90 '[ "$(free_hosts)" -ge 3 ]' || { "$yamor" hosts list; exit 1; }
 echo "3 simulation hosts registered"
 
-budget=400
-run=$("$yamor" optimize start --robot quadruped --budget $budget --warmup 2 --measure 4 --json | json "d[0]['id']")
-evaluations() { "$yamor" optimize show "$run" --json | json "d['evaluations']"; }
-wait_for 120 '[ "$(evaluations)" -ge 10 ]'
-victim=$(docker ps -q --filter "label=com.docker.compose.project=$project" \
-    --filter "label=com.docker.compose.service=sim" | head -1)
-docker kill "$victim" >/dev/null
-echo "killed host container $victim after $(evaluations) evaluations"
-
-state() { "$yamor" optimize show "$run" --json | json "d['state']"; }
-wait_for 300 '[ "$(state)" = finished ]'
-"$yamor" optimize show "$run"
-"$yamor" jobs list --run "$run" --limit 1000 --json | python3 -c "
+# One run per fault: started, the fault injected once it is under way, then
+# it must finish at exactly its budget with every proposal evaluated once.
+start_run() {
+    "$yamor" optimize start --robot quadruped --budget "$1" --warmup 2 --measure 4 --json \
+        | json "d[0]['id']"
+}
+evaluations() { "$yamor" optimize show "$1" --json | json "d['evaluations']"; }
+state() { "$yamor" optimize show "$1" --json | json "d['state']"; }
+check_run() {
+    local run=$1 budget=$2 fault=$3 started=$4
+    wait_for 300 "[ \"\$(state $run)\" = finished ]"
+    local took=$((SECONDS - started))
+    "$yamor" jobs list --run "$run" --limit 10000 --json | python3 -c "
 import json, sys
 jobs = json.load(sys.stdin)
-budget = $budget
 indices = sorted(j['index'] for j in jobs)
-assert indices == list(range(budget)), f'proposals: {indices}'
+assert indices == list(range($budget)), f'proposals: {len(indices)} of $budget, {len(set(indices))} distinct'
 assert all(j['state'] == 'done' for j in jobs), [j for j in jobs if j['state'] != 'done']
 retried = sum(j['attempts'] > 1 for j in jobs)
-print(f'{len(jobs)} proposals, each evaluated once; {retried} retried after the kill')
+print(f'$fault: {len(jobs)} of $budget proposals evaluated once each, none lost, {retried} retried; run took ${took} s')
 "
-test "$(evaluations)" -eq "$budget"
+    test "$(evaluations "$run")" -eq "$budget"
+}
+container() {
+    docker ps -aq --filter "label=com.docker.compose.project=$project" \
+        --filter "label=com.docker.compose.service=$1" | head -1
+}
+
+# 1. A host killed mid-run.
+run=$(start_run 400); t=$SECONDS
+wait_for 120 "[ \"\$(evaluations $run)\" -ge 10 ]"
+victim=$(container sim)
+docker kill "$victim" >/dev/null
+check_run "$run" 400 "docker kill of a host after $(evaluations "$run") evaluations" $t
+docker start "$victim" >/dev/null
+
+# 2. A host frozen (docker pause): down within the lease, its job runs
+#    elsewhere; thawed, its late answer is ignored and it is back under
+#    the same id.
+host_field() { "$yamor" hosts list --json | json "[h['$2'] for h in d if h['name']=='$1'][0]"; }
+wait_for 60 '[ "$(free_hosts)" -ge 3 ]'
+run=$(start_run 1500); t=$SECONDS
+wait_for 120 "[ \"\$(evaluations $run)\" -ge 10 ]"
+frozen=$(container sim)
+name=$(docker inspect --format '{{.Config.Hostname}}' "$frozen")
+id_before=$(host_field "$name" id)
+docker pause "$frozen" >/dev/null
+paused_at=$SECONDS
+wait_for 30 "[ \"\$(host_field $name state)\" = down ]"
+echo "paused host $name marked down after $((SECONDS - paused_at)) s"
+docker unpause "$frozen" >/dev/null
+wait_for 30 "[ \"\$(host_field $name state)\" != down ]"
+test "$(host_field "$name" id)" = "$id_before"
+echo "unpaused host $name back under id $id_before"
+check_run "$run" 1500 "docker pause of a host" $t
+
+# 3. The organizer killed (docker kill) and 4. stopped (docker stop,
+#    SIGTERM) mid-run, then started: the run resumes and ends at its budget.
+organizer=$(container organizer)
+for how in kill stop; do
+    run=$(start_run 1500); t=$SECONDS
+    wait_for 120 "[ \"\$(evaluations $run)\" -ge 10 ]"
+    before=$(evaluations "$run")
+    docker "$how" "$organizer" >/dev/null
+    down_at=$SECONDS
+    docker start "$organizer" >/dev/null
+    wait_for 60 '"$yamor" health "$YAMOR_ORGANIZER"'
+    echo "organizer back $((SECONDS - down_at)) s after docker $how (run at $before evaluations)"
+    check_run "$run" 1500 "docker $how of the organizer" $t
+done
 echo "docker/test.sh: ok"
