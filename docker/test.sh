@@ -89,27 +89,36 @@ docker kill "$victim" >/dev/null
 check_run "$run" 400 "docker kill of a host after $(evaluations "$run") evaluations" $t
 docker start "$victim" >/dev/null
 
-# 2. A host frozen (docker pause): down within the lease, its job runs
-#    elsewhere; thawed, its late answer is ignored and it is back under
-#    the same id.
+# 2. A host frozen (docker pause) and 3. cut off (docker network
+#    disconnect): down within the lease, its job runs elsewhere; back, its
+#    late answer is ignored and it is admitted again under the same id.
 host_field() { "$yamor" hosts list --json | json "[h['$2'] for h in d if h['name']=='$1'][0]"; }
-wait_for 60 '[ "$(free_hosts)" -ge 3 ]'
-run=$(start_run 1500); t=$SECONDS
-wait_for 120 "[ \"\$(evaluations $run)\" -ge 10 ]"
-frozen=$(container sim)
-name=$(docker inspect --format '{{.Config.Hostname}}' "$frozen")
-id_before=$(host_field "$name" id)
-docker pause "$frozen" >/dev/null
-paused_at=$SECONDS
-wait_for 30 "[ \"\$(host_field $name state)\" = down ]"
-echo "paused host $name marked down after $((SECONDS - paused_at)) s"
-docker unpause "$frozen" >/dev/null
-wait_for 30 "[ \"\$(host_field $name state)\" != down ]"
-test "$(host_field "$name" id)" = "$id_before"
-echo "unpaused host $name back under id $id_before"
-check_run "$run" 1500 "docker pause of a host" $t
+network="${project}_default"
+for how in pause disconnect; do
+    wait_for 60 '[ "$(free_hosts)" -ge 3 ]'
+    run=$(start_run 1500); t=$SECONDS
+    wait_for 120 "[ \"\$(evaluations $run)\" -ge 10 ]"
+    cut=$(container sim)
+    name=$(docker inspect --format '{{.Config.Hostname}}' "$cut")
+    id_before=$(host_field "$name" id)
+    case $how in
+        pause) docker pause "$cut" >/dev/null ;;
+        disconnect) docker network disconnect "$network" "$cut" ;;
+    esac
+    cut_at=$SECONDS
+    wait_for 30 "[ \"\$(host_field $name state)\" = down ]"
+    echo "host $name marked down $((SECONDS - cut_at)) s after docker $how"
+    case $how in
+        pause) docker unpause "$cut" >/dev/null ;;
+        disconnect) docker network connect "$network" "$cut" ;;
+    esac
+    wait_for 30 "[ \"\$(host_field $name state)\" != down ]"
+    test "$(host_field "$name" id)" = "$id_before"
+    echo "host $name back under id $id_before"
+    check_run "$run" 1500 "docker $how of a host" $t
+done
 
-# 3. The organizer killed (docker kill) and 4. stopped (docker stop,
+# 4. The organizer killed (docker kill) and 5. stopped (docker stop,
 #    SIGTERM) mid-run, then started: the run resumes and ends at its budget.
 organizer=$(container organizer)
 for how in kill stop; do
