@@ -44,6 +44,9 @@ pub struct HostOptions {
     pub server: ServerSecurity,
     /// Token and CA for the calls to the organizer.
     pub client: ClientSecurity,
+    /// Find the advertised IP afresh at every registration (see
+    /// [`Registration::follow_route`]).
+    pub follow_route: bool,
 }
 
 /// A host bound to its port and named, ready to serve: `yamor host`.
@@ -100,6 +103,7 @@ impl HostServer {
                 security: self.options.client.clone(),
                 name: self.name.clone(),
                 address: self.address.clone(),
+                follow_route: self.options.follow_route,
             };
             let mut stop = stop_rx;
             let service = self.service.clone();
@@ -131,6 +135,27 @@ pub struct Registration {
     pub name: String,
     /// The address the organizer dials to reach this host.
     pub address: String,
+    /// Replace the address's IP, at every registration, by the one packets
+    /// to the organizer leave from: a host listening on every interface (a
+    /// container) may come back on another address. Such a host also
+    /// registers again when the organizer keeps reporting it down (it
+    /// cannot reach the address it has).
+    pub follow_route: bool,
+}
+
+/// `address` (`scheme://ip:port`) with its IP replaced by `ip`.
+fn with_ip(address: &str, ip: std::net::IpAddr) -> Option<String> {
+    let (scheme, rest) = address.split_once("://")?;
+    let port: u16 = rest
+        .rsplit_once(':')?
+        .1
+        .trim_end_matches('/')
+        .parse()
+        .ok()?;
+    Some(format!(
+        "{scheme}://{}",
+        std::net::SocketAddr::new(ip, port)
+    ))
 }
 
 /// Registers, then heartbeats until `shutdown`, re-registering whenever the
@@ -160,12 +185,25 @@ pub async fn keep_registered_or(
     let mut host_id = None;
     let mut interval = Duration::from_secs(1);
     let mut backoff = Duration::from_millis(100);
+    let mut address = registration.address.clone();
+    // Heartbeats in a row answered "down": the organizer cannot reach us.
+    let mut down_beats = 0;
     loop {
         let wait = match host_id {
             None => {
+                if registration.follow_route {
+                    match outward_ip(&registration.organizer).await {
+                        Ok(ip) => {
+                            if let Some(fresh) = with_ip(&address, ip) {
+                                address = fresh;
+                            }
+                        }
+                        Err(e) => tracing::warn!("finding this host's address: {e}"),
+                    }
+                }
                 let request = pb::RegisterHostRequest {
                     name: registration.name.clone(),
-                    address: registration.address.clone(),
+                    address: address.clone(),
                 };
                 match client.register_host(request).await {
                     Ok(response) => {
@@ -198,7 +236,16 @@ pub async fn keep_registered_or(
                 }
             }
             Some(id) => match client.heartbeat(pb::HeartbeatRequest { host_id: id }).await {
-                Ok(_) => interval,
+                Ok(reply) => {
+                    let down = reply.into_inner().state() == pb::HostState::Down;
+                    down_beats = if down { down_beats + 1 } else { 0 };
+                    if registration.follow_route && down_beats >= 3 {
+                        tracing::warn!("the organizer cannot reach {address}: registering again");
+                        down_beats = 0;
+                        host_id = None;
+                    }
+                    interval
+                }
                 Err(status) if status.code() == Code::NotFound => {
                     host_id = None;
                     Duration::ZERO

@@ -106,6 +106,7 @@ impl LocalCluster {
                 security: ClientSecurity::default(),
                 name,
                 address,
+                follow_route: false,
             };
             tokio::spawn(yamor_host_agent::keep_registered(
                 registration,

@@ -266,3 +266,40 @@ async fn https_against_plain_text_and_an_unknown_name_are_one_sentence_each() {
         )
     );
 }
+
+/// A host that follows the route registers the address its packets to the
+/// organizer leave from, whatever address it had (a container back on
+/// another address): here a wrong one, 127.0.0.2, becomes 127.0.0.1.
+#[tokio::test]
+async fn a_host_following_the_route_registers_its_real_address() {
+    let (client, _organizer) = organizer("client-follow-route").await;
+    let real = serve_host(
+        "moved",
+        Arc::new(ExprBackend::new("x", Duration::ZERO).unwrap()),
+    )
+    .await;
+    let stale = real.replacen("127.0.0.1", "127.0.0.2", 1);
+    tokio::spawn(yamor_host_agent::keep_registered(
+        yamor_host_agent::Registration {
+            organizer: client.url().to_owned(),
+            security: ClientSecurity::default(),
+            name: "moved".into(),
+            address: stale,
+            follow_route: true,
+        },
+        std::future::pending(),
+    ));
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let hosts = client.list_hosts().await.unwrap();
+        if let Some(h) = hosts.iter().find(|h| h.name == "moved") {
+            assert_eq!(h.address, real);
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "never registered: {hosts:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}

@@ -268,6 +268,7 @@ async fn motors_go_off_when_the_host_stops_or_loses_its_organizer() {
                 security: ClientSecurity::default(),
                 name: "robot".into(),
                 address: address.clone(),
+                follow_route: false,
             },
             std::future::pending(),
             move || {

@@ -198,6 +198,8 @@ pub async fn host(args: HostArgs) -> Result<()> {
     // Listening on every interface (a container, a lab machine): the
     // organizer needs a real address, and a name that survives a restart.
     let everywhere = args.listen.ip().is_unspecified();
+    // Chosen here, the advertised address follows the route to the organizer.
+    let follow_route = everywhere && args.advertise.is_none() && args.organizer.is_some();
     let advertise = match (&args.advertise, &args.organizer) {
         (None, Some(organizer)) if everywhere => {
             let ip = yamor_host_agent::server::outward_ip(organizer)
@@ -227,6 +229,7 @@ pub async fn host(args: HostArgs) -> Result<()> {
         organizer: args.organizer,
         server: args.security.server()?,
         client: args.security.client()?,
+        follow_route,
     };
     let host = HostServer::new(listener, backend.clone(), options)?;
     // Printed on stdout so scripts and tests can pick up the address.
