@@ -192,12 +192,8 @@ pub async fn keep_registered_or(
         let wait = match host_id {
             None => {
                 if registration.follow_route {
-                    match outward_ip(&registration.organizer).await {
-                        Ok(ip) => {
-                            if let Some(fresh) = with_ip(&address, ip) {
-                                address = fresh;
-                            }
-                        }
+                    match outward_address(&registration.organizer, &address).await {
+                        Ok(fresh) => address = fresh,
                         Err(e) => tracing::warn!("finding this host's address: {e}"),
                     }
                 }
@@ -278,11 +274,19 @@ pub async fn keep_registered_or(
     }
 }
 
+/// `address` (`scheme://ip:port`, e.g. the listening `http://0.0.0.0:7171`)
+/// with its IP replaced by the one packets to `organizer` (a URL) leave
+/// from: what a host listening on every interface (a container) advertises.
+pub async fn outward_address(organizer: &str, address: &str) -> std::io::Result<String> {
+    let ip = outward_ip(organizer).await?;
+    with_ip(address, ip)
+        .ok_or_else(|| std::io::Error::other(format!("{address} is not scheme://ip:port")))
+}
+
 /// The address of this machine that packets to `organizer` (a URL) leave
-/// from: what a host listening on every interface (0.0.0.0, as in a
-/// container) should advertise. Found by routing alone: a UDP socket
-/// "connected" to the organizer sends nothing.
-pub async fn outward_ip(organizer: &str) -> std::io::Result<std::net::IpAddr> {
+/// from. Found by routing alone: a UDP socket "connected" to the organizer
+/// sends nothing.
+async fn outward_ip(organizer: &str) -> std::io::Result<std::net::IpAddr> {
     let authority = organizer
         .split_once("://")
         .map_or(organizer, |(_, rest)| rest)

@@ -96,11 +96,7 @@ pub fn gait_run_settings(
 }
 
 /// One optimizer setting given on a command line as `name=value`.
-pub fn parse_setting(pair: &str) -> Result<(String, String), String> {
-    pair.split_once('=')
-        .map(|(k, v)| (k.trim().to_owned(), v.trim().to_owned()))
-        .ok_or_else(|| format!("expected name=value, got {pair:?}"))
-}
+pub use yamor_organizer::model::parse_setting;
 
 /// Hosts to start when none are asked for: one per core.
 #[must_use]

@@ -23,12 +23,11 @@ pub struct Evaluation {
 /// Every evaluation of `run_id` the optimizer was told of, in tell order
 /// (results recorded after it stopped were never told).
 pub fn evaluations(organizer: &Organizer, run_id: u64) -> Result<Vec<Evaluation>, LocalError> {
-    let learnt = organizer
-        .runs
-        .get(run_id)
-        .map_or(u64::MAX, |run| run.evaluations);
-    let mut jobs = organizer.scheduler.store().told_jobs(run_id)?;
-    jobs.retain(|j| j.tell_seq.is_some_and(|t| t < learnt));
+    let told = organizer.scheduler.store().told_jobs(run_id)?;
+    let jobs = match organizer.runs.get(run_id) {
+        Ok(run) => run.learnt(told),
+        Err(_) => told,
+    };
     Ok(jobs
         .into_iter()
         .map(|job| {

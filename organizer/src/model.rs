@@ -272,6 +272,22 @@ impl RunSpec {
     }
 }
 
+/// One optimizer setting as people type it (`--set`, the start form):
+/// `name=value`, trimmed.
+pub fn parse_setting(pair: &str) -> Result<(String, String), String> {
+    pair.split_once('=')
+        .map(|(k, v)| (k.trim().to_owned(), v.trim().to_owned()))
+        .ok_or_else(|| format!("expected name=value, got {pair:?}"))
+}
+
+/// One batch variant's settings on one line: `name=value, name=value`.
+pub fn parse_setting_list(line: &str) -> Result<BTreeMap<String, String>, String> {
+    line.split(',')
+        .filter(|pair| !pair.trim().is_empty())
+        .map(parse_setting)
+        .collect()
+}
+
 /// `name=min:max[:start]`; the start defaults to the middle.
 impl std::str::FromStr for ParameterBound {
     type Err = String;
@@ -330,6 +346,18 @@ pub struct Run {
     pub finished_ms: i64,
     /// Seconds of optimisation so far (excluding time the organizer was down).
     pub elapsed_s: f64,
+}
+
+impl Run {
+    /// Of `told` (this run's told jobs), those it learnt. A result can be
+    /// recorded and not learnt: it arrived after the run was stopped. A run
+    /// learns strictly in tell order, so what it learnt is the first
+    /// `evaluations` of them.
+    #[must_use]
+    pub fn learnt(&self, mut told: Vec<Job>) -> Vec<Job> {
+        told.retain(|j| j.tell_seq.is_some_and(|t| t < self.evaluations));
+        told
+    }
 }
 
 /// The run after something happened to it.

@@ -202,19 +202,16 @@ pub async fn host(args: HostArgs) -> Result<()> {
     let follow_route = everywhere && args.advertise.is_none() && args.organizer.is_some();
     let advertise = match (&args.advertise, &args.organizer) {
         (None, Some(organizer)) if everywhere => {
-            let ip = yamor_host_agent::server::outward_ip(organizer)
-                .await
-                .with_context(|| format!("finding this machine's address towards {organizer}"))?;
             let scheme = if args.security.tls_cert.is_some() {
                 "https"
             } else {
                 "http"
             };
-            let port = listener.local_addr()?.port();
-            Some(format!(
-                "{scheme}://{}",
-                std::net::SocketAddr::new(ip, port)
-            ))
+            let listening = format!("{scheme}://{}", listener.local_addr()?);
+            let address = yamor_host_agent::server::outward_address(organizer, &listening)
+                .await
+                .with_context(|| format!("finding this machine's address towards {organizer}"))?;
+            Some(address)
         }
         _ => args.advertise,
     };
@@ -575,15 +572,11 @@ pub async fn optimize(client: ClientOpts, command: OptimizeCommand) -> Result<()
                 .iter()
                 .enumerate()
                 .map(|(i, v)| {
-                    let pairs: Vec<String> = v
-                        .split(',')
-                        .filter(|s| !s.trim().is_empty())
-                        .map(str::to_owned)
-                        .collect();
                     Ok(RunVariant {
                         // The organizer names each after its settings.
                         name: String::new(),
-                        settings: parse_settings(&pairs)?,
+                        settings: yamor_organizer::model::parse_setting_list(v)
+                            .map_err(|e| anyhow::anyhow!("--variant {v:?}: {e}"))?,
                         seed: spec.options.seed + i as u64,
                     })
                 })

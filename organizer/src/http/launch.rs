@@ -17,7 +17,7 @@ use yamor_core::evaluation::{BackendKind, EvaluationSpec, Objective, RobotSource
 use yamor_optimizer_api::{PluginInfo, SettingKind, SettingSpec};
 
 use super::{App, esc, page};
-use crate::model::{ParameterBound, Problem, RunSpec, RunVariant};
+use crate::model::{ParameterBound, Problem, RunSpec, RunVariant, parse_setting_list};
 
 /// The submitted form: field name to text (repeated names keep the last).
 type Fields = BTreeMap<String, String>;
@@ -154,15 +154,8 @@ fn variants(text: &str, seed: u64) -> Result<Vec<RunVariant>, String> {
         .filter(|l| !l.is_empty())
         .enumerate()
         .map(|(i, line)| {
-            let settings = line
-                .split(',')
-                .filter(|p| !p.trim().is_empty())
-                .map(|pair| {
-                    pair.split_once('=')
-                        .map(|(k, v)| (k.trim().to_owned(), v.trim().to_owned()))
-                        .ok_or_else(|| format!("variant {}: {pair:?} is not name=value", i + 1))
-                })
-                .collect::<Result<_, _>>()?;
+            let settings =
+                parse_setting_list(line).map_err(|e| format!("variant {}: {e}", i + 1))?;
             Ok(RunVariant {
                 name: String::new(),
                 settings,

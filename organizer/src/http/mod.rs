@@ -286,14 +286,10 @@ fn sparkline(values: &[f64], width: f64, height: f64) -> String {
     )
 }
 
-/// Fitness values of the results a run learnt, in proposal order (failed:
-/// NaN). A result can be recorded and not learnt: it arrived after the run
-/// was stopped. The run learns strictly in tell order, so what it learnt is
-/// the first `evaluations` of them, and pages agree with its count.
-async fn run_values(runs: &Runs, id: u64) -> Result<Vec<(Job, f64)>, PageError> {
-    let learnt = run_of(runs, id)?.evaluations;
-    let mut jobs = runs.told_jobs(id).await.map_err(internal)?;
-    jobs.retain(|j| j.tell_seq.is_some_and(|t| t < learnt));
+/// Fitness values of the results `run` learnt ([`Run::learnt`], so pages
+/// agree with its count), in proposal order (failed: NaN).
+async fn run_values(runs: &Runs, run: &Run) -> Result<Vec<(Job, f64)>, PageError> {
+    let mut jobs = run.learnt(runs.told_jobs(run.id).await.map_err(internal)?);
     jobs.sort_by_key(|j| j.seq);
     Ok(jobs
         .into_iter()
@@ -339,7 +335,7 @@ async fn runs_page(State(app): State<App>) -> Result<Html<String>, PageError> {
     let mut list = runs.list();
     list.sort_by_key(|r| std::cmp::Reverse(r.id));
     for r in list {
-        let values: Vec<f64> = run_values(runs, r.id)
+        let values: Vec<f64> = run_values(runs, &r)
             .await?
             .into_iter()
             .map(|(_, v)| v)
@@ -442,8 +438,8 @@ fn chart(values: &[f64]) -> String {
 }
 
 async fn run_chart(State(app): State<App>, Path(id): Path<u64>) -> Result<Response, PageError> {
-    run_of(&app.organizer.runs, id)?;
-    let values: Vec<f64> = run_values(&app.organizer.runs, id)
+    let run = run_of(&app.organizer.runs, id)?;
+    let values: Vec<f64> = run_values(&app.organizer.runs, &run)
         .await?
         .into_iter()
         .map(|(_, v)| v)
@@ -473,7 +469,7 @@ fn parameter_views(jobs: &[(Job, f64)], names: &[String]) -> String {
 async fn run_page(State(app): State<App>, Path(id): Path<u64>) -> Result<Html<String>, PageError> {
     let runs = &app.organizer.runs;
     let r = run_of(runs, id)?;
-    let jobs = run_values(runs, id).await?;
+    let jobs = run_values(runs, &r).await?;
     let values: Vec<f64> = jobs.iter().map(|(_, v)| *v).collect();
     let mut body = String::new();
     let _ = write!(
@@ -643,8 +639,8 @@ async fn evaluations_csv(
     State(app): State<App>,
     Path(id): Path<u64>,
 ) -> Result<Response, PageError> {
-    run_of(&app.organizer.runs, id)?;
-    let jobs = run_values(&app.organizer.runs, id).await?;
+    let run = run_of(&app.organizer.runs, id)?;
+    let jobs = run_values(&app.organizer.runs, &run).await?;
     let mut csv = String::from("index,job,host,attempts,state,fitness");
     if let Some((j, _)) = jobs.first() {
         for (name, _) in &j.request.job.parameters {

@@ -31,7 +31,7 @@ pub(super) async fn trajectory_svg(
             format!("run {id} has no best gait (yet, or it optimizes no gait)"),
         ));
     }
-    let best = run_values(&app.organizer.runs, id)
+    let best = run_values(&app.organizer.runs, &run)
         .await?
         .into_iter()
         .filter(|(_, v)| v.is_finite())
