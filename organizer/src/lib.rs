@@ -129,6 +129,16 @@ pub async fn serve(
         .max_decoding_message_size(64 << 20)
         .max_encoding_message_size(64 << 20);
     transport::serve(listener, &security, api, shutdown).await?;
-    let _ = organizer.scheduler.store().sync().await;
+    // On a full disk this would wait for space; what is not saved was never
+    // told to a run, so its jobs simply run again after the restart.
+    let store = organizer.scheduler.store();
+    if tokio::time::timeout(std::time::Duration::from_secs(5), store.sync())
+        .await
+        .is_err()
+    {
+        tracing::error!(
+            "stopping with writes the database could not take: their jobs run again at the next start"
+        );
+    }
     Ok(())
 }

@@ -36,6 +36,7 @@ pub struct Metrics {
     runs: Family<Labels, Gauge>,
     best: Family<Labels, Gauge<f64, AtomicU64>>,
     evaluations: Family<Labels, Gauge>,
+    database_writable: Gauge,
 }
 
 /// The state a scrape reports, read from the scheduler and the runs.
@@ -49,6 +50,8 @@ pub struct Snapshot {
     pub runs: Vec<(&'static str, i64)>,
     /// (run id, run name, best fitness, evaluations).
     pub run_best: Vec<(u64, String, Option<f64>, u64)>,
+    /// Whether the last commit succeeded (false on a full disk).
+    pub database_writable: bool,
 }
 
 impl Metrics {
@@ -70,6 +73,7 @@ impl Metrics {
         let runs = Family::<Labels, Gauge>::default();
         let best = Family::<Labels, Gauge<f64, AtomicU64>>::default();
         let evaluations = Family::<Labels, Gauge>::default();
+        let database_writable = Gauge::default();
         registry.register(
             "jobs_started",
             "Job attempts sent to a host",
@@ -122,6 +126,11 @@ impl Metrics {
             "Evaluations told to each run",
             evaluations.clone(),
         );
+        registry.register(
+            "database_writable",
+            "1 while commits succeed, 0 while the database cannot be written (a full disk): results wait in memory",
+            database_writable.clone(),
+        );
         Metrics {
             registry,
             jobs_started,
@@ -135,6 +144,7 @@ impl Metrics {
             runs,
             best,
             evaluations,
+            database_writable,
         }
     }
 
@@ -167,6 +177,8 @@ impl Metrics {
                 .get_or_create(&labels)
                 .set(i64::try_from(*evaluations).unwrap_or(i64::MAX));
         }
+        self.database_writable
+            .set(i64::from(snapshot.database_writable));
         let mut out = String::new();
         encode(&mut out, &self.registry).expect("writing to a String cannot fail");
         out

@@ -325,7 +325,7 @@ impl Runs {
         };
         self.scheduler
             .store()
-            .commit(Write::InsertRun(Box::new(row.clone())))
+            .commit_or_refuse(Write::InsertRun(Box::new(row.clone())))
             .await?;
         let view = row_view(&row);
         let (stop, _) = watch::channel(false);
@@ -367,6 +367,7 @@ impl Runs {
                 .iter()
                 .map(|r| (r.id, r.name.clone(), r.best_velocity, r.evaluations))
                 .collect(),
+            database_writable: self.scheduler.store().unwritable().is_none(),
         }
     }
 

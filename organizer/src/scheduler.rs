@@ -467,10 +467,10 @@ impl Scheduler {
             (id, host_view(id, entry), moved)
         };
         if let Some(old) = moved {
-            self.store.commit(Write::DeleteHost(old)).await?;
+            self.store.commit_or_refuse(Write::DeleteHost(old)).await?;
         }
         self.store
-            .commit(Write::UpsertHost(crate::store::HostRow {
+            .commit_or_refuse(Write::UpsertHost(crate::store::HostRow {
                 id,
                 name: name.to_owned(),
                 address: address.to_owned(),
@@ -541,7 +541,7 @@ impl Scheduler {
             }
             id
         };
-        self.store.commit(Write::DeleteHost(id)).await?;
+        self.store.commit_or_refuse(Write::DeleteHost(id)).await?;
         self.dispatch();
         Ok(())
     }
@@ -572,6 +572,11 @@ impl Scheduler {
     ) -> Result<Vec<u64>, ScheduleError> {
         for (index, (_, job)) in jobs.iter().enumerate() {
             validate(job).map_err(|e| ScheduleError::Invalid(format!("jobs[{index}]: {e}")))?;
+        }
+        // A client's new jobs are refused on a full disk; a run's go on
+        // queueing (its jobs are owed to a run already accepted).
+        if run_id == 0 {
+            self.store.check_writable()?;
         }
         let owner = if owner.is_empty() { "client" } else { owner };
         let now = now_ms();
@@ -666,7 +671,7 @@ impl Scheduler {
             }
         }
         self.dispatch();
-        self.store.sync().await?;
+        self.store.settle().await?;
         Ok(cancelled)
     }
 
@@ -677,7 +682,7 @@ impl Scheduler {
         }
         // A job that just left the live set may not be committed yet: a
         // watcher reading its stale state would wait for an event already sent.
-        self.store.sync().await?;
+        self.store.settle().await?;
         match self.store.read_async(move |s| s.job(id)).await? {
             Some(job) if brief => Ok(job.brief()),
             Some(job) => Ok(job),
@@ -693,7 +698,7 @@ impl Scheduler {
         // The database has every job (inserts are ordered before updates);
         // live jobs overlay their newer state.
         let states = filter.states.clone();
-        self.store.sync().await?;
+        self.store.settle().await?;
         let rows = self.store.read_async(move |s| s.jobs(&filter)).await?;
         let core = self.lock();
         Ok(rows
@@ -874,7 +879,8 @@ impl Scheduler {
     }
 
     /// Tells the job's run once the result is on disk: the optimizer never
-    /// learns something a restart would forget.
+    /// learns something a restart would forget. On a full disk that waits
+    /// until space returns.
     async fn deliver(
         &self,
         completion: Completion,

@@ -9,6 +9,20 @@
 //! The database runs in WAL mode with `synchronous = NORMAL`: a commit
 //! survives the organizer being killed (the OS has the WAL); only a power
 //! loss may lose the last commits.
+//!
+//! # When the disk is full
+//!
+//! A commit that fails for want of space (or any I/O failure that may pass)
+//! loses nothing: the writer keeps every write in order and tries again
+//! every second or so until it lands, and says loudly that it cannot write
+//! meanwhile ([`Store::unwritable`]). Callers that wait for durability
+//! ([`Store::commit`], [`Store::sync`]) wait that long: a result is told to
+//! its run only once it is on disk, so a run pauses while the disk is full
+//! and goes on when space returns. Requests that may be refused instead
+//! ([`Store::commit_or_refuse`]: a new run, a host's registration) get
+//! [`StoreError::Unwritable`] at once, and their write is withdrawn. A write
+//! that fails for any other reason (a bug, never the disk) is isolated and
+//! dropped with an error so that it cannot block the ones behind it.
 
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
@@ -34,6 +48,14 @@ pub enum StoreError {
     Sql(#[from] rusqlite::Error),
     #[error("the database writer has stopped")]
     WriterGone,
+    #[error(
+        "the database cannot be written now ({reason}); nothing acknowledged is lost: \
+         results wait in memory and are saved when it can be written again, and new runs \
+         and registrations are refused until then"
+    )]
+    Unwritable { reason: String },
+    #[error("database write failed: {0}")]
+    Write(String),
     #[error(
         "database {path} is an empty file, not a yamor database; refusing to start over on it \
          (move it away to start a new organizer)"
@@ -150,12 +172,40 @@ pub enum Write {
     },
     /// Writes nothing; its ack means everything before it is committed.
     Barrier,
+    /// `true`: the database may not grow, as on a full disk; `false`: it
+    /// may again. How tests fill the disk.
+    #[doc(hidden)]
+    DiskFull(bool),
+}
+
+/// How a caller waits for its write.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Wait {
+    /// Fire and forget: kept and retried until committed.
+    No,
+    /// Until it is committed, however long the disk stays full.
+    Durable,
+    /// Until it is committed, or refused (and withdrawn) if the database
+    /// cannot be written now.
+    OrRefuse,
 }
 
 struct Envelope {
     write: Write,
-    ack: Option<oneshot::Sender<Result<(), String>>>,
+    wait: Wait,
+    ack: Option<oneshot::Sender<Result<(), StoreError>>>,
 }
+
+impl Envelope {
+    fn answer(&mut self, outcome: Result<(), StoreError>) {
+        if let Some(ack) = self.ack.take() {
+            let _ = ack.send(outcome);
+        }
+    }
+}
+
+/// Why the writer cannot commit, while it cannot; shared with callers.
+type Unwritable = Arc<Mutex<Option<String>>>;
 
 /// Handle to the database: cheap to clone.
 #[derive(Clone)]
@@ -165,6 +215,7 @@ pub struct Store {
     commit_seconds: prometheus_client::metrics::histogram::Histogram,
     /// Reads go through their own connection; WAL lets them run beside the writer.
     reader: Arc<Mutex<Connection>>,
+    unwritable: Unwritable,
 }
 
 /// The schema version this code writes (`PRAGMA user_version`). Version 0
@@ -316,16 +367,42 @@ impl Store {
         let reader = open(path)?;
         let (tx, rx) = mpsc::channel::<Envelope>();
         let commit_seconds = crate::metrics::commit_histogram();
-        let observed = commit_seconds.clone();
+        let unwritable = Unwritable::default();
+        let writer_state = Writer {
+            conn: writer,
+            commit_seconds: commit_seconds.clone(),
+            unwritable: unwritable.clone(),
+            failing_since: None,
+        };
         std::thread::Builder::new()
             .name("yamor-db-writer".into())
-            .spawn(move || write_loop(writer, rx, &observed))
+            .spawn(move || writer_state.run(&rx))
             .expect("spawning the database writer");
         Ok(Store {
             writes: tx,
             commit_seconds,
             reader: Arc::new(Mutex::new(reader)),
+            unwritable,
         })
+    }
+
+    /// Why the database cannot be written, while it cannot (a full disk);
+    /// `None` while commits succeed.
+    #[must_use]
+    pub fn unwritable(&self) -> Option<String> {
+        self.unwritable
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// [`StoreError::Unwritable`] while the database cannot be written:
+    /// for requests that should be refused rather than wait.
+    pub fn check_writable(&self) -> Result<(), StoreError> {
+        match self.unwritable() {
+            Some(reason) => Err(StoreError::Unwritable { reason }),
+            None => Ok(()),
+        }
     }
 
     /// The group-commit latency histogram (for the metrics registry).
@@ -334,34 +411,54 @@ impl Store {
         self.commit_seconds.clone()
     }
 
-    /// Queues a write; it lands with the next group commit.
+    /// Queues a write; it lands with the next group commit (or, while the
+    /// disk is full, with the first that succeeds).
     pub fn write(&self, write: Write) {
-        if self.writes.send(Envelope { write, ack: None }).is_err() {
+        let envelope = Envelope {
+            write,
+            wait: Wait::No,
+            ack: None,
+        };
+        if self.writes.send(envelope).is_err() {
             tracing::error!("database writer gone; a write was dropped");
         }
     }
 
-    /// Queues a write and waits until it is committed.
-    pub async fn commit(&self, write: Write) -> Result<(), StoreError> {
+    async fn send(&self, write: Write, wait: Wait) -> Result<(), StoreError> {
         let (ack, done) = oneshot::channel();
         self.writes
             .send(Envelope {
                 write,
+                wait,
                 ack: Some(ack),
             })
             .map_err(|_| StoreError::WriterGone)?;
-        match done.await {
-            Ok(Ok(())) => Ok(()),
-            Ok(Err(message)) => Err(StoreError::Sql(rusqlite::Error::InvalidParameterName(
-                message,
-            ))),
-            Err(_) => Err(StoreError::WriterGone),
-        }
+        done.await.unwrap_or(Err(StoreError::WriterGone))
+    }
+
+    /// Queues a write and waits until it is committed, however long the
+    /// database stays unwritable.
+    pub async fn commit(&self, write: Write) -> Result<(), StoreError> {
+        self.send(write, Wait::Durable).await
+    }
+
+    /// Queues a write and waits until it is committed; if the database
+    /// cannot be written now, the write is withdrawn and
+    /// [`StoreError::Unwritable`] returned instead.
+    pub async fn commit_or_refuse(&self, write: Write) -> Result<(), StoreError> {
+        self.send(write, Wait::OrRefuse).await
     }
 
     /// Waits until everything queued so far is committed.
     pub async fn sync(&self) -> Result<(), StoreError> {
         self.commit(Write::Barrier).await
+    }
+
+    /// Waits until everything queued so far is committed, or answers
+    /// [`StoreError::Unwritable`] at once while the database cannot be
+    /// written: for reads that must see every queued write.
+    pub async fn settle(&self) -> Result<(), StoreError> {
+        self.commit_or_refuse(Write::Barrier).await
     }
 
     /// Runs a read on the blocking pool: SQLite must not stall the async
@@ -733,34 +830,188 @@ fn insert_predecessor(
     Ok(())
 }
 
-/// The writer thread: block for one write, take whatever else is queued
-/// (bounded), apply all in one transaction, then ack.
-fn write_loop(
-    mut conn: Connection,
-    rx: mpsc::Receiver<Envelope>,
-    commit_seconds: &prometheus_client::metrics::histogram::Histogram,
-) {
-    const MAX_BATCH: usize = 4096;
-    while let Ok(first) = rx.recv() {
-        let mut batch = vec![first];
-        while batch.len() < MAX_BATCH {
-            match rx.try_recv() {
-                Ok(e) => batch.push(e),
-                Err(_) => break,
+/// The writer thread's state: the only write connection and what it tells
+/// the rest of the organizer about its health.
+struct Writer {
+    conn: Connection,
+    commit_seconds: prometheus_client::metrics::histogram::Histogram,
+    unwritable: Unwritable,
+    /// When commits began to fail and when that was last logged, while they do.
+    failing_since: Option<(std::time::Instant, std::time::Instant)>,
+}
+
+/// Writes grouped into one transaction at most.
+const MAX_BATCH: usize = 4096;
+/// The wait before a failed commit is tried again, doubling to the maximum.
+const RETRY_FIRST: std::time::Duration = std::time::Duration::from_millis(100);
+const RETRY_MAX: std::time::Duration = std::time::Duration::from_secs(1);
+
+impl Writer {
+    /// Blocks for one write, takes whatever else is queued (bounded),
+    /// applies all in one transaction, then acks. A batch that fails for a
+    /// reason that may pass is kept and tried again; nothing behind it is
+    /// applied first, so the database always holds a prefix of the writes.
+    fn run(mut self, rx: &mpsc::Receiver<Envelope>) {
+        let mut pending: Vec<Envelope> = Vec::new();
+        let mut retry = RETRY_FIRST;
+        let mut open = true;
+        loop {
+            if pending.is_empty() {
+                match rx.recv() {
+                    Ok(envelope) => pending.push(envelope),
+                    Err(_) => return,
+                }
             }
-        }
-        let began = std::time::Instant::now();
-        let outcome = apply(&mut conn, &batch).map_err(|e| e.to_string());
-        commit_seconds.observe(began.elapsed().as_secs_f64());
-        if let Err(e) = &outcome {
-            tracing::error!("database write failed: {e}");
-        }
-        for envelope in batch {
-            if let Some(ack) = envelope.ack {
-                let _ = ack.send(outcome.clone());
+            while pending.len() < MAX_BATCH {
+                match rx.try_recv() {
+                    Ok(envelope) => pending.push(envelope),
+                    Err(mpsc::TryRecvError::Empty) => break,
+                    Err(mpsc::TryRecvError::Disconnected) => {
+                        open = false;
+                        break;
+                    }
+                }
+            }
+            self.take_disk_caps(&mut pending);
+            if pending.is_empty() {
+                continue;
+            }
+            let began = std::time::Instant::now();
+            let outcome = apply(&mut self.conn, &pending);
+            self.commit_seconds.observe(began.elapsed().as_secs_f64());
+            match outcome {
+                Ok(()) => {
+                    self.recovered(pending.len());
+                    for mut envelope in pending.drain(..) {
+                        envelope.answer(Ok(()));
+                    }
+                    retry = RETRY_FIRST;
+                }
+                Err(e) if may_pass(&e) => {
+                    let reason = e.to_string();
+                    self.failing(&reason, pending.len());
+                    refuse_waiting(&mut pending, &reason);
+                    if !open {
+                        tracing::error!(
+                            "the organizer stops with {} writes the database could not take ({reason}); \
+                             their jobs run again when it starts",
+                            pending.len()
+                        );
+                        return;
+                    }
+                    // Wait before the next try; refusable requests that come
+                    // meanwhile are answered at once.
+                    let until = std::time::Instant::now() + retry;
+                    retry = (retry * 2).min(RETRY_MAX);
+                    while let Some(left) = until.checked_duration_since(std::time::Instant::now()) {
+                        match rx.recv_timeout(left) {
+                            Ok(mut envelope) if envelope.wait == Wait::OrRefuse => {
+                                envelope.answer(Err(StoreError::Unwritable {
+                                    reason: reason.clone(),
+                                }));
+                            }
+                            Ok(envelope) => pending.push(envelope),
+                            Err(mpsc::RecvTimeoutError::Timeout) => break,
+                            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                                open = false;
+                                break;
+                            }
+                        }
+                    }
+                }
+                Err(e) => {
+                    // Not the disk: one bad write must not hold back the rest.
+                    tracing::error!("database write failed ({e}); writing one by one");
+                    for mut envelope in pending.drain(..) {
+                        let one = apply(&mut self.conn, std::slice::from_ref(&envelope));
+                        if let Err(e) = &one {
+                            tracing::error!("a database write was dropped: {e}");
+                        }
+                        envelope.answer(one.map_err(|e| StoreError::Write(e.to_string())));
+                    }
+                }
+            }
+            if !open && pending.is_empty() {
+                return;
             }
         }
     }
+
+    /// Applies [`Write::DiskFull`] at once: a full disk must be able to
+    /// clear while writes queued before it wait for space.
+    fn take_disk_caps(&mut self, pending: &mut Vec<Envelope>) {
+        pending.retain_mut(|envelope| {
+            let Write::DiskFull(full) = envelope.write else {
+                return true;
+            };
+            // SQLite raises a cap below the file's size to that size.
+            let pages: i64 = if full { 1 } else { 1 << 30 };
+            let set = self
+                .conn
+                .query_row(&format!("PRAGMA max_page_count = {pages}"), [], |_| Ok(()))
+                .map_err(StoreError::from);
+            envelope.answer(set);
+            false
+        });
+    }
+
+    fn failing(&mut self, reason: &str, pending: usize) {
+        let now = std::time::Instant::now();
+        match &mut self.failing_since {
+            None => {
+                tracing::error!(
+                    "the database cannot be written: {reason}; {pending} writes are kept and tried \
+                     again every second, new runs are refused until it can be written"
+                );
+                self.failing_since = Some((now, now));
+                *self.unwritable.lock().unwrap_or_else(|e| e.into_inner()) =
+                    Some(reason.to_owned());
+            }
+            Some((since, logged)) if now.duration_since(*logged).as_secs() >= 30 => {
+                tracing::error!(
+                    "the database still cannot be written after {} s: {reason}; {pending} writes wait",
+                    now.duration_since(*since).as_secs()
+                );
+                *logged = now;
+            }
+            Some(_) => {}
+        }
+    }
+
+    fn recovered(&mut self, written: usize) {
+        if let Some((since, _)) = self.failing_since.take() {
+            tracing::warn!(
+                "the database can be written again after {:.1} s; {written} waiting writes saved",
+                since.elapsed().as_secs_f64()
+            );
+            *self.unwritable.lock().unwrap_or_else(|e| e.into_inner()) = None;
+        }
+    }
+}
+
+/// Whether a failed commit may succeed later unchanged: the disk was full
+/// or failed, or the file was busy, rather than the write being wrong.
+fn may_pass(e: &rusqlite::Error) -> bool {
+    use rusqlite::ErrorCode::{
+        CannotOpen, DatabaseBusy, DatabaseLocked, DiskFull, ReadOnly, SystemIoFailure,
+    };
+    matches!(
+        e.sqlite_error_code(),
+        Some(DiskFull | SystemIoFailure | CannotOpen | DatabaseBusy | DatabaseLocked | ReadOnly)
+    )
+}
+
+/// Withdraws the writes whose callers would rather be refused than wait.
+fn refuse_waiting(pending: &mut Vec<Envelope>, reason: &str) {
+    pending.retain_mut(|envelope| {
+        if envelope.wait != Wait::OrRefuse {
+            return true;
+        }
+        envelope.answer(Err(StoreError::Unwritable {
+            reason: reason.to_owned(),
+        }));
+        false
+    });
 }
 
 fn apply(conn: &mut Connection, batch: &[Envelope]) -> rusqlite::Result<()> {
@@ -819,6 +1070,8 @@ fn apply(conn: &mut Connection, batch: &[Envelope]) -> rusqlite::Result<()> {
                 .execute(params![h.id as i64, h.name, h.address])?;
             }
             Write::Barrier => {}
+            // Applied by the writer as it arrives, ahead of the queue.
+            Write::DiskFull(_) => {}
             Write::InsertGait(g) => {
                 tx.prepare_cached(
                     "INSERT INTO gaits (id, body, gait_xml, orientation, expected_velocity, last_used_ms) VALUES (?1,?2,?3,?4,?5,?6)",

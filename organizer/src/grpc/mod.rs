@@ -42,6 +42,10 @@ fn status(e: ScheduleError) -> Status {
         ScheduleError::Invalid(m) => Status::invalid_argument(m),
         ScheduleError::NotFound(m) => Status::not_found(m),
         e @ ScheduleError::Unreachable { .. } => Status::failed_precondition(e.to_string()),
+        // A full disk passes: the caller may try again later.
+        ScheduleError::Store(e @ crate::store::StoreError::Unwritable { .. }) => {
+            Status::unavailable(e.to_string())
+        }
         ScheduleError::Store(e) => Status::internal(e.to_string()),
     }
 }
