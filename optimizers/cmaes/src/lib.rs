@@ -27,7 +27,10 @@
 //! the strategy's genotype is unbounded and every sample is mapped into the
 //! box by a periodic, piecewise linear-quadratic map (the identity away from
 //! the bounds). Proposals therefore always lie in the box, no penalty has to
-//! be tuned, and a bound can be approached as closely as needed.
+//! be tuned, and a bound can be approached as closely as needed. As in
+//! pycma with bounds (`maxstd_boundrange = 1/3`), no coordinate's standard
+//! deviation may exceed [`MAX_STD`] of its range: a per-coordinate factor
+//! on the distribution (pycma's `sigma_vec`) shrinks instead.
 //!
 //! **Restarts.** A run ends on pycma's termination criteria (`tolfun`,
 //! `tolx`, stagnation, condition number, no-effect axis or coordinate, flat
@@ -90,6 +93,10 @@ pub const NAME: &str = "cmaes";
 
 /// The largest population a restart may grow to.
 pub const MAX_POPULATION: usize = 100_000;
+
+/// The largest standard deviation of a coordinate, as a fraction of its
+/// range: pycma's default with bounds (`maxstd_boundrange = 1/3`).
+pub const MAX_STD: f64 = 1.0 / 3.0;
 
 /// The CMA-ES plugin.
 #[derive(Debug, Clone, Copy, Default)]
@@ -454,7 +461,9 @@ impl CmaEs {
                 free.iter()
                     .map(|&i| genotype_of(periodic[i], (space.start[i] - lo[i]) / (hi[i] - lo[i]))),
             );
-            Run::new(mean, config.sigma0, population, config.tolerances())
+            let mut run = Run::new(mean, config.sigma0, population, config.tolerances());
+            run.limit_std(MAX_STD);
+            run
         });
         Ok(CmaEs {
             config: config.clone(),
@@ -629,6 +638,7 @@ impl CmaEs {
         };
         self.regime = regime;
         let mut run = Run::new(mean, sigma, lambda, self.config.tolerances());
+        run.limit_std(MAX_STD);
         if let Some(limit) = max_generations {
             run.limit_generations(limit);
         }

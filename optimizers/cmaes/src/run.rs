@@ -163,6 +163,13 @@ pub struct Run {
     pub mean: DVector<f64>,
     pub sigma: f64,
     sigma0: f64,
+    /// Per-coordinate factors on the sampling distribution (pycma's
+    /// `sigma_vec`): a sample is `m + σ·s∘(B·D·z)`. They start at one and
+    /// only shrink, to keep every coordinate's standard deviation at most
+    /// `max_std` (pycma's `maxstd`).
+    scaling: DVector<f64>,
+    /// Largest standard deviation of a coordinate (genotype units).
+    max_std: f64,
     c: DMatrix<f64>,
     /// Eigenvectors of `C` (columns) and the square roots of its eigenvalues.
     b: DMatrix<f64>,
@@ -198,6 +205,8 @@ impl Run {
             mean,
             sigma,
             sigma0: sigma,
+            scaling: DVector::from_element(n, 1.0),
+            max_std: f64::INFINITY,
             c: DMatrix::identity(n, n),
             b: DMatrix::identity(n, n),
             d: DVector::from_element(n, 1.0),
@@ -216,12 +225,33 @@ impl Run {
         }
     }
 
+    /// Caps every coordinate's standard deviation at `max_std`, now and
+    /// after every update, as pycma does with `maxstd` (by default a third
+    /// of the bounds' range, `maxstd_boundrange = 1/3`): a coordinate whose
+    /// `σ·s_i·√C_ii` exceeds it has its factor `s_i` reduced so that it
+    /// equals `max_std`. Without it, a step size that grows (on a slope, or
+    /// on a rugged function early on) spreads the samples over the whole box
+    /// through the periodic map, a uniform random search.
+    pub fn limit_std(&mut self, max_std: f64) {
+        self.max_std = max_std;
+        self.stds_into_limits();
+    }
+
+    fn stds_into_limits(&mut self) {
+        for i in 0..self.params.n {
+            let s = self.std(i);
+            if s > self.max_std && s.is_finite() && s > 0.0 {
+                self.scaling[i] *= self.max_std / s;
+            }
+        }
+    }
+
     /// Ends the run after at most `generations` generations ([`Stop::MaxIter`]).
     pub fn limit_generations(&mut self, generations: f64) {
         self.max_iter = self.max_iter.min(generations);
     }
 
-    /// `λ` genotypes `m + σ·B·D·z`, `z ~ N(0, I)`, drawn candidate by
+    /// `λ` genotypes `m + σ·s∘(B·D·z)`, `z ~ N(0, I)`, drawn candidate by
     /// candidate, coordinate by coordinate.
     pub fn sample(&self, rng: &mut ChaCha8Rng) -> Vec<DVector<f64>> {
         let n = self.params.n;
@@ -230,15 +260,15 @@ impl Run {
             .map(|z| {
                 let scaled =
                     DVector::from_iterator(n, z.iter().zip(self.d.iter()).map(|(z, d)| z * d));
-                &self.mean + self.sigma * (&self.b * scaled)
+                &self.mean + self.sigma * (&self.b * scaled).component_mul(&self.scaling)
             })
             .collect()
     }
 
-    /// The standard deviation of coordinate `i` (`σ·√C_ii`).
+    /// The standard deviation of coordinate `i` (`σ·s_i·√C_ii`).
     #[must_use]
     pub fn std(&self, i: usize) -> f64 {
-        self.sigma * self.c[(i, i)].sqrt()
+        self.sigma * self.scaling[i] * self.c[(i, i)].sqrt()
     }
 
     /// Updates the distribution from the generation `xs` (as sampled) and
@@ -253,16 +283,18 @@ impl Run {
         let mut order: Vec<usize> = (0..p.lambda).collect();
         order.sort_by(|&a, &b| g[a].total_cmp(&g[b]).then(a.cmp(&b)));
         let sorted: Vec<f64> = order.iter().map(|&i| g[i]).collect();
+        // Steps in the coordinates of C: (x − m)/(σ·s).
         let ys: Vec<DVector<f64>> = order
             .iter()
-            .map(|&i| (&xs[i] - &self.mean) / self.sigma)
+            .map(|&i| ((&xs[i] - &self.mean) / self.sigma).component_div(&self.scaling))
             .collect();
 
         let mut yw = DVector::zeros(n);
         for (w, y) in p.weights.iter().zip(&ys).take(p.mu) {
             yw.axpy(*w, y, 1.0);
         }
-        self.mean.axpy(self.sigma, &yw, 1.0);
+        self.mean
+            .axpy(self.sigma, &yw.component_mul(&self.scaling), 1.0);
 
         let cs = p.cs;
         self.ps =
@@ -305,6 +337,9 @@ impl Run {
         }
 
         let degenerate = !self.decompose();
+        if !degenerate {
+            self.stds_into_limits();
+        }
         self.generation += 1;
         self.record(&sorted);
         if degenerate {
@@ -386,9 +421,10 @@ impl Run {
         if (0..n).any(|i| self.std(i) > TOL_FAC_UP_X * self.sigma0) {
             return Some(Stop::TolUpSigma);
         }
-        if (0..n)
-            .all(|i| self.std(i) < self.tol.tolx && self.sigma * self.pc[i].abs() < self.tol.tolx)
-        {
+        if (0..n).all(|i| {
+            self.std(i) < self.tol.tolx
+                && self.sigma * self.scaling[i] * self.pc[i].abs() < self.tol.tolx
+        }) {
             return Some(Stop::TolX);
         }
         let (dmin, dmax) = (self.d.min(), self.d.max());
@@ -400,7 +436,8 @@ impl Run {
         }
         let axis = (self.generation % n as u64) as usize;
         let step = 0.1 * self.sigma * self.d[axis];
-        if (0..n).all(|j| self.mean[j] == self.mean[j] + step * self.b[(j, axis)]) {
+        if (0..n).all(|j| self.mean[j] == self.mean[j] + step * self.scaling[j] * self.b[(j, axis)])
+        {
             return Some(Stop::NoEffectAxis);
         }
         if (0..n).any(|j| self.mean[j] == self.mean[j] + 0.2 * self.std(j)) {
@@ -498,6 +535,104 @@ mod tests {
             mean.abs() < 0.02 && (var - 1.0).abs() < 0.02,
             "{mean} {var}"
         );
+    }
+
+    fn tolerances() -> Tolerances {
+        Tolerances {
+            tolfun: 1e-11,
+            tolx: 1e-12,
+            stagnation: 0,
+            max_condition: 1e14,
+        }
+    }
+
+    /// Runs `generations` generations of `run` on `g`, calling `check`
+    /// after each update; returns the last stop reason.
+    fn iterate(
+        run: &mut Run,
+        g: impl Fn(&DVector<f64>) -> f64,
+        generations: usize,
+        mut check: impl FnMut(&Run),
+    ) -> Option<Stop> {
+        let mut rng = ChaCha8Rng::seed_from_u64(3);
+        for _ in 0..generations {
+            let xs = run.sample(&mut rng);
+            let values: Vec<f64> = xs.iter().map(&g).collect();
+            let stop = run.update(&xs, &values);
+            check(run);
+            if stop.is_some() {
+                return stop;
+            }
+        }
+        None
+    }
+
+    #[test]
+    fn the_initial_standard_deviation_is_capped() {
+        let mut run = Run::new(DVector::from_element(3, 0.5), 0.9, 7, tolerances());
+        assert!((run.std(0) - 0.9).abs() < 1e-15);
+        run.limit_std(1.0 / 3.0);
+        for i in 0..3 {
+            assert!((run.std(i) - 1.0 / 3.0).abs() < 1e-15, "{}", run.std(i));
+        }
+        assert_eq!(run.sigma, 0.9, "the step size itself is kept, as in pycma");
+        // Samples spread by the capped deviation, not by σ.
+        let mut rng = ChaCha8Rng::seed_from_u64(1);
+        let mut sq = 0.0;
+        let mut count = 0.0;
+        for _ in 0..400 {
+            for x in run.sample(&mut rng) {
+                sq += (x[1] - 0.5).powi(2);
+                count += 1.0;
+            }
+        }
+        let sd = (sq / count).sqrt();
+        assert!((sd - 1.0 / 3.0).abs() < 0.02, "{sd}");
+    }
+
+    #[test]
+    fn a_growing_step_size_keeps_every_coordinate_within_the_cap() {
+        // On a linear slope σ grows every generation; uncapped, the
+        // coordinates' deviations pass a third of the range within a few
+        // generations.
+        let slope = |x: &DVector<f64>| -x[0] - 0.5 * x[1] + 0.1 * x[2];
+        let mut free = Run::new(DVector::from_element(4, 0.5), 0.1, 8, tolerances());
+        iterate(&mut free, slope, 60, |_| {});
+        assert!(free.std(0) > 1.0, "uncapped: {}", free.std(0));
+
+        let mut capped = Run::new(DVector::from_element(4, 0.5), 0.1, 8, tolerances());
+        capped.limit_std(1.0 / 3.0);
+        let mut largest: f64 = 0.0;
+        iterate(&mut capped, slope, 60, |run| {
+            for i in 0..4 {
+                largest = largest.max(run.std(i));
+            }
+        });
+        assert!(largest <= 1.0 / 3.0 + 1e-12, "{largest}");
+        assert!(capped.sigma > 1.0, "σ still grows: {}", capped.sigma);
+        // The direction of progress is still followed: the mean moved
+        // along the slope by many deviations.
+        assert!(capped.mean[0] > 3.0, "{}", capped.mean[0]);
+    }
+
+    #[test]
+    fn a_capped_run_still_converges_on_the_sphere() {
+        // Start far off with a step size the cap cuts: the factors shrink
+        // once and the run converges as usual.
+        let sphere = |x: &DVector<f64>| x.iter().map(|v| (v - 0.3).powi(2)).sum::<f64>();
+        let mut run = Run::new(DVector::from_element(5, 0.9), 0.8, 8, tolerances());
+        run.limit_std(1.0 / 3.0);
+        let mut best = f64::INFINITY;
+        let mut rng = ChaCha8Rng::seed_from_u64(9);
+        for _ in 0..400 {
+            let xs = run.sample(&mut rng);
+            let values: Vec<f64> = xs.iter().map(sphere).collect();
+            best = values.iter().copied().fold(best, f64::min);
+            if run.update(&xs, &values).is_some() {
+                break;
+            }
+        }
+        assert!(best < 1e-10, "{best}");
     }
 
     #[test]
