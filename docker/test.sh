@@ -27,9 +27,21 @@ export YAMOR_PORT=${YAMOR_PORT:-17070} YAMOR_HTTP_PORT=${YAMOR_HTTP_PORT:-17080}
 export YAMOR_ORGANIZER=http://127.0.0.1:$YAMOR_PORT
 project=yamor-test-$$
 compose=(docker-compose -p "$project" -f docker/compose.yml)
+# The organizer's database on a small file system of its own, so that the
+# disk can be filled under it (fault 6).
+export YAMOR_DATA=/tmp/$project-data
+mkdir -p "$YAMOR_DATA"
+mount -t tmpfs -o size=256m tmpfs "$YAMOR_DATA"
+chown 10001:10001 "$YAMOR_DATA"
+stack=yamor-swarm-$$
+swarm_ours=0
 cleanup() {
     "${compose[@]}" logs --no-color --tail 40 >/tmp/yamor-compose.log 2>&1 || true
     "${compose[@]}" down -v --remove-orphans >/dev/null 2>&1 || true
+    umount "$YAMOR_DATA" 2>/dev/null || true
+    rmdir "$YAMOR_DATA" 2>/dev/null || true
+    docker stack rm "$stack" >/dev/null 2>&1 || true
+    if [ "$swarm_ours" = 1 ]; then docker swarm leave --force >/dev/null 2>&1 || true; fi
 }
 trap cleanup EXIT
 
@@ -132,4 +144,68 @@ for how in kill stop; do
     echo "organizer back $((SECONDS - down_at)) s after docker $how (run at $before evaluations)"
     check_run "$run" 1500 "docker $how of the organizer" $t
 done
+
+# 6. The organizer's database on a full disk (its tmpfs filled from this
+#    machine mid-run): the failure is reported (/metrics, a new run refused
+#    with the reason), the run waits rather than fails, and once space
+#    returns it goes on by itself and ends at its budget, every proposal
+#    once, without a restart.
+metric() {
+    python3 -c "
+import sys, urllib.request
+req = urllib.request.Request('http://127.0.0.1:$YAMOR_HTTP_PORT/metrics',
+                             headers={'Authorization': 'Bearer $YAMOR_TOKEN'})
+for line in urllib.request.urlopen(req, timeout=5).read().decode().splitlines():
+    if line.startswith('$1 '):
+        print(line.split()[1])
+"
+}
+started_before=$(docker inspect --format '{{.State.StartedAt}}' "$organizer")
+wait_for 60 '[ "$(free_hosts)" -ge 3 ]'
+run=$(start_run 1500); t=$SECONDS
+wait_for 120 "[ \"\$(evaluations $run)\" -ge 10 ]"
+dd if=/dev/zero of="$YAMOR_DATA/filler" bs=64k 2>/dev/null || true
+full_at=$SECONDS
+wait_for 240 '[ "$(metric yamor_database_writable)" = 0 ]'
+echo "organizer reports its disk full $((SECONDS - full_at)) s after it filled (at $(evaluations "$run") evaluations)"
+if "$yamor" optimize start --robot quadruped --budget 10 >/tmp/yamor-refused.txt 2>&1; then
+    echo "a run was started on a full disk" >&2
+    exit 1
+fi
+grep -q "disk is full" /tmp/yamor-refused.txt || { cat /tmp/yamor-refused.txt; exit 1; }
+echo "a new run is refused: $(head -c 200 /tmp/yamor-refused.txt)"
+test "$(state "$run")" = running
+rm "$YAMOR_DATA/filler"
+freed_at=$SECONDS
+wait_for 30 '[ "$(metric yamor_database_writable)" = 1 ]'
+echo "organizer writes again $((SECONDS - freed_at)) s after space returned"
+check_run "$run" 1500 "a full disk under the organizer database" $t
+test "$(docker inspect --format '{{.State.StartedAt}}' "$organizer")" = "$started_before"
+"${compose[@]}" down -v --remove-orphans >/dev/null 2>&1
+
+# 7. The same file as a Docker Swarm stack on a one-node swarm: the
+#    organizer and two replicated hosts come up without depends_on (hosts
+#    retry until the organizer answers), a run finishes, a host task killed
+#    mid-run is restarted by the swarm and the run still ends at its budget,
+#    and the hosts scale to three.
+if [ "$(docker info --format '{{.Swarm.LocalNodeState}}')" != active ]; then
+    docker swarm init --advertise-addr 127.0.0.1 >/dev/null
+    swarm_ours=1
+fi
+unset YAMOR_DATA  # the named volume, as a lab's stack has
+docker stack deploy --compose-file docker/compose.yml "$stack" >/dev/null
+wait_for 120 '"$yamor" health "$YAMOR_ORGANIZER"'
+wait_for 120 '[ "$(free_hosts)" -ge 2 ]' || { "$yamor" hosts list; docker service ps "${stack}_sim" --no-trunc; exit 1; }
+echo "swarm stack $stack: organizer healthy, 2 hosts registered"
+task() { docker ps -q --filter "label=com.docker.swarm.service.name=${stack}_$1" | head -1; }
+run=$(start_run 300); t=$SECONDS
+wait_for 120 "[ \"\$(evaluations $run)\" -ge 10 ]"
+victim=$(task sim)
+docker kill "$victim" >/dev/null
+check_run "$run" 300 "swarm: docker kill of a host task" $t
+wait_for 120 "[ \"\$(docker service ls --filter name=${stack}_sim --format '{{.Replicas}}')\" = 2/2 ]"
+echo "swarm restarted the killed host task"
+docker service scale --detach "${stack}_sim=3" >/dev/null
+wait_for 120 '[ "$(free_hosts)" -ge 3 ]' || { "$yamor" hosts list; exit 1; }
+echo "swarm: hosts scaled to 3, all registered"
 echo "docker/test.sh: ok"

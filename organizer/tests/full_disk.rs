@@ -14,8 +14,8 @@ use yamor_core::evaluation::{BackendKind, EvaluationJob, Objective};
 use yamor_host_agent::expr::ExprBackend;
 use yamor_organizer::model::{JobRequest, ParameterBound, Problem, RunSpec, RunState};
 use yamor_organizer::store::Write;
-use yamor_organizer::{Organizer, SchedulerConfig};
-use yamor_proto::transport::ClientSecurity;
+use yamor_organizer::{ClientError, Organizer, OrganizerClient, SchedulerConfig};
+use yamor_proto::transport::{ClientSecurity, ServerSecurity};
 
 async fn organizer(name: &str) -> Organizer {
     let organizer = Organizer::open(
@@ -36,6 +36,19 @@ async fn organizer(name: &str) -> Organizer {
             .unwrap();
     }
     organizer
+}
+
+/// A client of `organizer` served over gRPC on loopback.
+async fn client(organizer: &Organizer) -> OrganizerClient {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(yamor_organizer::serve(
+        listener,
+        organizer.clone(),
+        ServerSecurity::default(),
+        std::future::pending(),
+    ));
+    OrganizerClient::new(&url, &ClientSecurity::default()).unwrap()
 }
 
 fn spec(budget: u64) -> RunSpec {
@@ -120,6 +133,12 @@ async fn a_full_disk_pauses_the_run_refuses_new_work_and_loses_nothing() {
         .unwrap_err()
         .to_string();
     assert!(refused.contains("disk is full"), "{refused}");
+    // Over the wire: UNAVAILABLE with the reason, which a client reads as
+    // "not now", not as an organizer it cannot reach.
+    match client(&organizer).await.start_run(&spec(10)).await {
+        Err(ClientError::NotNow(message)) => assert!(message.contains("disk is full"), "{message}"),
+        other => panic!("StartRun on a full disk: {other:?}"),
+    }
     assert!(
         organizer
             .runs

@@ -32,6 +32,10 @@ pub enum ClientError {
     Invalid(String),
     #[error("{0}")]
     NotFound(String),
+    /// The organizer answered that it cannot take this now (its database
+    /// cannot be written); trying again later may succeed.
+    #[error("the organizer cannot take this now: {0}")]
+    NotNow(String),
     #[error("the organizer failed: {0}")]
     Organizer(String),
     #[error("the organizer's reply: {0}")]
@@ -301,13 +305,15 @@ fn explain(url: &str, status: Status) -> ClientError {
             ClientError::Invalid(status.message().to_owned())
         }
         Code::NotFound => ClientError::NotFound(status.message().to_owned()),
+        Code::Unavailable => ClientError::NotNow(status.message().to_owned()),
         code => ClientError::Organizer(format!("{code:?}: {}", status.message())),
     }
 }
 
-/// Whether the call failed below gRPC (no connection, no HTTP/2).
+/// Whether the call failed below gRPC (no connection, no HTTP/2): such a
+/// status carries its cause; one the organizer answered itself does not.
 fn is_transport(status: &Status) -> bool {
-    status.code() == Code::Unavailable || status.source().is_some()
+    status.source().is_some()
 }
 
 /// The innermost cause of a transport failure, in words.
