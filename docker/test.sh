@@ -29,17 +29,18 @@ project=yamor-test-$$
 compose=(docker-compose -p "$project" -f docker/compose.yml)
 # The organizer's database on a small file system of its own, so that the
 # disk can be filled under it (fault 6).
-export YAMOR_DATA=/tmp/$project-data
-mkdir -p "$YAMOR_DATA"
-mount -t tmpfs -o size=256m tmpfs "$YAMOR_DATA"
-chown 10001:10001 "$YAMOR_DATA"
+data=/tmp/$project-data
+mkdir -p "$data"
+mount -t tmpfs -o size=256m tmpfs "$data"
+chown 10001:10001 "$data"
+export YAMOR_DATA=$data
 stack=yamor-swarm-$$
 swarm_ours=0
 cleanup() {
     "${compose[@]}" logs --no-color --tail 40 >/tmp/yamor-compose.log 2>&1 || true
     "${compose[@]}" down -v --remove-orphans >/dev/null 2>&1 || true
-    umount "$YAMOR_DATA" 2>/dev/null || true
-    rmdir "$YAMOR_DATA" 2>/dev/null || true
+    umount "$data" 2>/dev/null || true
+    rmdir "$data" 2>/dev/null || true
     docker stack rm "$stack" >/dev/null 2>&1 || true
     if [ "$swarm_ours" = 1 ]; then docker swarm leave --force >/dev/null 2>&1 || true; fi
 }
@@ -164,7 +165,7 @@ started_before=$(docker inspect --format '{{.State.StartedAt}}' "$organizer")
 wait_for 60 '[ "$(free_hosts)" -ge 3 ]'
 run=$(start_run 1500); t=$SECONDS
 wait_for 120 "[ \"\$(evaluations $run)\" -ge 10 ]"
-dd if=/dev/zero of="$YAMOR_DATA/filler" bs=64k 2>/dev/null || true
+dd if=/dev/zero of="$data/filler" bs=64k 2>/dev/null || true
 full_at=$SECONDS
 wait_for 240 '[ "$(metric yamor_database_writable)" = 0 ]'
 echo "organizer reports its disk full $((SECONDS - full_at)) s after it filled (at $(evaluations "$run") evaluations)"
@@ -175,7 +176,13 @@ fi
 grep -q "disk is full" /tmp/yamor-refused.txt || { cat /tmp/yamor-refused.txt; exit 1; }
 echo "a new run is refused: $(head -c 200 /tmp/yamor-refused.txt)"
 test "$(state "$run")" = running
-rm "$YAMOR_DATA/filler"
+# Paused, not failed: nothing is told to the run while nothing can be saved.
+waiting=$(evaluations "$run")
+sleep 5
+test "$(evaluations "$run")" -eq "$waiting"
+test "$(state "$run")" = running
+echo "the run waits at $waiting evaluations for 5 s of full disk"
+rm "$data/filler"
 freed_at=$SECONDS
 wait_for 30 '[ "$(metric yamor_database_writable)" = 1 ]'
 echo "organizer writes again $((SECONDS - freed_at)) s after space returned"
@@ -193,7 +200,11 @@ if [ "$(docker info --format '{{.Swarm.LocalNodeState}}')" != active ]; then
     swarm_ours=1
 fi
 unset YAMOR_DATA  # the named volume, as a lab's stack has
-docker stack deploy --compose-file docker/compose.yml "$stack" >/dev/null
+files=(--compose-file docker/compose.yml)
+# Without IPVS in the kernel a swarm has no routing mesh (docker/stack-dnsrr.yml).
+[ -e /proc/net/ip_vs ] || files+=(--compose-file docker/stack-dnsrr.yml)
+docker stack deploy "${files[@]}" "$stack" >/dev/null 2>/tmp/yamor-stack.log \
+    || { cat /tmp/yamor-stack.log; exit 1; }
 wait_for 120 '"$yamor" health "$YAMOR_ORGANIZER"'
 wait_for 120 '[ "$(free_hosts)" -ge 2 ]' || { "$yamor" hosts list; docker service ps "${stack}_sim" --no-trunc; exit 1; }
 echo "swarm stack $stack: organizer healthy, 2 hosts registered"

@@ -208,10 +208,21 @@ pub async fn host(args: HostArgs) -> Result<()> {
                 "http"
             };
             let listening = format!("{scheme}://{}", listener.local_addr()?);
-            let address = yamor_host_agent::server::outward_address(organizer, &listening)
-                .await
-                .with_context(|| format!("finding this machine's address towards {organizer}"))?;
-            Some(address)
+            // The organizer's name may not resolve yet (a swarm starts
+            // services in no order): wait for it as registration would.
+            let mut wait = Duration::from_millis(100);
+            loop {
+                match yamor_host_agent::server::outward_address(organizer, &listening).await {
+                    Ok(address) => break Some(address),
+                    Err(e) => {
+                        tracing::warn!(
+                            "finding this machine's address towards {organizer}: {e}; trying again"
+                        );
+                        tokio::time::sleep(wait).await;
+                        wait = (wait * 2).min(Duration::from_secs(2));
+                    }
+                }
+            }
         }
         _ => args.advertise,
     };
