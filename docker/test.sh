@@ -94,13 +94,19 @@ container() {
         --filter "label=com.docker.compose.service=$1" | head -1
 }
 
-# 1. A host killed mid-run.
-run=$(start_run 400); t=$SECONDS
-wait_for 120 "[ \"\$(evaluations $run)\" -ge 10 ]"
-victim=$(container sim)
-docker kill "$victim" >/dev/null
-check_run "$run" 400 "docker kill of a host after $(evaluations "$run") evaluations" $t
-docker start "$victim" >/dev/null
+# 1. Hosts killed mid-run, repeatedly: each of the three in turn, each
+#    started again once the next is killed.
+run=$(start_run 1500); t=$SECONDS
+kills=()
+for round in 0 1 2; do
+    wait_for 120 "[ \"\$(evaluations $run)\" -ge $((10 + round * 300)) ]"
+    victim=$(docker ps -aq --filter "label=com.docker.compose.project=$project" \
+        --filter "label=com.docker.compose.service=sim" | sed -n "$((round + 1))p")
+    kills+=("$(evaluations "$run")")
+    docker kill "$victim" >/dev/null
+    docker start "$victim" >/dev/null
+done
+check_run "$run" 1500 "docker kill of a host at ${kills[*]} evaluations" $t
 
 # 2. A host frozen (docker pause) and 3. cut off (docker network
 #    disconnect): down within the lease, its job runs elsewhere; back, its
