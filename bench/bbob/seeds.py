@@ -22,55 +22,17 @@ import multiprocessing as mp
 import os
 import subprocess
 import sys
-import tempfile
 import warnings
-import zlib
 
 import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from run import Budget, Traced, f_opt, problem, start_point  # noqa: E402  (run.py's problems and starts)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BIN = os.environ.get("YAMOR_STDIO", os.path.join(ROOT, "target/release/examples/ask_tell_stdio"))
 RESULTS = os.environ.get("YAMOR_SEEDS_RESULTS", "/tmp/yamor-bbob-seeds")
 FOPT_CACHE = os.path.join(RESULTS, "fopt.json")
-
-
-def problem(f, i, d):
-    import cocoex
-
-    return cocoex.Suite("bbob", "", f"function_indices:{f} dimensions:{d} instance_indices:{i}")[0]
-
-
-def f_opt(p):
-    with tempfile.TemporaryDirectory() as tmp:
-        cwd = os.getcwd()
-        os.chdir(tmp)
-        try:
-            p._best_parameter("print")
-            x = np.atleast_1d(np.loadtxt("._bbob_problem_best_parameter.txt"))
-        finally:
-            os.chdir(cwd)
-    return float(p(x))
-
-
-def start_point(f, i, d):
-    rng = np.random.default_rng(zlib.crc32(f"{f}-{i}-{d}".encode()))
-    return rng.uniform(-5, 5, d)
-
-
-class Budget(Exception):
-    pass
-
-
-class Traced:
-    def __init__(self, p, budget):
-        self.p, self.budget, self.values = p, budget, []
-
-    def __call__(self, x):
-        if len(self.values) >= self.budget:
-            raise Budget()
-        v = float(self.p(np.clip(np.asarray(x, float), -5, 5)))
-        self.values.append(v)
-        return v
 
 
 def summarize(values, fopt):
