@@ -132,12 +132,9 @@ pub async fn serve(
     // On a full disk this would wait for space; what is not saved was never
     // told to a run, so its jobs simply run again after the restart.
     let store = organizer.scheduler.store();
-    if tokio::time::timeout(std::time::Duration::from_secs(5), store.sync())
-        .await
-        .is_err()
-    {
+    if let Err(e) = store.sync_within(std::time::Duration::from_secs(5)).await {
         tracing::error!(
-            "stopping with writes the database could not take: their jobs run again at the next start"
+            "stopping with writes the database could not take ({e}): their jobs run again at the next start"
         );
     }
     Ok(())

@@ -388,7 +388,9 @@ impl Runs {
                 "variants: at least one is needed".into(),
             ));
         }
-        // Check every variant before starting any: all or nothing.
+        // Check every variant before starting any: all or nothing (a full
+        // disk too, though it may still fill between two starts).
+        self.scheduler.store().check_writable()?;
         let mut specs = Vec::new();
         for (index, variant) in variants.into_iter().enumerate() {
             let mut r = base.clone();

@@ -383,6 +383,9 @@ impl Scheduler {
         if address.is_empty() {
             return Err(ScheduleError::Invalid("address: missing".into()));
         }
+        // On a full disk the host is told so before anything changes; it
+        // registers again later.
+        self.store.check_writable()?;
         let name = if name.trim().is_empty() {
             address
         } else {
@@ -467,7 +470,8 @@ impl Scheduler {
             (id, host_view(id, entry), moved)
         };
         if let Some(old) = moved {
-            self.store.commit_or_refuse(Write::DeleteHost(old)).await?;
+            // Memory has moved the address already: the row must follow.
+            self.store.commit(Write::DeleteHost(old)).await?;
         }
         self.store
             .commit_or_refuse(Write::UpsertHost(crate::store::HostRow {
@@ -532,6 +536,8 @@ impl Scheduler {
         host_id: u64,
         name: &str,
     ) -> Result<(), ScheduleError> {
+        // Refused before memory changes, so that a retry finds the host.
+        self.store.check_writable()?;
         let id = {
             let mut core = self.lock();
             let id = host_by_id_or_name(&core, host_id, name)?;
@@ -541,7 +547,7 @@ impl Scheduler {
             }
             id
         };
-        self.store.commit_or_refuse(Write::DeleteHost(id)).await?;
+        self.store.commit(Write::DeleteHost(id)).await?;
         self.dispatch();
         Ok(())
     }
@@ -633,6 +639,8 @@ impl Scheduler {
 
     /// Cancels queued or running jobs; returns how many were cancelled.
     pub async fn cancel(self: &Arc<Self>, ids: &[u64]) -> Result<u32, ScheduleError> {
+        // Refused before anything is cancelled: a retry then cancels them.
+        self.store.check_writable()?;
         let mut cancelled = 0;
         {
             let mut core = self.lock();
@@ -671,7 +679,7 @@ impl Scheduler {
             }
         }
         self.dispatch();
-        self.store.settle().await?;
+        self.store.sync().await?;
         Ok(cancelled)
     }
 

@@ -170,8 +170,14 @@ pub enum Write {
         /// The gait it replaced and why, when a switch.
         predecessor: Option<(u64, String)>,
     },
-    /// Writes nothing; its ack means everything before it is committed.
+    /// Writes nothing; its ack means everything before it is committed
+    /// (or, for a write that failed other than for want of space, dropped
+    /// with an error).
     Barrier,
+    /// Writes one header field with its own value: how the writer finds out
+    /// whether a full disk has space again when nothing else waits.
+    #[doc(hidden)]
+    Probe,
     /// `true`: the database may not grow, as on a full disk; `false`: it
     /// may again. How tests fill the disk.
     #[doc(hidden)]
@@ -452,6 +458,19 @@ impl Store {
     /// Waits until everything queued so far is committed.
     pub async fn sync(&self) -> Result<(), StoreError> {
         self.commit(Write::Barrier).await
+    }
+
+    /// [`Store::sync`] for at most `limit`: on the way out, a full disk must
+    /// not hold the process; what is not saved was never told to a run.
+    pub async fn sync_within(&self, limit: std::time::Duration) -> Result<(), StoreError> {
+        match tokio::time::timeout(limit, self.sync()).await {
+            Ok(synced) => synced,
+            Err(_) => Err(StoreError::Unwritable {
+                reason: self
+                    .unwritable()
+                    .unwrap_or_else(|| "it did not answer".into()),
+            }),
+        }
     }
 
     /// Waits until everything queued so far is committed, or answers
@@ -857,9 +876,22 @@ impl Writer {
         let mut open = true;
         loop {
             if pending.is_empty() {
-                match rx.recv() {
+                let next = if self.failing_since.is_some() {
+                    // Nothing waits, yet the disk was full: look again.
+                    match rx.recv_timeout(retry) {
+                        Err(mpsc::RecvTimeoutError::Timeout) => Ok(Envelope {
+                            write: Write::Probe,
+                            wait: Wait::No,
+                            ack: None,
+                        }),
+                        other => other.map_err(|_| ()),
+                    }
+                } else {
+                    rx.recv().map_err(|_| ())
+                };
+                match next {
                     Ok(envelope) => pending.push(envelope),
-                    Err(_) => return,
+                    Err(()) => return,
                 }
             }
             while pending.len() < MAX_BATCH {
@@ -878,10 +910,14 @@ impl Writer {
             }
             let began = std::time::Instant::now();
             let outcome = apply(&mut self.conn, &pending);
-            self.commit_seconds.observe(began.elapsed().as_secs_f64());
             match outcome {
                 Ok(()) => {
-                    self.recovered(pending.len());
+                    self.commit_seconds.observe(began.elapsed().as_secs_f64());
+                    // Barriers alone commit an empty transaction, which
+                    // says nothing about the disk.
+                    if pending.iter().any(|e| !matches!(e.write, Write::Barrier)) {
+                        self.recovered(pending.len());
+                    }
                     for mut envelope in pending.drain(..) {
                         envelope.answer(Ok(()));
                     }
@@ -920,14 +956,24 @@ impl Writer {
                     }
                 }
                 Err(e) => {
-                    // Not the disk: one bad write must not hold back the rest.
+                    // Not the disk: one bad write must not hold back the
+                    // rest. Should the disk fill meanwhile, the write and
+                    // all behind it wait as above.
                     tracing::error!("database write failed ({e}); writing one by one");
-                    for mut envelope in pending.drain(..) {
-                        let one = apply(&mut self.conn, std::slice::from_ref(&envelope));
-                        if let Err(e) = &one {
-                            tracing::error!("a database write was dropped: {e}");
+                    let mut rest = std::mem::take(&mut pending).into_iter();
+                    while let Some(mut envelope) = rest.next() {
+                        match apply(&mut self.conn, std::slice::from_ref(&envelope)) {
+                            Ok(()) => envelope.answer(Ok(())),
+                            Err(e) if may_pass(&e) => {
+                                pending.push(envelope);
+                                pending.extend(rest);
+                                break;
+                            }
+                            Err(e) => {
+                                tracing::error!("a database write was dropped: {e}");
+                                envelope.answer(Err(StoreError::Write(e.to_string())));
+                            }
                         }
-                        envelope.answer(one.map_err(|e| StoreError::Write(e.to_string())));
                     }
                 }
             }
@@ -1015,6 +1061,11 @@ fn refuse_waiting(pending: &mut Vec<Envelope>, reason: &str) {
 }
 
 fn apply(conn: &mut Connection, batch: &[Envelope]) -> rusqlite::Result<()> {
+    // A failed COMMIT whose rollback failed too would leave a transaction
+    // open, and every later BEGIN would fail as if the writes were wrong.
+    if !conn.is_autocommit() {
+        conn.execute_batch("ROLLBACK")?;
+    }
     let tx = conn.transaction()?;
     for envelope in batch {
         match &envelope.write {
@@ -1070,6 +1121,9 @@ fn apply(conn: &mut Connection, batch: &[Envelope]) -> rusqlite::Result<()> {
                 .execute(params![h.id as i64, h.name, h.address])?;
             }
             Write::Barrier => {}
+            Write::Probe => {
+                tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
+            }
             // Applied by the writer as it arrives, ahead of the queue.
             Write::DiskFull(_) => {}
             Write::InsertGait(g) => {

@@ -182,3 +182,40 @@ async fn a_full_disk_pauses_the_run_refuses_new_work_and_loses_nothing() {
         .await
         .expect("runs start again");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_disk_seen_only_by_a_refused_request_clears_when_space_returns() {
+    use yamor_organizer::Store;
+    use yamor_organizer::store::{GaitRow, StoreError};
+    let store = Store::open(&temp_dir("full-disk-idle").join("yamor.db")).unwrap();
+    store.commit(Write::DiskFull(true)).await.unwrap();
+    // Too large for the pages the file has: refused, and nothing else waits.
+    let gait = GaitRow {
+        id: 1,
+        body: "quadruped".into(),
+        gait_xml: "x".repeat(256 * 1024),
+        orientation: "up".into(),
+        expected_velocity: 0.1,
+        last_used_ms: 0,
+        predecessors: Vec::new(),
+    };
+    let refused = store
+        .commit_or_refuse(Write::InsertGait(gait.clone()))
+        .await;
+    assert!(
+        matches!(refused, Err(StoreError::Unwritable { .. })),
+        "{refused:?}"
+    );
+    assert!(store.unwritable().is_some());
+    // No other write comes; the writer must find out by itself.
+    store.commit(Write::DiskFull(false)).await.unwrap();
+    until(30, "the store to see space again", || {
+        store.unwritable().is_none()
+    })
+    .await;
+    store
+        .commit_or_refuse(Write::InsertGait(gait))
+        .await
+        .expect("written once space returned");
+    assert_eq!(store.gaits(None).unwrap().len(), 1);
+}

@@ -116,7 +116,10 @@ pub async fn organizer(args: OrganizerArgs) -> Result<()> {
         served = serving => served?,
         () = drained => eprintln!("closing the streams still open"),
     }
-    store.sync().await?;
+    // A full disk must not hold the way out (what is unsaved runs again).
+    if let Err(e) = store.sync_within(Duration::from_secs(5)).await {
+        eprintln!("{e}");
+    }
     eprintln!("organizer stopped; running runs resume at the next start");
     if let Some(dashboard) = dashboard {
         dashboard.abort();
