@@ -12,29 +12,14 @@ use yamor_host_agent::expr::ExprBackend;
 use yamor_organizer::model::{
     HostState, JobFilter, JobState, ParameterBound, Problem, RunSpec, RunState, RunVariant,
 };
-use yamor_organizer::{ClientError, Organizer, OrganizerClient, SchedulerConfig};
-use yamor_proto::transport::{ClientSecurity, ServerSecurity};
+use yamor_organizer::{ClientError, Organizer, OrganizerClient};
+use yamor_proto::transport::ClientSecurity;
 
-use common::{serve_host, temp_dir};
+use common::serve_host;
 
 async fn organizer(name: &str) -> (OrganizerClient, Organizer) {
-    let dir = temp_dir(name);
-    let organizer = Organizer::open(
-        &dir.join("yamor.db"),
-        SchedulerConfig::default(),
-        ClientSecurity::default(),
-        vec![Arc::new(yamor_pso::Pso)],
-    )
-    .unwrap();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    tokio::spawn(yamor_organizer::serve(
-        listener,
-        organizer.clone(),
-        ServerSecurity::default(),
-        std::future::pending(),
-    ));
-    let client = OrganizerClient::new(&url, &ClientSecurity::default()).unwrap();
+    let organizer = common::open_organizer(name);
+    let (client, _) = common::serve_organizer(&organizer).await;
     (client, organizer)
 }
 

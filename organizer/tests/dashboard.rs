@@ -6,38 +6,18 @@
 
 mod common;
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use yamor_core::evaluation::Objective;
-use yamor_host_agent::expr::ExprBackend;
+use yamor_organizer::Organizer;
 use yamor_organizer::model::{ParameterBound, Problem, RunSpec, RunState};
-use yamor_organizer::{Organizer, SchedulerConfig};
-use yamor_proto::transport::{ClientSecurity, Token};
-
-use common::{serve_host, temp_dir};
+use yamor_proto::transport::Token;
 
 /// An organizer with `hosts` expression hosts and its dashboard's address.
 async fn dashboard(name: &str, hosts: usize, token: Option<&str>) -> (Organizer, String) {
-    let dir = temp_dir(name);
-    let organizer = Organizer::open(
-        &dir.join("yamor.db"),
-        SchedulerConfig::default(),
-        ClientSecurity::default(),
-        vec![Arc::new(yamor_pso::Pso)],
-    )
-    .unwrap();
-    for i in 0..hosts {
-        let host = format!("h{i}");
-        let backend = ExprBackend::new("-(x*x + y*y)", Duration::from_millis(2)).unwrap();
-        let address = serve_host(&host, Arc::new(backend)).await;
-        organizer
-            .scheduler
-            .register_host(&host, &address)
-            .await
-            .unwrap();
-    }
+    let organizer = common::open_organizer(name);
+    common::add_expression_hosts(&organizer, hosts, "-(x*x + y*y)", Duration::from_millis(2)).await;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let address = listener.local_addr().unwrap().to_string();
     tokio::spawn(yamor_organizer::http::serve(

@@ -5,50 +5,19 @@
 
 mod common;
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use common::{serve_host, temp_dir};
+use common::temp_dir;
 use tokio_stream::StreamExt;
 use yamor_core::evaluation::{BackendKind, EvaluationJob, Objective};
-use yamor_host_agent::expr::ExprBackend;
 use yamor_organizer::model::{JobRequest, ParameterBound, Problem, RunSpec, RunState};
 use yamor_organizer::store::Write;
-use yamor_organizer::{ClientError, Organizer, OrganizerClient, SchedulerConfig};
-use yamor_proto::transport::{ClientSecurity, ServerSecurity};
+use yamor_organizer::{ClientError, Organizer};
 
 async fn organizer(name: &str) -> Organizer {
-    let organizer = Organizer::open(
-        &temp_dir(name).join("yamor.db"),
-        SchedulerConfig::default(),
-        ClientSecurity::default(),
-        vec![Arc::new(yamor_pso::Pso)],
-    )
-    .unwrap();
-    for i in 0..2 {
-        let host = format!("h{i}");
-        let backend = ExprBackend::new("-(x*x + y*y)", Duration::from_millis(1)).unwrap();
-        let address = serve_host(&host, Arc::new(backend)).await;
-        organizer
-            .scheduler
-            .register_host(&host, &address)
-            .await
-            .unwrap();
-    }
+    let organizer = common::open_organizer(name);
+    common::add_expression_hosts(&organizer, 2, "-(x*x + y*y)", Duration::from_millis(1)).await;
     organizer
-}
-
-/// A client of `organizer` served over gRPC on loopback.
-async fn client(organizer: &Organizer) -> OrganizerClient {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    tokio::spawn(yamor_organizer::serve(
-        listener,
-        organizer.clone(),
-        ServerSecurity::default(),
-        std::future::pending(),
-    ));
-    OrganizerClient::new(&url, &ClientSecurity::default()).unwrap()
 }
 
 fn spec(budget: u64) -> RunSpec {
@@ -135,7 +104,8 @@ async fn a_full_disk_pauses_the_run_refuses_new_work_and_loses_nothing() {
     assert!(refused.contains("disk is full"), "{refused}");
     // Over the wire: UNAVAILABLE with the reason, which a client reads as
     // "not now", not as an organizer it cannot reach.
-    match client(&organizer).await.start_run(&spec(10)).await {
+    let (client, _) = common::serve_organizer(&organizer).await;
+    match client.start_run(&spec(10)).await {
         Err(ClientError::NotNow(message)) => assert!(message.contains("disk is full"), "{message}"),
         other => panic!("StartRun on a full disk: {other:?}"),
     }

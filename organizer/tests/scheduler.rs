@@ -2,35 +2,17 @@
 
 mod common;
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use common::{serve_host, temp_dir};
+use common::temp_dir;
 use yamor_core::evaluation::{BackendKind, EvaluationJob, Objective, Outcome};
-use yamor_host_agent::expr::ExprBackend;
 use yamor_organizer::model::{HostState, Job, JobFilter, JobRequest, JobState};
 use yamor_organizer::store::Write;
-use yamor_organizer::{Organizer, SchedulerConfig, Store};
-use yamor_proto::transport::ClientSecurity;
+use yamor_organizer::{Organizer, Store};
 
 async fn organizer_with_hosts(name: &str, hosts: usize, delay: Duration) -> Organizer {
-    let dir = temp_dir(name);
-    let organizer = Organizer::open(
-        &dir.join("yamor.db"),
-        SchedulerConfig::default(),
-        ClientSecurity::default(),
-        vec![Arc::new(yamor_pso::Pso)],
-    )
-    .unwrap();
-    for i in 0..hosts {
-        let name = format!("h{i}");
-        let address = serve_host(&name, Arc::new(ExprBackend::new("x", delay).unwrap())).await;
-        organizer
-            .scheduler
-            .register_host(&name, &address)
-            .await
-            .unwrap();
-    }
+    let organizer = common::open_organizer(name);
+    common::add_expression_hosts(&organizer, hosts, "x", delay).await;
     organizer
 }
 
