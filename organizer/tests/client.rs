@@ -10,7 +10,7 @@ use tokio_stream::StreamExt;
 use yamor_core::evaluation::Objective;
 use yamor_host_agent::expr::ExprBackend;
 use yamor_organizer::model::{
-    HostState, JobFilter, JobState, ParameterBound, Problem, RunSpec, RunState, RunVariant,
+    HostState, JobFilter, JobState, Problem, RunSpec, RunState, RunVariant,
 };
 use yamor_organizer::{ClientError, Organizer, OrganizerClient};
 use yamor_proto::transport::ClientSecurity;
@@ -24,18 +24,12 @@ async fn organizer(name: &str) -> (OrganizerClient, Organizer) {
 }
 
 fn space_run(budget: u64) -> RunSpec {
-    let bound = |name: &str| ParameterBound {
-        name: name.into(),
-        min: -1.0,
-        max: 1.0,
-        start: 0.5,
-    };
     RunSpec {
         name: "typed".into(),
         max_evaluations: budget,
         seed: 7,
         objective: Objective::Expression("-(x*x + y*y)".into()),
-        ..RunSpec::new("pso", Problem::Space(vec![bound("x"), bound("y")]))
+        ..RunSpec::new("pso", common::sphere_space())
     }
 }
 

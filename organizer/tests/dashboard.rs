@@ -11,7 +11,7 @@ use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use yamor_core::evaluation::Objective;
 use yamor_organizer::Organizer;
-use yamor_organizer::model::{ParameterBound, Problem, RunSpec, RunState};
+use yamor_organizer::model::{RunSpec, RunState};
 use yamor_proto::transport::Token;
 
 /// An organizer with `hosts` expression hosts and its dashboard's address.
@@ -67,19 +67,13 @@ async fn get(address: &str, path: &str) -> Reply {
 }
 
 fn run_spec(budget: u64) -> RunSpec {
-    let bound = |name: &str| ParameterBound {
-        name: name.into(),
-        min: -1.0,
-        max: 1.0,
-        start: 0.5,
-    };
     RunSpec {
         name: "sphere <&>".into(),
         max_evaluations: budget,
         seed: 3,
         settings: [("particles".to_owned(), "4".to_owned())].into(),
         objective: Objective::Expression("-(x*x + y*y)".into()),
-        ..RunSpec::new("pso", Problem::Space(vec![bound("x"), bound("y")]))
+        ..RunSpec::new("pso", common::sphere_space())
     }
 }
 

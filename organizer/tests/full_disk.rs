@@ -10,7 +10,7 @@ use std::time::Duration;
 use common::temp_dir;
 use tokio_stream::StreamExt;
 use yamor_core::evaluation::{BackendKind, EvaluationJob, Objective};
-use yamor_organizer::model::{JobRequest, ParameterBound, Problem, RunSpec, RunState};
+use yamor_organizer::model::{JobRequest, RunSpec, RunState};
 use yamor_organizer::store::Write;
 use yamor_organizer::{ClientError, Organizer};
 
@@ -21,19 +21,13 @@ async fn organizer(name: &str) -> Organizer {
 }
 
 fn spec(budget: u64) -> RunSpec {
-    let bound = |name: &str| ParameterBound {
-        name: name.into(),
-        min: -1.0,
-        max: 1.0,
-        start: 0.5,
-    };
     RunSpec {
         max_evaluations: budget,
         seed: 5,
         // More generations than the budget holds: the budget ends the run.
         settings: [("iterations".to_owned(), "1000".to_owned())].into(),
         objective: Objective::Expression("-(x*x + y*y)".into()),
-        ..RunSpec::new("pso", Problem::Space(vec![bound("x"), bound("y")]))
+        ..RunSpec::new("pso", common::sphere_space())
     }
 }
 

@@ -92,4 +92,17 @@ pub async fn serve_organizer(organizer: &Organizer) -> (OrganizerClient, String)
     (client, url)
 }
 
+/// `x` and `y` in `[−1, 1]`, starting at 0.5: the space of the
+/// `-(x*x + y*y)` runs.
+#[allow(dead_code)]
+pub fn sphere_space() -> yamor_organizer::model::Problem {
+    let bound = |name: &str| yamor_organizer::model::ParameterBound {
+        name: name.into(),
+        min: -1.0,
+        max: 1.0,
+        start: 0.5,
+    };
+    yamor_organizer::model::Problem::Space(vec![bound("x"), bound("y")])
+}
+
 pub mod fake;
