@@ -876,41 +876,18 @@ impl Writer {
         let mut open = true;
         loop {
             if pending.is_empty() {
-                let next = if self.failing_since.is_some() {
-                    // Nothing waits, yet the disk was full: look again.
-                    match rx.recv_timeout(retry) {
-                        Err(mpsc::RecvTimeoutError::Timeout) => Ok(Envelope {
-                            write: Write::Probe,
-                            wait: Wait::No,
-                            ack: None,
-                        }),
-                        other => other.map_err(|_| ()),
-                    }
-                } else {
-                    rx.recv().map_err(|_| ())
-                };
-                match next {
-                    Ok(envelope) => pending.push(envelope),
-                    Err(()) => return,
+                match self.next_write(rx, retry) {
+                    Some(envelope) => pending.push(envelope),
+                    None => return,
                 }
             }
-            while pending.len() < MAX_BATCH {
-                match rx.try_recv() {
-                    Ok(envelope) => pending.push(envelope),
-                    Err(mpsc::TryRecvError::Empty) => break,
-                    Err(mpsc::TryRecvError::Disconnected) => {
-                        open = false;
-                        break;
-                    }
-                }
-            }
+            open &= take_queued(rx, &mut pending);
             self.take_disk_caps(&mut pending);
             if pending.is_empty() {
                 continue;
             }
             let began = std::time::Instant::now();
-            let outcome = apply(&mut self.conn, &pending);
-            match outcome {
+            match apply(&mut self.conn, &pending) {
                 Ok(()) => {
                     self.commit_seconds.observe(began.elapsed().as_secs_f64());
                     // Barriers alone commit an empty transaction, which
@@ -935,50 +912,58 @@ impl Writer {
                         );
                         return;
                     }
-                    // Wait before the next try; refusable requests that come
-                    // meanwhile are answered at once.
-                    let until = std::time::Instant::now() + retry;
+                    open = wait_to_retry(rx, &mut pending, retry, &reason);
                     retry = (retry * 2).min(RETRY_MAX);
-                    while let Some(left) = until.checked_duration_since(std::time::Instant::now()) {
-                        match rx.recv_timeout(left) {
-                            Ok(mut envelope) if envelope.wait == Wait::OrRefuse => {
-                                envelope.answer(Err(StoreError::Unwritable {
-                                    reason: reason.clone(),
-                                }));
-                            }
-                            Ok(envelope) => pending.push(envelope),
-                            Err(mpsc::RecvTimeoutError::Timeout) => break,
-                            Err(mpsc::RecvTimeoutError::Disconnected) => {
-                                open = false;
-                                break;
-                            }
-                        }
-                    }
                 }
                 Err(e) => {
-                    // Not the disk: one bad write must not hold back the
-                    // rest. Should the disk fill meanwhile, the write and
-                    // all behind it wait as above.
                     tracing::error!("database write failed ({e}); writing one by one");
-                    let mut rest = std::mem::take(&mut pending).into_iter();
-                    while let Some(mut envelope) = rest.next() {
-                        match apply(&mut self.conn, std::slice::from_ref(&envelope)) {
-                            Ok(()) => envelope.answer(Ok(())),
-                            Err(e) if may_pass(&e) => {
-                                pending.push(envelope);
-                                pending.extend(rest);
-                                break;
-                            }
-                            Err(e) => {
-                                tracing::error!("a database write was dropped: {e}");
-                                envelope.answer(Err(StoreError::Write(e.to_string())));
-                            }
-                        }
-                    }
+                    self.write_one_by_one(&mut pending);
                 }
             }
             if !open && pending.is_empty() {
                 return;
+            }
+        }
+    }
+
+    /// The next write, blocking; while the disk is full and nothing waits,
+    /// a probe after `retry`. `None` once every sender is gone.
+    fn next_write(
+        &self,
+        rx: &mpsc::Receiver<Envelope>,
+        retry: std::time::Duration,
+    ) -> Option<Envelope> {
+        if self.failing_since.is_none() {
+            return rx.recv().ok();
+        }
+        match rx.recv_timeout(retry) {
+            Ok(envelope) => Some(envelope),
+            Err(mpsc::RecvTimeoutError::Timeout) => Some(Envelope {
+                write: Write::Probe,
+                wait: Wait::No,
+                ack: None,
+            }),
+            Err(mpsc::RecvTimeoutError::Disconnected) => None,
+        }
+    }
+
+    /// Not the disk: one bad write must not hold back the rest. Should the
+    /// disk fill meanwhile, that write and all behind it stay in `pending`
+    /// and wait as any failed batch does.
+    fn write_one_by_one(&mut self, pending: &mut Vec<Envelope>) {
+        let mut rest = std::mem::take(pending).into_iter();
+        while let Some(mut envelope) = rest.next() {
+            match apply(&mut self.conn, std::slice::from_ref(&envelope)) {
+                Ok(()) => envelope.answer(Ok(())),
+                Err(e) if may_pass(&e) => {
+                    pending.push(envelope);
+                    pending.extend(rest);
+                    return;
+                }
+                Err(e) => {
+                    tracing::error!("a database write was dropped: {e}");
+                    envelope.answer(Err(StoreError::Write(e.to_string())));
+                }
             }
         }
     }
@@ -1045,6 +1030,44 @@ fn may_pass(e: &rusqlite::Error) -> bool {
         e.sqlite_error_code(),
         Some(DiskFull | SystemIoFailure | CannotOpen | DatabaseBusy | DatabaseLocked | ReadOnly)
     )
+}
+
+/// Adds what is queued to `pending` (bounded by [`MAX_BATCH`]); `false`
+/// once every sender is gone.
+fn take_queued(rx: &mpsc::Receiver<Envelope>, pending: &mut Vec<Envelope>) -> bool {
+    while pending.len() < MAX_BATCH {
+        match rx.try_recv() {
+            Ok(envelope) => pending.push(envelope),
+            Err(mpsc::TryRecvError::Empty) => break,
+            Err(mpsc::TryRecvError::Disconnected) => return false,
+        }
+    }
+    true
+}
+
+/// Waits `retry` before a failed batch is tried again, adding what comes
+/// meanwhile to `pending` and refusing at once what would rather be
+/// refused; `false` once every sender is gone.
+fn wait_to_retry(
+    rx: &mpsc::Receiver<Envelope>,
+    pending: &mut Vec<Envelope>,
+    retry: std::time::Duration,
+    reason: &str,
+) -> bool {
+    let until = std::time::Instant::now() + retry;
+    while let Some(left) = until.checked_duration_since(std::time::Instant::now()) {
+        match rx.recv_timeout(left) {
+            Ok(mut envelope) if envelope.wait == Wait::OrRefuse => {
+                envelope.answer(Err(StoreError::Unwritable {
+                    reason: reason.to_owned(),
+                }));
+            }
+            Ok(envelope) => pending.push(envelope),
+            Err(mpsc::RecvTimeoutError::Timeout) => break,
+            Err(mpsc::RecvTimeoutError::Disconnected) => return false,
+        }
+    }
+    true
 }
 
 /// Withdraws the writes whose callers would rather be refused than wait.

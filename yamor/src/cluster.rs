@@ -113,12 +113,15 @@ pub async fn organizer(args: OrganizerArgs) -> Result<()> {
         tokio::time::sleep(SHUTDOWN_GRACE).await;
     };
     tokio::select! {
+        // `serve` flushes the database itself once it has stopped serving.
         served = serving => served?,
-        () = drained => eprintln!("closing the streams still open"),
-    }
-    // A full disk must not hold the way out (what is unsaved runs again).
-    if let Err(e) = store.sync_within(Duration::from_secs(5)).await {
-        eprintln!("{e}");
+        () = drained => {
+            eprintln!("closing the streams still open");
+            // A full disk must not hold the way out (what is unsaved runs again).
+            if let Err(e) = store.sync_within(Duration::from_secs(5)).await {
+                eprintln!("{e}");
+            }
+        }
     }
     eprintln!("organizer stopped; running runs resume at the next start");
     if let Some(dashboard) = dashboard {
