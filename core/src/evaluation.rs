@@ -45,6 +45,35 @@ pub struct Situation {
     /// Modules whose CPG node is dead: their oscillators are switched off
     /// and their joints hold the angle the oscillator stopped at.
     pub dead_cpg: Vec<ModuleId>,
+    /// The robot is already walking another gait when the evaluated one is
+    /// loaded, as a robot under lifelong learning is when it switches: the
+    /// body's motion at the switch decides which of a gait's modes it falls
+    /// into, and a walk from a standstill does not show that.
+    pub lead_in: Option<LeadIn>,
+}
+
+/// Walk `gait` for `seconds` before the evaluated gait is loaded; the
+/// warm-up and the measurement follow the switch.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LeadIn {
+    #[serde(with = "gait_as_xml")]
+    pub gait: RobotConfig,
+    pub seconds: f64,
+}
+
+/// A gait in JSON as its XML document: the one format every part reads.
+mod gait_as_xml {
+    use crate::RobotConfig;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(gait: &RobotConfig, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&gait.to_xml_string())
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<RobotConfig, D::Error> {
+        let xml = String::deserialize(d)?;
+        RobotConfig::from_xml_str("lead-in gait", &xml).map_err(serde::de::Error::custom)
+    }
 }
 
 /// How one walk is run and measured.
@@ -108,10 +137,16 @@ impl EvaluationSpec {
         Ok(spec)
     }
 
-    /// Seconds walked in all.
+    /// Seconds walked in all, the lead-in's among them.
     #[must_use]
     pub fn walk_seconds(&self) -> f64 {
-        self.warmup + self.measure
+        self.lead_in_seconds() + self.warmup + self.measure
+    }
+
+    /// Seconds walked with the lead-in gait before the evaluated one.
+    #[must_use]
+    pub fn lead_in_seconds(&self) -> f64 {
+        self.situation.lead_in.as_ref().map_or(0.0, |l| l.seconds)
     }
 
     /// Every field within what a host can do.
@@ -143,6 +178,11 @@ impl EvaluationSpec {
         }
         if self.repeats > MAX_REPEATS {
             return bad("repeats", f64::from(self.repeats), "at most 64");
+        }
+        if let Some(lead_in) = &self.situation.lead_in
+            && !(lead_in.seconds > 0.0 && lead_in.seconds <= 3600.0)
+        {
+            return bad("lead-in", lead_in.seconds, "in (0, 3600] s");
         }
         Ok(())
     }

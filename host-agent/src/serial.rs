@@ -226,6 +226,11 @@ impl SerialRobot {
         let stop = Stop(cancel, &self.halted);
         let mut state = self.lock();
         let result = (|| {
+            if let Some(lead_in) = &job.spec.situation.lead_in {
+                state.program(&lead_in.gait, &stop)?;
+                let wall = state.settings.wall(lead_in.seconds);
+                stop.sleep(wall)?;
+            }
             state.program(gait, &stop)?;
             let settings = state.settings.clone();
             let robot_time =

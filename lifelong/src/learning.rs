@@ -16,7 +16,7 @@ use std::time::Instant;
 use crate::anomaly::{Monitor, Symptom, Verdict, three_periods};
 use crate::gaits::{GaitRecord, Orientation, body_key, candidates};
 use tokio_stream::StreamExt as _;
-use yamor_core::evaluation::{DefectMode, EvaluationSpec, RobotSource, Situation};
+use yamor_core::evaluation::{DefectMode, EvaluationSpec, LeadIn, RobotSource, Situation};
 use yamor_core::network::{Limit, plan};
 use yamor_core::{ModuleId, Morphology, RobotConfig};
 use yamor_host_agent::RobotClient;
@@ -69,6 +69,10 @@ pub struct LifelongSettings {
     pub relearn_seconds: f64,
     pub relearn_evaluations: u64,
     pub spec: EvaluationSpec,
+    /// Robot seconds each relearning walk first walks the gait in use
+    /// before the candidate is loaded, as the robot will (0: walks start
+    /// from a standstill).
+    pub lead_in_s: f64,
     /// Relearning stops early once its best gait reaches this fraction of
     /// the velocity before the anomaly (`None`: run the whole budget).
     pub good_enough: Option<f64>,
@@ -101,6 +105,7 @@ impl Default for LifelongSettings {
                 measure: 8.0,
                 ..EvaluationSpec::default()
             },
+            lead_in_s: 4.0,
             good_enough: None,
             shortlist: 5,
             compare_windows: 2,
@@ -417,7 +422,7 @@ impl Lifelong {
             on_robot: best.0,
         });
         for (rank, (evaluated, gait)) in shortlist.into_iter().enumerate() {
-            let on_robot = self.load_and_measure(gait.clone()).await?;
+            let on_robot = self.switch_and_measure(gait.clone()).await?;
             self.events.push(Event::Shortlisted {
                 rank: rank + 1,
                 evaluated,
@@ -432,7 +437,7 @@ impl Lifelong {
         let (_, Some(gait)) = best else {
             return self.keep_current(symptom, best.0, Some(run), began).await;
         };
-        let velocity = self.load_and_measure(gait.clone()).await?;
+        let velocity = self.switch_and_measure(gait.clone()).await?;
         self.gait = gait;
         let id = self.remember(velocity, Some((previous, symptom))).await?;
         self.settle_on(
@@ -526,6 +531,10 @@ impl Lifelong {
             upside_down: self.orientation == Orientation::UpsideDown,
             defects: self.known.defects.clone(),
             dead_cpg: self.known.dead_cpg.clone(),
+            lead_in: (self.settings.lead_in_s > 0.0).then(|| LeadIn {
+                gait: self.gait.clone(),
+                seconds: self.settings.lead_in_s,
+            }),
         };
         let run = self
             .organizer
@@ -649,6 +658,18 @@ impl Lifelong {
                 predecessors: switched_from.into_iter().collect(),
             })
             .await?)
+    }
+
+    /// [`Self::load_and_measure`] for a relearnt gait, switched to from the
+    /// gait in use after its lead-in as every relearning walk was: the
+    /// shortlist is compared, and the choice taken, the way the hosts judged
+    /// it, not from whichever candidate the robot walked last.
+    async fn switch_and_measure(&mut self, gait: RobotConfig) -> Result<f64, LifelongError> {
+        if self.settings.lead_in_s > 0.0 {
+            self.robot.connect_robot(&self.gait).await?;
+            self.walk(self.settings.lead_in_s).await?;
+        }
+        self.load_and_measure(gait).await
     }
 
     async fn load_and_measure(&mut self, gait: RobotConfig) -> Result<f64, LifelongError> {

@@ -11,6 +11,7 @@
 //! - `ground`: slippery ground, the normal floor again, slippery again: the
 //!   second meeting with each ground reuses the stored gait.
 
+use std::collections::HashMap;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -57,11 +58,20 @@ pub struct ScenarioArgs {
     /// pso.
     #[arg(long, default_value = "powell")]
     optimizer: String,
+    /// A relearning optimizer setting name=value (repeatable); CMA-ES gets
+    /// the population of a gait run (`yamor run`) unless this sets one.
+    #[arg(long = "set")]
+    settings: Vec<String>,
     /// Walks per relearning evaluation, from different oscillator starts,
     /// averaged (see docs/experiments.md: without it the optimizer learns
     /// one start's luck).
     #[arg(long, default_value_t = 3)]
     repeats: u32,
+    /// Robot seconds each relearning walk first walks the gait in use, so
+    /// candidates are judged after a switch as the robot makes it (0: from
+    /// a standstill).
+    #[arg(long, default_value_t = 4.0)]
+    lead_in: f64,
     /// The monitor's threshold t (m/s).
     #[arg(long, default_value_t = 0.02)]
     threshold: f64,
@@ -74,6 +84,23 @@ pub struct ScenarioArgs {
     /// Directory for the figure, its CSV and yamor.db.
     #[arg(long, default_value = ".")]
     out: PathBuf,
+}
+
+/// The relearning optimizer's settings: the thesis' regular-interval
+/// line search for Powell, a gait run's population for CMA-ES, and what
+/// `--set` says over both.
+fn relearning_settings(args: &ScenarioArgs) -> Result<HashMap<String, String>> {
+    let mut settings = std::collections::BTreeMap::new();
+    if args.optimizer == "powell" {
+        settings.insert("variant".to_owned(), "interval".to_owned());
+    }
+    for pair in &args.settings {
+        let (name, value) =
+            yamor_local::parse_setting(pair).map_err(|e| anyhow::anyhow!("--set: {e}"))?;
+        settings.insert(name, value);
+    }
+    yamor_local::gait_run_settings(&args.optimizer, &mut settings);
+    Ok(settings.into_iter().collect())
 }
 
 /// The learnt gait the scenarios start from (as the thesis started from the
@@ -192,12 +219,9 @@ impl Scenario {
                 }
             },
             optimizer: args.optimizer.clone(),
-            optimizer_settings: if args.optimizer == "powell" {
-                [("variant".to_owned(), "interval".to_owned())].into()
-            } else {
-                Default::default()
-            },
+            optimizer_settings: relearning_settings(args)?,
             relearn_seconds: args.relearn_time,
+            lead_in_s: args.lead_in,
             good_enough: (args.good_enough > 0.0).then_some(args.good_enough),
             seed: args.seed,
             spec: EvaluationSpec {

@@ -292,6 +292,13 @@ async fn a_relearnt_gait_is_stored_and_the_old_one_reused_when_the_motor_is_back
     assert_ne!(relearnt.gait, first);
     let run = rig.organizer.runs.get(relearnt.run.unwrap()).unwrap();
     assert_eq!(run.evaluations, 16);
+    // Every relearning walk leads in with the gait the robot walked when
+    // the motor went, as the robot will switch from it.
+    for job in rig.organizer.runs.told_jobs(run.id).await.unwrap() {
+        let lead_in = job.request.job.spec.situation.lead_in.expect("a lead-in");
+        assert_eq!(lead_in.gait, learnt_gait());
+        assert_eq!(lead_in.seconds, LifelongSettings::default().lead_in_s);
+    }
     let stored = rig.gaits.list(Some(&body)).unwrap();
     assert_eq!(stored.len(), 2);
     let new = stored.iter().find(|g| g.id == relearnt.gait).unwrap();

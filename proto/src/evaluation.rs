@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use yamor_core::RobotConfig;
 use yamor_core::evaluation::{
-    DefectMode, EvaluationJob, EvaluationSpec, MAX_REPEATS, Objective, Outcome, RobotSource,
-    Sample, Situation,
+    DefectMode, EvaluationJob, EvaluationSpec, LeadIn, MAX_REPEATS, Objective, Outcome,
+    RobotSource, Sample, Situation,
 };
 
 use crate::v1 as pb;
@@ -112,6 +112,7 @@ pub fn spec(spec: Option<pb::EvaluationSpec>) -> Result<EvaluationSpec, ConvertE
                 .map(|d| Ok((d.module_id, defect_mode("spec.defects.mode", d.mode)?)))
                 .collect::<Result<_, ConvertError>>()?,
             dead_cpg: spec.dead_cpg,
+            lead_in: lead_in(&spec.lead_in_gait_xml, spec.lead_in_s)?,
         },
         repeats: match spec.repeats {
             0 => 1,
@@ -146,6 +147,31 @@ pub fn spec_to_pb(spec: &EvaluationSpec) -> pb::EvaluationSpec {
             .collect(),
         dead_cpg: spec.situation.dead_cpg.clone(),
         repeats: spec.repeats,
+        lead_in_gait_xml: spec
+            .situation
+            .lead_in
+            .as_ref()
+            .map(|l| l.gait.to_xml_string())
+            .unwrap_or_default(),
+        lead_in_s: spec.lead_in_seconds(),
+    }
+}
+
+/// The lead-in of a proto spec: a gait and its seconds, both or neither.
+fn lead_in(gait_xml: &str, seconds: f64) -> Result<Option<LeadIn>, ConvertError> {
+    match (gait_xml.trim().is_empty(), seconds) {
+        (true, 0.0) => Ok(None),
+        (true, _) => Err(invalid(format!(
+            "spec.lead_in_s = {seconds} needs spec.lead_in_gait_xml"
+        ))),
+        (false, s) if !(s > 0.0 && s <= 3600.0) => Err(invalid(format!(
+            "spec.lead_in_s must be in (0, 3600] with a lead-in gait, got {s}"
+        ))),
+        (false, s) => Ok(Some(LeadIn {
+            gait: RobotConfig::from_xml_str("spec.lead_in_gait_xml", gait_xml)
+                .map_err(|e| invalid(e.to_string()))?,
+            seconds: s,
+        })),
     }
 }
 
@@ -294,6 +320,10 @@ mod tests {
                 upside_down: true,
                 defects: vec![(5, DefectMode::Limp)],
                 dead_cpg: vec![2],
+                lead_in: Some(LeadIn {
+                    gait: learnt_gait(),
+                    seconds: 4.0,
+                }),
             },
             ..EvaluationSpec::default()
         };
@@ -323,6 +353,34 @@ mod tests {
                 .0
                 .contains("spec.warmup_s")
         );
+    }
+
+    fn learnt_gait() -> RobotConfig {
+        RobotConfig::from_xml_str(
+            "learnt.xml",
+            include_str!("../../examples/robots/quadruped/learnt.xml"),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn a_lead_in_needs_a_gait_and_seconds_in_range() {
+        let xml = learnt_gait().to_xml_string();
+        for (gait_xml, seconds, named) in [
+            ("", 3.0, "spec.lead_in_gait_xml"),
+            (xml.as_str(), 0.0, "spec.lead_in_s"),
+            (xml.as_str(), -1.0, "spec.lead_in_s"),
+            (xml.as_str(), f64::NAN, "spec.lead_in_s"),
+            ("<robot><module", 3.0, "spec.lead_in_gait_xml"),
+        ] {
+            let bad = pb::EvaluationSpec {
+                lead_in_gait_xml: gait_xml.to_owned(),
+                lead_in_s: seconds,
+                ..Default::default()
+            };
+            let error = super::spec(Some(bad)).unwrap_err().0;
+            assert!(error.contains(named), "{seconds}: {error}");
+        }
     }
 
     #[test]

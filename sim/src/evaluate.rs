@@ -17,7 +17,30 @@ pub fn enter(sim: &mut Simulation, situation: &Situation) -> Result<(), SimError
     for &(id, mode) in &situation.defects {
         sim.set_defect(id, mode)?;
     }
-    for &id in &situation.dead_cpg {
+    switch_off_dead_cpgs(sim, &situation.dead_cpg)?;
+    if situation.upside_down {
+        sim.drop_robot(0.02, true)?;
+    }
+    Ok(())
+}
+
+/// Loads `gait` on a robot that is walking (a lead-in's end): as on the
+/// robot, the new configuration turns every CPG on, so the dead ones are
+/// switched off again.
+fn switch_gait(
+    sim: &mut Simulation,
+    gait: &RobotConfig,
+    situation: &Situation,
+) -> Result<(), SimError> {
+    sim.configure(gait)?;
+    switch_off_dead_cpgs(sim, &situation.dead_cpg)
+}
+
+fn switch_off_dead_cpgs(
+    sim: &mut Simulation,
+    dead: &[yamor_core::ModuleId],
+) -> Result<(), SimError> {
+    for &id in dead {
         let wire = u8::try_from(id).map_err(|_| SimError::IdOutOfRange(id))?;
         sim.deliver(
             wire,
@@ -26,9 +49,6 @@ pub fn enter(sim: &mut Simulation, situation: &Situation) -> Result<(), SimError
                 off: flags::CPG,
             },
         )?;
-    }
-    if situation.upside_down {
-        sim.drop_robot(0.02, true)?;
     }
     Ok(())
 }
@@ -144,9 +164,13 @@ fn walk(
     let check_every = ((0.1 / settings.dt).ceil() as u64).max(1);
     let started = Instant::now();
     let mut sim = Simulation::new(morphology, settings)?;
-    sim.configure(gait)?;
+    let lead_in = spec.situation.lead_in.as_ref();
+    sim.configure(lead_in.map_or(gait, |l| &l.gait))?;
     enter(&mut sim, &spec.situation)?;
     let total = spec.walk_seconds();
+    let switch_at = spec.lead_in_seconds();
+    let measure_from = switch_at + spec.warmup;
+    let mut switched = lead_in.is_none();
     let mut trajectory = vec![sample(&sim)];
     let mut start = None;
     let mut next_sample = spec.sample_interval;
@@ -154,9 +178,13 @@ fn walk(
         if sim.ticks() % check_every == 0 && cancel.load(Ordering::Relaxed) {
             return Err(SimError::Cancelled(sim.time()));
         }
+        if !switched && sim.time() + settings.dt / 2.0 >= switch_at {
+            switch_gait(&mut sim, gait, &spec.situation)?;
+            switched = true;
+        }
         sim.tick();
         on_tick(&sim);
-        if start.is_none() && sim.time() + settings.dt / 2.0 >= spec.warmup {
+        if start.is_none() && sim.time() + settings.dt / 2.0 >= measure_from {
             start = Some(sample(&sim));
         }
         if sim.time() + settings.dt / 2.0 >= next_sample {

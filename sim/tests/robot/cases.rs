@@ -2,7 +2,7 @@
 // supervisor commands. Included once per engine; the includer defines
 // `engine()`.
 
-use yamor_core::evaluation::EvaluationSpec;
+use yamor_core::evaluation::{EvaluationSpec, LeadIn, Situation};
 use yamor_core::{Connection, Connector, Morphology, RobotConfig};
 use yamor_sim::robots::ExampleRobot;
 use yamor_sim::{SimError, SimSettings, Simulation, evaluate};
@@ -214,6 +214,54 @@ fn quadruped_reference_gait_walks_at_least_2_cm_per_s() {
         evaluation.velocity
     );
     assert!((evaluation.start.t - 8.0).abs() < 0.01 && (evaluation.end.t - 20.0).abs() < 0.01);
+}
+
+#[test]
+fn a_lead_in_walks_another_gait_first_and_measures_after_the_switch() {
+    let (morphology, gait) = example("quadruped");
+    let spec = |lead_in: Option<LeadIn>| EvaluationSpec {
+        warmup: 2.0,
+        measure: 3.0,
+        situation: Situation {
+            lead_in,
+            ..Situation::default()
+        },
+        ..EvaluationSpec::default()
+    };
+    let lead_in = |gait: &RobotConfig| {
+        Some(LeadIn {
+            gait: gait.clone(),
+            seconds: 3.0,
+        })
+    };
+    let from_standstill = evaluate(&morphology, &gait, settings(), &spec(None)).unwrap();
+    // The quadruped standing still for the lead-in: a different body state
+    // at the switch, so a different walk.
+    let mut standing = gait.clone();
+    for m in &mut standing.modules {
+        m.amplitude = 0.0;
+    }
+    let after_standing =
+        evaluate(&morphology, &gait, settings(), &spec(lead_in(&standing))).unwrap();
+    assert!((after_standing.start.t - 5.0).abs() < 0.01, "{:?}", after_standing.start);
+    assert!((after_standing.end.t - 8.0).abs() < 0.01, "{:?}", after_standing.end);
+    assert_ne!(after_standing.velocity, from_standstill.velocity);
+    // Leading in with another gait that walks moves the robot before the
+    // window; the window itself is the evaluated gait's.
+    let mut other = gait.clone();
+    for m in &mut other.modules {
+        m.offset = -m.offset;
+    }
+    let after_other = evaluate(&morphology, &gait, settings(), &spec(lead_in(&other))).unwrap();
+    assert_ne!(after_other.velocity, after_standing.velocity);
+    assert!(after_other.velocity.is_finite() && after_other.velocity > 0.0);
+    // A lead-in out of range is refused, naming it.
+    let bad = spec(Some(LeadIn {
+        gait: standing,
+        seconds: -1.0,
+    }));
+    let error = evaluate(&morphology, &gait, settings(), &bad).unwrap_err();
+    assert!(error.to_string().contains("lead-in"), "{error}");
 }
 
 #[test]
