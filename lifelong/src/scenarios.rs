@@ -60,8 +60,8 @@ pub struct ScenarioArgs {
     optimizer: String,
     /// A relearning optimizer setting name=value (repeatable); CMA-ES gets
     /// the population of a gait run (`yamor run`) unless this sets one.
-    #[arg(long = "set")]
-    settings: Vec<String>,
+    #[arg(long = "set", value_parser = yamor_local::parse_setting)]
+    settings: Vec<(String, String)>,
     /// Walks per relearning evaluation, from different oscillator starts,
     /// averaged (see docs/experiments.md: without it the optimizer learns
     /// one start's luck).
@@ -89,18 +89,14 @@ pub struct ScenarioArgs {
 /// The relearning optimizer's settings: the thesis' regular-interval
 /// line search for Powell, a gait run's population for CMA-ES, and what
 /// `--set` says over both.
-fn relearning_settings(args: &ScenarioArgs) -> Result<HashMap<String, String>> {
+fn relearning_settings(args: &ScenarioArgs) -> HashMap<String, String> {
     let mut settings = std::collections::BTreeMap::new();
     if args.optimizer == "powell" {
         settings.insert("variant".to_owned(), "interval".to_owned());
     }
-    for pair in &args.settings {
-        let (name, value) =
-            yamor_local::parse_setting(pair).map_err(|e| anyhow::anyhow!("--set: {e}"))?;
-        settings.insert(name, value);
-    }
+    settings.extend(args.settings.iter().cloned());
     yamor_local::gait_run_settings(&args.optimizer, &mut settings);
-    Ok(settings.into_iter().collect())
+    settings.into_iter().collect()
 }
 
 /// The learnt gait the scenarios start from (as the thesis started from the
@@ -219,7 +215,7 @@ impl Scenario {
                 }
             },
             optimizer: args.optimizer.clone(),
-            optimizer_settings: relearning_settings(args)?,
+            optimizer_settings: relearning_settings(args),
             relearn_seconds: args.relearn_time,
             lead_in_s: args.lead_in,
             good_enough: (args.good_enough > 0.0).then_some(args.good_enough),
