@@ -61,6 +61,14 @@ def run_one(job):
             cma.fmin2(t, x0, float(os.environ.get("PSIG", "2.5")), opts, restarts=9, incpopsize=2)
         except Budget:
             pass
+    elif method == "pycma-lq":
+        import cma
+
+        opts = {"bounds": [-5, 5], "maxfevals": budget, "verbose": -9, "seed": seed}
+        try:
+            cma.fmin_lq_surr2(t, x0, 2.5, opts, restarts=9, incpopsize=2)
+        except Budget:
+            pass
     else:
         proc = subprocess.Popen([BIN], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         header = {"optimizer": "cmaes", "settings": settings, "bounds": [[-5, 5]] * d,

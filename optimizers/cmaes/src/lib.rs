@@ -74,6 +74,7 @@
 
 pub mod bounds;
 pub mod run;
+pub mod surrogate;
 
 use std::collections::BTreeMap;
 
@@ -87,6 +88,7 @@ use yamor_optimizer_api::{
 
 use run::Run;
 pub use run::{Stop, Tolerances};
+use surrogate::{LqModel, TAU_THRESHOLD};
 
 /// The name the runtime registers this plugin under.
 pub const NAME: &str = "cmaes";
@@ -172,6 +174,28 @@ impl RestartFrom {
     }
 }
 
+/// Whether a model of the objective saves evaluations.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Surrogate {
+    /// Every candidate of every generation is evaluated.
+    #[default]
+    None,
+    /// lq-CMA-ES ([`surrogate`]): candidates are evaluated best-by-model
+    /// first, in growing batches, until the model ranks them well; the
+    /// model's optimum is injected into every generation.
+    Lq,
+}
+
+impl Surrogate {
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Surrogate::None => "none",
+            Surrogate::Lq => "lq",
+        }
+    }
+}
+
 /// The plugin's settings as Rust values.
 ///
 /// [`Default`] gives the same values as the declared setting defaults.
@@ -198,6 +222,7 @@ pub struct CmaesConfig {
     pub tolstagnation: u64,
     /// A run ends when the covariance's condition number exceeds this.
     pub max_condition: f64,
+    pub surrogate: Surrogate,
 }
 
 impl Default for CmaesConfig {
@@ -213,6 +238,7 @@ impl Default for CmaesConfig {
             tolx: 1e-12,
             tolstagnation: 0,
             max_condition: 1e14,
+            surrogate: Surrogate::None,
         }
     }
 }
@@ -232,6 +258,11 @@ impl CmaesConfig {
             "start" => RestartFrom::Start,
             other => unreachable!("resolve admitted restart_from {other:?}"),
         };
+        let surrogate = match s.text("surrogate") {
+            "none" => Surrogate::None,
+            "lq" => Surrogate::Lq,
+            other => unreachable!("resolve admitted surrogate {other:?}"),
+        };
         let population = usize::try_from(s.int("population")).expect("checked range");
         if population == 1 {
             return Err(SettingsError::Invalid {
@@ -250,6 +281,7 @@ impl CmaesConfig {
             tolx: s.float("tolx"),
             tolstagnation: u64::try_from(s.int("tolstagnation")).expect("checked range"),
             max_condition: s.float("max_condition"),
+            surrogate,
         })
     }
 
@@ -268,6 +300,7 @@ impl CmaesConfig {
             ("tolx", SettingValue::Float(self.tolx)),
             ("tolstagnation", int(self.tolstagnation)),
             ("max_condition", SettingValue::Float(self.max_condition)),
+            ("surrogate", text(self.surrogate.as_str())),
         ]
         .into_iter()
         .map(|(k, v)| (k.to_owned(), v))
@@ -371,6 +404,14 @@ fn specs() -> Vec<SettingSpec> {
             float(1e2, 1e20),
             SettingValue::Float(d.max_condition),
         ),
+        spec(
+            "surrogate",
+            "none (evaluate every candidate) or lq (lq-CMA-ES: a quadratic model \
+             ranks each generation and only as many candidates are evaluated as \
+             it needs; for smooth objectives where evaluations are dear)",
+            choice(&["none", "lq"]),
+            SettingValue::Text(d.surrogate.as_str().to_owned()),
+        ),
     ]
 }
 
@@ -380,6 +421,16 @@ enum Phase {
     Propose,
     Collect,
     Finished,
+}
+
+/// A candidate of the generation out for evaluation.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Slot {
+    /// Not proposed (yet): the surrogate may rank it without evaluating it.
+    Unasked,
+    Pending,
+    /// Its value `g` (minimised).
+    Told(f64),
 }
 
 /// The restart regime of a run (BIPOP keeps the two apart).
@@ -425,11 +476,20 @@ pub struct CmaEs {
     evals_large: u64,
     evals_small: u64,
     history: Vec<RunSummary>,
-    /// The generation out for evaluation (genotypes) and its results (`g`).
+    /// The generation out for evaluation (genotypes), where each candidate
+    /// stands, and the batch proposed last (candidate indices, in order).
     genotypes: Vec<DVector<f64>>,
-    results: Vec<Option<f64>>,
-    told: usize,
+    slots: Vec<Slot>,
+    batch: Vec<usize>,
+    pending: usize,
+    /// The generation's first `injected` candidates were injected.
+    injected: usize,
+    /// Candidates of this generation to evaluate before the model is asked.
+    to_evaluate: usize,
+    /// Tag of the generation's candidate 0; candidate `k` has tag `tag_base + k`.
     tag_base: u64,
+    /// The lq surrogate of the current run, when enabled.
+    model: Option<LqModel>,
     phase: Phase,
     best: Option<(Vec<f64>, f64)>,
 }
@@ -482,9 +542,13 @@ impl CmaEs {
             evals_small: 0,
             history: Vec::new(),
             genotypes: Vec::new(),
-            results: Vec::new(),
-            told: 0,
+            slots: Vec::new(),
+            batch: Vec::new(),
+            pending: 0,
+            injected: 0,
+            to_evaluate: 0,
             tag_base: 0,
+            model: (config.surrogate == Surrogate::Lq).then(|| LqModel::new(n, population)),
             phase: Phase::Propose,
             best: None,
         })
@@ -535,13 +599,171 @@ impl CmaEs {
         x
     }
 
-    fn complete_generation(&mut self) {
-        let g: Vec<f64> = self
-            .results
+    /// The coordinates the surrogate models: the point in the unit box, or
+    /// the genotype itself for a periodic parameter (so the model sees no seam).
+    fn model_coordinates(&self, genotype: &DVector<f64>) -> DVector<f64> {
+        DVector::from_iterator(
+            genotype.len(),
+            self.free.iter().enumerate().map(|(k, &i)| {
+                if self.periodic[i] {
+                    genotype[k]
+                } else {
+                    bounds::to_unit(genotype[k])
+                }
+            }),
+        )
+    }
+
+    /// The genotype of a point in model coordinates.
+    fn genotype_of_model(&self, u: &DVector<f64>) -> DVector<f64> {
+        DVector::from_iterator(
+            u.len(),
+            self.free.iter().enumerate().map(|(k, &i)| {
+                if self.periodic[i] {
+                    u[k]
+                } else {
+                    bounds::from_unit(u[k].clamp(0.0, 1.0))
+                }
+            }),
+        )
+    }
+
+    /// Samples the next generation (with the model's optimum injected) and
+    /// decides how many of it to evaluate first.
+    fn start_generation(&mut self) {
+        let Some(run) = &self.run else {
+            self.genotypes.clear();
+            self.slots = vec![Slot::Unasked];
+            self.to_evaluate = 1;
+            return;
+        };
+        let lambda = run.params.lambda;
+        let target = self
+            .model
+            .as_mut()
+            .and_then(LqModel::optimum)
+            .map(|u| self.genotype_of_model(&u));
+        let run = self.run.as_ref().expect("checked above");
+        self.genotypes = match &target {
+            Some(t) => run.sample_injecting(t, &mut self.rng),
+            None => run.sample(&mut self.rng),
+        };
+        self.injected = usize::from(target.is_some());
+        self.slots = vec![Slot::Unasked; lambda];
+        self.to_evaluate = match &self.model {
+            // pycma: ⌊1 + max(0.02·λ, 3/truncation − size)⌋.
+            Some(m) => {
+                ((1.0 + (0.02 * lambda as f64).max(4.0 - m.len() as f64)) as usize).min(lambda)
+            }
+            None => lambda,
+        };
+    }
+
+    /// The next candidates to evaluate: the unasked ones in the model's
+    /// order (best first; index order without a model) until
+    /// `to_evaluate` are out or told.
+    fn next_batch(&mut self) -> Vec<usize> {
+        let mut order: Vec<usize> = (0..self.slots.len()).collect();
+        if self.model.as_ref().is_some_and(|m| m.len() > 1) {
+            let coords: Vec<DVector<f64>> = self
+                .genotypes
+                .iter()
+                .map(|g| self.model_coordinates(g))
+                .collect();
+            let model = self.model.as_mut().expect("checked");
+            let values: Vec<f64> = coords.iter().map(|u| model.eval(u)).collect();
+            order.sort_by(|&a, &b| values[a].total_cmp(&values[b]).then(a.cmp(&b)));
+        }
+        let out = self.slots.iter().filter(|s| **s != Slot::Unasked).count();
+        let wanted = self.to_evaluate.saturating_sub(out);
+        order
+            .into_iter()
+            .filter(|&k| self.slots[k] == Slot::Unasked)
+            .take(wanted)
+            .collect()
+    }
+
+    /// A batch has been told: with the surrogate, learn from it and either
+    /// evaluate more of the generation or let the model rank the rest.
+    fn complete_batch(&mut self) {
+        let batch = std::mem::take(&mut self.batch);
+        if let (Some(_), Some(_)) = (&self.run, &self.model) {
+            let coords: Vec<(DVector<f64>, f64)> = batch
+                .iter()
+                .map(|&k| (self.model_coordinates(&self.genotypes[k]), self.told(k)))
+                .collect();
+            let lambda = self.slots.len();
+            let evaluated = self.evaluated();
+            let model = self.model.as_mut().expect("checked");
+            for (u, g) in coords {
+                model.add(u, g);
+            }
+            model.sort_newest(evaluated);
+            if evaluated < lambda {
+                // pycma's n_for_tau: ⌊max(15, min(1.2·evaluated, 0.75·λ))⌋.
+                let number = (1.2 * evaluated as f64).min(0.75 * lambda as f64).max(15.0);
+                if model.kendall(number as usize) < TAU_THRESHOLD {
+                    self.to_evaluate =
+                        (self.to_evaluate + self.to_evaluate.div_ceil(2)).min(lambda);
+                    self.phase = Phase::Propose;
+                    return;
+                }
+            }
+        }
+        self.complete_generation();
+    }
+
+    fn told(&self, k: usize) -> f64 {
+        match self.slots[k] {
+            Slot::Told(g) => g,
+            _ => unreachable!("candidate {k} was told"),
+        }
+    }
+
+    fn evaluated(&self) -> usize {
+        self.slots
             .iter()
-            .map(|r| r.expect("every result told"))
+            .filter(|s| matches!(s, Slot::Told(_)))
+            .count()
+    }
+
+    /// The values the strategy ranks the generation by: the true ones when
+    /// every candidate was evaluated, else the model's for all of them,
+    /// shifted so that the best equals the best true value (pycma's
+    /// `surrogate_values`).
+    fn generation_values(&mut self) -> Vec<f64> {
+        if self.slots.iter().all(|s| matches!(s, Slot::Told(_))) {
+            return (0..self.slots.len()).map(|k| self.told(k)).collect();
+        }
+        let coords: Vec<DVector<f64>> = self
+            .genotypes
+            .iter()
+            .map(|g| self.model_coordinates(g))
             .collect();
-        for (k, &gk) in g.iter().enumerate() {
+        let best_true = (0..self.slots.len())
+            .filter_map(|k| match self.slots[k] {
+                Slot::Told(g) if g.is_finite() => Some(g),
+                _ => None,
+            })
+            .fold(f64::INFINITY, f64::min);
+        let model = self
+            .model
+            .as_mut()
+            .expect("only the surrogate leaves candidates unasked");
+        let values: Vec<f64> = coords.iter().map(|u| model.eval(u)).collect();
+        let best_model = values.iter().copied().fold(f64::INFINITY, f64::min);
+        if best_true.is_finite() && best_model.is_finite() {
+            values.iter().map(|v| v - best_model + best_true).collect()
+        } else {
+            values
+        }
+    }
+
+    fn complete_generation(&mut self) {
+        for k in 0..self.slots.len() {
+            let Slot::Told(gk) = self.slots[k] else {
+                continue;
+            };
             let fitness = -gk;
             if fitness.is_finite() && self.best.as_ref().is_none_or(|(_, b)| fitness > *b) {
                 let x = match &self.run {
@@ -551,22 +773,24 @@ impl CmaEs {
                 self.best = Some((x, fitness));
             }
         }
-        self.tag_base += g.len() as u64;
-        self.told = 0;
-        let Some(run) = self.run.as_mut() else {
+        let evaluated = self.evaluated() as u64;
+        self.tag_base += self.slots.len() as u64;
+        if self.run.is_none() {
             self.phase = Phase::Finished;
             return;
-        };
-        let lambda = run.params.lambda as u64;
+        }
+        let g = self.generation_values();
+        self.slots.clear();
         // As in pycma's BIPOP, the first run counts to the small budget, so
         // the first restart has a large population.
         if self.regime == Regime::Small || self.history.is_empty() {
-            self.evals_small += lambda;
+            self.evals_small += evaluated;
         } else {
-            self.evals_large += lambda;
+            self.evals_large += evaluated;
         }
         let genotypes = std::mem::take(&mut self.genotypes);
-        if let Some(stop) = run.update(&genotypes, &g) {
+        let run = self.run.as_mut().expect("checked above");
+        if let Some(stop) = run.update_injected(&genotypes, &g, self.injected) {
             self.history.push(RunSummary {
                 population: run.params.lambda,
                 regime: self.regime,
@@ -637,6 +861,10 @@ impl CmaEs {
             ),
         };
         self.regime = regime;
+        if self.model.is_some() {
+            // As fmin_lq_surr2 without keep_model: each run learns afresh.
+            self.model = Some(LqModel::new(n, lambda));
+        }
         let mut run = Run::new(mean, sigma, lambda, self.config.tolerances());
         run.limit_std(MAX_STD);
         if let Some(limit) = max_generations {
@@ -653,24 +881,27 @@ impl Optimizer for CmaEs {
             Phase::Finished => Step::Finished,
             Phase::Collect => Step::Wait,
             Phase::Propose => {
+                if self.slots.is_empty() {
+                    self.start_generation();
+                }
+                self.batch = self.next_batch();
+                self.pending = self.batch.len();
                 self.phase = Phase::Collect;
-                let xs: Vec<Vec<f64>> = match &self.run {
-                    Some(run) => {
-                        self.genotypes = run.sample(&mut self.rng);
-                        self.genotypes.iter().map(|g| self.phenotype(g)).collect()
-                    }
-                    None => vec![self.start.clone()],
-                };
-                self.results = vec![None; xs.len()];
-                Step::Evaluate(
-                    xs.into_iter()
-                        .enumerate()
-                        .map(|(k, x)| Candidate {
-                            tag: self.tag_base + k as u64,
-                            x,
-                        })
-                        .collect(),
-                )
+                for &k in &self.batch {
+                    self.slots[k] = Slot::Pending;
+                }
+                let candidates = self
+                    .batch
+                    .iter()
+                    .map(|&k| Candidate {
+                        tag: self.tag_base + k as u64,
+                        x: match &self.run {
+                            Some(_) => self.phenotype(&self.genotypes[k]),
+                            None => self.start.clone(),
+                        },
+                    })
+                    .collect();
+                Step::Evaluate(candidates)
             }
         }
     }
@@ -682,13 +913,13 @@ impl Optimizer for CmaEs {
         let Ok(k) = usize::try_from(tag - self.tag_base) else {
             return;
         };
-        match self.results.get_mut(k) {
-            Some(slot @ None) => *slot = Some(-outcome.value()),
+        match self.slots.get_mut(k) {
+            Some(slot @ Slot::Pending) => *slot = Slot::Told(-outcome.value()),
             _ => return,
         }
-        self.told += 1;
-        if self.told == self.results.len() {
-            self.complete_generation();
+        self.pending -= 1;
+        if self.pending == 0 {
+            self.complete_batch();
         }
     }
 }

@@ -256,13 +256,45 @@ impl Run {
     pub fn sample(&self, rng: &mut ChaCha8Rng) -> Vec<DVector<f64>> {
         let n = self.params.n;
         let z = normals(rng, n * self.params.lambda);
-        z.chunks(n)
-            .map(|z| {
-                let scaled =
-                    DVector::from_iterator(n, z.iter().zip(self.d.iter()).map(|(z, d)| z * d));
-                &self.mean + self.sigma * (&self.b * scaled).component_mul(&self.scaling)
-            })
-            .collect()
+        z.chunks(n).map(|z| self.point(z)).collect()
+    }
+
+    /// A generation whose first candidate is the injected point `target`
+    /// (as pycma's `inject`): the step to it is kept when its Mahalanobis
+    /// length is at most `√n`, otherwise it is rescaled to the length of a
+    /// standard normal vector, so the injected candidate looks like a
+    /// sample. The other `λ − 1` are sampled as in [`Run::sample`].
+    pub fn sample_injecting(
+        &self,
+        target: &DVector<f64>,
+        rng: &mut ChaCha8Rng,
+    ) -> Vec<DVector<f64>> {
+        let n = self.params.n;
+        let step = target - &self.mean;
+        let length = self.mahalanobis(&step);
+        let step = if length > (n as f64).sqrt() {
+            let chi = normals(rng, n).iter().map(|z| z * z).sum::<f64>().sqrt();
+            step * (chi / length)
+        } else {
+            step
+        };
+        let mut out = Vec::with_capacity(self.params.lambda);
+        out.push(&self.mean + step);
+        let z = normals(rng, n * (self.params.lambda - 1));
+        out.extend(z.chunks(n).map(|z| self.point(z)));
+        out
+    }
+
+    /// `‖C^{-1/2}·(dx ⊘ s)‖/σ`: how many standard deviations `dx` is long.
+    #[must_use]
+    pub fn mahalanobis(&self, dx: &DVector<f64>) -> f64 {
+        (&self.inv_sqrt * dx.component_div(&self.scaling)).norm() / self.sigma
+    }
+
+    fn point(&self, z: &[f64]) -> DVector<f64> {
+        let n = self.params.n;
+        let scaled = DVector::from_iterator(n, z.iter().zip(self.d.iter()).map(|(z, d)| z * d));
+        &self.mean + self.sigma * (&self.b * scaled).component_mul(&self.scaling)
     }
 
     /// The standard deviation of coordinate `i` (`σ·s_i·√C_ii`).
@@ -276,6 +308,19 @@ impl Run {
     /// by index, so the result depends only on the values. Returns why the
     /// run ends, if it does.
     pub fn update(&mut self, xs: &[DVector<f64>], g: &[f64]) -> Option<Stop> {
+        self.update_injected(xs, g, 0)
+    }
+
+    /// [`Run::update`] for a generation whose first `injected` candidates
+    /// were injected rather than sampled: as in pycma
+    /// (`CMA_active_injected = 0`), they never get a negative weight, so a
+    /// bad injected point cannot shrink the covariance in its direction.
+    pub fn update_injected(
+        &mut self,
+        xs: &[DVector<f64>],
+        g: &[f64],
+        injected: usize,
+    ) -> Option<Stop> {
         let p = self.params.clone();
         let n = p.n;
         let nf = n as f64;
@@ -313,9 +358,11 @@ impl Run {
         let wsum: f64 = p.weights.iter().sum();
         let mut c = (1.0 + p.c1 * delta_h - p.c1 - p.cmu * wsum) * &self.c;
         c.ger(p.c1, &self.pc, &self.pc, 1.0);
-        for (w, y) in p.weights.iter().zip(&ys) {
+        for ((w, y), &index) in p.weights.iter().zip(&ys).zip(&order) {
             let w = if *w >= 0.0 {
                 *w
+            } else if index < injected {
+                0.0
             } else {
                 // Negative weights are rescaled by n/‖C^{-1/2}y‖² so the
                 // active update cannot shrink a direction arbitrarily.
