@@ -420,6 +420,10 @@ fn specs() -> Vec<SettingSpec> {
 enum Phase {
     Propose,
     Collect,
+    /// A batch has been told; the next `ask` learns from it. The work
+    /// (model fit, covariance update) is left to `ask`, which the runtime
+    /// runs on a blocking thread, not to `tell`.
+    Digest,
     Finished,
 }
 
@@ -579,7 +583,8 @@ impl CmaEs {
     }
 
     /// The best point told so far and its fitness; `None` until an
-    /// evaluation succeeded. Ties go to the earliest tag.
+    /// evaluation succeeded. Ties go to the earliest batch, then the
+    /// lowest tag.
     #[must_use]
     pub fn best(&self) -> Option<(&[f64], f64)> {
         self.best.as_ref().map(|(x, f)| (x.as_slice(), *f))
@@ -759,12 +764,13 @@ impl CmaEs {
         }
     }
 
-    fn complete_generation(&mut self) {
-        for k in 0..self.slots.len() {
-            let Slot::Told(gk) = self.slots[k] else {
-                continue;
-            };
-            let fitness = -gk;
+    /// Keeps the best of the batch just told (ties: the lowest tag of the
+    /// earliest batch), so [`CmaEs::best`] is current before the next `ask`.
+    fn record_best(&mut self) {
+        let mut batch = self.batch.clone();
+        batch.sort_unstable();
+        for k in batch {
+            let fitness = -self.told(k);
             if fitness.is_finite() && self.best.as_ref().is_none_or(|(_, b)| fitness > *b) {
                 let x = match &self.run {
                     Some(_) => self.phenotype(&self.genotypes[k]),
@@ -773,6 +779,9 @@ impl CmaEs {
                 self.best = Some((x, fitness));
             }
         }
+    }
+
+    fn complete_generation(&mut self) {
         let evaluated = self.evaluated() as u64;
         self.tag_base += self.slots.len() as u64;
         if self.run.is_none() {
@@ -877,8 +886,12 @@ impl CmaEs {
 
 impl Optimizer for CmaEs {
     fn ask(&mut self) -> Step {
+        if self.phase == Phase::Digest {
+            self.complete_batch();
+        }
         match self.phase {
             Phase::Finished => Step::Finished,
+            Phase::Digest => unreachable!("complete_batch leaves Digest"),
             Phase::Collect => Step::Wait,
             Phase::Propose => {
                 if self.slots.is_empty() {
@@ -919,7 +932,8 @@ impl Optimizer for CmaEs {
         }
         self.pending -= 1;
         if self.pending == 0 {
-            self.complete_batch();
+            self.record_best();
+            self.phase = Phase::Digest;
         }
     }
 }
