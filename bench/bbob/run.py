@@ -12,6 +12,8 @@ defaults plus the box:
   scipy   minimize(method="Powell", bounds=[(-5, 5)]*d)
   pycma   cma.fmin2 with bounds [-5, 5], sigma0 = 2.5, IPOP restarts
           (restarts=9, incpopsize=2)
+  pycma-lq cma.fmin_lq_surr2, the same with pycma's lq surrogate (the peer
+          of yamor's cmaes with surrogate=lq)
   pyswarms GlobalBestPSO(20 particles, c1=c2=0.5, w=0.9, box bounds)
   nevergrad NGOpt (its default optimizer), box bounds
 
@@ -54,10 +56,11 @@ YAMOR_METHODS = {
     "yamor-powell-clamp": ("powell", {"variant": "clamp"}),
     "yamor-powell-interval": ("powell", {"variant": "interval"}),
     "yamor-cmaes": ("cmaes", {}),
+    "yamor-cmaes-lq": ("cmaes", {"surrogate": "lq"}),
     "yamor-pso": ("pso", {}),
     "yamor-powell-cmaes": ("powell-cmaes", {}),
 }
-PEERS = ["scipy-powell", "pycma", "pyswarms", "nevergrad"]
+PEERS = ["scipy-powell", "pycma", "pycma-lq", "pyswarms", "nevergrad"]
 TARGETS = [10 ** (2 - k / 5) for k in range(51)]  # 1e2 … 1e-8
 
 
@@ -121,6 +124,11 @@ def run_peer(name, f, i, d, budget):
 
             opts = {"bounds": [-5, 5], "maxfevals": budget, "verbose": -9, "seed": 1}
             cma.fmin2(t, x0, 2.5, opts, restarts=9, incpopsize=2)
+        elif name == "pycma-lq":
+            import cma
+
+            opts = {"bounds": [-5, 5], "maxfevals": budget, "verbose": -9, "seed": 1}
+            cma.fmin_lq_surr2(t, x0, 2.5, opts, restarts=9, incpopsize=2)
         elif name == "pyswarms":
             import pyswarms
 

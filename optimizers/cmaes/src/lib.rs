@@ -57,20 +57,40 @@
 //! index, so the order in which they are told does not matter, and replaying
 //! stored results through a fresh instance reproduces the run bit for bit.
 //!
+//! # Surrogate
+//! With `surrogate = lq`, each run keeps lq-CMA-ES's global linear-quadratic
+//! model ([`surrogate`], Hansen 2019) of its recent evaluations. A
+//! generation is still sampled whole, but its candidates are proposed best
+//! by the model first, in batches that start small and grow until the model
+//! ranks the recent evaluations well (Kendall's τ ≥ 0.85); the rest of the
+//! generation is ranked by the model and never evaluated, and the model's
+//! optimum is injected as one candidate. On smooth objectives this needs a
+//! fraction of the evaluations; on noisy ones (a chaotic gait) τ stays low
+//! and whole generations are evaluated, at the cost of smaller first
+//! batches. The default is `none`: whole generations, which keep every host
+//! busy.
+//!
 //! # Protocol
-//! [`Optimizer::ask`] returns a whole generation (`λ` candidates, tags
-//! consecutive across the run) as one [`Step::Evaluate`], then [`Step::Wait`]
-//! until all `λ` are told, then the next generation; [`Step::Finished`] once
-//! `restarts = none` or `max_restarts` (without a budget) are used up. A tell
-//! whose tag is not awaited (stale, unknown or repeated) is ignored.
+//! [`Optimizer::ask`] returns a batch of candidates as one
+//! [`Step::Evaluate`] (without the surrogate, the whole generation of `λ`),
+//! then [`Step::Wait`] until all of the batch are told, then the next batch;
+//! [`Step::Finished`] once `restarts = none` or `max_restarts` (without a
+//! budget) are used up. Tags are `λ` per generation and consecutive across
+//! the run; candidates the surrogate ranks without evaluating leave gaps. A
+//! tell whose tag is not awaited (stale, unknown or repeated) is ignored.
+//! `tell` only stores the value; the learning from a completed batch (model
+//! fit, covariance update) happens in the next `ask`, which the runtime runs
+//! off the async threads.
 //!
 //! # Layout
 //! - [`Cmaes`]: the [`Plugin`] (name `cmaes`, typed settings, factory).
-//! - [`CmaesConfig`], [`RestartStrategy`], [`RestartFrom`]: the settings as
-//!   Rust values, with defaults and conversion from and to [`Settings`].
+//! - [`CmaesConfig`], [`RestartStrategy`], [`RestartFrom`], [`Surrogate`]:
+//!   the settings as Rust values, with defaults and conversion from and to
+//!   [`Settings`].
 //! - [`CmaEs`]: the [`Optimizer`] state machine (generations, restarts, best).
 //! - [`run`]: one CMA-ES run: parameters, sampling, update, termination.
 //! - [`bounds`]: the genotype-to-box map.
+//! - [`surrogate`]: the lq model and Kendall's τ.
 
 pub mod bounds;
 pub mod run;
