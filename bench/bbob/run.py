@@ -228,6 +228,9 @@ def main():
     parser.add_argument("--cache", help="keep every trace in this JSON file and reuse it, "
                         "so methods can be run (and re-run) separately; saved as results "
                         "come in, so an interrupted method resumes where it stopped")
+    parser.add_argument("--report-only", action="store_true",
+                        help="run nothing: report what --cache holds; a method missing some "
+                        "problems of a dimension is reported as not run there")
     args = parser.parse_args()
     if args.cache and pathlib.Path(args.cache).resolve() == \
             pathlib.Path(args.out).with_suffix(".json").resolve():
@@ -263,6 +266,9 @@ def main():
             if n % 24 == 0:
                 save()
 
+    if args.report_only:
+        report(methods, dims, problems, fopt, traces, args)
+        return
     yamor = [m for m in methods if m in YAMOR_METHODS and missing(m)]
     if yamor:
         tmp = tempfile.mkdtemp(prefix="yamor-bbob-")
@@ -315,6 +321,10 @@ def report(methods, dims, problems, fopt, traces, args):
         print("| method | solved 1e-3 | solved 1e-8 | median evals to 1e-3 |")
         print("|---|---|---|---|")
         for m in methods:
+            run = sum((m, *p) in traces for p in ps)
+            if run < len(ps):
+                print(f"| {m} | – | – | not run ({run} of {len(ps)} problems) |")
+                continue
             hits3 = [evals_to(traces[(m, *p)], fopt[p] + 1e-3) for p in ps]
             hits8 = [evals_to(traces[(m, *p)], fopt[p] + 1e-8) for p in ps]
             solved3 = [h for h in hits3 if h is not None]
@@ -339,7 +349,7 @@ def ecdf(methods, dims, problems, fopt, traces, path, args):
     for ax, d in zip(axes, dims):
         ps = [p for p in problems if p[2] == d]
         grid = np.logspace(0, math.log10(args.mult), 60)
-        for m in methods:
+        for m in [m for m in methods if all((m, *p) in traces for p in ps)]:
             reached = []
             for p in ps:
                 values = traces[(m, *p)]
@@ -355,7 +365,7 @@ def ecdf(methods, dims, problems, fopt, traces, path, args):
         ax.set_xlabel("evaluations / dimension")
         ax.grid(alpha=0.3)
     axes[0].set_ylabel("fraction of (problem, target) pairs")
-    axes[-1].legend(fontsize=7, loc="upper left")
+    axes[0].legend(fontsize=7, loc="upper left")
     fig.suptitle(f"BBOB f{args.functions}, instances {args.instances}, 51 targets 1e2…1e-8")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
