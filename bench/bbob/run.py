@@ -119,16 +119,12 @@ def run_peer(name, f, i, d, budget):
             from scipy.optimize import minimize
 
             minimize(t, x0, method="Powell", bounds=[(-5, 5)] * d, options={"maxfev": budget})
-        elif name == "pycma":
+        elif name in ("pycma", "pycma-lq"):
             import cma
 
+            fmin = cma.fmin2 if name == "pycma" else cma.fmin_lq_surr2
             opts = {"bounds": [-5, 5], "maxfevals": budget, "verbose": -9, "seed": 1}
-            cma.fmin2(t, x0, 2.5, opts, restarts=9, incpopsize=2)
-        elif name == "pycma-lq":
-            import cma
-
-            opts = {"bounds": [-5, 5], "maxfevals": budget, "verbose": -9, "seed": 1}
-            cma.fmin_lq_surr2(t, x0, 2.5, opts, restarts=9, incpopsize=2)
+            fmin(t, x0, 2.5, opts, restarts=9, incpopsize=2)
         elif name == "pyswarms":
             import pyswarms
 
@@ -309,6 +305,11 @@ def main():
     report(methods, dims, problems, fopt, traces, args)
 
 
+def ran_all(traces, method, ps):
+    """Whether the cache holds a trace of `method` for every problem in `ps`."""
+    return all((method, *p) in traces for p in ps)
+
+
 def report(methods, dims, problems, fopt, traces, args):
     out = pathlib.Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -321,8 +322,8 @@ def report(methods, dims, problems, fopt, traces, args):
         print("| method | solved 1e-3 | solved 1e-8 | median evals to 1e-3 |")
         print("|---|---|---|---|")
         for m in methods:
-            run = sum((m, *p) in traces for p in ps)
-            if run < len(ps):
+            if not ran_all(traces, m, ps):
+                run = sum((m, *p) in traces for p in ps)
                 print(f"| {m} | – | – | not run ({run} of {len(ps)} problems) |")
                 continue
             hits3 = [evals_to(traces[(m, *p)], fopt[p] + 1e-3) for p in ps]
@@ -349,7 +350,7 @@ def ecdf(methods, dims, problems, fopt, traces, path, args):
     for ax, d in zip(axes, dims):
         ps = [p for p in problems if p[2] == d]
         grid = np.logspace(0, math.log10(args.mult), 60)
-        for m in [m for m in methods if all((m, *p) in traces for p in ps)]:
+        for m in [m for m in methods if ran_all(traces, m, ps)]:
             reached = []
             for p in ps:
                 values = traces[(m, *p)]
