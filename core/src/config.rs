@@ -138,6 +138,11 @@ impl RobotConfig {
             config.modules.push(module);
             module_nodes.push(node);
         }
+        // A robot without modules walks nowhere at 0 m/s, which looks like
+        // a result; say what is wrong instead.
+        if config.modules.is_empty() {
+            return Err(src.invalid(list, Problem::NoModules));
+        }
         // Links may point forward in the file, so check them once all ids are known.
         for node in &module_nodes {
             for child in src.children(*node, &["bluetooth", "cpglink"])? {

@@ -94,6 +94,8 @@ pub enum Problem {
     MissingAttribute(&'static str),
     #[error("missing child element <{0}>")]
     MissingElement(&'static str),
+    #[error("the module list is empty: a robot needs at least one <module>")]
+    NoModules,
     #[error("unexpected element <{0}>")]
     UnexpectedElement(String),
     #[error("attribute `{name}`: `{value}` is not a valid {expected}")]

@@ -117,14 +117,27 @@ impl Default for EvaluationSpec {
     }
 }
 
-/// A spec value out of its range; names the field.
+/// A spec value out of its range; names the field as the wire does.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("{field} = {value} is out of range: expected {expected}")]
+#[error("spec.{field} must be {expected}, got {}", readable(*.value))]
 pub struct SpecError {
     pub field: &'static str,
     pub value: f64,
     pub expected: &'static str,
 }
+
+/// `value` as a person reads it: 1e300, not three hundred digits.
+fn readable(value: f64) -> String {
+    let magnitude = value.abs();
+    if magnitude != 0.0 && !(1e-4..1e6).contains(&magnitude) {
+        format!("{value:e}")
+    } else {
+        value.to_string()
+    }
+}
+
+/// The longest warm-up, measured window or lead-in a walk may have (s).
+pub const MAX_WALK_PART_S: f64 = 3600.0;
 
 impl EvaluationSpec {
     /// A spec whose walk lasts `seconds` in total, with the default warm-up.
@@ -149,7 +162,9 @@ impl EvaluationSpec {
         self.situation.lead_in.as_ref().map_or(0.0, |l| l.seconds)
     }
 
-    /// Every field within what a host can do.
+    /// Every field within what a host can do. The one check of a spec,
+    /// whichever way it came in (CLI, form, gRPC): a run starts only with
+    /// specs that pass it, so no stored job holds one that does not.
     pub fn check(&self) -> Result<(), SpecError> {
         let bad = |field, value, expected| {
             Err(SpecError {
@@ -158,31 +173,31 @@ impl EvaluationSpec {
                 expected,
             })
         };
-        if !(self.warmup >= 0.0 && self.warmup <= 3600.0) {
-            return bad("warm-up", self.warmup, "in [0, 3600] s");
+        if !(self.warmup >= 0.0 && self.warmup <= MAX_WALK_PART_S) {
+            return bad("warmup_s", self.warmup, "in [0, 3600] s");
         }
-        if !(self.measure > 0.0 && self.measure <= 36000.0) {
+        if !(self.measure > 0.0 && self.measure <= MAX_WALK_PART_S) {
             return bad(
-                "measured window",
+                "measure_s",
                 self.measure,
-                "in (0, 36000] s (the walk must last longer than its warm-up)",
+                "in (0, 3600] s (the walk must last longer than its warm-up)",
             );
         }
-        if !(self.sample_interval >= 0.0 && self.sample_interval.is_finite()) {
-            return bad("sample interval", self.sample_interval, "finite and >= 0 s");
+        if !(self.sample_interval >= 0.0 && self.sample_interval <= 60.0) {
+            return bad("sample_interval_s", self.sample_interval, "in [0, 60] s");
         }
         if let Some(mu) = self.ground_friction
             && !(mu > 0.0 && mu <= 10.0)
         {
-            return bad("ground friction", mu, "in (0, 10]");
+            return bad("ground_friction", mu, "in (0, 10]");
         }
-        if self.repeats > MAX_REPEATS {
-            return bad("repeats", f64::from(self.repeats), "at most 64");
+        if self.repeats == 0 || self.repeats > MAX_REPEATS {
+            return bad("repeats", f64::from(self.repeats), "in [1, 64]");
         }
         if let Some(lead_in) = &self.situation.lead_in
-            && !(lead_in.seconds > 0.0 && lead_in.seconds <= 3600.0)
+            && !(lead_in.seconds > 0.0 && lead_in.seconds <= MAX_WALK_PART_S)
         {
-            return bad("lead-in", lead_in.seconds, "in (0, 3600] s");
+            return bad("lead_in_s", lead_in.seconds, "in (0, 3600] s");
         }
         Ok(())
     }
@@ -461,12 +476,20 @@ mod tests {
     #[test]
     fn out_of_range_fields_are_named() {
         let e = EvaluationSpec::lasting(5.0).unwrap_err();
-        assert_eq!(e.field, "measured window");
+        assert_eq!(e.field, "measure_s");
         let spec = EvaluationSpec {
             ground_friction: Some(-1.0),
             ..EvaluationSpec::default()
         };
-        assert_eq!(spec.check().unwrap_err().field, "ground friction");
+        assert_eq!(spec.check().unwrap_err().field, "ground_friction");
+        let far = EvaluationSpec {
+            warmup: 1e300,
+            ..EvaluationSpec::default()
+        };
+        assert_eq!(
+            far.check().unwrap_err().to_string(),
+            "spec.warmup_s must be in [0, 3600] s, got 1e300"
+        );
         assert!(EvaluationSpec::default().check().is_ok());
     }
 }

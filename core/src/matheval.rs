@@ -141,9 +141,10 @@ pub enum ErrorKind {
     NumberOutOfRange(String),
     #[error("nested deeper than {MAX_DEPTH} levels")]
     TooDeep,
-    /// Neither a registered function nor a parameter.
-    #[error("unknown function {0:?}")]
-    UnknownFunction(String),
+    /// Neither a registered function nor a parameter (a parameter may be
+    /// written `x` or `x()`, so the message names both).
+    #[error("unknown name {0:?}: neither a parameter nor a function")]
+    UnknownName(String),
     #[error("{name:?} takes {expected}, got {got}")]
     WrongArity {
         name: String,
@@ -1058,7 +1059,7 @@ impl Context {
                 got,
             }),
             Some(value) => Ok(Resolved::Parameter(*value)),
-            None => Err(ErrorKind::UnknownFunction(name.to_owned())),
+            None => Err(ErrorKind::UnknownName(name.to_owned())),
         }
     }
 

@@ -770,3 +770,13 @@ fn awkward_numbers_round_trip_bit_exactly() {
         assert_eq!(bits(&reread), bits(&config), "{value:e}: {written}");
     }
 }
+
+#[test]
+fn an_empty_module_list_is_refused_with_a_sentence() {
+    assert_invalid(
+        "<yamorconfig>\n<modulelist>\n</modulelist>\n</yamorconfig>",
+        Problem::NoModules,
+        "modulelist",
+        2,
+    );
+}

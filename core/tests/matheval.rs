@@ -174,7 +174,7 @@ fn user_functions_variadic_and_failing() {
             .eval_real(&Context::empty())
             .unwrap_err()
             .kind,
-        ErrorKind::UnknownFunction("pi".into())
+        ErrorKind::UnknownName("pi".into())
     );
 }
 
@@ -267,7 +267,7 @@ fn every_parse_error_has_its_position_and_reason() {
 fn every_evaluation_error_has_its_position_and_reason() {
     assert_eq!(
         error("2 * phase_9_9()"),
-        (4, ErrorKind::UnknownFunction("phase_9_9".into()))
+        (4, ErrorKind::UnknownName("phase_9_9".into()))
     );
     assert_eq!(
         error("sin(1, 2)"),
@@ -303,7 +303,7 @@ fn messages_name_the_column_and_the_reason() {
     };
     assert_eq!(
         message("1 + 2*phase_9_9"),
-        r#"at column 7: unknown function "phase_9_9""#
+        r#"at column 7: unknown name "phase_9_9": neither a parameter nor a function"#
     );
     assert_eq!(
         message("1 +"),

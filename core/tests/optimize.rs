@@ -453,7 +453,7 @@ fn bad_rules_name_the_problem_and_the_line() {
     );
     let error = first(r#"<optimize param="amplitude_1" expr="2 * nosuch()"/>"#);
     assert!(
-        matches!(&error, AtStart(ApplyError::Constraint { error, .. }) if error.kind == ErrorKind::UnknownFunction("nosuch".into()) && error.column == 5),
+        matches!(&error, AtStart(ApplyError::Constraint { error, .. }) if error.kind == ErrorKind::UnknownName("nosuch".into()) && error.column == 5),
         "{error}"
     );
     assert!(matches!(
@@ -522,7 +522,7 @@ fn messages_read_well() {
         message(r#"<optimize param="amplitude_1" expr="phase_9_9()"/>"#),
         format!(
             "test.xml:{line}: <optimize>: at the start values: constraint amplitude_1 = phase_9_9(): \
-             at column 1: unknown function \"phase_9_9\""
+             at column 1: unknown name \"phase_9_9\": neither a parameter nor a function"
         )
     );
     assert_eq!(

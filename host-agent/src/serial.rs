@@ -151,7 +151,7 @@ struct Line {
 
 /// One robot on one serial port; shared by evaluations and sessions.
 struct RobotState {
-    settings: SerialSettings,
+    settings: Arc<SerialSettings>,
     line: Option<Line>,
     /// (module, message kind) → the encoded message the module acknowledged.
     acknowledged: HashMap<(u8, u8), Vec<u8>>,
@@ -162,6 +162,9 @@ struct RobotState {
 
 /// The real robot.
 pub struct SerialRobot {
+    /// Outside the lock: a walk holds the lock for its whole length, and
+    /// `GetInfo`, heartbeats and session clocks must answer meanwhile.
+    settings: Arc<SerialSettings>,
     state: Mutex<RobotState>,
     position: Option<Arc<dyn PositionSource>>,
     /// Set by [`Backend::halt`]: whatever runs stops at once.
@@ -175,7 +178,9 @@ impl SerialRobot {
         position: Option<Arc<dyn PositionSource>>,
     ) -> Result<Self, HostError> {
         settings.check()?;
+        let settings = Arc::new(settings);
         Ok(SerialRobot {
+            settings: settings.clone(),
             state: Mutex::new(RobotState {
                 settings,
                 line: None,
@@ -232,7 +237,7 @@ impl SerialRobot {
                 stop.sleep(wall)?;
             }
             state.program(gait, &stop)?;
-            let settings = state.settings.clone();
+            let settings = &self.settings;
             let robot_time =
                 |at: Instant| at.duration_since(started).as_secs_f64() * settings.time_scale;
             let fix_timeout = settings
@@ -645,7 +650,7 @@ impl Backend for SerialBackend {
     }
 
     fn describe(&self) -> String {
-        format!("real robot on {}", self.robot.lock().settings.port)
+        format!("real robot on {}", self.robot.settings.port)
     }
 
     fn evaluate(&self, job: Job, cancel: CancelFlag) -> BoxFuture<'_, Result<Outcome, HostError>> {
@@ -708,7 +713,7 @@ impl RobotLink for SerialLink {
     }
 
     fn elapsed(&self) -> f64 {
-        self.opened.elapsed().as_secs_f64() * self.robot.lock().settings.time_scale
+        self.opened.elapsed().as_secs_f64() * self.robot.settings.time_scale
     }
 
     fn position(&self) -> Sample {
@@ -767,7 +772,7 @@ impl RobotLink for SerialLink {
     }
 
     fn advance(&mut self, seconds: f64, cancel: &AtomicBool) -> Result<(), HostError> {
-        let wall = self.robot.lock().settings.wall(seconds);
+        let wall = self.robot.settings.wall(seconds);
         Stop(cancel, &self.robot.halted).sleep(wall)
     }
 }

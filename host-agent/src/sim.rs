@@ -62,14 +62,6 @@ impl SimBackend {
     pub fn settings(&self) -> SimSettings {
         self.settings
     }
-
-    /// Resolves a job's robot to a morphology.
-    pub fn morphology_for(&self, source: &RobotSource) -> Result<Morphology, HostError> {
-        match source {
-            RobotSource::Default => Ok(self.morphology.clone()),
-            other => resolve(other),
-        }
-    }
 }
 
 /// The simulated robot as a session drives it: SNP messages go to the
@@ -263,17 +255,22 @@ impl Backend for SimBackend {
 
     fn evaluate(&self, job: Job, cancel: CancelFlag) -> BoxFuture<'_, Result<Outcome, HostError>> {
         Box::pin(async move {
-            let morphology = self.morphology_for(&job.robot)?;
-            let gait = job.gait.unwrap_or_else(|| self.gait.clone());
+            let own = matches!(job.robot, RobotSource::Default).then(|| self.morphology.clone());
+            let gait = job.gait.clone().unwrap_or_else(|| self.gait.clone());
             let settings = self.settings;
             let flag = cancel.clone();
-            // Physics never runs on the async runtime.
+            // Physics, and the parsing of a job's own robot, never run on the
+            // async runtime: heartbeats and GetInfo answer during a walk.
             let outcome = tokio::task::spawn_blocking(move || {
+                let morphology = match own {
+                    Some(morphology) => morphology,
+                    None => resolve(&job.robot)?,
+                };
                 evaluate_cancellable(&morphology, &gait, settings, &job.spec, &flag)
+                    .map_err(sim_error)
             })
             .await
-            .map_err(|e| HostError::Failed(format!("simulation thread: {e}")))?
-            .map_err(sim_error)?;
+            .map_err(|e| HostError::Failed(format!("simulation thread: {e}")))??;
             if cancel.load(Ordering::Relaxed) {
                 return Err(HostError::Cancelled);
             }

@@ -128,6 +128,13 @@ pub async fn serve(
     let api = OrganizerServer::new(organizer.service())
         .max_decoding_message_size(64 << 20)
         .max_encoding_message_size(64 << 20);
+    let scheduler = organizer.scheduler.clone();
+    let shutdown = async move {
+        shutdown.await;
+        // At once, not after the grace for open streams: a job started now
+        // would be cut off by the exit and run again after the restart.
+        scheduler.stop_dispatching();
+    };
     transport::serve(listener, &security, api, shutdown).await?;
     // On a full disk this would wait for space; what is not saved was never
     // told to a run, so its jobs simply run again after the restart.

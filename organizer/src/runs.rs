@@ -31,6 +31,10 @@ use crate::now_ms;
 use crate::scheduler::{Completion, ScheduleError, Scheduler};
 use crate::store::{RunRow, StoreError, Write};
 
+/// The most runs one batch may start: each is a live optimizer, and a
+/// form or client asking for thousands is a mistake, not a plan.
+pub const MAX_BATCH_VARIANTS: usize = 256;
+
 /// Why a run stopped with an error.
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
@@ -271,6 +275,9 @@ impl Runs {
 
     /// Validates, persists and starts a run.
     pub async fn start(self: &Arc<Self>, spec: RunSpec) -> Result<Run, ScheduleError> {
+        spec.spec
+            .check()
+            .map_err(|e| ScheduleError::Invalid(e.to_string()))?;
         let settings = self
             .resolve_settings(&spec)
             .map_err(ScheduleError::Invalid)?;
@@ -388,6 +395,15 @@ impl Runs {
                 "variants: at least one is needed".into(),
             ));
         }
+        if variants.len() > MAX_BATCH_VARIANTS {
+            return Err(ScheduleError::Invalid(format!(
+                "variants: a batch holds at most {MAX_BATCH_VARIANTS} variants, got {}",
+                variants.len()
+            )));
+        }
+        base.spec
+            .check()
+            .map_err(|e| ScheduleError::Invalid(e.to_string()))?;
         // Check every variant before starting any: all or nothing (a full
         // disk too, though it may still fill between two starts).
         self.scheduler.store().check_writable()?;
@@ -629,6 +645,7 @@ impl Runs {
             stopped: false,
             evaluations: 0,
             best: None,
+            first_error: None,
             clock: Instant::now(),
             elapsed_before,
         })
@@ -659,6 +676,8 @@ struct Executor<'a> {
     stopped: bool,
     evaluations: u64,
     best: Option<(f64, Vec<f64>)>,
+    /// The first failure learnt: a run where nothing succeeded reports it.
+    first_error: Option<String>,
     clock: Instant,
     elapsed_before: f64,
 }
@@ -795,7 +814,19 @@ impl Executor<'_> {
         };
         let velocity = match &completion.outcome {
             Ok(o) if o.velocity.is_finite() => Some(o.velocity),
-            _ => None,
+            Ok(o) => {
+                let why = format!(
+                    "job {}: the value {} is not finite",
+                    completion.job_id, o.velocity
+                );
+                self.first_error.get_or_insert(why);
+                None
+            }
+            Err(e) => {
+                self.first_error
+                    .get_or_insert_with(|| format!("job {}: {e}", completion.job_id));
+                None
+            }
         };
         self.optimizer
             .as_mut()
@@ -853,7 +884,18 @@ impl Executor<'_> {
 
     /// Records how the run ended and waits until that is on disk.
     async fn finish(self, runs: &Runs) -> Result<(), RunError> {
-        let state = if self.stopped {
+        // A run that learnt nothing but failures has failed, however it
+        // ended: a "finished" with no result would hide what went wrong.
+        let failure = match (&self.best, &self.first_error) {
+            (None, Some(first)) if self.evaluations > 0 => Some(format!(
+                "no evaluation succeeded ({} failed); the first: {first}",
+                self.evaluations
+            )),
+            _ => None,
+        };
+        let state = if failure.is_some() {
+            RunState::Failed
+        } else if self.stopped {
             RunState::Stopped
         } else {
             RunState::Finished
@@ -861,6 +903,9 @@ impl Executor<'_> {
         let (evaluations, elapsed) = (self.evaluations, self.elapsed());
         runs.update(self.id, |v| {
             v.state = state;
+            if let Some(failure) = failure {
+                v.error = failure;
+            }
             v.evaluations = evaluations;
             v.elapsed_s = elapsed;
             v.finished_ms = now_ms();

@@ -203,6 +203,8 @@ pub struct Scheduler {
     job_events: broadcast::Sender<Job>,
     metrics: Arc<Metrics>,
     started: Instant,
+    /// Set on the way out: nothing new is sent to a host.
+    stopping: std::sync::atomic::AtomicBool,
 }
 
 /// Hosts by state and queued jobs by run (0: jobs outside runs).
@@ -298,6 +300,7 @@ impl Scheduler {
             config,
             connector,
             job_events,
+            stopping: std::sync::atomic::AtomicBool::new(false),
         }))
     }
 
@@ -733,7 +736,18 @@ impl Scheduler {
         self.dispatch_inner();
     }
 
+    /// Sends no further job to any host, for good: an organizer on its way
+    /// out lets running jobs finish (or leaves them to be re-queued at the
+    /// next start) but starts nothing it would abandon.
+    pub fn stop_dispatching(&self) {
+        self.stopping
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+
     fn dispatch_inner(self: &Arc<Self>) {
+        if self.stopping.load(std::sync::atomic::Ordering::SeqCst) {
+            return;
+        }
         let mut core = self.lock();
         if core.turn.is_empty() {
             return;
@@ -1168,19 +1182,7 @@ pub fn validate(job: &JobRequest) -> Result<(), String> {
             return Err(format!("parameter {name} = {value} is not finite"));
         }
     }
-    let spec = &job.job.spec;
-    for (name, v) in [
-        ("warmup_s", spec.warmup),
-        ("measure_s", spec.measure),
-        ("sample_interval_s", spec.sample_interval),
-        ("ground_friction", spec.ground_friction.unwrap_or(0.0)),
-    ] {
-        if !v.is_finite() || v < 0.0 {
-            return Err(format!(
-                "spec.{name} must be a non-negative number, got {v}"
-            ));
-        }
-    }
+    job.job.spec.check().map_err(|e| e.to_string())?;
     if job.max_attempts > 100 {
         return Err(format!(
             "max_attempts must be at most 100, got {}",

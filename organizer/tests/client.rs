@@ -282,3 +282,138 @@ async fn a_host_following_the_route_registers_its_real_address() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
+
+/// Follows `run_id` to its end (bounded).
+async fn run_end(client: &OrganizerClient, run_id: u64) -> yamor_organizer::model::Run {
+    let mut events = client.watch_run(run_id).await.unwrap();
+    loop {
+        let event = tokio::time::timeout(Duration::from_secs(30), events.next())
+            .await
+            .expect("the run progresses")
+            .expect("the run ends before its stream")
+            .unwrap();
+        if event.run.state != RunState::Running {
+            return event.run;
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_spec_out_of_range_is_refused_by_every_way_in_and_nothing_is_stored() {
+    let (client, organizer) = organizer("client-spec-range").await;
+    let address = serve_host(
+        "expr",
+        Arc::new(ExprBackend::new("-(x*x + y*y)", Duration::ZERO).unwrap()),
+    )
+    .await;
+    client.register_host("expr", &address).await.unwrap();
+    let mut spec = space_run(4);
+    spec.spec.warmup = 1e300;
+    let domain = organizer.runs.start(spec.clone()).await.unwrap_err();
+    assert!(
+        domain
+            .to_string()
+            .contains("spec.warmup_s must be in [0, 3600] s"),
+        "{domain}"
+    );
+    let remote = client.start_run(&spec).await.unwrap_err();
+    assert!(remote.to_string().contains("spec.warmup_s"), "{remote}");
+    let batch = client
+        .batch_start_runs(&spec, &[RunVariant::default()])
+        .await
+        .unwrap_err();
+    assert!(batch.to_string().contains("spec.warmup_s"), "{batch}");
+    let too_many = vec![RunVariant::default(); yamor_organizer::runs::MAX_BATCH_VARIANTS + 1];
+    let refused = client
+        .batch_start_runs(&space_run(4), &too_many)
+        .await
+        .unwrap_err();
+    assert!(refused.to_string().contains("at most 256"), "{refused}");
+    assert!(client.list_runs().await.unwrap().is_empty());
+    assert!(
+        client
+            .list_jobs(&JobFilter::default(), true)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_where_nothing_succeeded_fails_with_the_first_error() {
+    let (client, _organizer) = organizer("client-all-failed").await;
+    // The host's expression needs y, the run gives only x: every job fails.
+    let address = serve_host(
+        "expr",
+        Arc::new(ExprBackend::new("x + y", Duration::ZERO).unwrap()),
+    )
+    .await;
+    client.register_host("expr", &address).await.unwrap();
+    let x_only = Problem::Space(vec![yamor_organizer::model::ParameterBound {
+        name: "x".into(),
+        min: -1.0,
+        max: 1.0,
+        start: 0.5,
+    }]);
+    let run = client
+        .start_run(&RunSpec {
+            max_evaluations: 6,
+            objective: Objective::Expression("x + y".into()),
+            ..RunSpec::new("pso", x_only)
+        })
+        .await
+        .unwrap();
+    let ended = run_end(&client, run.id).await;
+    assert_eq!(ended.state, RunState::Failed, "{ended:?}");
+    assert!(
+        ended.error.contains("no evaluation succeeded (6 failed)")
+            && ended
+                .error
+                .contains(r#"unknown name "y": neither a parameter nor a function"#),
+        "{}",
+        ended.error
+    );
+    // The same on a second look, as the CLI and dashboard read it.
+    let again = client.get_run(run.id).await.unwrap();
+    assert_eq!(again.state, RunState::Failed);
+    assert_eq!(again.error, ended.error);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_odd_stored_job_does_not_break_the_listing() {
+    let (client, organizer) = organizer("client-odd-row").await;
+    // A job stored before specs were checked at every way in.
+    let mut request = yamor_organizer::model::JobRequest::default();
+    request.job.spec.warmup = 1e300;
+    organizer
+        .scheduler
+        .store()
+        .write(yamor_organizer::store::Write::InsertJobs(vec![
+            yamor_organizer::model::Job {
+                id: 1,
+                run_id: 0,
+                owner: "client".into(),
+                seq: 0,
+                tell_seq: None,
+                state: JobState::Failed,
+                request,
+                attempts: 1,
+                host: String::new(),
+                outcome: None,
+                error: "old".into(),
+                submitted_ms: 1,
+                started_ms: 1,
+                finished_ms: 1,
+            },
+        ]));
+    organizer.scheduler.store().sync().await.unwrap();
+    let jobs = client
+        .list_jobs(&JobFilter::default(), false)
+        .await
+        .unwrap();
+    assert_eq!(jobs.len(), 1);
+    assert_eq!(
+        jobs[0].request.job.spec.warmup, 1e300,
+        "shown as it was stored"
+    );
+}

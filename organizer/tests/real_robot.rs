@@ -17,7 +17,7 @@ use yamor_camera::model::CameraModel;
 use yamor_camera::tracker::Tracker;
 use yamor_host_agent::serial::{SerialBackend, SerialSettings};
 use yamor_host_agent::{HostService, Registration};
-use yamor_organizer::model::{JobFilter, RunState};
+use yamor_organizer::model::{HostState, JobFilter, JobState, RunState};
 use yamor_organizer::{Organizer, SchedulerConfig};
 use yamor_proto::transport::{ClientSecurity, ServerSecurity};
 use yamor_proto::v1 as pb;
@@ -293,4 +293,162 @@ async fn motors_go_off_when_the_host_stops_or_loses_its_organizer() {
     })
     .await;
     assert!(lost.load(std::sync::atomic::Ordering::Relaxed));
+}
+
+/// A lease several times shorter than the walks below, and heartbeats (for
+/// a host added by hand: the organizer's probes) every 100 ms.
+fn short_lease() -> SchedulerConfig {
+    SchedulerConfig {
+        heartbeat_interval: Duration::from_millis(100),
+        lease: Duration::from_millis(500),
+        ..SchedulerConfig::default()
+    }
+}
+
+/// Submits `request` to the host at `address` (registered by hand, so the
+/// organizer probes it with `GetInfo` every heartbeat interval) and probes
+/// it with `GetInfo` from outside as well until the job ends. Every probe
+/// must answer within a second, the host must never be down and the job
+/// must complete on its first attempt. Returns how many probes the host
+/// answered while it was busy walking.
+async fn probe_during_a_long_walk(
+    organizer: &Organizer,
+    address: &str,
+    request: yamor_organizer::model::JobRequest,
+) -> usize {
+    organizer
+        .scheduler
+        .register_host("walker", address)
+        .await
+        .unwrap();
+    let mut jobs = organizer.scheduler.subscribe_jobs();
+    let id = organizer
+        .scheduler
+        .submit("test", 0, vec![(0, request)])
+        .await
+        .unwrap()[0];
+    let channel = yamor_proto::transport::channel(address, &ClientSecurity::default()).unwrap();
+    let mut host = pb::host_agent_client::HostAgentClient::new(channel);
+    let mut pace = tokio::time::interval(Duration::from_millis(200));
+    let mut answered_busy = 0;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
+    let finished = loop {
+        tokio::select! {
+            event = jobs.recv() => {
+                let job = event.expect("the job stream stays open");
+                if job.id == id && !matches!(job.state, JobState::Queued | JobState::Running) {
+                    break job;
+                }
+            }
+            _ = pace.tick() => {
+                assert!(tokio::time::Instant::now() < deadline, "the walk never ended");
+                let states: Vec<HostState> =
+                    organizer.scheduler.hosts().iter().map(|h| h.state).collect();
+                assert!(!states.contains(&HostState::Down), "the walking host was marked down");
+                let info = tokio::time::timeout(
+                    Duration::from_secs(1),
+                    host.get_info(pb::GetInfoRequest::default()),
+                )
+                .await
+                .expect("GetInfo answers within a second while the robot walks")
+                .unwrap()
+                .into_inner();
+                if info.busy {
+                    answered_busy += 1;
+                }
+            }
+        }
+    };
+    assert_eq!(finished.state, JobState::Done, "{}", finished.error);
+    assert_eq!(finished.attempts, 1, "the job was re-queued: {finished:?}");
+    assert_eq!(organizer.scheduler.metrics().jobs_retried.get(), 0);
+    answered_busy
+}
+
+/// A gait walk of `warmup` + `measure` seconds on any host of `backend`.
+fn walk(
+    gait: yamor_core::RobotConfig,
+    backend: yamor_core::evaluation::BackendKind,
+    warmup: f64,
+    measure: f64,
+) -> yamor_organizer::model::JobRequest {
+    yamor_organizer::model::JobRequest {
+        job: yamor_core::evaluation::EvaluationJob {
+            gait: Some(gait),
+            spec: yamor_core::evaluation::EvaluationSpec {
+                warmup,
+                measure,
+                ..Default::default()
+            },
+            ..Default::default()
+        },
+        backend: Some(backend),
+        max_attempts: 3,
+        timeout: None,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_walking_real_robot_answers_probes_and_keeps_its_lease() {
+    let dir = temp_dir("long-walk");
+    let organizer = Organizer::open(
+        &dir.join("yamor.db"),
+        short_lease(),
+        ClientSecurity::default(),
+        vec![],
+    )
+    .unwrap();
+    let robot = emulated_quadruped();
+    let (backend, _camapp) = backend(&robot);
+    let (_stop, stop_rx) = tokio::sync::watch::channel(false);
+    let (address, _host) = serve_host(Arc::new(HostService::new("robot", backend)), stop_rx).await;
+    // 30 robot seconds at ten times real time: a 3-s walk, six leases.
+    let gait = ExampleRobot::named("quadruped").unwrap().gait().unwrap();
+    let busy = probe_during_a_long_walk(
+        &organizer,
+        &address,
+        walk(gait, yamor_core::evaluation::BackendKind::Real, 5.0, 25.0),
+    )
+    .await;
+    assert!(
+        busy >= 5,
+        "only {busy} probes reached the host while it walked"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_simulation_host_on_a_long_walk_answers_probes_and_keeps_its_lease() {
+    let dir = temp_dir("long-sim-walk");
+    let organizer = Organizer::open(
+        &dir.join("yamor.db"),
+        short_lease(),
+        ClientSecurity::default(),
+        vec![],
+    )
+    .unwrap();
+    let backend =
+        yamor_host_agent::sim::SimBackend::example("quadruped", SimSettings::default()).unwrap();
+    let gait = ExampleRobot::named("quadruped").unwrap().gait().unwrap();
+    let (_stop, stop_rx) = tokio::sync::watch::channel(false);
+    let (address, _host) = serve_host(
+        Arc::new(HostService::new("sim", Arc::new(backend))),
+        stop_rx,
+    )
+    .await;
+    // Ten minutes of virtual walking: seconds of wall time, many leases.
+    let busy = probe_during_a_long_walk(
+        &organizer,
+        &address,
+        walk(
+            gait,
+            yamor_core::evaluation::BackendKind::Simulation,
+            8.0,
+            600.0,
+        ),
+    )
+    .await;
+    assert!(
+        busy >= 3,
+        "only {busy} probes reached the host while it walked"
+    );
 }

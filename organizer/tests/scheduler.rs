@@ -144,3 +144,91 @@ async fn an_invalid_job_fails_at_once_and_a_cancelled_one_never_runs() {
     let hosts = organizer.scheduler.hosts();
     assert_eq!(hosts[0].state, HostState::Free, "the host is not to blame");
 }
+
+/// Awaits the next job event, failing rather than hanging.
+async fn next_event(events: &mut tokio::sync::broadcast::Receiver<Job>) -> Job {
+    tokio::time::timeout(Duration::from_secs(20), events.recv())
+        .await
+        .expect("a job event within 20 s")
+        .expect("the job stream stays open")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_organizer_told_to_stop_starts_no_job_and_lets_running_ones_finish() {
+    let organizer = organizer_with_hosts("stopping", 2, Duration::from_millis(200)).await;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let (stop, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let serving = tokio::spawn(yamor_organizer::serve(
+        listener,
+        organizer.clone(),
+        yamor_proto::transport::ServerSecurity::default(),
+        async move {
+            let _ = stop_rx.await;
+        },
+    ));
+    let mut events = organizer.scheduler.subscribe_jobs();
+    let ids = organizer
+        .scheduler
+        .submit("client", 0, (0..20).map(|i| (i, job(i as f64))).collect())
+        .await
+        .unwrap();
+    // Both hosts busy: two jobs running.
+    let mut running = 0;
+    while running < 2 {
+        if next_event(&mut events).await.state == JobState::Running {
+            running += 1;
+        }
+    }
+    stop.send(()).unwrap();
+    tokio::time::timeout(Duration::from_secs(20), serving)
+        .await
+        .expect("serve returns")
+        .unwrap()
+        .unwrap();
+    // Events queued before serve returned may hold a start from before the
+    // stop took effect; from here on the hosts' current jobs are all that
+    // may still run.
+    while events.try_recv().is_ok() {}
+    // Whatever ran when the stop came may finish; nothing else may start.
+    let mut unfinished: std::collections::HashSet<u64> = organizer
+        .scheduler
+        .hosts()
+        .iter()
+        .map(|h| h.current_job)
+        .filter(|&j| j > 0)
+        .collect();
+    while !unfinished.is_empty() {
+        let e = next_event(&mut events).await;
+        match e.state {
+            JobState::Running => panic!("job {} started after the stop", e.id),
+            JobState::Done => {
+                unfinished.remove(&e.id);
+            }
+            _ => {}
+        }
+    }
+    // Hosts are free and work is queued: a dispatch now would start a job.
+    organizer.scheduler.dispatch();
+    let hosts = organizer.scheduler.hosts();
+    assert!(
+        hosts.iter().all(|h| h.state == HostState::Free),
+        "{hosts:?}"
+    );
+    while let Ok(e) = events.try_recv() {
+        assert_ne!(
+            e.state,
+            JobState::Running,
+            "job {} started after the stop",
+            e.id
+        );
+    }
+    let queued = organizer
+        .scheduler
+        .store()
+        .jobs(&JobFilter::default())
+        .unwrap()
+        .into_iter()
+        .filter(|j| ids.contains(&j.id) && j.state == JobState::Queued)
+        .count();
+    assert!(queued > 0, "the queue stays for the next start");
+}

@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use yamor_core::RobotConfig;
 use yamor_core::evaluation::{
-    DefectMode, EvaluationJob, EvaluationSpec, LeadIn, MAX_REPEATS, Objective, Outcome,
-    RobotSource, Sample, Situation,
+    DefectMode, EvaluationJob, EvaluationSpec, LeadIn, Objective, Outcome, RobotSource, Sample,
+    Situation,
 };
 
 use crate::v1 as pb;
@@ -73,36 +73,26 @@ pub fn defect_mode_to_pb(mode: DefectMode) -> pb::DefectMode {
     }
 }
 
-/// A proto spec, every field checked.
+/// A proto spec, every field checked by [`EvaluationSpec::check`] (zeros
+/// mean defaults).
 pub fn spec(spec: Option<pb::EvaluationSpec>) -> Result<EvaluationSpec, ConvertError> {
+    let spec = stored_spec(spec)?;
+    spec.check().map_err(|e| invalid(e.to_string()))?;
+    Ok(spec)
+}
+
+/// A proto spec as it was stored, its ranges unchecked: what was recorded
+/// is shown as it is, and a listing never fails because of one row.
+pub fn stored_spec(spec: Option<pb::EvaluationSpec>) -> Result<EvaluationSpec, ConvertError> {
     let spec = spec.unwrap_or_default();
     let defaults = EvaluationSpec::default();
-    let pick = |name: &str, v: f64, default: f64, max: f64| -> Result<f64, ConvertError> {
-        if v == 0.0 {
-            Ok(default)
-        } else if v.is_finite() && v > 0.0 && v <= max {
-            Ok(v)
-        } else {
-            Err(invalid(format!(
-                "spec.{name} must be in (0, {max}], got {v}"
-            )))
-        }
-    };
+    let or_default = |v: f64, default: f64| if v == 0.0 { default } else { v };
     Ok(EvaluationSpec {
-        warmup: pick("warmup_s", spec.warmup_s, defaults.warmup, 3600.0)?,
-        measure: pick("measure_s", spec.measure_s, defaults.measure, 3600.0)?,
-        sample_interval: pick(
-            "sample_interval_s",
-            spec.sample_interval_s,
-            defaults.sample_interval,
-            60.0,
-        )?,
+        warmup: or_default(spec.warmup_s, defaults.warmup),
+        measure: or_default(spec.measure_s, defaults.measure),
+        sample_interval: or_default(spec.sample_interval_s, defaults.sample_interval),
         seed: spec.seed,
-        ground_friction: if spec.ground_friction == 0.0 {
-            None
-        } else {
-            Some(pick("ground_friction", spec.ground_friction, 0.0, 10.0)?)
-        },
+        ground_friction: (spec.ground_friction != 0.0).then_some(spec.ground_friction),
         full_trajectory: spec.full_trajectory,
         situation: Situation {
             upside_down: spec.upside_down,
@@ -114,15 +104,7 @@ pub fn spec(spec: Option<pb::EvaluationSpec>) -> Result<EvaluationSpec, ConvertE
             dead_cpg: spec.dead_cpg,
             lead_in: lead_in(&spec.lead_in_gait_xml, spec.lead_in_s)?,
         },
-        repeats: match spec.repeats {
-            0 => 1,
-            n @ 1..=MAX_REPEATS => n,
-            n => {
-                return Err(invalid(format!(
-                    "spec.repeats must be at most {MAX_REPEATS}, got {n}"
-                )));
-            }
-        },
+        repeats: spec.repeats.max(1),
     })
 }
 
@@ -157,15 +139,13 @@ pub fn spec_to_pb(spec: &EvaluationSpec) -> pb::EvaluationSpec {
     }
 }
 
-/// The lead-in of a proto spec: a gait and its seconds, both or neither.
+/// The lead-in of a proto spec: a gait and its seconds, both or neither
+/// (their range is [`EvaluationSpec::check`]'s).
 fn lead_in(gait_xml: &str, seconds: f64) -> Result<Option<LeadIn>, ConvertError> {
     match (gait_xml.trim().is_empty(), seconds) {
         (true, 0.0) => Ok(None),
         (true, _) => Err(invalid(format!(
             "spec.lead_in_s = {seconds} needs spec.lead_in_gait_xml"
-        ))),
-        (false, s) if !(s > 0.0 && s <= 3600.0) => Err(invalid(format!(
-            "spec.lead_in_s must be in (0, 3600] with a lead-in gait, got {s}"
         ))),
         (false, s) => Ok(Some(LeadIn {
             gait: RobotConfig::from_xml_str("spec.lead_in_gait_xml", gait_xml)
@@ -177,6 +157,21 @@ fn lead_in(gait_xml: &str, seconds: f64) -> Result<Option<LeadIn>, ConvertError>
 
 /// A proto evaluation job, its gait parsed and every field checked.
 pub fn evaluation_job(job: Option<pb::EvaluationJob>) -> Result<EvaluationJob, ConvertError> {
+    job_with_spec(job, spec)
+}
+
+/// A proto evaluation job as it was stored: its spec's ranges unchecked
+/// ([`stored_spec`]).
+pub fn stored_evaluation_job(
+    job: Option<pb::EvaluationJob>,
+) -> Result<EvaluationJob, ConvertError> {
+    job_with_spec(job, stored_spec)
+}
+
+fn job_with_spec(
+    job: Option<pb::EvaluationJob>,
+    spec: fn(Option<pb::EvaluationSpec>) -> Result<EvaluationSpec, ConvertError>,
+) -> Result<EvaluationJob, ConvertError> {
     let job = job.ok_or_else(|| invalid("job: missing".into()))?;
     let gait = if job.gait_xml.trim().is_empty() {
         None
@@ -334,7 +329,7 @@ mod tests {
     #[test]
     fn out_of_range_fields_are_named() {
         let bad = pb::EvaluationSpec {
-            repeats: MAX_REPEATS + 1,
+            repeats: yamor_core::evaluation::MAX_REPEATS + 1,
             ..Default::default()
         };
         assert!(

@@ -57,6 +57,32 @@ pub async fn organizer(args: OrganizerArgs) -> Result<()> {
     yamor_proto::transport::check_exposure(args.listen, &security)?;
     let config =
         SchedulerConfig::from_seconds(args.heartbeat, args.lease, args.attempts, args.job_timeout)?;
+    // Both ports are taken before anything is served or announced: a busy
+    // dashboard port ends the organizer here, not after hosts and clients
+    // were told it serves (and before runs resume and jobs go out).
+    let listener = tokio::net::TcpListener::bind(args.listen)
+        .await
+        .with_context(|| {
+            format!(
+                "binding the gRPC API to {} (is another organizer running?)",
+                args.listen
+            )
+        })?;
+    let http = if args.no_http {
+        None
+    } else {
+        yamor_proto::transport::check_exposure(args.http, &security)?;
+        Some(
+            tokio::net::TcpListener::bind(args.http)
+                .await
+                .with_context(|| {
+                    format!(
+                        "binding the dashboard to {} (choose another with --http ADDR, or --no-http)",
+                        args.http
+                    )
+                })?,
+        )
+    };
     let organizer = Organizer::start(
         &args.db,
         config,
@@ -65,9 +91,6 @@ pub async fn organizer(args: OrganizerArgs) -> Result<()> {
     )
     .await
     .with_context(|| format!("opening {}", args.db.display()))?;
-    let listener = tokio::net::TcpListener::bind(args.listen)
-        .await
-        .with_context(|| format!("binding {}", args.listen))?;
     let scheme = if security.tls.is_some() {
         "https"
     } else {
@@ -78,24 +101,21 @@ pub async fn organizer(args: OrganizerArgs) -> Result<()> {
         listener.local_addr()?,
         args.db.display()
     );
-    let dashboard = if args.no_http {
-        None
-    } else {
-        yamor_proto::transport::check_exposure(args.http, &security)?;
-        let http = tokio::net::TcpListener::bind(args.http)
-            .await
-            .with_context(|| format!("binding the dashboard to {}", args.http))?;
-        eprintln!("dashboard and /metrics on http://{}", http.local_addr()?);
-        // The token guards the dashboard only where the network can reach it.
-        let token = (!args.http.ip().is_loopback())
-            .then(|| security.token.clone())
-            .flatten();
-        Some(tokio::spawn(yamor_organizer::http::serve(
-            http,
-            organizer.clone(),
-            yamor_local::dashboard_options(token),
-            shutdown_signal(),
-        )))
+    let dashboard = match http {
+        None => None,
+        Some(http) => {
+            eprintln!("dashboard and /metrics on http://{}", http.local_addr()?);
+            // The token guards the dashboard only where the network can reach it.
+            let token = (!args.http.ip().is_loopback())
+                .then(|| security.token.clone())
+                .flatten();
+            Some(tokio::spawn(yamor_organizer::http::serve(
+                http,
+                organizer.clone(),
+                yamor_local::dashboard_options(token),
+                shutdown_signal(),
+            )))
+        }
     };
     // An orderly shutdown (Ctrl-C, SIGTERM from docker stop or a reboot)
     // leaves running runs running: the job log is on disk, and the next

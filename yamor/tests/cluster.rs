@@ -520,6 +520,30 @@ fn exposed_listener_without_token_is_refused() {
     assert!(stderr.contains("without a token"), "{stderr}");
 }
 
+#[test]
+fn a_taken_dashboard_port_stops_the_organizer_before_it_announces_anything() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let db = temp_db("taken-http");
+    let out = Command::new(BIN)
+        .args(["organizer", "--listen", "127.0.0.1:0", "--db"])
+        .arg(&db)
+        .args(["--http", &taken.local_addr().unwrap().to_string()])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("binding the dashboard"), "{stderr}");
+    assert!(
+        stderr.contains("--no-http"),
+        "the message says the way out: {stderr}"
+    );
+    assert!(
+        !stderr.contains("listening on"),
+        "announced a service it then abandoned: {stderr}"
+    );
+    assert!(!db.exists(), "nothing was opened before the ports were had");
+}
+
 /// A list command against an organizer that is not there prints its one
 /// line and nothing else: no table header, no error chain.
 #[test]

@@ -120,7 +120,10 @@ pub fn job_from_pb(job: pb::Job) -> Result<Job, String> {
         tell_seq: job.tell_index,
         state: job_state(job.state).map_err(|e| format!("job {}: {e}", job.id))?,
         request: JobRequest {
-            job: evaluation_job(request.job).map_err(|e| format!("job {}: {e}", job.id))?,
+            // A stored job is a record, not a request: its spec is shown as
+            // it was, so one odd row never breaks a listing.
+            job: yamor_proto::evaluation::stored_evaluation_job(request.job)
+                .map_err(|e| format!("job {}: {e}", job.id))?,
             backend: backend(request.backend)?,
             max_attempts: request.max_attempts,
             timeout: Duration::try_from_secs_f64(request.timeout_s)
