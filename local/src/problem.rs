@@ -77,5 +77,6 @@ pub fn dashboard_options(
         problem_for_robot: Some(std::sync::Arc::new(|robot: &str| {
             default_optimization(robot).map_err(|e| e.to_string())
         })),
+        ..Default::default()
     }
 }

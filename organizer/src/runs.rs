@@ -15,9 +15,10 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
 
 use tokio::sync::{broadcast, mpsc, watch};
+// The run's time budget on tokio's clock, which tests can pause and advance.
+use tokio::time::Instant;
 use tokio_stream::wrappers::BroadcastStream;
 use tokio_stream::{Stream, StreamExt};
 use yamor_core::evaluation::{BackendKind, EvaluationJob, Objective};

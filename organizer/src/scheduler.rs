@@ -23,7 +23,11 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+// tokio's clock, not the machine's: leases, probes and timeouts follow
+// `tokio::time::pause`/`advance`, so tests control time instead of sleeping.
+use tokio::time::Instant;
 
 use tokio::sync::{broadcast, mpsc, oneshot};
 use yamor_core::evaluation::{BackendKind, EvaluationJob, Outcome, RobotSource};

@@ -583,6 +583,42 @@ impl Store {
         Ok(jobs)
     }
 
+    /// The fitness of every told job of `run_ids` as `(run_id, tell_seq,
+    /// seq, velocity)` (NaN when it failed), by run and proposal order: the
+    /// values of [`Store::told_jobs`] for many runs in one statement, without
+    /// decoding whole jobs (a page of runs' sparklines).
+    pub fn told_velocities(
+        &self,
+        run_ids: &[u64],
+    ) -> Result<Vec<(u64, u64, u64, f64)>, StoreError> {
+        // Ids beyond i64 do not exist in SQLite.
+        let ids: Vec<i64> = run_ids
+            .iter()
+            .filter_map(|&id| i64::try_from(id).ok())
+            .collect();
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let sql = format!(
+            "SELECT run_id, tell_seq, seq, velocity FROM jobs WHERE tell_seq IS NOT NULL AND run_id IN ({}) ORDER BY run_id, seq, tell_seq",
+            vec!["?"; ids.len()].join(",")
+        );
+        self.read(|c| {
+            let mut stmt = c.prepare(&sql)?;
+            let rows = stmt.query_map(rusqlite::params_from_iter(&ids), |r| {
+                Ok((
+                    r.get::<_, i64>(0)? as u64,
+                    r.get::<_, i64>(1)? as u64,
+                    r.get::<_, i64>(2)? as u64,
+                    // The column is the outcome's velocity (a NaN one reads
+                    // back NULL), NULL without an outcome.
+                    r.get::<_, Option<f64>>(3)?.unwrap_or(f64::NAN),
+                ))
+            })?;
+            Ok(rows.collect::<rusqlite::Result<_>>()?)
+        })
+    }
+
     /// Every stored gait learnt on `body` (all gaits when `None`), oldest
     /// first, with their predecessors.
     pub fn gaits(&self, body: Option<&str>) -> Result<Vec<GaitRow>, StoreError> {

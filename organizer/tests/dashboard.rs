@@ -1,8 +1,9 @@
 //! The dashboard and `/metrics` over real HTTP on loopback, against an
 //! organizer with real expression hosts: pages list what the API lists, the
 //! run page's chart and downloads carry every evaluation, the event stream
-//! follows a run to its end, `/metrics` parses as Prometheus text, and a
-//! token guards every route.
+//! follows a run to its end, `/metrics` parses as Prometheus text, a
+//! token guards every route, other sites' pages can neither read nor change
+//! anything, the runs list is paged, and slow clients are cut off.
 
 mod common;
 
@@ -11,11 +12,26 @@ use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use yamor_core::evaluation::Objective;
 use yamor_organizer::Organizer;
+use yamor_organizer::http::Options;
 use yamor_organizer::model::{RunSpec, RunState};
+use yamor_organizer::runs::MAX_BATCH_VARIANTS;
 use yamor_proto::transport::Token;
 
 /// An organizer with `hosts` expression hosts and its dashboard's address.
 async fn dashboard(name: &str, hosts: usize, token: Option<&str>) -> (Organizer, String) {
+    dashboard_with(
+        name,
+        hosts,
+        Options {
+            token: token.map(|t| Token::new(t).unwrap()),
+            ..Default::default()
+        },
+    )
+    .await
+}
+
+/// [`dashboard`] served with `options`.
+async fn dashboard_with(name: &str, hosts: usize, options: Options) -> (Organizer, String) {
     let organizer = common::open_organizer(name);
     common::add_expression_hosts(&organizer, hosts, "-(x*x + y*y)", Duration::from_millis(2)).await;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -23,10 +39,7 @@ async fn dashboard(name: &str, hosts: usize, token: Option<&str>) -> (Organizer,
     tokio::spawn(yamor_organizer::http::serve(
         listener,
         organizer.clone(),
-        yamor_organizer::http::Options {
-            token: token.map(|t| Token::new(t).unwrap()),
-            ..Default::default()
-        },
+        options,
         std::future::pending(),
     ));
     (organizer, address)
@@ -41,14 +54,74 @@ struct Reply {
 
 /// One HTTP/1.1 request, read to the end (`Connection: close`).
 async fn request(address: &str, method: &str, path: &str, headers: &[(&str, &str)]) -> Reply {
-    let mut stream = tokio::net::TcpStream::connect(address).await.unwrap();
-    let mut text = format!(
-        "{method} {path} HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\nContent-Length: 0\r\n"
-    );
+    send(address, method, path, Some(address), headers, "").await
+}
+
+/// A form posted to `path`: `fields` URL-encoded, with `headers`.
+async fn post_form(
+    address: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    fields: &[(&str, &str)],
+) -> Reply {
+    let body: Vec<String> = fields
+        .iter()
+        .map(|(k, v)| format!("{}={}", url_encode(k), url_encode(v)))
+        .collect();
+    let mut headers = headers.to_vec();
+    headers.push(("Content-Type", "application/x-www-form-urlencoded"));
+    send(
+        address,
+        "POST",
+        path,
+        Some(address),
+        &headers,
+        &body.join("&"),
+    )
+    .await
+}
+
+fn url_encode(text: &str) -> String {
+    text.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'*' => {
+                (b as char).to_string()
+            }
+            b' ' => "+".to_owned(),
+            b => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+/// One HTTP/1.1 request with `Host: host` (none when `None`) and `body`,
+/// read to the end (`Connection: close`).
+async fn send(
+    address: &str,
+    method: &str,
+    path: &str,
+    host: Option<&str>,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> Reply {
+    let mut text = format!("{method} {path} HTTP/1.1\r\n");
+    if let Some(host) = host {
+        text.push_str(&format!("Host: {host}\r\n"));
+    }
+    text.push_str(&format!(
+        "Connection: close\r\nContent-Length: {}\r\n",
+        body.len()
+    ));
     for (k, v) in headers {
         text.push_str(&format!("{k}: {v}\r\n"));
     }
     text.push_str("\r\n");
+    text.push_str(body);
+    exchange(address, &text).await
+}
+
+/// Sends `text` as it is and reads the reply to the end.
+async fn exchange(address: &str, text: &str) -> Reply {
+    let mut stream = tokio::net::TcpStream::connect(address).await.unwrap();
     stream.write_all(text.as_bytes()).await.unwrap();
     let mut raw = Vec::new();
     stream.read_to_end(&mut raw).await.unwrap();
@@ -107,7 +180,14 @@ async fn pages_show_hosts_runs_jobs_and_a_runs_evaluations() {
     // The name is escaped, not injected.
     assert!(runs.body.contains("sphere &lt;&amp;&gt;"), "{}", runs.body);
     assert!(runs.body.contains("24 / 24"));
-    assert!(runs.body.contains("<polyline"), "a sparkline");
+    // The sparkline has a point per evaluation the run learnt.
+    let points = runs
+        .body
+        .split("points=\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .expect("a sparkline");
+    assert_eq!(points.split_whitespace().count(), 24, "{points}");
 
     let page = get(&address, &format!("/runs/{}", run.id)).await;
     assert_eq!(page.status, 200);
@@ -305,4 +385,291 @@ async fn a_token_guards_every_route() {
     let pair = cookie.split(';').next().unwrap().to_owned();
     let again = request(&address, "GET", "/hosts", &[("Cookie", &pair)]).await;
     assert_eq!(again.status, 200);
+}
+
+/// The start form's fields for a bare-parameter run on expression hosts.
+fn sphere_form() -> Vec<(&'static str, &'static str)> {
+    vec![
+        ("optimizer", "pso"),
+        ("params", "x=-1:1\ny=-1:1"),
+        ("objective", "expr:-(x*x + y*y)"),
+        ("on", "expr"),
+        ("budget", "1000000"),
+        ("seed", "3"),
+    ]
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn other_sites_pages_cannot_start_or_stop_runs() {
+    let (organizer, address) = dashboard("dash-origin", 1, None).await;
+    let evil = [("Origin", "http://evil.example")];
+    let refused = post_form(&address, "/runs", &evil, &sphere_form()).await;
+    assert_eq!(refused.status, 403, "{}", refused.body);
+    assert!(refused.body.contains("evil.example"), "{}", refused.body);
+    assert!(organizer.runs.list().is_empty(), "no run started");
+    let cross = post_form(
+        &address,
+        "/runs",
+        &[("Sec-Fetch-Site", "cross-site")],
+        &sphere_form(),
+    )
+    .await;
+    assert_eq!(cross.status, 403, "{}", cross.body);
+    assert!(organizer.runs.list().is_empty(), "no run started");
+
+    // The dashboard's own form: the browser sends its origin.
+    let origin = format!("http://{address}");
+    let own = [
+        ("Origin", origin.as_str()),
+        ("Sec-Fetch-Site", "same-origin"),
+    ];
+    let started = post_form(&address, "/runs", &own, &sphere_form()).await;
+    assert_eq!(started.status, 303, "{}", started.body);
+    let runs = organizer.runs.list();
+    assert_eq!(runs.len(), 1);
+    let id = runs[0].id;
+    assert_eq!(runs[0].state, RunState::Running);
+
+    let stop = format!("/runs/{id}/stop");
+    for headers in [
+        &[("Sec-Fetch-Site", "cross-site")][..],
+        &evil[..],
+        &[("Origin", "null")][..],
+        // The right host on another port is another site.
+        &[("Origin", "http://127.0.0.1:1")][..],
+    ] {
+        let reply = request(&address, "POST", &stop, headers).await;
+        assert_eq!(reply.status, 403, "{headers:?}: {}", reply.body);
+        assert_eq!(
+            organizer.runs.get(id).unwrap().state,
+            RunState::Running,
+            "{headers:?}"
+        );
+    }
+    // Scripts (curl) send neither Origin nor Sec-Fetch-Site.
+    let stopped = request(&address, "POST", &stop, &own).await;
+    assert_eq!(stopped.status, 303, "{}", stopped.body);
+    until_ended(&organizer, id).await;
+    assert_eq!(organizer.runs.get(id).unwrap().state, RunState::Stopped);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pages_answer_only_to_addresses_localhost_and_allowed_names() {
+    let (_organizer, address) = dashboard_with(
+        "dash-host",
+        0,
+        Options {
+            allowed_hosts: vec!["yamor.lab".into()],
+            ..Default::default()
+        },
+    )
+    .await;
+    let port = address.rsplit_once(':').unwrap().1;
+    for host in [
+        "evil.example".to_owned(),
+        format!("evil.example:{port}"),
+        format!("127.0.0.1.evil.example:{port}"),
+        format!("localhost.evil.example:{port}"),
+        format!("yamor.lab.evil.example:{port}"),
+        "127.0.0.1:x".to_owned(),
+        "[::1".to_owned(),
+    ] {
+        let reply = send(&address, "GET", "/runs", Some(&host), &[], "").await;
+        assert_eq!(reply.status, 403, "{host}: {}", reply.body);
+        assert!(reply.body.contains("--http-host"), "{}", reply.body);
+        assert!(!reply.body.contains("<table"), "nothing of the page");
+    }
+    // Not even a state change, and with no Origin to compare.
+    let reply = send(&address, "POST", "/runs", Some("evil.example"), &[], "").await;
+    assert_eq!(reply.status, 403);
+    for host in [
+        address.clone(),
+        "127.0.0.1".to_owned(),
+        format!("localhost:{port}"),
+        "LocalHost".to_owned(),
+        format!("[::1]:{port}"),
+        "yamor.lab".to_owned(),
+        "Yamor.Lab:8443".to_owned(),
+    ] {
+        let reply = send(&address, "GET", "/runs", Some(&host), &[], "").await;
+        assert_eq!(reply.status, 200, "{host}: {}", reply.body);
+    }
+    // HTTP/1.0 tools may send no Host.
+    let old = exchange(&address, "GET /runs HTTP/1.0\r\n\r\n").await;
+    assert_eq!(old.status, 200, "{}", old.body);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_form_refuses_big_batches_and_unknown_host_kinds() {
+    let (organizer, address) = dashboard("dash-form", 1, None).await;
+    let lines = vec!["particles=4"; MAX_BATCH_VARIANTS + 1].join("\n");
+    let mut form = sphere_form();
+    form.push(("variants", &lines));
+    let big = post_form(&address, "/runs", &[], &form).await;
+    assert_eq!(big.status, 400, "{}", big.body);
+    assert!(
+        big.body
+            .contains("a batch holds at most 256 variants, got 257"),
+        "{}",
+        big.body
+    );
+    assert!(organizer.runs.list().is_empty());
+    let page = get(&address, "/runs/new").await;
+    assert!(page.body.contains("at most 256 lines"), "{}", page.body);
+
+    let mut form = sphere_form();
+    form.retain(|(k, _)| *k != "on");
+    form.push(("on", "moon"));
+    let moon = post_form(&address, "/runs", &[], &form).await;
+    assert_eq!(moon.status, 400, "{}", moon.body);
+    assert!(
+        moon.body.contains("moon") && moon.body.contains("any, sim, real, expr"),
+        "{}",
+        moon.body
+    );
+    assert!(organizer.runs.list().is_empty());
+}
+
+/// The ids of the runs a runs page lists, in order.
+fn listed_runs(body: &str) -> Vec<u64> {
+    body.split("<tr data-run=")
+        .skip(1)
+        .map(|row| row.split('>').next().unwrap().parse().unwrap())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn runs_are_paged_newest_first() {
+    let (organizer, address) = dashboard("dash-runs", 1, None).await;
+    for _ in 0..120 {
+        organizer.runs.start(run_spec(4)).await.unwrap();
+    }
+    let first = get(&address, "/runs").await;
+    assert_eq!(first.status, 200);
+    assert_eq!(
+        listed_runs(&first.body),
+        (71..=120).rev().collect::<Vec<u64>>()
+    );
+    assert!(
+        first.body.contains("href=\"/runs?before=71\""),
+        "{}",
+        first.body
+    );
+    let second = get(&address, "/runs?before=71").await;
+    assert_eq!(
+        listed_runs(&second.body),
+        (21..=70).rev().collect::<Vec<u64>>()
+    );
+    assert!(second.body.contains("href=\"/runs?before=21\""));
+    let last = get(&address, "/runs?before=21").await;
+    assert_eq!(
+        listed_runs(&last.body),
+        (1..=20).rev().collect::<Vec<u64>>()
+    );
+    assert!(!last.body.contains("id=older"), "no older runs");
+}
+
+/// Reads from `stream` until it closes or `enough` holds of what came;
+/// panics if that takes more than `within`.
+async fn read_until(
+    stream: &mut tokio::net::TcpStream,
+    within: Duration,
+    enough: impl Fn(&str) -> bool,
+) -> String {
+    let mut raw = Vec::new();
+    tokio::time::timeout(within, async {
+        let mut buffer = [0u8; 4096];
+        loop {
+            match stream.read(&mut buffer).await {
+                Ok(0) | Err(_) => return,
+                Ok(n) => raw.extend_from_slice(&buffer[..n]),
+            }
+            if enough(&String::from_utf8_lossy(&raw)) {
+                return;
+            }
+        }
+    })
+    .await
+    .expect("the dashboard cuts a slow client off");
+    String::from_utf8_lossy(&raw).into_owned()
+}
+
+fn quick() -> Options {
+    Options {
+        header_read_timeout: Duration::from_millis(200),
+        body_read_timeout: Duration::from_millis(200),
+        ..Default::default()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_body_that_never_arrives_is_cut_off() {
+    let (organizer, address) = dashboard_with("dash-slow-body", 0, quick()).await;
+    let mut stream = tokio::net::TcpStream::connect(&address).await.unwrap();
+    stream
+        .write_all(
+            b"POST /runs HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/x-www-form-urlencoded\r\n\
+              Content-Length: 1000\r\n\r\noptimizer=pso",
+        )
+        .await
+        .unwrap();
+    // An answer, and the connection closed.
+    let reply = read_until(&mut stream, Duration::from_secs(5), |_| false).await;
+    assert!(reply.starts_with("HTTP/1.1 408"), "{reply}");
+    assert!(organizer.runs.list().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_line_that_never_ends_is_cut_off() {
+    let (_organizer, address) = dashboard_with("dash-slow-head", 0, quick()).await;
+    let mut stream = tokio::net::TcpStream::connect(&address).await.unwrap();
+    stream.write_all(b"GET /ru").await.unwrap();
+    // hyper closes it without a word.
+    let reply = read_until(&mut stream, Duration::from_secs(5), |_| false).await;
+    assert_eq!(reply, "");
+    // Whoever sends a whole request is served as before.
+    assert_eq!(get(&address, "/runs").await.status, 200);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_event_stream_outlives_the_read_timeouts() {
+    let (organizer, address) = dashboard_with("dash-long-stream", 1, quick()).await;
+    // Generations enough to outlast the wait below.
+    let mut spec = run_spec(1_000_000);
+    spec.settings.insert("iterations".into(), "100000".into());
+    let run = organizer.runs.start(spec).await.unwrap();
+    let mut progress = organizer.runs.watch(run.id).unwrap();
+    let events = {
+        let address = address.clone();
+        let path = format!("/runs/{}/events", run.id);
+        tokio::spawn(async move { get(&address, &path).await })
+    };
+    // Let the stream run well past both timeouts: evaluations keep coming.
+    let since = std::time::Instant::now();
+    {
+        use tokio_stream::StreamExt;
+        while let Some(event) = progress.next().await {
+            assert_eq!(event.run.state, RunState::Running, "{:?}", event.run);
+            if since.elapsed() > Duration::from_millis(1000) && event.run.evaluations >= 8 {
+                break;
+            }
+        }
+    }
+    organizer.runs.stop(run.id).unwrap();
+    let stream = tokio::time::timeout(Duration::from_secs(30), events)
+        .await
+        .expect("the stream ends with the run")
+        .unwrap();
+    let last = stream
+        .body
+        .lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .next_back()
+        .map(|d| serde_json::from_str::<serde_json::Value>(d).unwrap());
+    assert_eq!(
+        last.as_ref().map(|d| d["state"].clone()),
+        Some("stopped".into()),
+        "{}",
+        stream.body
+    );
 }

@@ -1,5 +1,8 @@
 //! The scheduler over in-memory hosts: leases, retries and exactly-once
-//! results without a network.
+//! results without a network, on tokio's paused clock. Time moves only when
+//! every task waits (or a test sleeps, which advances the clock): leases and
+//! probes happen in controlled time, the same on a loaded machine as on an
+//! idle one.
 
 mod common;
 
@@ -30,6 +33,19 @@ fn organizer(name: &str, net: &Arc<FakeNet>, config: SchedulerConfig) -> Organiz
     Organizer::with_hosts(store, config, net.clone(), vec![]).unwrap()
 }
 
+/// Lets controlled time pass in small steps until `done` holds; fails after
+/// `limit` of it.
+async fn until(what: &str, limit: Duration, mut done: impl FnMut() -> bool) {
+    let deadline = tokio::time::Instant::now() + limit;
+    while !done() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{what}: not within {limit:?} of controlled time"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
 /// Waits for the job's final state, as the events tell it.
 async fn finished(events: &mut tokio::sync::broadcast::Receiver<Job>, id: u64) -> Job {
     loop {
@@ -43,7 +59,7 @@ async fn finished(events: &mut tokio::sync::broadcast::Receiver<Job>, id: u64) -
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test(start_paused = true)]
 async fn a_late_answer_after_the_lease_expired_is_ignored() {
     let net = Arc::new(FakeNet::default());
     let config = SchedulerConfig {
@@ -59,18 +75,28 @@ async fn a_late_answer_after_the_lease_expired_is_ignored() {
     scheduler.register_host("slow", "slow").await.unwrap();
     let mut events = scheduler.subscribe_jobs();
     let id = scheduler.submit("c", 0, vec![(0, job(0.0))]).await.unwrap()[0];
-    while slow.evaluations.load(Ordering::SeqCst) == 0 {
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+    until("the slow host has the job", Duration::from_secs(1), || {
+        slow.evaluations.load(Ordering::SeqCst) > 0
+    })
+    .await;
     // The slow host stops answering probes mid-evaluation; its lease runs
     // out and the job moves to a second host.
     slow.go_silent();
     net.host("fast").script(Answer::Value(2.0));
     scheduler.register_host("fast", "fast").await.unwrap();
     let done = finished(&mut events, id).await;
-    // Now the first host's answer arrives, too late.
-    let _ = open_gate.send(());
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    // The first host's call was dropped when its lease expired: the answer
+    // it would give now has nobody to reach.
+    until(
+        "the slow host's call is dropped",
+        Duration::from_secs(1),
+        || slow.abandoned.load(Ordering::SeqCst) > 0,
+    )
+    .await;
+    assert!(
+        open_gate.send(()).is_err(),
+        "the late answer still had a listener"
+    );
     scheduler.store().sync().await.unwrap();
 
     assert_eq!(done.state, JobState::Done);
@@ -96,7 +122,7 @@ async fn a_late_answer_after_the_lease_expired_is_ignored() {
     assert!(events.try_recv().is_err(), "no second result was published");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test(start_paused = true)]
 async fn a_retryable_failure_is_retried_and_an_invalid_job_is_not() {
     let net = Arc::new(FakeNet::default());
     let organizer = organizer("retry", &net, SchedulerConfig::default());
@@ -127,7 +153,7 @@ async fn a_retryable_failure_is_retried_and_an_invalid_job_is_not() {
     assert_eq!(h.failures, 1, "only the flaky attempt counts against it");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test(start_paused = true)]
 async fn a_job_fails_for_good_after_its_attempts() {
     let net = Arc::new(FakeNet::default());
     let organizer = organizer("attempts", &net, SchedulerConfig::default());
@@ -150,7 +176,7 @@ async fn a_job_fails_for_good_after_its_attempts() {
 /// Restarted faster than a heartbeat, the organizer knows its hosts only by
 /// name and address: their first contact is a heartbeat, not a
 /// registration. It must learn their backend (a probe) and give them jobs.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test(start_paused = true)]
 async fn hosts_restored_from_the_database_are_probed_on_their_heartbeat_and_get_jobs() {
     let net = Arc::new(FakeNet::default());
     let db = temp_dir("restored-probe").join("yamor.db");
@@ -195,7 +221,7 @@ async fn hosts_restored_from_the_database_are_probed_on_their_heartbeat_and_get_
 
 /// A host whose heartbeats arrive but which the organizer cannot reach
 /// stays down (no job is lost to it) until a probe gets through.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test(start_paused = true)]
 async fn a_host_reachable_one_way_stays_down_until_a_probe_answers() {
     let net = Arc::new(FakeNet::default());
     let config = SchedulerConfig {
@@ -209,12 +235,14 @@ async fn a_host_reachable_one_way_stays_down_until_a_probe_answers() {
     let id = scheduler.register_host("h", "h").await.unwrap().id;
     host.go_silent();
     // Its lease runs out: the organizer's own probes fail.
-    while scheduler.hosts()[0].state != HostState::Down {
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    until("the silent host is down", Duration::from_secs(2), || {
+        scheduler.hosts()[0].state == HostState::Down
+    })
+    .await;
     let mut events = scheduler.subscribe_jobs();
     let job_id = scheduler.submit("c", 0, vec![(0, job(0.5))]).await.unwrap()[0];
     // Heartbeats keep arriving; each one probes, and each probe fails.
+    // (The sleep advances the paused clock: a heartbeat interval passes.)
     for _ in 0..5 {
         assert_eq!(scheduler.heartbeat(id).unwrap(), HostState::Down);
         tokio::time::sleep(Duration::from_millis(60)).await;
@@ -237,7 +265,7 @@ async fn a_host_reachable_one_way_stays_down_until_a_probe_answers() {
 /// One address is one host: a second name for a live host's address is
 /// refused; the address of a host that is down passes to the new name, and
 /// the old entry goes (it would reach the new host through that address).
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test(start_paused = true)]
 async fn one_address_is_one_host() {
     let net = Arc::new(FakeNet::default());
     let config = SchedulerConfig {
@@ -258,9 +286,10 @@ async fn one_address_is_one_host() {
     assert_eq!(scheduler.hosts().len(), 1);
 
     host.go_silent();
-    while scheduler.hosts()[0].state != HostState::Down {
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    until("the silent host is down", Duration::from_secs(2), || {
+        scheduler.hosts()[0].state == HostState::Down
+    })
+    .await;
     host.go_loud();
     let b = scheduler.register_host("b", "10.0.0.5:7171").await.unwrap();
     let hosts = scheduler.hosts();

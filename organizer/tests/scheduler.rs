@@ -45,7 +45,7 @@ async fn a_single_job_is_not_starved_by_a_big_batch() {
         .unwrap()[0];
     let mut swarm_done_before = 0;
     loop {
-        let e = events.recv().await.unwrap();
+        let e = next_event(&mut events).await;
         if e.state != JobState::Done {
             continue;
         }
@@ -130,7 +130,7 @@ async fn an_invalid_job_fails_at_once_and_a_cancelled_one_never_runs() {
     assert_eq!(cancelled, 1);
     let mut seen = std::collections::HashMap::new();
     while seen.len() < 3 {
-        let e = events.recv().await.unwrap();
+        let e = next_event(&mut events).await;
         if !e.state.is_open() {
             seen.insert(e.id, e);
         }

@@ -48,6 +48,11 @@ pub struct OrganizerArgs {
     /// Serve no dashboard and no /metrics.
     #[arg(long)]
     no_http: bool,
+    /// A name the dashboard is reached by besides IP addresses and
+    /// localhost (`server` or `server:7080`, e.g. behind a proxy); others are
+    /// refused, so a web page cannot reach it through a name it controls (repeatable).
+    #[arg(long = "http-host", value_name = "NAME")]
+    http_hosts: Vec<String>,
     #[command(flatten)]
     security: ServerOpts,
 }
@@ -112,7 +117,10 @@ pub async fn organizer(args: OrganizerArgs) -> Result<()> {
             Some(tokio::spawn(yamor_organizer::http::serve(
                 http,
                 organizer.clone(),
-                yamor_local::dashboard_options(token),
+                yamor_organizer::http::Options {
+                    allowed_hosts: args.http_hosts.clone(),
+                    ..yamor_local::dashboard_options(token)
+                },
                 shutdown_signal(),
             )))
         }

@@ -18,6 +18,10 @@ use yamor_optimizer_api::{PluginInfo, SettingKind, SettingSpec};
 
 use super::{App, esc, page};
 use crate::model::{ParameterBound, Problem, RunSpec, RunVariant, parse_setting_list};
+use crate::runs::MAX_BATCH_VARIANTS;
+
+/// The form's host kinds, as `on` sends them.
+const HOST_KINDS: [&str; 4] = ["any", "sim", "real", "expr"];
 
 /// The submitted form: field name to text (repeated names keep the last).
 type Fields = BTreeMap<String, String>;
@@ -120,10 +124,17 @@ fn run_spec(app: &App, plugin: &PluginInfo, fields: &Fields) -> Result<RunSpec, 
             ..defaults
         },
         backend: match field(fields, "on") {
+            // Scripts may leave it out.
+            "" | "any" => None,
             "sim" => Some(BackendKind::Simulation),
             "real" => Some(BackendKind::Real),
             "expr" => Some(BackendKind::Expression),
-            _ => None,
+            other => {
+                return Err(format!(
+                    "hosts: {other:?} is not a host kind; choose one of {}",
+                    HOST_KINDS.join(", ")
+                ));
+            }
         },
         max_evaluations: number(fields, "budget", 0)?,
         max_seconds: number(fields, "time", 0.0)?,
@@ -149,6 +160,7 @@ fn changed_settings(plugin: &PluginInfo, fields: &Fields) -> BTreeMap<String, St
 /// One variant per non-empty line `name=value, name=value`; seeds count up
 /// from `seed`.
 fn variants(text: &str, seed: u64) -> Result<Vec<RunVariant>, String> {
+    // The cap on their number is `Runs::batch_start`'s, as for gRPC.
     text.lines()
         .map(str::trim)
         .filter(|l| !l.is_empty())
@@ -251,7 +263,7 @@ fn render(app: &App, fields: &Fields, error: Option<&str>) -> Html<String> {
          <input type=number name=measure min=0 step=any value=\"{measure}\"> s measured</td></tr></table>",
         params = esc(&value("params", "")),
         objective = esc(&value("objective", "")),
-        on = select("on", &["any", "sim", "real", "expr"], &value("on", "any")),
+        on = select("on", &HOST_KINDS, &value("on", "any")),
         name = esc(&value("name", "")),
         budget = esc(&value("budget", "200")),
         time = esc(&value("time", "0")),
@@ -280,7 +292,8 @@ fn render(app: &App, fields: &Fields, error: Option<&str>) -> Html<String> {
     }
     let _ = write!(
         body,
-        "<p>batch: one run per line of settings, e.g. <code>population=12, sigma0=0.1</code>; seeds count up from the seed<br>\
+        "<p>batch: one run per line of settings, e.g. <code>population=12, sigma0=0.1</code>; seeds count up from the seed; \
+         at most {MAX_BATCH_VARIANTS} lines<br>\
          <textarea name=variants rows=4 cols=60>{}</textarea></p><button id=launch>start</button></form>\
          <script>const pick=document.querySelector('select[name=optimizer]');\
          const show=()=>document.querySelectorAll('fieldset.settings').forEach(f=>{{\

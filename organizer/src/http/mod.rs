@@ -16,7 +16,10 @@
 //! - `POST /runs/{id}/stop`; `/metrics` (Prometheus text format).
 //! - Access: when a token is given, every request needs it, as
 //!   `Authorization: Bearer <token>`, a `yamor_token` cookie, or once as
-//!   `?token=` (which sets the cookie).
+//!   `?token=` (which sets the cookie). Without one, loopback is the only
+//!   guard, and web pages can reach loopback too: [`check_origin`] answers
+//!   only to the dashboard's own names and refuses state changes from other
+//!   sites' pages.
 
 mod launch;
 mod trajectory;
@@ -25,16 +28,22 @@ use std::collections::HashMap;
 use std::convert::Infallible;
 use std::fmt::Write as _;
 use std::future::Future;
+use std::net::{Ipv4Addr, Ipv6Addr};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use axum::Router;
+use axum::body::Body;
 use axum::extract::{Path, Query, Request, State};
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::http::{HeaderMap, Method, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{Html, IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
 use futures_util::stream::Stream;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::server::graceful::GracefulShutdown;
+use hyper_util::service::TowerToHyperService;
 use serde::Deserialize;
 use tokio::net::TcpListener;
 use yamor_proto::transport::Token;
@@ -48,7 +57,7 @@ use crate::runs::Runs;
 pub type ProblemForRobot = Arc<dyn Fn(&str) -> Result<String, String> + Send + Sync>;
 
 /// How the dashboard is served.
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub struct Options {
     /// With a token, each request must carry it.
     pub token: Option<Token>,
@@ -57,6 +66,31 @@ pub struct Options {
     /// Where the start form finds a robot's problem; `None`: the form
     /// takes bare parameters only.
     pub problem_for_robot: Option<ProblemForRobot>,
+    /// Host names the dashboard is reached by (e.g. `yamor.lab`, or the
+    /// name a proxy in front of it is reached by), beside IP addresses and
+    /// `localhost`, which it always answers to. A name answers on any port,
+    /// `name:port` on that port only; case does not matter. Other names are
+    /// refused, so that a web page cannot reach a loopback dashboard
+    /// through a name it controls (DNS rebinding).
+    pub allowed_hosts: Vec<String>,
+    /// How long a client may take to send a request's line and headers
+    /// (also how long an idle connection stays open).
+    pub header_read_timeout: Duration,
+    /// How long a client may take to send a request's body.
+    pub body_read_timeout: Duration,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            token: None,
+            robots: Vec::new(),
+            problem_for_robot: None,
+            allowed_hosts: Vec::new(),
+            header_read_timeout: Duration::from_secs(10),
+            body_read_timeout: Duration::from_secs(10),
+        }
+    }
 }
 
 #[derive(Clone)]
@@ -89,19 +123,222 @@ pub fn router(organizer: Organizer, options: Options) -> Router {
         .route("/jobs", get(jobs_page))
         .route("/gaits", get(gaits_page))
         .route("/metrics", get(metrics))
+        .layer(middleware::from_fn_with_state(app.clone(), read_body))
         .layer(middleware::from_fn_with_state(app.clone(), check_token))
+        // Outermost: a request from elsewhere learns nothing, not even
+        // whether it needs a token.
+        .layer(middleware::from_fn_with_state(app.clone(), check_origin))
         .with_state(app)
 }
 
-/// Serves the dashboard on `listener` until `shutdown` resolves.
+/// Serves the dashboard on `listener` until `shutdown` resolves, then
+/// waits for open connections to finish.
+///
+/// Through hyper rather than `axum::serve`, which cannot bound the time a
+/// client takes to send its headers: a client that never finishes its
+/// request line must not hold a connection forever.
 pub async fn serve(
     listener: TcpListener,
     organizer: Organizer,
     options: Options,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    axum::serve(listener, router(organizer, options))
-        .with_graceful_shutdown(shutdown)
+    let mut http = hyper::server::conn::http1::Builder::new();
+    http.timer(TokioTimer::new())
+        .header_read_timeout(options.header_read_timeout);
+    let router = router(organizer, options);
+    let graceful = GracefulShutdown::new();
+    let mut shutdown = std::pin::pin!(shutdown);
+    loop {
+        let accepted = tokio::select! {
+            accepted = listener.accept() => accepted,
+            () = &mut shutdown => break,
+        };
+        let stream = match accepted {
+            Ok((stream, _)) => stream,
+            // The client gave up before we took it: nothing to serve.
+            Err(e) if is_connection_error(&e) => continue,
+            Err(e) => {
+                // Out of file descriptors, most likely: connections may
+                // close meanwhile; retrying at once would spin.
+                tracing::error!("dashboard: accepting a connection: {e}");
+                tokio::select! {
+                    () = tokio::time::sleep(Duration::from_secs(1)) => continue,
+                    () = &mut shutdown => break,
+                }
+            }
+        };
+        let connection = graceful.watch(http.serve_connection(
+            TokioIo::new(stream),
+            TowerToHyperService::new(router.clone()),
+        ));
+        tokio::spawn(async move {
+            if let Err(e) = connection.await {
+                tracing::debug!("dashboard connection: {e}");
+            }
+        });
+    }
+    drop(listener);
+    graceful.shutdown().await;
+    Ok(())
+}
+
+fn is_connection_error(e: &std::io::Error) -> bool {
+    matches!(
+        e.kind(),
+        std::io::ErrorKind::ConnectionRefused
+            | std::io::ErrorKind::ConnectionAborted
+            | std::io::ErrorKind::ConnectionReset
+    )
+}
+
+/// Refuses requests addressed to names the dashboard does not answer to,
+/// and state changes sent by another site's page.
+///
+/// A browser lets any page send requests to loopback (a form posting to
+/// `http://127.0.0.1:7080/runs`), and a page's own name may resolve to
+/// loopback (DNS rebinding): the Host header names what the browser thinks
+/// it talks to, and `Origin` / `Sec-Fetch-Site` who sent it. Tools like
+/// curl send neither `Origin` nor `Sec-Fetch-Site` and pass.
+async fn check_origin(State(app): State<App>, request: Request, next: Next) -> Response {
+    let hosts = request.headers().get_all(header::HOST);
+    // HTTP/1.0 tools may send no Host at all; a browser always does.
+    let authority = request.uri().authority().map(|a| a.as_str());
+    for host in hosts
+        .iter()
+        .map(|h| h.to_str().ok())
+        .chain(authority.map(Some))
+    {
+        if !host.is_some_and(|h| allowed_host(h, &app.options.allowed_hosts)) {
+            return refuse(format!(
+                "this dashboard answers only to IP addresses, localhost and the names it was given (yamor organizer --http-host NAME), not to {:?}\n",
+                host.unwrap_or("a Host that is not text")
+            ));
+        }
+    }
+    if matches!(
+        *request.method(),
+        Method::GET | Method::HEAD | Method::OPTIONS
+    ) {
+        return next.run(request).await;
+    }
+    let headers = request.headers();
+    if let Some(origin) = headers.get(header::ORIGIN) {
+        let host = headers.get(header::HOST).and_then(|h| h.to_str().ok());
+        let origin_host = origin
+            .to_str()
+            .ok()
+            .and_then(|o| o.split_once("://"))
+            .map(|(_, rest)| rest);
+        if !matches!((origin_host, host), (Some(o), Some(h)) if o.eq_ignore_ascii_case(h)) {
+            return refuse(format!(
+                "a page from {:?} may not change this dashboard's state; use the dashboard's own pages\n",
+                origin.to_str().unwrap_or("elsewhere")
+            ));
+        }
+    } else if headers
+        .get("sec-fetch-site")
+        .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"cross-site"))
+    {
+        return refuse(
+            "a page from another site may not change this dashboard's state; use the dashboard's own pages\n"
+                .to_owned(),
+        );
+    }
+    next.run(request).await
+}
+
+fn refuse(why: String) -> Response {
+    (StatusCode::FORBIDDEN, why).into_response()
+}
+
+/// Whether the dashboard answers to `host` (a Host header: a name or an
+/// address, and maybe a port).
+fn allowed_host(host: &str, allowed: &[String]) -> bool {
+    let (name, port) = if let Some(rest) = host.strip_prefix('[') {
+        let Some((v6, after)) = rest.split_once(']') else {
+            return false;
+        };
+        if v6.parse::<Ipv6Addr>().is_err() {
+            return false;
+        }
+        (
+            None,
+            after.strip_prefix(':').or(after.is_empty().then_some("")),
+        )
+    } else {
+        match host.rsplit_once(':') {
+            Some((name, port)) => (Some(name), Some(port)),
+            None => (Some(host), Some("")),
+        }
+    };
+    let Some(port) = port else { return false };
+    if !port.bytes().all(|b| b.is_ascii_digit()) {
+        return false;
+    }
+    // An address (IPv6 above) is only reached by typing it: no page can
+    // rebind it.
+    name.is_none_or(|name| {
+        name.parse::<Ipv4Addr>().is_ok()
+            || name.eq_ignore_ascii_case("localhost")
+            || (!name.is_empty()
+                && allowed
+                    .iter()
+                    .any(|a| a.eq_ignore_ascii_case(name) || a.eq_ignore_ascii_case(host)))
+    })
+}
+
+/// The most a request body may hold (axum's default limit for forms).
+const BODY_LIMIT: usize = 2 << 20;
+
+/// Reads the request body within [`Options::body_read_timeout`]: a client
+/// that announces more than it sends must not hold a connection, nor a
+/// handler, forever. Only the request is bounded: responses such as the
+/// event stream take as long as they take.
+async fn read_body(State(app): State<App>, request: Request, next: Next) -> Response {
+    let announced = request
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
+    if announced.is_some_and(|n| n > BODY_LIMIT as u64) {
+        return (
+            StatusCode::PAYLOAD_TOO_LARGE,
+            [(header::CONNECTION, "close")],
+            format!("a request body holds at most {BODY_LIMIT} bytes\n"),
+        )
+            .into_response();
+    }
+    let (parts, body) = request.into_parts();
+    let bytes = match tokio::time::timeout(
+        app.options.body_read_timeout,
+        axum::body::to_bytes(body, BODY_LIMIT),
+    )
+    .await
+    {
+        Ok(Ok(bytes)) => bytes,
+        Ok(Err(e)) => {
+            return (
+                StatusCode::BAD_REQUEST,
+                [(header::CONNECTION, "close")],
+                format!(
+                    "the request body could not be read whole (at most {BODY_LIMIT} bytes): {e}\n"
+                ),
+            )
+                .into_response();
+        }
+        Err(_) => {
+            return (
+                StatusCode::REQUEST_TIMEOUT,
+                [(header::CONNECTION, "close")],
+                format!(
+                    "the request body did not arrive within {:?}\n",
+                    app.options.body_read_timeout
+                ),
+            )
+                .into_response();
+        }
+    };
+    next.run(Request::from_parts(parts, Body::from(bytes)))
         .await
 }
 
@@ -326,19 +563,53 @@ fn progress(r: &Run) -> String {
     }
 }
 
-async fn runs_page(State(app): State<App>) -> Result<Html<String>, PageError> {
-    let runs = &app.organizer.runs;
+#[derive(Deserialize)]
+struct RunsQuery {
+    /// Show runs with ids below this (newest first).
+    before: Option<u64>,
+}
+
+const RUNS_PAGE: usize = 50;
+
+async fn runs_page(
+    State(app): State<App>,
+    Query(q): Query<RunsQuery>,
+) -> Result<Html<String>, PageError> {
+    let mut list = app.organizer.runs.list();
+    list.retain(|r| q.before.is_none_or(|before| r.id < before));
+    list.sort_by_key(|r| std::cmp::Reverse(r.id));
+    let more = list.len() > RUNS_PAGE;
+    list.truncate(RUNS_PAGE);
+    // One statement for the page's sparklines: a query per run made a page
+    // of thousands of runs take seconds.
+    let ids: Vec<u64> = list.iter().map(|r| r.id).collect();
+    let told = app
+        .organizer
+        .scheduler
+        .store()
+        .read_async(move |s| s.told_velocities(&ids))
+        .await
+        .map_err(internal)?;
+    // Per run, in proposal order: tell_seq and fitness.
+    let mut told_by_run: HashMap<u64, Vec<(u64, f64)>> = HashMap::new();
+    for (run_id, tell_seq, _, velocity) in told {
+        told_by_run
+            .entry(run_id)
+            .or_default()
+            .push((tell_seq, velocity));
+    }
     let mut body = String::from(
         "<p><a id=new href=/runs/new>start runs</a></p><table id=runs><tr><th>id</th><th>name</th><th>optimizer</th><th>settings</th><th>state</th>\
          <th>progress</th><th class=num>best</th><th>best so far</th><th>started</th><th class=num>elapsed</th><th></th></tr>",
     );
-    let mut list = runs.list();
-    list.sort_by_key(|r| std::cmp::Reverse(r.id));
-    for r in list {
-        let values: Vec<f64> = run_values(runs, &r)
-            .await?
+    for r in &list {
+        // What the run learnt, as Run::learnt counts it (and run_values shows).
+        let learnt: Vec<f64> = told_by_run
+            .get(&r.id)
             .into_iter()
-            .map(|(_, v)| v)
+            .flatten()
+            .filter(|(tell_seq, _)| *tell_seq < r.evaluations)
+            .map(|(_, v)| *v)
             .collect();
         let settings: Vec<String> = r
             .settings
@@ -363,14 +634,22 @@ async fn runs_page(State(app): State<App>) -> Result<Html<String>, PageError> {
             opt = esc(&r.optimizer),
             settings = settings.join(" "),
             state = r.state.as_str(),
-            progress = progress(&r),
+            progress = progress(r),
             best = r.best_velocity.map_or("–".into(), |v| format!("{v:.4}")),
-            spark = sparkline(&best_so_far(&values), 120.0, 24.0),
+            spark = sparkline(&best_so_far(&learnt), 120.0, 24.0),
             started = ago(r.started_ms),
             elapsed = r.elapsed_s,
         );
     }
-    body.push_str("</table><script>setTimeout(()=>location.reload(),3000)</script>");
+    body.push_str("</table>");
+    if more {
+        let last = list.last().map_or(0, |r| r.id);
+        let _ = write!(
+            body,
+            "<p><a id=older href=\"/runs?before={last}\">older runs</a></p>"
+        );
+    }
+    body.push_str("<script>setTimeout(()=>location.reload(),3000)</script>");
     Ok(page("Runs", &body))
 }
 
