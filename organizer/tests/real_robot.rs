@@ -295,30 +295,34 @@ async fn motors_go_off_when_the_host_stops_or_loses_its_organizer() {
     assert!(lost.load(std::sync::atomic::Ordering::Relaxed));
 }
 
-/// A lease several times shorter than the walks below, and heartbeats (for
-/// a host added by hand: the organizer's probes) every 100 ms.
-fn short_lease() -> SchedulerConfig {
-    SchedulerConfig {
-        heartbeat_interval: Duration::from_millis(100),
-        lease: Duration::from_millis(500),
-        ..SchedulerConfig::default()
-    }
-}
-
-/// Submits `request` to the host at `address` (registered by hand, so the
-/// organizer probes it with `GetInfo` every heartbeat interval) and probes
-/// it with `GetInfo` from outside as well until the job ends. Every probe
-/// must answer within a second, the host must never be down and the job
-/// must complete on its first attempt. Returns how many probes the host
-/// answered while it was busy walking.
+/// Serves `backend` as a host that an organizer with a lease several times
+/// shorter than the walk (heartbeats every 100 ms, lease 500 ms) knows by
+/// hand, so the organizer probes it with `GetInfo` every heartbeat interval;
+/// submits `request` and probes the host with `GetInfo` from outside as
+/// well until the job ends. Every probe must answer within a second, the
+/// host must never be down and the job must complete on its first attempt.
+/// Returns how many probes the host answered while it was busy walking.
 async fn probe_during_a_long_walk(
-    organizer: &Organizer,
-    address: &str,
+    name: &str,
+    backend: Arc<dyn yamor_host_agent::Backend>,
     request: yamor_organizer::model::JobRequest,
 ) -> usize {
+    let organizer = Organizer::open(
+        &temp_dir(name).join("yamor.db"),
+        SchedulerConfig {
+            heartbeat_interval: Duration::from_millis(100),
+            lease: Duration::from_millis(500),
+            ..SchedulerConfig::default()
+        },
+        ClientSecurity::default(),
+        vec![],
+    )
+    .unwrap();
+    let (_stop, stop_rx) = tokio::sync::watch::channel(false);
+    let (address, _host) = serve_host(Arc::new(HostService::new(name, backend)), stop_rx).await;
     organizer
         .scheduler
-        .register_host("walker", address)
+        .register_host(name, &address)
         .await
         .unwrap();
     let mut jobs = organizer.scheduler.subscribe_jobs();
@@ -327,7 +331,7 @@ async fn probe_during_a_long_walk(
         .submit("test", 0, vec![(0, request)])
         .await
         .unwrap()[0];
-    let channel = yamor_proto::transport::channel(address, &ClientSecurity::default()).unwrap();
+    let channel = yamor_proto::transport::channel(&address, &ClientSecurity::default()).unwrap();
     let mut host = pb::host_agent_client::HostAgentClient::new(channel);
     let mut pace = tokio::time::interval(Duration::from_millis(200));
     let mut answered_busy = 0;
@@ -365,16 +369,15 @@ async fn probe_during_a_long_walk(
     answered_busy
 }
 
-/// A gait walk of `warmup` + `measure` seconds on any host of `backend`.
+/// A quadruped gait walk of `warmup` + `measure` seconds on any host of `backend`.
 fn walk(
-    gait: yamor_core::RobotConfig,
     backend: yamor_core::evaluation::BackendKind,
     warmup: f64,
     measure: f64,
 ) -> yamor_organizer::model::JobRequest {
     yamor_organizer::model::JobRequest {
         job: yamor_core::evaluation::EvaluationJob {
-            gait: Some(gait),
+            gait: Some(ExampleRobot::named("quadruped").unwrap().gait().unwrap()),
             spec: yamor_core::evaluation::EvaluationSpec {
                 warmup,
                 measure,
@@ -390,26 +393,11 @@ fn walk(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_walking_real_robot_answers_probes_and_keeps_its_lease() {
-    let dir = temp_dir("long-walk");
-    let organizer = Organizer::open(
-        &dir.join("yamor.db"),
-        short_lease(),
-        ClientSecurity::default(),
-        vec![],
-    )
-    .unwrap();
     let robot = emulated_quadruped();
     let (backend, _camapp) = backend(&robot);
-    let (_stop, stop_rx) = tokio::sync::watch::channel(false);
-    let (address, _host) = serve_host(Arc::new(HostService::new("robot", backend)), stop_rx).await;
     // 30 robot seconds at ten times real time: a 3-s walk, six leases.
-    let gait = ExampleRobot::named("quadruped").unwrap().gait().unwrap();
-    let busy = probe_during_a_long_walk(
-        &organizer,
-        &address,
-        walk(gait, yamor_core::evaluation::BackendKind::Real, 5.0, 25.0),
-    )
-    .await;
+    let walk = walk(yamor_core::evaluation::BackendKind::Real, 5.0, 25.0);
+    let busy = probe_during_a_long_walk("long-walk", backend, walk).await;
     assert!(
         busy >= 5,
         "only {busy} probes reached the host while it walked"
@@ -418,35 +406,11 @@ async fn a_walking_real_robot_answers_probes_and_keeps_its_lease() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_simulation_host_on_a_long_walk_answers_probes_and_keeps_its_lease() {
-    let dir = temp_dir("long-sim-walk");
-    let organizer = Organizer::open(
-        &dir.join("yamor.db"),
-        short_lease(),
-        ClientSecurity::default(),
-        vec![],
-    )
-    .unwrap();
     let backend =
         yamor_host_agent::sim::SimBackend::example("quadruped", SimSettings::default()).unwrap();
-    let gait = ExampleRobot::named("quadruped").unwrap().gait().unwrap();
-    let (_stop, stop_rx) = tokio::sync::watch::channel(false);
-    let (address, _host) = serve_host(
-        Arc::new(HostService::new("sim", Arc::new(backend))),
-        stop_rx,
-    )
-    .await;
     // Ten minutes of virtual walking: seconds of wall time, many leases.
-    let busy = probe_during_a_long_walk(
-        &organizer,
-        &address,
-        walk(
-            gait,
-            yamor_core::evaluation::BackendKind::Simulation,
-            8.0,
-            600.0,
-        ),
-    )
-    .await;
+    let walk = walk(yamor_core::evaluation::BackendKind::Simulation, 8.0, 600.0);
+    let busy = probe_during_a_long_walk("long-sim-walk", Arc::new(backend), walk).await;
     assert!(
         busy >= 3,
         "only {busy} probes reached the host while it walked"
