@@ -261,7 +261,7 @@ fn a_lead_in_walks_another_gait_first_and_measures_after_the_switch() {
         seconds: -1.0,
     }));
     let error = evaluate(&morphology, &gait, settings(), &bad).unwrap_err();
-    assert!(error.to_string().contains("lead-in"), "{error}");
+    assert!(error.to_string().contains("lead_in_s"), "{error}");
 }
 
 #[test]
