@@ -20,8 +20,10 @@
 
 use std::collections::{BTreeSet, VecDeque};
 use std::io::{Read, Write};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+
+use parking_lot::Mutex;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -211,16 +213,13 @@ impl EmulatedRobot {
     /// A snapshot of the robot.
     #[must_use]
     pub fn observe(&self) -> Observed {
-        self.observed
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
+        self.observed.lock().clone()
     }
 
     /// The LED position as a closure, for the emulated camera.
     pub fn led(&self) -> impl Fn() -> Option<[f64; 3]> + Send + Sync + 'static {
         let observed = self.observed.clone();
-        move || Some(observed.lock().unwrap_or_else(|e| e.into_inner()).led)
+        move || Some(observed.lock().led)
     }
 }
 
@@ -396,7 +395,7 @@ impl Robot {
             .collect();
         self.observed.motors_on.sort_unstable();
         self.observed.network = self.network.iter().copied().collect();
-        *observed.lock().unwrap_or_else(|e| e.into_inner()) = self.observed.clone();
+        *observed.lock() = self.observed.clone();
     }
 }
 

@@ -193,27 +193,23 @@ impl SerialRobot {
         })
     }
 
-    fn lock(&self) -> parking_lot::MutexGuard<'_, RobotState> {
-        self.state.lock()
-    }
-
     #[must_use]
     pub fn stats(&self) -> LineStats {
-        self.lock().stats
+        self.state.lock().stats
     }
 
     /// Sends the whole of 5.2.1 for `config` (only what changed since the
     /// robot last acknowledged it), motors last.
     pub fn program(&self, config: &RobotConfig, cancel: &AtomicBool) -> Result<(), HostError> {
         let stop = Stop(cancel, &self.halted);
-        self.lock().program(config, &stop)
+        self.state.lock().program(config, &stop)
     }
 
     /// Every motor off; best effort, never fails.
     pub fn motors_off(&self) {
         let never = AtomicBool::new(false);
         let stop = Stop(&never, &never);
-        self.lock().motors_off(&stop);
+        self.state.lock().motors_off(&stop);
     }
 
     /// One walk: program, warm up, measure between two tracker fixes, motors off.
@@ -229,7 +225,7 @@ impl SerialRobot {
         })?;
         let started = Instant::now();
         let stop = Stop(cancel, &self.halted);
-        let mut state = self.lock();
+        let mut state = self.state.lock();
         let result = (|| {
             if let Some(lead_in) = &job.spec.situation.lead_in {
                 state.program(&lead_in.gait, &stop)?;
@@ -693,7 +689,7 @@ impl SessionFactory for SerialSessions {
         _seed: u64,
         _ground_friction: Option<f64>,
     ) -> Result<Box<dyn RobotLink>, HostError> {
-        self.robot.lock().line()?;
+        self.robot.state.lock().line()?;
         Ok(Box::new(SerialLink {
             robot: self.robot.clone(),
             opened: Instant::now(),
@@ -746,7 +742,7 @@ impl RobotLink for SerialLink {
     fn send(&mut self, dst: u8, message: &SnpMessage) -> Result<SnpMessage, HostError> {
         let never = AtomicBool::new(false);
         let stop = Stop(&never, &self.robot.halted);
-        let mut state = self.robot.lock();
+        let mut state = self.robot.state.lock();
         if let SnpMessage::BluetoothConnect { to } = message {
             state.join(dst, *to, &stop)?;
             state.network.insert(ModuleId::from(*to));

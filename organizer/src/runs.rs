@@ -14,7 +14,9 @@
 //! become new jobs. No evaluation runs twice.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
 
 use tokio::sync::{broadcast, mpsc, watch};
 // The run's time budget on tokio's clock, which tests can pause and advance.
@@ -232,17 +234,13 @@ impl Runs {
             let view = row_view(&row);
             let (stop, _) = watch::channel(false);
             let running = row.state == RunState::Running;
-            runs.lock().insert(row.id, RunEntry { view, stop });
+            runs.runs.lock().insert(row.id, RunEntry { view, stop });
             if running {
                 tracing::info!(run = row.id, "resuming run");
                 runs.launch(row.id, row.spec, row.seed, row.settings, row.elapsed_s);
             }
         }
         Ok(runs)
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<u64, RunEntry>> {
-        self.runs.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// What every loaded optimizer is and which settings it takes.
@@ -305,7 +303,7 @@ impl Runs {
             )));
         }
         let id = {
-            let mut next = self.next_id.lock().unwrap_or_else(|e| e.into_inner());
+            let mut next = self.next_id.lock();
             *next += 1;
             *next - 1
         };
@@ -337,7 +335,7 @@ impl Runs {
             .await?;
         let view = row_view(&row);
         let (stop, _) = watch::channel(false);
-        self.lock().insert(
+        self.runs.lock().insert(
             id,
             RunEntry {
                 view: view.clone(),
@@ -431,7 +429,7 @@ impl Runs {
     }
 
     pub fn stop(&self, id: u64) -> Result<Run, ScheduleError> {
-        let runs = self.lock();
+        let runs = self.runs.lock();
         let entry = runs
             .get(&id)
             .ok_or_else(|| ScheduleError::NotFound(format!("run {id} does not exist")))?;
@@ -440,7 +438,8 @@ impl Runs {
     }
 
     pub fn get(&self, id: u64) -> Result<Run, ScheduleError> {
-        self.lock()
+        self.runs
+            .lock()
             .get(&id)
             .map(|e| e.view.clone())
             .ok_or_else(|| ScheduleError::NotFound(format!("run {id} does not exist")))
@@ -448,7 +447,7 @@ impl Runs {
 
     #[must_use]
     pub fn list(&self) -> Vec<Run> {
-        self.lock().values().map(|e| e.view.clone()).collect()
+        self.runs.lock().values().map(|e| e.view.clone()).collect()
     }
 
     #[must_use]
@@ -492,7 +491,7 @@ impl Runs {
     ) {
         let (sink, completions) = mpsc::unbounded_channel();
         self.scheduler.attach_run(id, sink);
-        let stop = self.lock().get(&id).map(|e| e.stop.subscribe());
+        let stop = self.runs.lock().get(&id).map(|e| e.stop.subscribe());
         let Some(stop) = stop else { return };
         let me = self.clone();
         tokio::spawn(async move {
@@ -522,7 +521,7 @@ impl Runs {
     }
 
     fn update(&self, id: u64, f: impl FnOnce(&mut Run)) -> Option<Run> {
-        let mut runs = self.lock();
+        let mut runs = self.runs.lock();
         let entry = runs.get_mut(&id)?;
         f(&mut entry.view);
         Some(entry.view.clone())

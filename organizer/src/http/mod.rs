@@ -29,7 +29,9 @@ use std::convert::Infallible;
 use std::fmt::Write as _;
 use std::future::Future;
 use std::net::{Ipv4Addr, Ipv6Addr};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
 use std::time::Duration;
 
 use axum::Router;

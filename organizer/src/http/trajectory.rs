@@ -41,7 +41,6 @@ pub(super) async fn trajectory_svg(
     let cached = app
         .trajectories
         .lock()
-        .unwrap_or_else(|e| e.into_inner())
         .get(&id)
         .filter(|(job, _)| *job == best.id)
         .map(|(_, svg)| svg.clone());
@@ -50,10 +49,7 @@ pub(super) async fn trajectory_svg(
         None => {
             let replay = replay(&app, &best).await?;
             let svg = draw(&replay.outcome.unwrap_or_default().samples, &best);
-            app.trajectories
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .insert(id, (best.id, svg.clone()));
+            app.trajectories.lock().insert(id, (best.id, svg.clone()));
             svg
         }
     };

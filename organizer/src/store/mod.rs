@@ -1,0 +1,703 @@
+//! SQLite persistence with exactly one writer.
+//!
+//! Every write goes through one thread that owns the only write connection
+//! and groups whatever has queued up into one transaction ("group commit"),
+//! so "database is locked" cannot happen and thousands of results per second
+//! cost a handful of commits. Callers that must not run ahead of the disk
+//! (a result before the optimizer learns it) wait for the commit's ack.
+//!
+//! The database runs in WAL mode with `synchronous = NORMAL`: a commit
+//! survives the organizer being killed (the OS has the WAL); only a power
+//! loss may lose the last commits.
+//!
+//! # When the disk is full
+//!
+//! A commit that fails for want of space (or any I/O failure that may pass)
+//! loses nothing: the writer keeps every write in order and tries again
+//! every second or so until it lands, and says loudly that it cannot write
+//! meanwhile ([`Store::unwritable`]). Callers that wait for durability
+//! ([`Store::commit`], [`Store::sync`]) wait that long: a result is told to
+//! its run only once it is on disk, so a run pauses while the disk is full
+//! and goes on when space returns. Requests that may be refused instead
+//! ([`Store::commit_or_refuse`]: a new run, a host's registration) get
+//! [`StoreError::Unwritable`] at once, and their write is withdrawn. A write
+//! that fails for any other reason (a bug, never the disk) is isolated and
+//! dropped with an error so that it cannot block the ones behind it.
+//!
+//! # Layout
+//! - this file: the [`Store`] handle (reads, and writes queued to the
+//!   writer), the row types, the schema and its upgrades.
+//! - `writer`: the one writer thread, group commit, the full-disk loop.
+//! - `columns`: how domain values are stored in columns and read back.
+//! - `v0`: the migration from the layout before schema versions.
+
+mod columns;
+mod v0;
+mod writer;
+
+use columns::*;
+use writer::Writer;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::mpsc;
+
+use parking_lot::Mutex;
+
+use rusqlite::{Connection, params};
+use tokio::sync::oneshot;
+use yamor_core::evaluation::{
+    BackendKind, EvaluationJob, EvaluationSpec, Objective, Outcome, RobotSource,
+};
+
+pub use crate::model::JobFilter;
+use crate::model::{Job, JobRequest, JobState, RunSpec, RunState};
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("database {path}: {source}")]
+    Open {
+        path: PathBuf,
+        source: rusqlite::Error,
+    },
+    #[error("database: {0}")]
+    Sql(#[from] rusqlite::Error),
+    #[error("the database writer has stopped")]
+    WriterGone,
+    #[error(
+        "the database cannot be written now ({reason}); nothing acknowledged is lost: \
+         results wait in memory and are saved when it can be written again, and new runs \
+         and registrations are refused until then"
+    )]
+    Unwritable { reason: String },
+    #[error("database write failed: {0}")]
+    Write(String),
+    #[error(
+        "database {path} is an empty file, not a yamor database; refusing to start over on it \
+         (move it away to start a new organizer)"
+    )]
+    EmptyFile { path: PathBuf },
+    #[error(
+        "database {path} is read-only; the organizer records every job in it \
+         (check the file's permissions and that its file system is mounted read-write)"
+    )]
+    ReadOnly { path: PathBuf },
+    #[error(
+        "database {path} has schema version {found}, newer than the {known} this organizer knows: use a newer yamor"
+    )]
+    TooNew {
+        path: PathBuf,
+        found: i64,
+        known: i64,
+    },
+    #[error("database {path}: migrating from version 0: {why}")]
+    Migration { path: PathBuf, why: String },
+    #[error("database: stored {what} is not valid: {why}")]
+    Corrupt { what: String, why: String },
+    #[error("database reader task: {0}")]
+    Task(String),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct HostRow {
+    pub id: u64,
+    pub name: String,
+    pub address: String,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunRow {
+    pub id: u64,
+    pub name: String,
+    pub optimizer: String,
+    /// The resolved settings as JSON.
+    pub settings: String,
+    pub seed: u64,
+    /// The run as requested.
+    pub spec: RunSpec,
+    pub state: RunState,
+    pub evaluations: u64,
+    pub best_velocity: Option<f64>,
+    pub best_parameters: Vec<(String, f64)>,
+    pub error: String,
+    pub started_ms: i64,
+    pub finished_ms: i64,
+    pub elapsed_s: f64,
+}
+
+/// One gait of the gaits database (thesis 7.8.2).
+#[derive(Debug, Clone, PartialEq)]
+pub struct GaitRow {
+    pub id: u64,
+    /// The body key of the morphology it was learnt on.
+    pub body: String,
+    /// yamorconfig XML.
+    pub gait_xml: String,
+    pub orientation: String,
+    pub expected_velocity: f64,
+    pub last_used_ms: i64,
+    /// `(gait in use before a switch to this one, symptom of the switch)`.
+    pub predecessors: Vec<(u64, String)>,
+}
+
+/// A write; applied in submission order.
+#[derive(Debug)]
+pub enum Write {
+    InsertJobs(Vec<Job>),
+    JobStarted {
+        id: u64,
+        attempts: u32,
+        host: String,
+        started_ms: i64,
+    },
+    JobRequeued {
+        id: u64,
+        attempts: u32,
+    },
+    /// Only an open job finishes: a result is never recorded twice.
+    JobFinished {
+        id: u64,
+        state: JobState,
+        tell_seq: Option<u64>,
+        outcome: Option<Box<Outcome>>,
+        error: String,
+        finished_ms: i64,
+    },
+    UpsertHost(HostRow),
+    DeleteHost(u64),
+    InsertRun(Box<RunRow>),
+    UpdateRun {
+        id: u64,
+        state: RunState,
+        evaluations: u64,
+        best_velocity: Option<f64>,
+        best_parameters: Vec<(String, f64)>,
+        error: String,
+        finished_ms: i64,
+        elapsed_s: f64,
+    },
+    /// A new gait; its predecessors too.
+    InsertGait(GaitRow),
+    /// A stored gait was taken into use again.
+    GaitUsed {
+        id: u64,
+        last_used_ms: i64,
+        expected_velocity: f64,
+        /// The gait it replaced and why, when a switch.
+        predecessor: Option<(u64, String)>,
+    },
+    /// Writes nothing; its ack means everything before it is committed
+    /// (or, for a write that failed other than for want of space, dropped
+    /// with an error).
+    Barrier,
+    /// Writes one header field with its own value: how the writer finds out
+    /// whether a full disk has space again when nothing else waits.
+    #[doc(hidden)]
+    Probe,
+    /// `true`: the database may not grow, as on a full disk; `false`: it
+    /// may again. How tests fill the disk: only with the `test-hooks`
+    /// feature, which the organizer's own tests turn on.
+    #[cfg(feature = "test-hooks")]
+    #[doc(hidden)]
+    DiskFull(bool),
+}
+
+/// How a caller waits for its write.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Wait {
+    /// Fire and forget: kept and retried until committed.
+    No,
+    /// Until it is committed, however long the disk stays full.
+    Durable,
+    /// Until it is committed, or refused (and withdrawn) if the database
+    /// cannot be written now.
+    OrRefuse,
+}
+
+struct Envelope {
+    write: Write,
+    wait: Wait,
+    ack: Option<oneshot::Sender<Result<(), StoreError>>>,
+}
+
+impl Envelope {
+    fn answer(&mut self, outcome: Result<(), StoreError>) {
+        if let Some(ack) = self.ack.take() {
+            let _ = ack.send(outcome);
+        }
+    }
+}
+
+/// Why the writer cannot commit, while it cannot; shared with callers.
+type Unwritable = Arc<Mutex<Option<String>>>;
+
+/// Handle to the database: cheap to clone.
+#[derive(Clone)]
+pub struct Store {
+    writes: mpsc::Sender<Envelope>,
+    /// Seconds per group commit, observed by the writer.
+    commit_seconds: prometheus_client::metrics::histogram::Histogram,
+    /// Reads go through their own connection; WAL lets them run beside the writer.
+    reader: Arc<Mutex<Connection>>,
+    unwritable: Unwritable,
+}
+
+/// The schema version this code writes (`PRAGMA user_version`). Version 0
+/// is the layout before versions: protobuf blobs and proto enum numbers;
+/// version 1 had no job objectives.
+pub const SCHEMA_VERSION: i64 = 2;
+
+/// Version 2. States are text; a job's request is columns (the objective,
+/// the robot, the gait XML, parameters and spec as JSON); an outcome is JSON
+/// of core's `Outcome`. Nothing here depends on the wire format.
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS hosts (
+    id INTEGER PRIMARY KEY,
+    name TEXT NOT NULL UNIQUE,
+    address TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS runs (
+    id INTEGER PRIMARY KEY,
+    name TEXT NOT NULL,
+    optimizer TEXT NOT NULL,
+    settings TEXT NOT NULL,
+    seed INTEGER NOT NULL,
+    spec TEXT NOT NULL,
+    state TEXT NOT NULL CHECK (state IN ('running', 'finished', 'stopped', 'failed')),
+    evaluations INTEGER NOT NULL,
+    best_velocity REAL,
+    best_parameters TEXT NOT NULL,
+    error TEXT NOT NULL,
+    started_ms INTEGER NOT NULL,
+    finished_ms INTEGER NOT NULL,
+    elapsed_s REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS jobs (
+    id INTEGER PRIMARY KEY,
+    run_id INTEGER NOT NULL,
+    owner TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    tell_seq INTEGER,
+    state TEXT NOT NULL CHECK (state IN ('queued', 'running', 'done', 'failed', 'cancelled')),
+    robot_kind TEXT NOT NULL CHECK (robot_kind IN ('default', 'example', 'morphology')),
+    robot TEXT NOT NULL,
+    gait_xml TEXT,
+    parameters TEXT NOT NULL,
+    spec TEXT NOT NULL,
+    backend TEXT CHECK (backend IN ('simulation', 'real', 'expression')),
+    max_attempts INTEGER NOT NULL,
+    timeout_s REAL,
+    attempts INTEGER NOT NULL,
+    host TEXT NOT NULL,
+    velocity REAL,
+    outcome TEXT,
+    error TEXT NOT NULL,
+    submitted_ms INTEGER NOT NULL,
+    started_ms INTEGER NOT NULL,
+    finished_ms INTEGER NOT NULL,
+    objective TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX IF NOT EXISTS jobs_by_run ON jobs (run_id, seq);
+CREATE INDEX IF NOT EXISTS jobs_by_state ON jobs (state);
+CREATE TABLE IF NOT EXISTS gaits (
+    id INTEGER PRIMARY KEY,
+    body TEXT NOT NULL,
+    gait_xml TEXT NOT NULL,
+    orientation TEXT NOT NULL,
+    expected_velocity REAL NOT NULL,
+    last_used_ms INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS gaits_by_body ON gaits (body);
+CREATE TABLE IF NOT EXISTS gait_predecessors (
+    gait_id INTEGER NOT NULL REFERENCES gaits (id),
+    predecessor_id INTEGER NOT NULL,
+    symptom TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS predecessors_by_gait ON gait_predecessors (gait_id);
+";
+
+fn open(path: &Path) -> Result<Connection, StoreError> {
+    let wrap = |source| StoreError::Open {
+        path: path.to_owned(),
+        source,
+    };
+    let conn = Connection::open(path).map_err(wrap)?;
+    conn.pragma_update(None, "journal_mode", "WAL")
+        .map_err(wrap)?;
+    conn.pragma_update(None, "synchronous", "NORMAL")
+        .map_err(wrap)?;
+    conn.busy_timeout(std::time::Duration::from_secs(10))
+        .map_err(wrap)?;
+    Ok(conn)
+}
+
+/// Brings the file to [`SCHEMA_VERSION`]: creates an empty one, migrates
+/// an older one in one transaction, refuses a newer one.
+fn upgrade(conn: &mut Connection, path: &Path) -> Result<(), StoreError> {
+    let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+    if version > SCHEMA_VERSION {
+        return Err(StoreError::TooNew {
+            path: path.to_owned(),
+            found: version,
+            known: SCHEMA_VERSION,
+        });
+    }
+    if version == SCHEMA_VERSION {
+        return Ok(());
+    }
+    let tx = conn.transaction()?;
+    let has_jobs: bool = tx.query_row(
+        "SELECT COUNT(*) > 0 FROM sqlite_master WHERE type = 'table' AND name = 'jobs'",
+        [],
+        |r| r.get(0),
+    )?;
+    if version == 1 {
+        // Rows without an objective are read as gaits, or as "any
+        // expression host" for bare problems (see `legacy_objective`).
+        tx.execute_batch("ALTER TABLE jobs ADD COLUMN objective TEXT NOT NULL DEFAULT ''")?;
+    } else if has_jobs {
+        v0::migrate(&tx).map_err(|why| StoreError::Migration {
+            path: path.to_owned(),
+            why,
+        })?;
+    } else {
+        tx.execute_batch(SCHEMA)?;
+    }
+    tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
+    tx.commit()?;
+    Ok(())
+}
+
+impl Store {
+    /// Opens (creating or migrating if needed) the database at `path` and
+    /// starts the writer.
+    pub fn open(path: &Path) -> Result<Store, StoreError> {
+        // SQLite would take a 0-byte file for a new database and serve an
+        // empty organizer over what was probably a lost one.
+        if std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.len() == 0) {
+            return Err(StoreError::EmptyFile {
+                path: path.to_owned(),
+            });
+        }
+        let mut writer = open(path)?;
+        // SQLite opens a file it cannot write read-only, without a word;
+        // every later write would fail.
+        if writer.is_readonly(rusqlite::MAIN_DB)? {
+            return Err(StoreError::ReadOnly {
+                path: path.to_owned(),
+            });
+        }
+        upgrade(&mut writer, path)?;
+        let reader = open(path)?;
+        let (tx, rx) = mpsc::channel::<Envelope>();
+        let commit_seconds = crate::metrics::commit_histogram();
+        let unwritable = Unwritable::default();
+        let writer_state = Writer {
+            conn: writer,
+            commit_seconds: commit_seconds.clone(),
+            unwritable: unwritable.clone(),
+            failing_since: None,
+        };
+        std::thread::Builder::new()
+            .name("yamor-db-writer".into())
+            .spawn(move || writer_state.run(&rx))
+            .expect("spawning the database writer");
+        Ok(Store {
+            writes: tx,
+            commit_seconds,
+            reader: Arc::new(Mutex::new(reader)),
+            unwritable,
+        })
+    }
+
+    /// Why the database cannot be written, while it cannot (a full disk);
+    /// `None` while commits succeed.
+    #[must_use]
+    pub fn unwritable(&self) -> Option<String> {
+        self.unwritable.lock().clone()
+    }
+
+    /// [`StoreError::Unwritable`] while the database cannot be written:
+    /// for requests that should be refused rather than wait.
+    pub fn check_writable(&self) -> Result<(), StoreError> {
+        match self.unwritable() {
+            Some(reason) => Err(StoreError::Unwritable { reason }),
+            None => Ok(()),
+        }
+    }
+
+    /// The group-commit latency histogram (for the metrics registry).
+    #[must_use]
+    pub fn commit_seconds(&self) -> prometheus_client::metrics::histogram::Histogram {
+        self.commit_seconds.clone()
+    }
+
+    /// Queues a write; it lands with the next group commit (or, while the
+    /// disk is full, with the first that succeeds).
+    pub fn write(&self, write: Write) {
+        let envelope = Envelope {
+            write,
+            wait: Wait::No,
+            ack: None,
+        };
+        if self.writes.send(envelope).is_err() {
+            tracing::error!("database writer gone; a write was dropped");
+        }
+    }
+
+    async fn send(&self, write: Write, wait: Wait) -> Result<(), StoreError> {
+        let (ack, done) = oneshot::channel();
+        self.writes
+            .send(Envelope {
+                write,
+                wait,
+                ack: Some(ack),
+            })
+            .map_err(|_| StoreError::WriterGone)?;
+        done.await.unwrap_or(Err(StoreError::WriterGone))
+    }
+
+    /// Queues a write and waits until it is committed, however long the
+    /// database stays unwritable.
+    pub async fn commit(&self, write: Write) -> Result<(), StoreError> {
+        self.send(write, Wait::Durable).await
+    }
+
+    /// Queues a write and waits until it is committed; if the database
+    /// cannot be written now, the write is withdrawn and
+    /// [`StoreError::Unwritable`] returned instead.
+    pub async fn commit_or_refuse(&self, write: Write) -> Result<(), StoreError> {
+        self.send(write, Wait::OrRefuse).await
+    }
+
+    /// Waits until everything queued so far is committed.
+    pub async fn sync(&self) -> Result<(), StoreError> {
+        self.commit(Write::Barrier).await
+    }
+
+    /// [`Store::sync`] for at most `limit`: on the way out, a full disk must
+    /// not hold the process; what is not saved was never told to a run.
+    pub async fn sync_within(&self, limit: std::time::Duration) -> Result<(), StoreError> {
+        match tokio::time::timeout(limit, self.sync()).await {
+            Ok(synced) => synced,
+            Err(_) => Err(StoreError::Unwritable {
+                reason: self
+                    .unwritable()
+                    .unwrap_or_else(|| "it did not answer".into()),
+            }),
+        }
+    }
+
+    /// Waits until everything queued so far is committed, or answers
+    /// [`StoreError::Unwritable`] at once while the database cannot be
+    /// written: for reads that must see every queued write.
+    pub async fn settle(&self) -> Result<(), StoreError> {
+        self.commit_or_refuse(Write::Barrier).await
+    }
+
+    /// Runs a read on the blocking pool: SQLite must not stall the async
+    /// runtime's workers.
+    pub async fn read_async<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&Store) -> Result<T, StoreError> + Send + 'static,
+    ) -> Result<T, StoreError> {
+        let store = self.clone();
+        tokio::task::spawn_blocking(move || f(&store))
+            .await
+            .map_err(|e| StoreError::Task(e.to_string()))?
+    }
+
+    fn read<T>(
+        &self,
+        f: impl FnOnce(&Connection) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        let conn = self.reader.lock();
+        f(&conn)
+    }
+
+    pub fn hosts(&self) -> Result<Vec<HostRow>, StoreError> {
+        self.read(|c| {
+            let mut stmt = c.prepare("SELECT id, name, address FROM hosts ORDER BY id")?;
+            let rows = stmt.query_map([], |r| {
+                Ok(HostRow {
+                    id: r.get::<_, i64>(0)? as u64,
+                    name: r.get(1)?,
+                    address: r.get(2)?,
+                })
+            })?;
+            Ok(rows.collect::<rusqlite::Result<_>>()?)
+        })
+    }
+
+    pub fn runs(&self) -> Result<Vec<RunRow>, StoreError> {
+        self.read(|c| {
+            let mut stmt = c.prepare(&format!("SELECT {RUN_COLUMNS} FROM runs ORDER BY id"))?;
+            let mut rows = stmt.query([])?;
+            let mut out = Vec::new();
+            while let Some(r) = rows.next()? {
+                out.push(run_row(r)?);
+            }
+            Ok(out)
+        })
+    }
+
+    /// Jobs matching a filter, by id.
+    pub fn jobs(&self, filter: &JobFilter) -> Result<Vec<Job>, StoreError> {
+        let mut sql =
+            format!("SELECT {JOB_COLUMNS} FROM jobs WHERE id > ?1 AND (?2 = 0 OR run_id = ?2)");
+        if !filter.states.is_empty() {
+            let list: Vec<String> = filter
+                .states
+                .iter()
+                .map(|s| format!("'{}'", s.as_str()))
+                .collect();
+            sql.push_str(&format!(" AND state IN ({})", list.join(",")));
+        }
+        sql.push_str(if filter.before_id.is_some() {
+            " AND id < ?4 ORDER BY id DESC LIMIT ?3"
+        } else {
+            " AND ?4 >= 0 ORDER BY id LIMIT ?3"
+        });
+        // SQLite integers are i64: ids beyond that do not exist, so clamp
+        // rather than wrap (u64::MAX would read as -1).
+        let clamp = |id: u64| i64::try_from(id).unwrap_or(i64::MAX);
+        let after = clamp(filter.after_id);
+        let before = clamp(filter.before_id.unwrap_or(0));
+        let run = clamp(filter.run_id.unwrap_or(0));
+        let limit = filter.limit.map_or(-1, i64::from);
+        self.read(|c| {
+            let mut stmt = c.prepare(&sql)?;
+            let mut rows = stmt.query(params![after, run, limit, before])?;
+            let mut out = Vec::new();
+            while let Some(r) = rows.next()? {
+                out.push(job_row(r)?);
+            }
+            Ok(out)
+        })
+    }
+
+    pub fn job(&self, id: u64) -> Result<Option<Job>, StoreError> {
+        self.read(|c| {
+            let mut stmt = c.prepare(&format!("SELECT {JOB_COLUMNS} FROM jobs WHERE id = ?1"))?;
+            let mut rows = stmt.query([id as i64])?;
+            match rows.next()? {
+                Some(r) => Ok(Some(job_row(r)?)),
+                None => Ok(None),
+            }
+        })
+    }
+
+    /// Every job of `run_id` its optimizer learnt, in the order it learnt them.
+    pub fn told_jobs(&self, run_id: u64) -> Result<Vec<Job>, StoreError> {
+        let mut jobs = self.jobs(&JobFilter {
+            run_id: Some(run_id),
+            ..JobFilter::default()
+        })?;
+        jobs.retain(|j| j.tell_seq.is_some());
+        jobs.sort_by_key(|j| j.tell_seq);
+        Ok(jobs)
+    }
+
+    /// The fitness of every told job of `run_ids` as `(run_id, tell_seq,
+    /// seq, velocity)` (NaN when it failed), by run and proposal order: the
+    /// values of [`Store::told_jobs`] for many runs in one statement, without
+    /// decoding whole jobs (a page of runs' sparklines).
+    pub fn told_velocities(
+        &self,
+        run_ids: &[u64],
+    ) -> Result<Vec<(u64, u64, u64, f64)>, StoreError> {
+        // Ids beyond i64 do not exist in SQLite.
+        let ids: Vec<i64> = run_ids
+            .iter()
+            .filter_map(|&id| i64::try_from(id).ok())
+            .collect();
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let sql = format!(
+            "SELECT run_id, tell_seq, seq, velocity FROM jobs WHERE tell_seq IS NOT NULL AND run_id IN ({}) ORDER BY run_id, seq, tell_seq",
+            vec!["?"; ids.len()].join(",")
+        );
+        self.read(|c| {
+            let mut stmt = c.prepare(&sql)?;
+            let rows = stmt.query_map(rusqlite::params_from_iter(&ids), |r| {
+                Ok((
+                    r.get::<_, i64>(0)? as u64,
+                    r.get::<_, i64>(1)? as u64,
+                    r.get::<_, i64>(2)? as u64,
+                    // The column is the outcome's velocity (a NaN one reads
+                    // back NULL), NULL without an outcome.
+                    r.get::<_, Option<f64>>(3)?.unwrap_or(f64::NAN),
+                ))
+            })?;
+            Ok(rows.collect::<rusqlite::Result<_>>()?)
+        })
+    }
+
+    /// Every stored gait learnt on `body` (all gaits when `None`), oldest
+    /// first, with their predecessors.
+    pub fn gaits(&self, body: Option<&str>) -> Result<Vec<GaitRow>, StoreError> {
+        self.read(|c| {
+            let mut stmt = c.prepare(
+                "SELECT id, body, gait_xml, orientation, expected_velocity, last_used_ms FROM gaits WHERE ?1 IS NULL OR body = ?1 ORDER BY id",
+            )?;
+            let mut rows = stmt
+                .query_map([body], |r| {
+                    Ok(GaitRow {
+                        id: r.get::<_, i64>(0)? as u64,
+                        body: r.get(1)?,
+                        gait_xml: r.get(2)?,
+                        orientation: r.get(3)?,
+                        expected_velocity: r.get(4)?,
+                        last_used_ms: r.get(5)?,
+                        predecessors: Vec::new(),
+                    })
+                })?
+                .collect::<rusqlite::Result<Vec<_>>>()?;
+            let mut before = c.prepare_cached(
+                "SELECT predecessor_id, symptom FROM gait_predecessors WHERE gait_id = ?1 ORDER BY rowid",
+            )?;
+            for row in &mut rows {
+                row.predecessors = before
+                    .query_map([row.id as i64], |r| {
+                        Ok((r.get::<_, i64>(0)? as u64, r.get::<_, String>(1)?))
+                    })?
+                    .collect::<rusqlite::Result<_>>()?;
+            }
+            Ok(rows)
+        })
+    }
+
+    /// The largest gait id in use.
+    pub fn max_gait_id(&self) -> Result<u64, StoreError> {
+        self.read(|c| Ok(max_id(c, "gaits")?))
+    }
+
+    /// The largest ids in use, so new ids continue after a restart.
+    pub fn max_ids(&self) -> Result<(u64, u64, u64), StoreError> {
+        self.read(|c| Ok((max_id(c, "hosts")?, max_id(c, "runs")?, max_id(c, "jobs")?)))
+    }
+
+    /// Per run, the next tell sequence number (one past the largest stored).
+    pub fn next_tell_seqs(&self) -> Result<Vec<(u64, u64)>, StoreError> {
+        self.read(|c| {
+            let mut stmt = c.prepare(
+                "SELECT run_id, MAX(tell_seq) FROM jobs WHERE run_id > 0 AND tell_seq IS NOT NULL GROUP BY run_id",
+            )?;
+            let rows = stmt.query_map([], |r| {
+                Ok((r.get::<_, i64>(0)? as u64, r.get::<_, i64>(1)? as u64 + 1))
+            })?;
+            Ok(rows.collect::<rusqlite::Result<_>>()?)
+        })
+    }
+}
+
+/// The largest `id` of `table` (one of ours), 0 when it is empty.
+fn max_id(c: &Connection, table: &str) -> rusqlite::Result<u64> {
+    c.query_row(
+        &format!("SELECT COALESCE(MAX(id), 0) FROM {table}"),
+        [],
+        |r| r.get::<_, i64>(0),
+    )
+    .map(|v| v as u64)
+}
