@@ -19,6 +19,9 @@
 //! - [`bench_serial`]: ConnectRobot's time with the real robot's timing.
 //! - [`bench_peers`]: our optimizers on test functions through expression
 //!   hosts, for `bench/peers/run.py` to compare with scipy and pyswarms.
+//! - [`lifelong`]: thesis 7.5's scenarios (transformation, fall, slippery
+//!   ground) driving `yamor_lifelong`'s loop on a local cluster, with plots,
+//!   and `yamor lifelong gaits`.
 
 pub mod bench_cluster;
 pub mod bench_engines;
@@ -26,6 +29,7 @@ pub mod bench_peers;
 pub mod bench_serial;
 pub mod bench_sim;
 pub mod gait_time;
+pub mod lifelong;
 pub mod powell;
 pub mod surface;
 

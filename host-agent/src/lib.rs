@@ -3,10 +3,13 @@
 //! over a serial line (issue 5), or an expression standing in for a robot.
 //!
 //! # Layout
-//! - [`backend`]: the [`Backend`] trait and the domain types of a job.
-//! - `sim` (feature `sim`, on by default): the simulation backend (fresh
-//!   rapier world per evaluation, on a blocking thread, cancellable); a
-//!   real-robot host built without it links no physics engine.
+//! - [`backend`]: the seam: the [`Backend`] trait, the domain types of a
+//!   job, and the session seam a backend may offer (`RobotLink`,
+//!   `Supervisor`, `SessionFactory`).
+//! - `sim` (feature `sim`, on by default): the simulation backend (a fresh
+//!   world per evaluation on the chosen engine, the articulated one by
+//!   default, rapier3d as the reference; on a blocking thread, cancellable);
+//!   a real-robot host built without it links no physics engine.
 //! - [`expr`]: the expression backend: a MathEval expression of the
 //!   parameters, with an optional delay; the zero-cost host for testing and
 //!   benchmarking schedulers and optimizers.
@@ -18,11 +21,13 @@
 //!   [`session::RobotLink`], so the simulator and the serial robot share it;
 //!   it speaks domain types only.
 //! - [`model`]: the session's requests, replies and [`SessionError`].
-//! - [`grpc`]: the `HostAgent` gRPC service and every protobuf conversion;
-//!   the only place that builds a `tonic::Status`; allows one robot
-//!   operation at a time.
+//! - [`grpc`]: the `HostAgent` gRPC service and the protobuf conversions
+//!   of its messages; the only place that builds a `tonic::Status`; allows
+//!   one robot operation at a time.
 //! - [`server`]: serving with token, health and reflection, and the
-//!   registration/heartbeat loop that keeps the host known to its organizer.
+//!   registration/heartbeat loop that keeps the host known to its organizer
+//!   (it builds the three organizer requests, register, heartbeat and
+//!   deregister, itself: they carry no domain type).
 
 pub mod backend;
 pub mod expr;

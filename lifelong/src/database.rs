@@ -1,6 +1,8 @@
 //! The gaits database of thesis 7.8.2, kept in the organizer's SQLite file
-//! beside runs and jobs, so a robot's gaits outlive a session and every
-//! lifelong-learning client of the cluster shares them.
+//! beside runs and jobs, so a robot's gaits outlive a session. It is read
+//! and written in process, through the organizer's store: no RPC serves
+//! it, so clients on other machines do not share it (`yamor lifelong gaits
+//! --db FILE` reads a copy).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 

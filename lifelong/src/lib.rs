@@ -1,10 +1,10 @@
 //! Lifelong learning (thesis chapter 7): keep a modular robot walking while
 //! it breaks, changes shape, falls over and meets new ground.
 //!
-//! Everything of lifelong learning lives here: the decisions (pure, no
-//! transport), the gaits database in the organizer's SQLite file, the loop
-//! that walks a robot on its host and relearns on the cluster, and the
-//! thesis' scenarios on a local cluster.
+//! A library: the decisions (pure, no transport), the gaits database in the
+//! organizer's SQLite file, and the loop that walks a robot on its host and
+//! relearns on the cluster. The thesis' 7.5 scenarios that drive it (with
+//! their command line and plots) are `yamor_experiments::lifelong`.
 //!
 //! # Layout
 //! - [`anomaly`]: the velocity monitor of 7.3 (three CPG periods per
@@ -15,8 +15,6 @@
 //!   mark used.
 //! - [`learning`]: [`Lifelong`](learning::Lifelong), the loop: watch a walking
 //!   robot, reuse stored gaits, relearn on the cluster.
-//! - [`scenarios`]: the 7.5 scenarios (transformation, fall, slippery ground)
-//!   on a [`LocalCluster`](yamor_local::LocalCluster), with plots.
 //!
 //! CPG network construction and the constraints algorithm (7.4) are in
 //! `yamor_core::network`.
@@ -25,4 +23,3 @@ pub mod anomaly;
 pub mod database;
 pub mod gaits;
 pub mod learning;
-pub mod scenarios;

@@ -45,13 +45,7 @@ pub use scheduler::{
 };
 pub use store::Store;
 
-/// Milliseconds since the Unix epoch.
-#[must_use]
-pub fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
-}
+pub use model::now_ms;
 
 /// A loaded organizer: scheduler and runs over one database file.
 #[derive(Clone)]

@@ -379,3 +379,12 @@ pub struct RunEvaluation {
     pub velocity: Option<f64>,
     pub improved: bool,
 }
+
+/// Milliseconds since the Unix epoch: the time stamps of jobs, runs and
+/// gaits.
+#[must_use]
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}

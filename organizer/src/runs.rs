@@ -27,10 +27,10 @@ use yamor_core::evaluation::{BackendKind, EvaluationJob, Objective};
 use yamor_core::optimize::OptimizationConfig;
 use yamor_optimizer_api::{Bound, Optimizer, Outcome, Plugin, PluginInfo, Settings, Space, Step};
 
+use crate::model::now_ms;
 use crate::model::{
     JobRequest, Problem, Run, RunEvaluation, RunEvent, RunSpec, RunState, RunVariant,
 };
-use crate::now_ms;
 use crate::scheduler::{Completion, ScheduleError, Scheduler};
 use crate::store::{RunRow, StoreError, Write};
 

@@ -40,19 +40,19 @@ enum ExperimentCommand {
 #[derive(Subcommand)]
 enum LifelongCommand {
     /// Fig 7.4: the 7.5.1 transformation, a new CPG network, relearning.
-    Transform(yamor_lifelong::scenarios::ScenarioArgs),
+    Transform(yamor_experiments::lifelong::ScenarioArgs),
     /// 7.5.2: a fall onto the back, learning to walk upside down, and back.
-    UpsideDown(yamor_lifelong::scenarios::ScenarioArgs),
+    UpsideDown(yamor_experiments::lifelong::ScenarioArgs),
     /// Slippery ground and back, twice: the second time, stored gaits.
     Ground {
         #[command(flatten)]
-        args: yamor_lifelong::scenarios::ScenarioArgs,
+        args: yamor_experiments::lifelong::ScenarioArgs,
         /// The slippery ground's friction coefficient (the floor's is 0.8).
         #[arg(long, default_value_t = 0.02)]
         slippery: f64,
     },
     /// The gaits database of an organizer's SQLite file (thesis 7.8.2).
-    Gaits(yamor_lifelong::scenarios::GaitsArgs),
+    Gaits(yamor_experiments::lifelong::GaitsArgs),
 }
 
 #[derive(Subcommand)]
@@ -140,7 +140,7 @@ fn main() -> Result<()> {
             .init(),
     }
     use yamor_experiments as ex;
-    use yamor_lifelong::scenarios as life;
+    use yamor_experiments::lifelong as life;
     match cli.command {
         Command::Run(args) => block_on(run::run(args)),
         Command::Experiment(ExperimentCommand::Surface(a)) => block_on(ex::surface::surface(a)),

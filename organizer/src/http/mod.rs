@@ -442,7 +442,7 @@ fn ago(ms: i64) -> String {
     if ms <= 0 {
         return "–".into();
     }
-    let s = (crate::now_ms() - ms).max(0) / 1000;
+    let s = (crate::model::now_ms() - ms).max(0) / 1000;
     match s {
         0..60 => format!("{s} s ago"),
         60..3600 => format!("{} min ago", s / 60),

@@ -46,8 +46,8 @@ use jobs::enqueue;
 pub use jobs::validate;
 
 use crate::metrics::Metrics;
+use crate::model::now_ms;
 use crate::model::{Host, HostInfo, HostState, Job, JobFilter, JobRequest, JobState};
-use crate::now_ms;
 use crate::store::{Store, Write};
 
 /// A boxed future that may move between threads.

@@ -1,5 +1,5 @@
 //! `yamor lifelong …`: the scenarios of thesis 7.5 on the lifelong loop of
-//! [`crate::learning`]. The quadruped walks its learnt gait on a
+//! [`yamor_lifelong::learning`]. The quadruped walks its learnt gait on a
 //! host of its own (virtual time, as fast as the CPU allows) while a local
 //! cluster of simulation hosts stands by for relearning; changes are caused
 //! through the host API, exactly as a client of a remote cluster would.
@@ -16,9 +16,6 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::anomaly::Symptom;
-use crate::database::Gaits;
-use crate::learning::{Adaptation, Event, Known, Lifelong, LifelongSettings};
 use anyhow::{Context, Result};
 use clap::Args;
 use plotters::prelude::*;
@@ -29,6 +26,9 @@ use yamor_core::{Connection, Connector, Morphology, RobotConfig};
 use yamor_host_agent::model::OpenRequest;
 use yamor_host_agent::sim::SimBackend;
 use yamor_host_agent::{HostService, RobotClient};
+use yamor_lifelong::anomaly::Symptom;
+use yamor_lifelong::database::Gaits;
+use yamor_lifelong::learning::{Adaptation, Event, Known, Lifelong, LifelongSettings};
 use yamor_proto::transport::ClientSecurity;
 use yamor_sim::robots::ExampleRobot;
 
