@@ -19,7 +19,7 @@ use anyhow::{Context, Result, bail};
 use clap::Args;
 use rand::{Rng, SeedableRng};
 use serde_json::json;
-use yamor_core::evaluation::EvaluationSpec;
+use yamor_core::evaluation::{EvaluationSpec, planar_velocity};
 use yamor_core::optimize::OptimizationConfig;
 use yamor_core::{Morphology, RobotConfig};
 use yamor_sim::mjcf::{MjcfOptions, to_mjcf};
@@ -277,10 +277,9 @@ fn standing_drift(
     let mut sim = Simulation::new(morphology, settings)?;
     sim.configure(&still)?;
     sim.run_until(2.0);
-    let start = sim.robot_position();
+    let start = sim.robot_sample();
     sim.run_until(seconds);
-    let end = sim.robot_position();
-    Ok(f64::from((end.x - start.x).hypot(end.y - start.y)) / (sim.time() - 2.0))
+    Ok(planar_velocity(&start, &sim.robot_sample()))
 }
 
 /// The control of every actuator of the MJCF model (hinges in module order)

@@ -62,16 +62,6 @@ pub fn write_trajectory_csv(samples: &[Sample], mut out: impl Write) -> std::io:
     Ok(())
 }
 
-fn sample(sim: &Simulation) -> Sample {
-    let p = sim.robot_position();
-    Sample {
-        t: sim.time(),
-        x: f64::from(p.x),
-        y: f64::from(p.y),
-        z: f64::from(p.z),
-    }
-}
-
 /// Builds the robot, configures the gait over SNP at t = 0, walks and
 /// measures as `spec` says. The spec's seed and ground friction (when it
 /// names one) override `settings`; with `repeats > 1` the velocity is the
@@ -171,7 +161,7 @@ fn walk(
     let switch_at = spec.lead_in_seconds();
     let measure_from = switch_at + spec.warmup;
     let mut switched = lead_in.is_none();
-    let mut trajectory = vec![sample(&sim)];
+    let mut trajectory = vec![sim.robot_sample()];
     let mut start = None;
     let mut next_sample = spec.sample_interval;
     while sim.time() + settings.dt / 2.0 <= total {
@@ -185,14 +175,14 @@ fn walk(
         sim.tick();
         on_tick(&sim);
         if start.is_none() && sim.time() + settings.dt / 2.0 >= measure_from {
-            start = Some(sample(&sim));
+            start = Some(sim.robot_sample());
         }
         if sim.time() + settings.dt / 2.0 >= next_sample {
-            trajectory.push(sample(&sim));
+            trajectory.push(sim.robot_sample());
             next_sample += spec.sample_interval.max(settings.dt);
         }
     }
-    let end = sample(&sim);
+    let end = sim.robot_sample();
     if trajectory.last() != Some(&end) {
         trajectory.push(end);
     }

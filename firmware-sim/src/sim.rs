@@ -413,6 +413,19 @@ impl Simulation {
             .expect("the central module always exists")
     }
 
+    /// Where the robot is now, as an evaluation records it (time and
+    /// metres, z up).
+    #[must_use]
+    pub fn robot_sample(&self) -> yamor_core::evaluation::Sample {
+        let p = self.robot_position();
+        yamor_core::evaluation::Sample {
+            t: self.time(),
+            x: f64::from(p.x),
+            y: f64::from(p.y),
+            z: f64::from(p.z),
+        }
+    }
+
     /// How upright the robot is: the world z component of the central
     /// module's own up axis, 1 as assembled, −1 upside down. The gaits
     /// database keys gaits on it (thesis 7.8.2).

@@ -16,7 +16,9 @@ use std::time::Instant;
 use crate::anomaly::{Monitor, Symptom, Verdict, three_periods};
 use crate::gaits::{GaitRecord, Orientation, body_key, candidates};
 use tokio_stream::StreamExt as _;
-use yamor_core::evaluation::{DefectMode, EvaluationSpec, LeadIn, RobotSource, Situation};
+use yamor_core::evaluation::{
+    DefectMode, EvaluationSpec, LeadIn, RobotSource, Sample, Situation, planar_velocity,
+};
 use yamor_core::network::{Limit, plan};
 use yamor_core::{ModuleId, Morphology, RobotConfig};
 use yamor_host_agent::RobotClient;
@@ -41,6 +43,10 @@ pub enum LifelongError {
     Network(#[from] yamor_core::network::NetworkError),
     #[error("a gait: {0}")]
     Config(#[from] yamor_core::XmlError),
+    /// The robot's position was not known at one end of a measurement (the
+    /// tracker lost the LED): no velocity, rather than a distance from 0.
+    #[error("no position of the robot at the {0} of a measurement")]
+    NoPosition(&'static str),
 }
 
 /// How the loop behaves.
@@ -698,11 +704,16 @@ impl Lifelong {
     async fn measure_with_attitude(&mut self) -> Result<(f64, Option<f64>), LifelongError> {
         let a = self.robot.get_state().await?;
         let b = self.robot.sleep(self.window, SleepClock::Virtual).await?;
-        let (from, to) = (
-            a.position.unwrap_or_default(),
-            b.position.unwrap_or_default(),
+        let from = a.position.ok_or(LifelongError::NoPosition("start"))?;
+        let to = b.position.ok_or(LifelongError::NoPosition("end"))?;
+        // Robot time of the session's clock, not the samples' own stamps.
+        let velocity = planar_velocity(
+            &Sample {
+                t: a.elapsed,
+                ..from
+            },
+            &Sample { t: b.elapsed, ..to },
         );
-        let velocity = from.planar_distance(&to) / (b.elapsed - a.elapsed).max(1e-9);
         self.events.push(Event::Measured {
             robot_s: b.elapsed,
             velocity,
