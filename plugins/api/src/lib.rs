@@ -331,7 +331,7 @@ impl Settings {
     ) -> Result<Self, SettingsError> {
         for name in given.keys() {
             if !specs.iter().any(|s| &s.name == name) {
-                return Err(SettingsError::Unknown(name.clone()));
+                return Err(SettingsError::unknown(name, specs));
             }
         }
         let mut values = BTreeMap::new();
@@ -359,7 +359,7 @@ impl Settings {
             let spec = specs
                 .iter()
                 .find(|s| s.name == name.trim())
-                .ok_or_else(|| SettingsError::Unknown(name.trim().to_owned()))?;
+                .ok_or_else(|| SettingsError::unknown(name.trim(), specs))?;
             given.insert(spec.name.clone(), spec.parse(text)?);
         }
         Ok(given)
@@ -402,14 +402,55 @@ impl Settings {
 
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum SettingsError {
-    #[error("unknown setting {0:?}")]
-    Unknown(String),
+    /// A name no setting has; `nearest` is the setting it most likely meant.
+    #[error("unknown setting {name:?}{}; the settings are {}", .nearest.as_ref().map(|n| format!(" (did you mean {n:?}?)")).unwrap_or_default(), .known.join(", "))]
+    Unknown {
+        name: String,
+        nearest: Option<String>,
+        known: Vec<String>,
+    },
     #[error("setting {name}: {why}")]
     Invalid { name: String, why: String },
     #[error("expected name=value, got {0:?}")]
     Syntax(String),
     #[error(transparent)]
     Space(#[from] SpaceError),
+}
+
+impl SettingsError {
+    /// `name` is no setting of `specs`: say which it most likely meant (at
+    /// most a third of its letters off) and list them all.
+    fn unknown(name: &str, specs: &[SettingSpec]) -> Self {
+        let nearest = specs
+            .iter()
+            .map(|s| (edit_distance(name, &s.name), &s.name))
+            .min()
+            .filter(|(d, _)| *d <= name.chars().count().max(3) / 3)
+            .map(|(_, n)| n.clone());
+        SettingsError::Unknown {
+            name: name.to_owned(),
+            nearest,
+            known: specs.iter().map(|s| s.name.clone()).collect(),
+        }
+    }
+}
+
+/// Levenshtein distance, case-insensitive: insertions, deletions and
+/// substitutions of one character each cost one.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let a: Vec<char> = a.to_lowercase().chars().collect();
+    let b: Vec<char> = b.to_lowercase().chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.iter().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let substitute = diagonal + usize::from(ca != cb);
+            diagonal = row[j + 1];
+            row[j + 1] = substitute.min(row[j] + 1).min(diagonal + 1);
+        }
+    }
+    row[b.len()]
 }
 
 /// Who a plugin is and what it can be told (thesis `IOptimizer` properties).
@@ -497,8 +538,19 @@ mod tests {
         ));
         assert!(matches!(
             Settings::parse_pairs(&specs, ["speed=1"]),
-            Err(SettingsError::Unknown(_))
+            Err(SettingsError::Unknown { nearest: None, .. })
         ));
+        let misspelt = Settings::parse_pairs(&specs, ["partciles=4"]).unwrap_err();
+        assert!(
+            matches!(&misspelt, SettingsError::Unknown { nearest: Some(n), .. } if n == "particles"),
+            "{misspelt:?}"
+        );
+        assert!(
+            misspelt.to_string().starts_with(
+                r#"unknown setting "partciles" (did you mean "particles"?); the settings are "#
+            ),
+            "{misspelt}"
+        );
         assert!(matches!(
             Settings::parse_pairs(&specs, ["particles"]),
             Err(SettingsError::Syntax(_))

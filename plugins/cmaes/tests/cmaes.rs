@@ -472,7 +472,7 @@ fn settings_are_typed_and_checked() {
     }
     assert!(matches!(
         Settings::parse_pairs(specs, ["speed=1"]),
-        Err(SettingsError::Unknown(_))
+        Err(SettingsError::Unknown { .. })
     ));
     // population = 1 passes the integer range but not the plugin.
     let one: BTreeMap<String, SettingValue> =

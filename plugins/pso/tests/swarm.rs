@@ -390,7 +390,7 @@ fn settings_are_declared_with_defaults_and_validated() {
     }
     assert!(matches!(
         resolve(&[("speed", SettingValue::Int(1))]),
-        Err(SettingsError::Unknown(_))
+        Err(SettingsError::Unknown { .. })
     ));
 
     let given = Settings::parse_pairs(
