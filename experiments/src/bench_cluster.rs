@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use yamor_core::evaluation::Objective;
+use yamor_core::evaluation::{BackendKind, EvaluationJob, Objective};
 
 use anyhow::{Result, bail};
 use clap::Args;
@@ -12,8 +12,8 @@ use yamor_host_agent::expr::ExprBackend;
 use yamor_proto::transport::ClientSecurity;
 
 use yamor_local::LocalCluster;
-use yamor_organizer::model::{ParameterBound, Problem, RunSpec};
-use yamor_proto::v1 as pb;
+use yamor_organizer::OrganizerClient;
+use yamor_organizer::model::{JobRequest, ParameterBound, Problem, RunSpec};
 
 #[derive(Args)]
 pub struct BenchClusterArgs {
@@ -54,47 +54,32 @@ async fn cluster(
     Ok(LocalCluster::start_with(hosts, &dir.join("yamor.db"), |_| Ok(backend.clone())).await?)
 }
 
-fn xy(x: f64, y: f64) -> Vec<pb::Parameter> {
-    vec![
-        pb::Parameter {
-            name: "x".into(),
-            value: x,
+/// A job evaluating [`XY`] at `(x, y)` on an expression host.
+fn xy_job(x: f64, y: f64) -> JobRequest {
+    JobRequest {
+        job: EvaluationJob {
+            parameters: vec![("x".into(), x), ("y".into(), y)],
+            objective: Objective::Expression(XY.into()),
+            ..Default::default()
         },
-        pb::Parameter {
-            name: "y".into(),
-            value: y,
-        },
-    ]
+        backend: Some(BackendKind::Expression),
+        ..Default::default()
+    }
 }
 
 async fn throughput(hosts: usize, jobs: usize) -> Result<f64> {
     let c = cluster(hosts, XY, Duration::ZERO, &format!("tp{hosts}")).await?;
     let mut events = c.organizer.scheduler.subscribe_jobs();
-    let mut client = yamor_proto::v1::organizer_client::OrganizerClient::new(
-        yamor_proto::transport::channel(&c.url, &ClientSecurity::default())?,
-    );
+    let client = OrganizerClient::new(&c.url, &ClientSecurity::default())?;
     let started = Instant::now();
     let submitter = tokio::spawn(async move {
         let mut sent = 0;
         while sent < jobs {
             let n = (jobs - sent).min(500);
-            let batch = (0..n)
-                .map(|i| pb::JobRequest {
-                    job: Some(pb::EvaluationJob {
-                        parameters: xy((sent + i) as f64 * 1e-4, 0.0),
-                        objective: format!("expr:{XY}"),
-                        ..Default::default()
-                    }),
-                    backend: pb::Backend::Expression as i32,
-                    ..Default::default()
-                })
+            let batch: Vec<JobRequest> = (0..n)
+                .map(|i| xy_job((sent + i) as f64 * 1e-4, 0.0))
                 .collect();
-            client
-                .submit_jobs(pb::SubmitJobsRequest {
-                    jobs: batch,
-                    owner: "bench".into(),
-                })
-                .await?;
+            client.submit_jobs("bench", &batch).await?;
             sent += n;
         }
         anyhow::Ok(())

@@ -417,3 +417,47 @@ async fn one_odd_stored_job_does_not_break_the_listing() {
         "shown as it was stored"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn jobs_submitted_through_the_client_come_back_under_their_ids() {
+    let (client, organizer) = organizer("client-submit").await;
+    let address = serve_host(
+        "expr",
+        Arc::new(ExprBackend::new("x + 1", Duration::ZERO).unwrap()),
+    )
+    .await;
+    client.register_host("expr", &address).await.unwrap();
+    let job = |x: f64| yamor_organizer::model::JobRequest {
+        job: yamor_core::evaluation::EvaluationJob {
+            parameters: vec![("x".into(), x)],
+            objective: Objective::Expression("x + 1".into()),
+            ..Default::default()
+        },
+        backend: Some(yamor_core::evaluation::BackendKind::Expression),
+        ..Default::default()
+    };
+    let mut events = organizer.scheduler.subscribe_jobs();
+    let ids = client
+        .submit_jobs("script", &[job(1.0), job(2.0), job(3.0)])
+        .await
+        .unwrap();
+    assert_eq!(ids.len(), 3);
+    let mut values = std::collections::BTreeMap::new();
+    while values.len() < 3 {
+        let e = tokio::time::timeout(Duration::from_secs(20), events.recv())
+            .await
+            .expect("the jobs end")
+            .unwrap();
+        if e.state == JobState::Done {
+            values.insert(e.id, e.velocity().unwrap());
+        }
+    }
+    assert_eq!(
+        ids.iter().map(|id| values[id]).collect::<Vec<_>>(),
+        [2.0, 3.0, 4.0]
+    );
+    assert_eq!(
+        client.list_jobs(&JobFilter::default(), true).await.unwrap()[0].owner,
+        "script"
+    );
+}

@@ -13,9 +13,10 @@ use yamor_proto::v1 as pb;
 use yamor_proto::v1::organizer_client::OrganizerClient as PbClient;
 
 use super::convert::{
-    host_from_pb, job_from_pb, optimizer_from_pb, run_event_from_pb, run_from_pb, run_spec_to_pb,
+    host_from_pb, job_from_pb, job_request_to_pb, optimizer_from_pb, run_event_from_pb,
+    run_from_pb, run_spec_to_pb,
 };
-use crate::model::{Host, Job, JobFilter, Run, RunEvent, RunSpec, RunVariant};
+use crate::model::{Host, Job, JobFilter, JobRequest, Run, RunEvent, RunSpec, RunVariant};
 
 /// A failed call, said so that the user knows what to do next.
 #[derive(Debug, thiserror::Error)]
@@ -105,6 +106,25 @@ impl OrganizerClient {
             .host
             .map(host_from_pb)
             .ok_or_else(|| ClientError::BadReply("no host in the registration".into()))
+    }
+
+    /// Queues `jobs` outside any run, fairly shared as `owner`'s; returns
+    /// their ids, in order, once they are durable.
+    pub async fn submit_jobs(
+        &self,
+        owner: &str,
+        jobs: &[JobRequest],
+    ) -> Result<Vec<u64>, ClientError> {
+        let reply = self
+            .inner
+            .clone()
+            .submit_jobs(pb::SubmitJobsRequest {
+                jobs: jobs.iter().map(job_request_to_pb).collect(),
+                owner: owner.to_owned(),
+            })
+            .await
+            .map_err(|s| self.error(s))?;
+        Ok(reply.into_inner().job_ids)
     }
 
     /// Removes a host by id or, when `host` is not a number, by name.
