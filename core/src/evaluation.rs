@@ -355,6 +355,22 @@ impl BackendKind {
             BackendKind::Expression => "expression",
         }
     }
+
+    /// The short name people type and tables show: `sim`, `real`, `expr`.
+    #[must_use]
+    pub const fn short(self) -> &'static str {
+        match self {
+            BackendKind::Simulation => "sim",
+            BackendKind::Real => "real",
+            BackendKind::Expression => "expr",
+        }
+    }
+
+    /// The kind whose [`short`](Self::short) name is `text`.
+    #[must_use]
+    pub fn from_short(text: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|k| k.short() == text)
+    }
 }
 
 /// What one evaluation measured. The fitness is `velocity`, and optimizers

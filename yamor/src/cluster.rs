@@ -305,12 +305,7 @@ pub enum HostsCommand {
 }
 
 fn backend_name(kind: Option<BackendKind>) -> &'static str {
-    match kind {
-        Some(BackendKind::Simulation) => "sim",
-        Some(BackendKind::Real) => "real",
-        Some(BackendKind::Expression) => "expr",
-        None => "?",
-    }
+    kind.map_or("?", BackendKind::short)
 }
 
 /// Prints `value` as pretty JSON on stdout.
@@ -442,15 +437,15 @@ pub struct RunOptions {
     pub name: Option<String>,
     /// Which hosts evaluate: sim (default for gaits), real (robots on a
     /// serial line) or expr (default for bare parameters).
-    #[arg(long, value_enum)]
-    pub on: Option<HostKind>,
+    #[arg(long, value_parser = host_kind())]
+    pub on: Option<BackendKind>,
 }
 
-#[derive(Clone, Copy, clap::ValueEnum)]
-pub enum HostKind {
-    Sim,
-    Real,
-    Expr,
+/// `--on`'s values: the kinds' short names.
+fn host_kind() -> impl clap::builder::TypedValueParser<Value = BackendKind> {
+    use clap::builder::TypedValueParser as _;
+    clap::builder::PossibleValuesParser::new(BackendKind::ALL.map(BackendKind::short))
+        .map(|text| BackendKind::from_short(&text).expect("one of the possible values"))
 }
 
 fn parse_settings(pairs: &[String]) -> Result<BTreeMap<String, String>> {
@@ -502,11 +497,7 @@ impl RunOptions {
                 seed: self.seed,
                 ..EvaluationSpec::default()
             },
-            backend: self.on.map(|on| match on {
-                HostKind::Sim => BackendKind::Simulation,
-                HostKind::Real => BackendKind::Real,
-                HostKind::Expr => BackendKind::Expression,
-            }),
+            backend: self.on,
             max_evaluations: self.budget.unwrap_or(budget),
             objective: Objective::parse(self.objective.as_deref().unwrap_or_default()),
             max_seconds: self.time,

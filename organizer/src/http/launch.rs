@@ -21,7 +21,12 @@ use crate::model::{ParameterBound, Problem, RunSpec, RunVariant, parse_setting_l
 use crate::runs::MAX_BATCH_VARIANTS;
 
 /// The form's host kinds, as `on` sends them.
-const HOST_KINDS: [&str; 4] = ["any", "sim", "real", "expr"];
+const HOST_KINDS: [&str; 4] = [
+    "any",
+    BackendKind::Simulation.short(),
+    BackendKind::Real.short(),
+    BackendKind::Expression.short(),
+];
 
 /// The submitted form: field name to text (repeated names keep the last).
 type Fields = BTreeMap<String, String>;
@@ -126,15 +131,12 @@ fn run_spec(app: &App, plugin: &PluginInfo, fields: &Fields) -> Result<RunSpec, 
         backend: match field(fields, "on") {
             // Scripts may leave it out.
             "" | "any" => None,
-            "sim" => Some(BackendKind::Simulation),
-            "real" => Some(BackendKind::Real),
-            "expr" => Some(BackendKind::Expression),
-            other => {
-                return Err(format!(
+            other => Some(BackendKind::from_short(other).ok_or_else(|| {
+                format!(
                     "hosts: {other:?} is not a host kind; choose one of {}",
                     HOST_KINDS.join(", ")
-                ));
-            }
+                )
+            })?),
         },
         max_evaluations: number(fields, "budget", 0)?,
         max_seconds: number(fields, "time", 0.0)?,
