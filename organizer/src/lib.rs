@@ -28,6 +28,7 @@ pub mod model;
 pub mod runs;
 pub mod scheduler;
 pub mod store;
+pub mod text;
 
 use std::future::Future;
 use std::path::Path;

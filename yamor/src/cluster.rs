@@ -14,8 +14,8 @@ use yamor_host_agent::expr::ExprBackend;
 use yamor_host_agent::serial::SerialSettings;
 use yamor_host_agent::sim::SimBackend;
 use yamor_host_agent::{Backend, HostOptions, HostServer};
-use yamor_organizer::model::{Host, Job, JobFilter, Problem, Run, RunSpec, RunState, RunVariant};
-use yamor_organizer::{Organizer, SchedulerConfig};
+use yamor_organizer::model::{JobFilter, Problem, Run, RunSpec, RunState, RunVariant};
+use yamor_organizer::{Organizer, SchedulerConfig, text};
 
 use crate::net::{ClientOpts, ServerOpts, shutdown_signal};
 
@@ -304,31 +304,12 @@ pub enum HostsCommand {
     },
 }
 
-fn backend_name(kind: Option<BackendKind>) -> &'static str {
-    kind.map_or("?", BackendKind::short)
-}
-
 /// Prints `value` as pretty JSON on stdout.
 fn print_json(value: &serde_json::Value) {
     println!(
         "{}",
         serde_json::to_string_pretty(value).expect("JSON values serialise")
     );
-}
-
-fn host_json(h: &Host) -> serde_json::Value {
-    serde_json::json!({
-        "id": h.id,
-        "name": h.name,
-        "address": h.address,
-        "backend": backend_name(h.backend),
-        "robot": h.robot,
-        "state": h.state.as_str(),
-        "current_job": (h.current_job > 0).then_some(h.current_job),
-        "last_seen_s": h.last_seen.as_secs_f64(),
-        "evaluations": h.evaluations,
-        "failures": h.failures,
-    })
 }
 
 pub async fn hosts(client: ClientOpts, command: HostsCommand) -> Result<()> {
@@ -339,36 +320,18 @@ pub async fn hosts(client: ClientOpts, command: HostsCommand) -> Result<()> {
             // leaves its one-line error and no table header.
             let hosts = organizer.list_hosts().await?;
             if client.json {
-                print_json(&hosts.iter().map(host_json).collect());
+                print_json(&hosts.iter().map(text::host_json).collect());
                 return Ok(());
             }
-            println!(
-                "{:>4}  {:<28} {:<5} {:<6} {:>7} {:>9} {:>8} {:>8}  robot",
-                "id", "name", "kind", "state", "job", "seen (s)", "evals", "failures"
-            );
-            for h in hosts {
-                println!(
-                    "{:>4}  {:<28} {:<5} {:<6} {:>7} {:>9.1} {:>8} {:>8}  {}",
-                    h.id,
-                    h.name,
-                    backend_name(h.backend),
-                    h.state.as_str(),
-                    if h.current_job == 0 {
-                        "-".to_owned()
-                    } else {
-                        h.current_job.to_string()
-                    },
-                    h.last_seen.as_secs_f64(),
-                    h.evaluations,
-                    h.failures,
-                    h.robot
-                );
+            println!("{}", text::host_header());
+            for h in &hosts {
+                println!("{}", text::host_row(h));
             }
         }
         HostsCommand::Add { address, name } => {
             let host = organizer.register_host(&name, &address).await?;
             if client.json {
-                print_json(&host_json(&host));
+                print_json(&text::host_json(&host));
             } else {
                 println!(
                     "added host {} ({}) as id {}",
@@ -548,45 +511,12 @@ pub enum OptimizeCommand {
 }
 
 pub fn print_run(r: &Run) {
-    println!(
-        "{:>4}  {:<20} {:<8} {:<9} {:>7} {:>12} {:>8.1}s  {}",
-        r.id,
-        r.name,
-        r.optimizer,
-        r.state.as_str(),
-        r.evaluations,
-        r.best_velocity
-            .map_or("-".to_owned(), |v| format!("{:.4}", v)),
-        r.elapsed_s,
-        r.error
-    );
-}
-
-fn run_json(r: &Run) -> serde_json::Value {
-    serde_json::json!({
-        "id": r.id,
-        "name": r.name,
-        "optimizer": r.optimizer,
-        "settings": r.settings,
-        "seed": r.seed,
-        "state": r.state.as_str(),
-        "evaluations": r.evaluations,
-        "max_evaluations": r.max_evaluations,
-        "max_seconds": r.max_seconds,
-        "best": r.best_velocity,
-        "best_parameters": r.best_parameters.iter()
-            .map(|(name, value)| serde_json::json!({"name": name, "value": value}))
-            .collect::<Vec<_>>(),
-        "error": r.error,
-        "started_ms": r.started_ms,
-        "finished_ms": r.finished_ms,
-        "elapsed_s": r.elapsed_s,
-    })
+    println!("{}", text::run_row(r));
 }
 
 fn started(client: &ClientOpts, runs: &[Run]) {
     if client.json {
-        print_json(&runs.iter().map(run_json).collect());
+        print_json(&runs.iter().map(text::run_json).collect());
     } else {
         for r in runs {
             println!("started run {} ({})", r.id, r.name);
@@ -626,13 +556,10 @@ pub async fn optimize(client: ClientOpts, command: OptimizeCommand) -> Result<()
         OptimizeCommand::List => {
             let runs = organizer.list_runs().await?;
             if client.json {
-                print_json(&runs.iter().map(run_json).collect());
+                print_json(&runs.iter().map(text::run_json).collect());
                 return Ok(());
             }
-            println!(
-                "{:>4}  {:<20} {:<8} {:<9} {:>7} {:>12} {:>9}",
-                "id", "name", "plugin", "state", "evals", "best (m/s)", "time"
-            );
+            println!("{}", text::run_header());
             for r in runs {
                 print_run(&r);
             }
@@ -640,38 +567,11 @@ pub async fn optimize(client: ClientOpts, command: OptimizeCommand) -> Result<()
         OptimizeCommand::Show { run } => {
             let r = organizer.get_run(run).await?;
             if client.json {
-                print_json(&run_json(&r));
+                print_json(&text::run_json(&r));
                 return Ok(());
             }
-            let budget = if r.max_evaluations > 0 {
-                format!(" of {}", r.max_evaluations)
-            } else {
-                String::new()
-            };
-            println!(
-                "run {} ({}): {} with {}, seed {}",
-                r.id,
-                r.name,
-                r.state.as_str(),
-                r.optimizer,
-                r.seed
-            );
-            println!(
-                "  {} evaluations{budget} in {:.1} s",
-                r.evaluations, r.elapsed_s
-            );
-            let settings: Vec<String> =
-                r.settings.iter().map(|(k, v)| format!("{k}={v}")).collect();
-            println!("  settings {}", settings.join(" "));
-            match r.best_velocity {
-                Some(v) => println!("  best {v:.6}"),
-                None => println!("  no result yet"),
-            }
-            for (name, value) in &r.best_parameters {
-                println!("    {name:<16} {value:.6}");
-            }
-            if !r.error.is_empty() {
-                println!("  error: {}", r.error);
+            for line in text::run_details(&r) {
+                println!("{line}");
             }
         }
         OptimizeCommand::Best { run, params } => {
@@ -681,7 +581,7 @@ pub async fn optimize(client: ClientOpts, command: OptimizeCommand) -> Result<()
             }
             if params || client.json {
                 if client.json {
-                    print_json(&run_json(&r)["best_parameters"]);
+                    print_json(&text::run_json(&r)["best_parameters"]);
                 } else {
                     for (name, value) in &r.best_parameters {
                         println!("{name} {value}");
@@ -769,46 +669,6 @@ pub enum JobsCommand {
     },
 }
 
-fn job_json(j: &Job) -> serde_json::Value {
-    serde_json::json!({
-        "id": j.id,
-        "run": (j.run_id > 0).then_some(j.run_id),
-        "index": j.seq,
-        "owner": j.owner,
-        "state": j.state.as_str(),
-        "attempts": j.attempts,
-        "host": j.host,
-        "value": j.velocity(),
-        "parameters": j.request.job.parameters.iter()
-            .map(|(name, value)| serde_json::json!({"name": name, "value": value}))
-            .collect::<Vec<_>>(),
-        "error": j.error,
-        "submitted_ms": j.submitted_ms,
-        "started_ms": j.started_ms,
-        "finished_ms": j.finished_ms,
-    })
-}
-
-fn print_job(j: &Job) {
-    println!(
-        "{:>7} {:>5} {:<10} {:>3} {:<28} {:>12}  {}",
-        j.id,
-        j.run_id,
-        j.state.as_str(),
-        j.attempts,
-        j.host,
-        j.velocity().map_or("-".to_owned(), |v| format!("{v:.5}")),
-        j.error
-    );
-}
-
-fn print_job_header() {
-    println!(
-        "{:>7} {:>5} {:<10} {:>3} {:<28} {:>12}  error",
-        "id", "run", "state", "try", "host", "value"
-    );
-}
-
 pub async fn jobs(client: ClientOpts, command: JobsCommand) -> Result<()> {
     let organizer = client.organizer()?;
     match command {
@@ -825,11 +685,11 @@ pub async fn jobs(client: ClientOpts, command: JobsCommand) -> Result<()> {
             let more = jobs.len() > limit as usize;
             jobs.truncate(limit as usize);
             if client.json {
-                print_json(&jobs.iter().map(job_json).collect());
+                print_json(&jobs.iter().map(text::job_json).collect());
             } else {
-                print_job_header();
+                println!("{}", text::job_header());
                 for j in &jobs {
-                    print_job(j);
+                    println!("{}", text::job_row(j));
                 }
             }
             if let (true, Some(oldest)) = (more, jobs.last()) {
@@ -847,15 +707,15 @@ pub async fn jobs(client: ClientOpts, command: JobsCommand) -> Result<()> {
         JobsCommand::Watch { run, job } => {
             let mut stream = organizer.watch_jobs(run, job, true).await?;
             if !client.json {
-                print_job_header();
+                println!("{}", text::job_header());
             }
             while let Some(j) = stream.next().await {
                 let j = j?;
                 if client.json {
                     // One object per line: a stream has no end to close an array.
-                    println!("{}", job_json(&j));
+                    println!("{}", text::job_json(&j));
                 } else {
-                    print_job(&j);
+                    println!("{}", text::job_row(&j));
                 }
             }
         }
