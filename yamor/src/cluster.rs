@@ -534,84 +534,19 @@ pub async fn optimize(client: ClientOpts, command: OptimizeCommand) -> Result<()
             started(&client, &[run]);
         }
         OptimizeCommand::Batch { spec, variant } => {
-            let variants = variant
-                .iter()
-                .enumerate()
-                .map(|(i, v)| {
-                    Ok(RunVariant {
-                        // The organizer names each after its settings.
-                        name: String::new(),
-                        settings: yamor_organizer::model::parse_setting_list(v)
-                            .map_err(|e| anyhow::anyhow!("--variant {v:?}: {e}"))?,
-                        seed: spec.options.seed + i as u64,
-                    })
-                })
-                .collect::<Result<Vec<_>>>()?;
             let base = spec.options.spec(&spec.robot, 0)?;
+            let variants = batch_variants(&variant, spec.options.seed)?;
             started(
                 &client,
                 &organizer.batch_start_runs(&base, &variants).await?,
             );
         }
-        OptimizeCommand::List => {
-            let runs = organizer.list_runs().await?;
-            if client.json {
-                print_json(&runs.iter().map(text::run_json).collect());
-                return Ok(());
-            }
-            println!("{}", text::run_header());
-            for r in runs {
-                print_run(&r);
-            }
-        }
-        OptimizeCommand::Show { run } => {
-            let r = organizer.get_run(run).await?;
-            if client.json {
-                print_json(&text::run_json(&r));
-                return Ok(());
-            }
-            for line in text::run_details(&r) {
-                println!("{line}");
-            }
-        }
+        OptimizeCommand::List => list_runs(&client, &organizer.list_runs().await?),
+        OptimizeCommand::Show { run } => show_run(&client, &organizer.get_run(run).await?),
         OptimizeCommand::Best { run, params } => {
-            let r = organizer.get_run(run).await?;
-            if r.best_velocity.is_none() {
-                bail!("run {run} has no result yet");
-            }
-            if params || client.json {
-                if client.json {
-                    print_json(&text::run_json(&r)["best_parameters"]);
-                } else {
-                    for (name, value) in &r.best_parameters {
-                        println!("{name} {value}");
-                    }
-                }
-            } else if r.best_gait_xml.is_empty() {
-                bail!("run {run} optimizes bare parameters, not a gait: use --params");
-            } else {
-                print!("{}", r.best_gait_xml);
-            }
+            best(&client, &organizer.get_run(run).await?, params)?
         }
-        OptimizeCommand::Optimizers => {
-            let optimizers = organizer.list_optimizers().await?;
-            if client.json {
-                print_json(&serde_json::to_value(&optimizers)?);
-                return Ok(());
-            }
-            for o in optimizers {
-                println!(
-                    "{} {} by {}: {}",
-                    o.name, o.version, o.author, o.description
-                );
-                for s in o.settings {
-                    println!(
-                        "    {:<16} default {:<10} {}",
-                        s.name, s.default, s.description
-                    );
-                }
-            }
-        }
+        OptimizeCommand::Optimizers => list_optimizers(&client, &organizer).await?,
         OptimizeCommand::Stop { run } => {
             let r = organizer.stop_run(run).await?;
             if r.state == RunState::Running {
@@ -624,23 +559,109 @@ pub async fn optimize(client: ClientOpts, command: OptimizeCommand) -> Result<()
                 );
             }
         }
-        OptimizeCommand::Watch { run } => {
-            let interrupt = crate::net::interrupt()?;
-            let events = organizer
-                .watch_run(run)
-                .await?
-                .map(|event| event.map_err(yamor_local::LocalError::from));
-            let seen = yamor_local::progress::follow_run(Box::pin(events), interrupt).await?;
-            if seen.state == RunState::Running {
-                // Interrupted: the run goes on; show where it is now.
-                eprintln!(
-                    "stopped watching; run {run} goes on (`yamor optimize stop {run}` stops it)"
-                );
-                print_run(&organizer.get_run(run).await.unwrap_or(seen));
-            } else {
-                print_run(&seen);
-            }
+        OptimizeCommand::Watch { run } => watch(&organizer, run).await?,
+    }
+    Ok(())
+}
+
+/// One variant per `--variant`, named by the organizer after its settings;
+/// seeds count up from `seed`.
+fn batch_variants(variants: &[String], seed: u64) -> Result<Vec<RunVariant>> {
+    variants
+        .iter()
+        .enumerate()
+        .map(|(i, v)| {
+            Ok(RunVariant {
+                name: String::new(),
+                settings: yamor_organizer::model::parse_setting_list(v)
+                    .map_err(|e| anyhow::anyhow!("--variant {v:?}: {e}"))?,
+                seed: seed + i as u64,
+            })
+        })
+        .collect()
+}
+
+fn list_runs(client: &ClientOpts, runs: &[Run]) {
+    if client.json {
+        print_json(&runs.iter().map(text::run_json).collect());
+        return;
+    }
+    println!("{}", text::run_header());
+    for r in runs {
+        print_run(r);
+    }
+}
+
+fn show_run(client: &ClientOpts, r: &Run) {
+    if client.json {
+        print_json(&text::run_json(r));
+        return;
+    }
+    for line in text::run_details(r) {
+        println!("{line}");
+    }
+}
+
+/// The best gait's XML, or with `params` its parameters.
+fn best(client: &ClientOpts, r: &Run, params: bool) -> Result<()> {
+    if r.best_velocity.is_none() {
+        bail!("run {} has no result yet", r.id);
+    }
+    if client.json {
+        print_json(&text::run_json(r)["best_parameters"]);
+    } else if params {
+        for (name, value) in &r.best_parameters {
+            println!("{name} {value}");
         }
+    } else if r.best_gait_xml.is_empty() {
+        bail!(
+            "run {} optimizes bare parameters, not a gait: use --params",
+            r.id
+        );
+    } else {
+        print!("{}", r.best_gait_xml);
+    }
+    Ok(())
+}
+
+async fn list_optimizers(
+    client: &ClientOpts,
+    organizer: &yamor_organizer::OrganizerClient,
+) -> Result<()> {
+    let optimizers = organizer.list_optimizers().await?;
+    if client.json {
+        print_json(&serde_json::to_value(&optimizers)?);
+        return Ok(());
+    }
+    for o in optimizers {
+        println!(
+            "{} {} by {}: {}",
+            o.name, o.version, o.author, o.description
+        );
+        for s in o.settings {
+            println!(
+                "    {:<16} default {:<10} {}",
+                s.name, s.default, s.description
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Follows a run until it ends or Ctrl-C; an interrupted watch leaves the
+/// run going and shows where it is.
+async fn watch(organizer: &yamor_organizer::OrganizerClient, run: u64) -> Result<()> {
+    let interrupt = crate::net::interrupt()?;
+    let events = organizer
+        .watch_run(run)
+        .await?
+        .map(|event| event.map_err(yamor_local::LocalError::from));
+    let seen = yamor_local::progress::follow_run(Box::pin(events), interrupt).await?;
+    if seen.state == RunState::Running {
+        eprintln!("stopped watching; run {run} goes on (`yamor optimize stop {run}` stops it)");
+        print_run(&organizer.get_run(run).await.unwrap_or(seen));
+    } else {
+        print_run(&seen);
     }
     Ok(())
 }
