@@ -15,11 +15,13 @@
 //!   resume, best-so-far events) over the plugin API.
 //! - [`http`]: the dashboard and `/metrics` over HTTP (axum).
 //! - [`metrics`]: the Prometheus registry the scheduler, store and runs feed.
+//! - [`text`]: hosts, runs and jobs as table rows and JSON documents.
 //! - [`grpc`]: the `Organizer` gRPC service, the gRPC host client, and every
 //!   conversion between protobuf and the domain; the only place that knows
 //!   the wire.
 //! - [`Organizer`] and [`serve`]: wiring and serving with token, health and
-//!   reflection; graceful shutdown by an injected future.
+//!   reflection; graceful shutdown by an injected future (which also stops
+//!   the scheduler sending jobs, at once).
 
 pub mod grpc;
 pub mod http;
