@@ -48,6 +48,8 @@ pub struct LocalCluster {
     pub dashboard: String,
     stop: tokio::sync::watch::Sender<bool>,
     server: tokio::task::JoinHandle<Result<(), yamor_proto::transport::TransportError>>,
+    /// The hosts' serving tasks: each halts its robot on the way out.
+    hosts: Vec<HostTask>,
 }
 
 impl LocalCluster {
@@ -96,10 +98,12 @@ impl LocalCluster {
             crate::dashboard_options(None),
             stopped(stop_rx.clone()),
         ));
+        let mut host_tasks = Vec::with_capacity(hosts);
         for index in 0..hosts {
             let name = format!("local-{}", index + 1);
             let service = Arc::new(HostService::new(name.clone(), backend(index)?));
-            let (address, _) = serve_host(service, stopped(stop_rx.clone())).await?;
+            let (address, task) = serve_host(service, stopped(stop_rx.clone())).await?;
+            host_tasks.push(task);
             organizer.scheduler.register_host(&name, &address).await?;
             let registration = Registration {
                 organizer: organizer_url.clone(),
@@ -119,6 +123,7 @@ impl LocalCluster {
             dashboard,
             stop,
             server,
+            hosts: host_tasks,
         })
     }
 
@@ -156,7 +161,15 @@ impl LocalCluster {
 
     pub async fn shutdown(self) {
         let _ = self.stop.send(true);
-        let _ = tokio::time::timeout(Duration::from_secs(5), self.server).await;
+        // The hosts too: each halts its robot before its task ends, and a
+        // runtime dropped meanwhile would cancel that halt half-way.
+        let _ = tokio::time::timeout(Duration::from_secs(5), async {
+            let _ = self.server.await;
+            for host in self.hosts {
+                let _ = host.await;
+            }
+        })
+        .await;
     }
 }
 
