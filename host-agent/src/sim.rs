@@ -253,10 +253,14 @@ impl Backend for SimBackend {
         self.name.clone()
     }
 
-    fn evaluate(&self, job: Job, cancel: CancelFlag) -> BoxFuture<'_, Result<Outcome, HostError>> {
+    fn evaluate(
+        &self,
+        mut job: Job,
+        cancel: CancelFlag,
+    ) -> BoxFuture<'_, Result<Outcome, HostError>> {
         Box::pin(async move {
             let own = matches!(job.robot, RobotSource::Default).then(|| self.morphology.clone());
-            let gait = job.gait.clone().unwrap_or_else(|| self.gait.clone());
+            let gait = job.gait.take().unwrap_or_else(|| self.gait.clone());
             let settings = self.settings;
             let flag = cancel.clone();
             // Physics, and the parsing of a job's own robot, never run on the

@@ -355,8 +355,14 @@ impl Run {
     /// `evaluations` of them.
     #[must_use]
     pub fn learnt(&self, mut told: Vec<Job>) -> Vec<Job> {
-        told.retain(|j| j.tell_seq.is_some_and(|t| t < self.evaluations));
+        told.retain(|j| j.tell_seq.is_some_and(|t| self.has_learnt(t)));
         told
+    }
+
+    /// Whether the result told `tell_seq`-th is among those the run learnt.
+    #[must_use]
+    pub fn has_learnt(&self, tell_seq: u64) -> bool {
+        tell_seq < self.evaluations
     }
 }
 

@@ -815,11 +815,12 @@ impl Executor<'_> {
         let velocity = match &completion.outcome {
             Ok(o) if o.velocity.is_finite() => Some(o.velocity),
             Ok(o) => {
-                let why = format!(
-                    "job {}: the value {} is not finite",
-                    completion.job_id, o.velocity
-                );
-                self.first_error.get_or_insert(why);
+                self.first_error.get_or_insert_with(|| {
+                    format!(
+                        "job {}: the value {} is not finite",
+                        completion.job_id, o.velocity
+                    )
+                });
                 None
             }
             Err(e) => {

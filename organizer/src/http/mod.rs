@@ -594,7 +594,7 @@ async fn runs_page(
         .map_err(internal)?;
     // Per run, in proposal order: tell_seq and fitness.
     let mut told_by_run: HashMap<u64, Vec<(u64, f64)>> = HashMap::new();
-    for (run_id, tell_seq, _, velocity) in told {
+    for (run_id, tell_seq, velocity) in told {
         told_by_run
             .entry(run_id)
             .or_default()
@@ -610,7 +610,7 @@ async fn runs_page(
             .get(&r.id)
             .into_iter()
             .flatten()
-            .filter(|(tell_seq, _)| *tell_seq < r.evaluations)
+            .filter(|(tell_seq, _)| r.has_learnt(*tell_seq))
             .map(|(_, v)| *v)
             .collect();
         let settings: Vec<String> = r

@@ -599,13 +599,10 @@ impl Store {
     }
 
     /// The fitness of every told job of `run_ids` as `(run_id, tell_seq,
-    /// seq, velocity)` (NaN when it failed), by run and proposal order: the
+    /// velocity)` (NaN when it failed), by run and proposal order: the
     /// values of [`Store::told_jobs`] for many runs in one statement, without
     /// decoding whole jobs (a page of runs' sparklines).
-    pub fn told_velocities(
-        &self,
-        run_ids: &[u64],
-    ) -> Result<Vec<(u64, u64, u64, f64)>, StoreError> {
+    pub fn told_velocities(&self, run_ids: &[u64]) -> Result<Vec<(u64, u64, f64)>, StoreError> {
         // Ids beyond i64 do not exist in SQLite.
         let ids: Vec<i64> = run_ids
             .iter()
@@ -615,7 +612,7 @@ impl Store {
             return Ok(Vec::new());
         }
         let sql = format!(
-            "SELECT run_id, tell_seq, seq, velocity FROM jobs WHERE tell_seq IS NOT NULL AND run_id IN ({}) ORDER BY run_id, seq, tell_seq",
+            "SELECT run_id, tell_seq, velocity FROM jobs WHERE tell_seq IS NOT NULL AND run_id IN ({}) ORDER BY run_id, seq, tell_seq",
             vec!["?"; ids.len()].join(",")
         );
         self.read(|c| {
@@ -624,10 +621,9 @@ impl Store {
                 Ok((
                     r.get::<_, i64>(0)? as u64,
                     r.get::<_, i64>(1)? as u64,
-                    r.get::<_, i64>(2)? as u64,
                     // The column is the outcome's velocity (a NaN one reads
                     // back NULL), NULL without an outcome.
-                    r.get::<_, Option<f64>>(3)?.unwrap_or(f64::NAN),
+                    r.get::<_, Option<f64>>(2)?.unwrap_or(f64::NAN),
                 ))
             })?;
             Ok(rows.collect::<rusqlite::Result<_>>()?)
