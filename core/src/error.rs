@@ -130,5 +130,5 @@ pub enum Problem {
     /// Boxed: it carries expression errors, and would make every `Problem`
     /// large.
     #[error("{0}")]
-    Optimize(Box<crate::optimize::RuleError>),
+    Optimize(Box<crate::optimize::param::RuleError>),
 }

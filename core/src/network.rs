@@ -434,18 +434,48 @@ pub fn plan(
     gait: &RobotConfig,
     limit: &Limit,
 ) -> Result<OptimizationConfig, NetworkError> {
-    use rand::{Rng, SeedableRng};
     let (component, edges) = cpg_graph(morphology);
     if component.is_empty() {
         return Err(NetworkError::Empty);
     }
-    let speed = common_speed(gait);
     let passive: BTreeSet<ModuleId> = morphology
         .modules
         .iter()
         .filter(|m| m.passive)
         .map(|m| m.id)
         .collect();
+    let mut robot = coupled_robot(morphology, gait, &component, &edges, &passive);
+    let group = match limit {
+        Limit::Symmetric { .. } => symmetries(morphology, &component, 1000),
+        _ => Vec::new(),
+    };
+    // A phase parameter is one undirected edge (`ParamName::Phase` sets
+    // a→b and b→a = −(a→b) together), so everything below speaks of
+    // canonical edges a < b; the 2-cycles' constraints are that identity.
+    let constraints = canonical_constraints(&constrain(&loops(&edges), &[]));
+    let mut free = module_parameters(&robot, &component, &passive, &group);
+    let (phases, representative) = phase_parameters(&edge_orbits(&constraints.free, &group));
+    free.extend(phases);
+    let fixed = fix_parameters(&mut free, limit, &mut robot);
+    let mut rules = free_rules(&free, &mut robot)?;
+    rules.extend(constraint_rules(&constraints, &representative, &fixed)?);
+    OptimizationConfig::new(robot, rules).map_err(|e| NetworkError::Invalid(e.to_string()))
+}
+
+/// A candidate free parameter, the parameters tied to it, and its range.
+type Candidate = (ParamName, Vec<ParamName>, f64, f64);
+
+/// The robot of [`plan`] before any parameter is set: the modules of
+/// `component` coupled along `edges` at the gait's common frequency, the
+/// others (and every passive module) still.
+fn coupled_robot(
+    morphology: &Morphology,
+    gait: &RobotConfig,
+    component: &[ModuleId],
+    edges: &[Edge],
+    passive: &BTreeSet<ModuleId>,
+) -> RobotConfig {
+    let speed = common_speed(gait);
     let inside: BTreeSet<ModuleId> = component.iter().copied().collect();
     let mut robot = RobotConfig {
         modules: Vec::new(),
@@ -461,11 +491,10 @@ pub fn plan(
         module.cpg_links.clear();
         if inside.contains(&m.id) {
             module.speed = speed;
-            for &(a, b) in edges.iter().filter(|e| e.0 == m.id) {
+            for &(_, b) in edges.iter().filter(|e| e.0 == m.id) {
                 let phase = old
                     .and_then(|o| o.cpg_links.iter().find(|l| l.to == b))
                     .map_or(0.0, |l| l.phase);
-                let _ = a;
                 module.cpg_links.push(CpgLink {
                     to: b,
                     phase,
@@ -481,17 +510,19 @@ pub fn plan(
         }
         robot.modules.push(module);
     }
-    let loop_list = loops(&edges);
-    let group = match limit {
-        Limit::Symmetric { .. } => symmetries(morphology, &component, 1000),
-        _ => Vec::new(),
-    };
-    // A phase parameter is one undirected edge (`ParamName::Phase` sets
-    // a→b and b→a = −(a→b) together), so everything below speaks of
-    // canonical edges a < b; the 2-cycles' constraints are that identity.
-    let constraints = canonical_constraints(&constrain(&loop_list, &[]));
-    // Candidate free parameters, each with the parameters tied to it.
-    let mut free: Vec<(ParamName, Vec<ParamName>, f64, f64)> = Vec::new();
+    robot
+}
+
+/// Amplitude and offset of every active module of `component`, one pair
+/// per orbit of `group` (per module without symmetries), within the reach
+/// of the orbit's first module's limit angles.
+fn module_parameters(
+    robot: &RobotConfig,
+    component: &[ModuleId],
+    passive: &BTreeSet<ModuleId>,
+    group: &[Permutation],
+) -> Vec<Candidate> {
+    let mut free = Vec::new();
     let active: Vec<ModuleId> = component
         .iter()
         .copied()
@@ -500,7 +531,7 @@ pub fn plan(
     let module_orbits = if group.is_empty() {
         active.iter().map(|&id| vec![id]).collect()
     } else {
-        orbits(&active, &group, |p, id| p[&id])
+        orbits(&active, group, |p, id| p[&id])
     };
     for orbit in &module_orbits {
         let first = robot.module(orbit[0]).expect("in the robot");
@@ -520,32 +551,42 @@ pub fn plan(
             reach / 2.0,
         ));
     }
-    let edge_orbits: Vec<Vec<Edge>> = if group.is_empty() {
-        constraints.free.iter().map(|&e| vec![e]).collect()
+    free
+}
+
+/// The free (canonical) edges grouped into the orbits of `group`, whose
+/// phases are tied; each edge alone without symmetries.
+fn edge_orbits(free: &[Edge], group: &[Permutation]) -> Vec<Vec<Edge>> {
+    if group.is_empty() {
+        free.iter().map(|&e| vec![e]).collect()
     } else {
-        orbits(&constraints.free, &group, |p, (a, b)| {
-            canonical_edge((p[&a], p[&b])).0
-        })
-        .into_iter()
-        .flat_map(|orbit| {
-            // Edges fanning out of one module (a star) stay apart: tied,
-            // every branch would swing in unison and the travelling wave
-            // that walking needs could not form (Table 6.1 keeps the
-            // spine lags free for the same reason).
-            let star = orbit.len() > 1
-                && orbit.iter().all(|e| e.0 == orbit[0].0 || e.1 == orbit[0].0)
-                || orbit.len() > 1 && orbit.iter().all(|e| e.0 == orbit[0].1 || e.1 == orbit[0].1);
-            if star {
-                orbit.into_iter().map(|e| vec![e]).collect::<Vec<_>>()
-            } else {
-                vec![orbit]
-            }
-        })
-        .collect()
-    };
-    // Substitution of tied free edges by their orbit's representative.
+        orbits(free, group, |p, (a, b)| canonical_edge((p[&a], p[&b])).0)
+            .into_iter()
+            .flat_map(|orbit| {
+                // Edges fanning out of one module (a star) stay apart: tied,
+                // every branch would swing in unison and the travelling wave
+                // that walking needs could not form (Table 6.1 keeps the
+                // spine lags free for the same reason).
+                let star = orbit.len() > 1
+                    && orbit.iter().all(|e| e.0 == orbit[0].0 || e.1 == orbit[0].0)
+                    || orbit.len() > 1
+                        && orbit.iter().all(|e| e.0 == orbit[0].1 || e.1 == orbit[0].1);
+                if star {
+                    orbit.into_iter().map(|e| vec![e]).collect::<Vec<_>>()
+                } else {
+                    vec![orbit]
+                }
+            })
+            .collect()
+    }
+}
+
+/// One phase parameter per orbit of edges, the others of the orbit tied to
+/// it, and every free edge's representative (its orbit's first edge).
+fn phase_parameters(edge_orbits: &[Vec<Edge>]) -> (Vec<Candidate>, BTreeMap<Edge, Edge>) {
+    let mut free = Vec::new();
     let mut representative: BTreeMap<Edge, Edge> = BTreeMap::new();
-    for orbit in &edge_orbits {
+    for orbit in edge_orbits {
         for &e in orbit {
             representative.insert(e, orbit[0]);
         }
@@ -560,7 +601,20 @@ pub fn plan(
             pi,
         ));
     }
-    // The thesis' fixation: keep `max` at random, the rest at random values.
+    (free, representative)
+}
+
+/// The thesis' fixation: keeps at most `limit`'s `max` of `free`, picked
+/// at random, and sets the others and the parameters tied to them in
+/// `robot`; returns the values set. They are set once all are drawn, so
+/// the current gait's values that [`Limit::Symmetric`] keeps are the
+/// gait's own, not values fixed a moment before.
+fn fix_parameters(
+    free: &mut Vec<Candidate>,
+    limit: &Limit,
+    robot: &mut RobotConfig,
+) -> HashMap<ParamName, f64> {
+    use rand::{Rng, SeedableRng};
     let (max, seed) = match limit {
         Limit::None => (usize::MAX, 0),
         Limit::Random { max, seed } | Limit::Symmetric { max, seed } => (*max, *seed),
@@ -573,7 +627,7 @@ pub fn plan(
         // The thesis sets a fixed parameter to a random value; with
         // symmetries it keeps the current gait's value, which the robot
         // walked with and is more likely useful than a random one.
-        let value = match (limit, name.get(&robot)) {
+        let value = match (limit, name.get(&*robot)) {
             (Limit::Symmetric { .. }, Some(current)) => current.clamp(lo, hi),
             _ => rng.random_range(lo..=hi),
         };
@@ -583,12 +637,19 @@ pub fn plan(
         }
     }
     for (name, value) in &fixed {
-        name.set(&mut robot, *value);
+        name.set(robot, *value);
     }
+    fixed
+}
+
+/// A free rule per candidate left in `free`, each followed by the rules
+/// that tie its orbit to it; starts each in `robot` at its current value
+/// brought within range.
+fn free_rules(free: &[Candidate], robot: &mut RobotConfig) -> Result<Vec<Rule>, NetworkError> {
     let mut rules = Vec::new();
-    for (name, tied, lo, hi) in &free {
-        let start = name.get(&robot).unwrap_or(0.0).clamp(*lo, *hi);
-        name.set(&mut robot, start);
+    for (name, tied, lo, hi) in free {
+        let start = name.get(robot).unwrap_or(0.0).clamp(*lo, *hi);
+        name.set(robot, start);
         rules.push(Rule::Free {
             param: *name,
             min: *lo,
@@ -598,6 +659,16 @@ pub fn plan(
             rules.push(constrained(*t, &format!("{name}()"))?);
         }
     }
+    Ok(rules)
+}
+
+/// A rule per constrained edge: the M2Pi expression over the free edges.
+fn constraint_rules(
+    constraints: &Constraints,
+    representative: &BTreeMap<Edge, Edge>,
+    fixed: &HashMap<ParamName, f64>,
+) -> Result<Vec<Rule>, NetworkError> {
+    let mut rules = Vec::new();
     // Free edges tied into an orbit, or fixed: the constraints see them
     // through their representative (or their fixed value, as a constant).
     let name_of = |e: Edge| -> String {
@@ -621,7 +692,7 @@ pub fn plan(
         }
         rules.push(constrained(ParamName::Phase(c.edge.0, c.edge.1), &expr)?);
     }
-    OptimizationConfig::new(robot, rules).map_err(|e| NetworkError::Invalid(e.to_string()))
+    Ok(rules)
 }
 
 fn constrained(param: ParamName, text: &str) -> Result<Rule, NetworkError> {

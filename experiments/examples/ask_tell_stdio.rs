@@ -19,7 +19,7 @@ use std::io::{BufRead, Write};
 
 use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
-use yamor_optimizer_api::{Bound, Outcome, Settings, Space, Step};
+use yamor_optimizer_api::{Bound, Fitness, Settings, Space, Step};
 
 fn main() -> Result<()> {
     let stdin = std::io::stdin();
@@ -89,7 +89,7 @@ fn main() -> Result<()> {
             bail!("asked {take} values, got {}", reply.len());
         }
         for (c, v) in batch.iter().zip(reply) {
-            optimizer.tell(c.tag, v.map_or(Outcome::Failed, Outcome::Fitness));
+            optimizer.tell(c.tag, v.map_or(Fitness::Failed, Fitness::Value));
         }
         done += take as u64;
     }

@@ -11,7 +11,7 @@
 //! - `ground`: slippery ground, the normal floor again, slippery again: the
 //!   second meeting with each ground reuses the stored gait.
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -29,6 +29,7 @@ use yamor_host_agent::{HostService, RobotClient};
 use yamor_lifelong::anomaly::Symptom;
 use yamor_lifelong::database::Gaits;
 use yamor_lifelong::learning::{Adaptation, Event, Known, Lifelong, LifelongSettings};
+use yamor_organizer::model::RunSpec;
 use yamor_proto::transport::ClientSecurity;
 use yamor_sim::robots::ExampleRobot;
 
@@ -89,14 +90,14 @@ pub struct ScenarioArgs {
 /// The relearning optimizer's settings: the thesis' regular-interval
 /// line search for Powell, a gait run's population for CMA-ES, and what
 /// `--set` says over both.
-fn relearning_settings(args: &ScenarioArgs) -> HashMap<String, String> {
-    let mut settings = std::collections::BTreeMap::new();
+fn relearning_settings(args: &ScenarioArgs) -> BTreeMap<String, String> {
+    let mut settings = BTreeMap::new();
     if args.optimizer == "powell" {
         settings.insert("variant".to_owned(), "interval".to_owned());
     }
     settings.extend(args.settings.iter().cloned());
     yamor_local::gait_run_settings(&args.optimizer, &mut settings);
-    settings.into_iter().collect()
+    settings
 }
 
 /// The learnt gait the scenarios start from (as the thesis started from the
@@ -214,16 +215,19 @@ impl Scenario {
                     seed: args.seed,
                 }
             },
-            optimizer: args.optimizer.clone(),
-            optimizer_settings: relearning_settings(args),
-            relearn_seconds: args.relearn_time,
+            relearn: RunSpec {
+                optimizer: args.optimizer.clone(),
+                settings: relearning_settings(args),
+                max_seconds: args.relearn_time,
+                seed: args.seed,
+                spec: EvaluationSpec {
+                    repeats: args.repeats,
+                    ..LifelongSettings::default().relearn.spec
+                },
+                ..LifelongSettings::default().relearn
+            },
             lead_in_s: args.lead_in,
             good_enough: (args.good_enough > 0.0).then_some(args.good_enough),
-            seed: args.seed,
-            spec: EvaluationSpec {
-                repeats: args.repeats,
-                ..LifelongSettings::default().spec
-            },
             ..LifelongSettings::default()
         };
         let gaits = Arc::new(Gaits::load(cluster.organizer.scheduler.store().clone())?);

@@ -16,7 +16,7 @@ use yamor_core::{Connection, ModuleId};
 use yamor_snp::{DefectMode, SnpMessage};
 
 pub use yamor_core::evaluation::{
-    BackendKind, EvaluationJob as Job, EvaluationSpec as Spec, Outcome, RobotSource, Sample,
+    BackendKind, EvaluationJob, EvaluationSpec, Outcome, RobotSource, Sample,
 };
 
 /// Why an evaluation did not produce a result.
@@ -66,7 +66,11 @@ pub trait Backend: Send + Sync + 'static {
     fn objectives(&self) -> Vec<String> {
         Vec::new()
     }
-    fn evaluate(&self, job: Job, cancel: CancelFlag) -> BoxFuture<'_, Result<Outcome, HostError>>;
+    fn evaluate(
+        &self,
+        job: EvaluationJob,
+        cancel: CancelFlag,
+    ) -> BoxFuture<'_, Result<Outcome, HostError>>;
     /// The session surface of IYaMoRHost3, if this backend has one.
     fn session(&self) -> Option<Arc<dyn SessionFactory>> {
         None

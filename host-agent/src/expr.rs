@@ -8,7 +8,9 @@ use std::time::{Duration, Instant};
 use yamor_core::evaluation::Objective;
 use yamor_core::matheval::{Context, Expr};
 
-use crate::backend::{Backend, BackendKind, BoxFuture, CancelFlag, HostError, Job, Outcome};
+use crate::backend::{
+    Backend, BackendKind, BoxFuture, CancelFlag, EvaluationJob, HostError, Outcome,
+};
 
 pub struct ExprBackend {
     text: String,
@@ -62,7 +64,11 @@ impl Backend for ExprBackend {
         vec![Objective::Expression(self.text.trim().to_owned()).to_text()]
     }
 
-    fn evaluate(&self, job: Job, cancel: CancelFlag) -> BoxFuture<'_, Result<Outcome, HostError>> {
+    fn evaluate(
+        &self,
+        job: EvaluationJob,
+        cancel: CancelFlag,
+    ) -> BoxFuture<'_, Result<Outcome, HostError>> {
         Box::pin(async move {
             let started = Instant::now();
             let value = self.value(&job.parameters)?;

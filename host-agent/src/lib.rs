@@ -22,12 +22,14 @@
 //!   it speaks domain types only.
 //! - [`model`]: the session's requests, replies and [`SessionError`].
 //! - [`grpc`]: the `HostAgent` gRPC service and the protobuf conversions
-//!   of its messages; the only place that builds a `tonic::Status`; allows
-//!   one robot operation at a time.
-//! - [`server`]: serving with token, health and reflection, and the
-//!   registration/heartbeat loop that keeps the host known to its organizer
-//!   (it builds the three organizer requests, register, heartbeat and
-//!   deregister, itself: they carry no domain type).
+//!   of its messages, and the host's calls to its organizer (register,
+//!   heartbeat, leave) in domain types ([`grpc::OrganizerLink`]); the only
+//!   place that knows protobuf or builds a `tonic::Status`; allows one robot
+//!   operation at a time.
+//! - [`server`]: binding and naming a host ([`HostServer::bind`]: on every
+//!   interface, its outward address and the machine's name), serving with
+//!   token, health and reflection, and the registration/heartbeat loop that
+//!   keeps the host known to its organizer; domain types only.
 
 pub mod backend;
 pub mod expr;
@@ -39,9 +41,11 @@ pub mod session;
 #[cfg(feature = "sim")]
 pub mod sim;
 
-pub use backend::{Backend, BackendKind, HostError, Job, Outcome, RobotSource, Spec};
+pub use backend::{
+    Backend, BackendKind, EvaluationJob, EvaluationSpec, HostError, Outcome, RobotSource,
+};
 pub use grpc::{HostService, RobotClient, RobotClientError};
 pub use model::SessionError;
 pub use server::{
-    HostOptions, HostServer, Registration, keep_registered, keep_registered_or, serve,
+    HostOptions, HostServer, Registration, StartError, keep_registered, keep_registered_or, serve,
 };

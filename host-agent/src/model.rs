@@ -6,8 +6,8 @@
 
 use std::collections::HashMap;
 
-use yamor_core::ModuleId;
 use yamor_core::evaluation::{RobotSource, Sample};
+use yamor_core::{ModuleConfig, ModuleId};
 
 use crate::backend::HostError;
 
@@ -86,9 +86,12 @@ pub struct SessionState {
     pub up: Option<f64>,
 }
 
-/// One module's parameters in the host copy.
+/// One module as `GetModule` shows it: the oscillator fields of its
+/// [`ModuleConfig`] in the host copy (its couplings are listed on their
+/// own, as [`Coupling`]s) and whether it is marked defect, which the
+/// configuration does not hold.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
-pub struct ModuleParameters {
+pub struct ModuleView {
     pub id: ModuleId,
     pub amplitude: f64,
     pub offset: f64,
@@ -97,6 +100,21 @@ pub struct ModuleParameters {
     pub max_angle: f64,
     /// Marked as a defect motor (C.2.6).
     pub defect: bool,
+}
+
+impl ModuleView {
+    #[must_use]
+    pub fn of(module: &ModuleConfig, defect: bool) -> Self {
+        ModuleView {
+            id: module.id,
+            amplitude: module.amplitude,
+            offset: module.offset,
+            speed: module.speed,
+            min_angle: module.min_angle,
+            max_angle: module.max_angle,
+            defect,
+        }
+    }
 }
 
 /// `SetModule`: the fields present change, the others stay.

@@ -39,7 +39,8 @@ use yamor_snp::configuration_messages;
 use yamor_snp::{BROADCAST, Frame, FrameDecoder, HOST, SnpFrame, SnpMessage, flags};
 
 use crate::backend::{
-    Backend, BackendKind, BoxFuture, CancelFlag, HostError, Job, Outcome, RobotSource, Sample,
+    Backend, BackendKind, BoxFuture, CancelFlag, EvaluationJob, HostError, Outcome, RobotSource,
+    Sample,
 };
 use crate::session::{RobotLink, SessionFactory};
 use yamor_camera::{PositionSource, TrackerError};
@@ -213,7 +214,7 @@ impl SerialRobot {
     }
 
     /// One walk: program, warm up, measure between two tracker fixes, motors off.
-    fn walk(&self, job: &Job, cancel: &AtomicBool) -> Result<Outcome, HostError> {
+    fn walk(&self, job: &EvaluationJob, cancel: &AtomicBool) -> Result<Outcome, HostError> {
         let gait = job
             .gait
             .as_ref()
@@ -649,7 +650,11 @@ impl Backend for SerialBackend {
         format!("real robot on {}", self.robot.settings.port)
     }
 
-    fn evaluate(&self, job: Job, cancel: CancelFlag) -> BoxFuture<'_, Result<Outcome, HostError>> {
+    fn evaluate(
+        &self,
+        job: EvaluationJob,
+        cancel: CancelFlag,
+    ) -> BoxFuture<'_, Result<Outcome, HostError>> {
         let robot = self.robot.clone();
         Box::pin(async move {
             if !matches!(job.robot, RobotSource::Default) {

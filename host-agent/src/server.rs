@@ -1,18 +1,16 @@
 //! Serving the host agent and keeping it registered with an organizer.
 
 use std::future::Future;
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::net::TcpListener;
-use tonic::Code;
 use yamor_proto::transport::{self, ClientSecurity, ServerSecurity, TransportError};
-use yamor_proto::v1 as pb;
-use yamor_proto::v1::host_agent_server::HostAgentServer;
-use yamor_proto::v1::organizer_client::OrganizerClient;
 
 use crate::Backend;
 use crate::grpc::HostService;
+use crate::grpc::organizer::{LinkError, OrganizerLink, Standing};
 
 /// Serves `service` on `listener` until `shutdown` resolves: the HostAgent
 /// service behind the token, plus health (open) and reflection. On the way
@@ -24,10 +22,7 @@ pub async fn serve(
     shutdown: impl Future<Output = ()> + Send,
 ) -> Result<(), TransportError> {
     let halt = service.clone();
-    let host = HostAgentServer::from_arc(service)
-        .max_decoding_message_size(64 << 20)
-        .max_encoding_message_size(64 << 20);
-    transport::serve(listener, &security, host, shutdown).await?;
+    transport::serve(listener, &security, crate::grpc::server(service), shutdown).await?;
     halt.halt().await;
     Ok(())
 }
@@ -45,8 +40,22 @@ pub struct HostOptions {
     /// Token and CA for the calls to the organizer.
     pub client: ClientSecurity,
     /// Find the advertised IP afresh at every registration (see
-    /// [`Registration::follow_route`]).
+    /// [`Registration::follow_route`]); [`HostServer::bind`] sets it for a
+    /// host on every interface that was given no address to advertise.
     pub follow_route: bool,
+}
+
+/// Why a host could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error("binding {address}")]
+    Bind {
+        address: SocketAddr,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Transport(#[from] TransportError),
 }
 
 /// A host bound to its port and named, ready to serve: `yamor host`.
@@ -61,6 +70,35 @@ pub struct HostServer {
 }
 
 impl HostServer {
+    /// Binds `listen` and names the host serving `backend` there. A host
+    /// listening on every interface (a container, a lab machine) needs a
+    /// real address and a name that survives a restart: unless given, it
+    /// advertises the address packets to its organizer leave from (found
+    /// again at each registration) under this machine's name.
+    pub async fn bind(
+        listen: SocketAddr,
+        backend: Arc<dyn Backend>,
+        mut options: HostOptions,
+    ) -> Result<Self, StartError> {
+        let listener = TcpListener::bind(listen)
+            .await
+            .map_err(|source| StartError::Bind {
+                address: listen,
+                source,
+            })?;
+        if listen.ip().is_unspecified() {
+            if let (None, Some(organizer)) = (&options.advertise, &options.organizer) {
+                let local = listener.local_addr().map_err(TransportError::from)?;
+                let listening = format!("{}://{local}", scheme(&options.server));
+                options.advertise =
+                    Some(outward_address_once_resolved(organizer, &listening).await);
+                options.follow_route = true;
+            }
+            options.name = options.name.or_else(machine_name);
+        }
+        Ok(Self::new(listener, backend, options)?)
+    }
+
     /// Names the host serving `backend` on `listener`; refuses to listen
     /// beyond loopback without a token.
     pub fn new(
@@ -70,15 +108,10 @@ impl HostServer {
     ) -> Result<Self, TransportError> {
         let local = listener.local_addr()?;
         transport::check_exposure(local, &options.server)?;
-        let scheme = if options.server.tls.is_some() {
-            "https"
-        } else {
-            "http"
-        };
         let address = options
             .advertise
             .clone()
-            .unwrap_or_else(|| format!("{scheme}://{local}"));
+            .unwrap_or_else(|| format!("{}://{local}", scheme(&options.server)));
         let name = options.name.clone().unwrap_or_else(|| address.clone());
         Ok(HostServer {
             service: Arc::new(HostService::new(name.clone(), backend)),
@@ -143,6 +176,14 @@ pub struct Registration {
     pub follow_route: bool,
 }
 
+fn scheme(security: &ServerSecurity) -> &'static str {
+    if security.tls.is_some() {
+        "https"
+    } else {
+        "http"
+    }
+}
+
 /// `address` (`scheme://ip:port`) with its IP replaced by `ip`.
 fn with_ip(address: &str, ip: std::net::IpAddr) -> Option<String> {
     let (scheme, rest) = address.split_once("://")?;
@@ -175,8 +216,8 @@ pub async fn keep_registered_or(
     mut lost: impl FnMut(),
 ) {
     tokio::pin!(shutdown);
-    let mut client = match transport::channel(&registration.organizer, &registration.security) {
-        Ok(channel) => OrganizerClient::new(channel),
+    let mut link = match OrganizerLink::new(&registration.organizer, &registration.security) {
+        Ok(link) => link,
         Err(e) => {
             tracing::error!("organizer address: {e}");
             return;
@@ -197,31 +238,18 @@ pub async fn keep_registered_or(
                         Err(e) => tracing::warn!("finding this host's address: {e}"),
                     }
                 }
-                let request = pb::RegisterHostRequest {
-                    name: registration.name.clone(),
-                    address: address.clone(),
-                };
-                match client.register_host(request).await {
-                    Ok(response) => {
-                        let response = response.into_inner();
-                        let id = response.host.map_or(0, |h| h.id);
+                match link.register(&registration.name, &address).await {
+                    Ok(registered) => {
+                        let id = registered.host_id;
                         tracing::info!(host_id = id, organizer = %registration.organizer, "registered");
                         host_id = Some(id);
-                        interval = Duration::from_secs_f64(
-                            response.heartbeat_interval_s.clamp(0.05, 60.0),
-                        );
+                        interval = registered.heartbeat_interval;
                         backoff = Duration::from_millis(100);
                         interval
                     }
-                    Err(status) => {
-                        tracing::warn!(
-                            "registering with {}: {}",
-                            registration.organizer,
-                            status.message()
-                        );
-                        if status.code() == Code::Unauthenticated
-                            || status.code() == Code::InvalidArgument
-                        {
+                    Err(e) => {
+                        tracing::warn!("registering with {}: {e}", registration.organizer);
+                        if let LinkError::Refused(_) = e {
                             // Retrying will not fix a wrong token or address; keep
                             // trying slowly so a fixed organizer is picked up.
                             backoff = Duration::from_secs(5);
@@ -231,10 +259,13 @@ pub async fn keep_registered_or(
                     }
                 }
             }
-            Some(id) => match client.heartbeat(pb::HeartbeatRequest { host_id: id }).await {
-                Ok(reply) => {
-                    let down = reply.into_inner().state() == pb::HostState::Down;
-                    down_beats = if down { down_beats + 1 } else { 0 };
+            Some(id) => match link.heartbeat(id).await {
+                Ok(standing) => {
+                    down_beats = if standing == Standing::Down {
+                        down_beats + 1
+                    } else {
+                        0
+                    };
                     if registration.follow_route && down_beats >= 3 {
                         tracing::warn!("the organizer cannot reach {address}: registering again");
                         down_beats = 0;
@@ -242,12 +273,12 @@ pub async fn keep_registered_or(
                     }
                     interval
                 }
-                Err(status) if status.code() == Code::NotFound => {
+                Err(LinkError::UnknownHost(_)) => {
                     host_id = None;
                     Duration::ZERO
                 }
-                Err(status) => {
-                    tracing::warn!("lost the organizer: {}", status.message());
+                Err(e) => {
+                    tracing::warn!("lost the organizer: {e}");
                     lost();
                     // The organizer may have restarted: register again, which
                     // is idempotent by name.
@@ -265,22 +296,35 @@ pub async fn keep_registered_or(
     if let Some(id) = host_id {
         // Leaving, not removed: its job moves on now, and it gets its id
         // back when it registers again.
-        let request = pb::DeregisterHostRequest {
-            host_id: id,
-            name: String::new(),
-            keep_id: true,
-        };
-        let _ = tokio::time::timeout(Duration::from_secs(2), client.deregister_host(request)).await;
+        let _ = tokio::time::timeout(Duration::from_secs(2), link.leave(id)).await;
     }
 }
 
 /// `address` (`scheme://ip:port`, e.g. the listening `http://0.0.0.0:7171`)
 /// with its IP replaced by the one packets to `organizer` (a URL) leave
 /// from: what a host listening on every interface (a container) advertises.
-pub async fn outward_address(organizer: &str, address: &str) -> std::io::Result<String> {
+async fn outward_address(organizer: &str, address: &str) -> std::io::Result<String> {
     let ip = outward_ip(organizer).await?;
     with_ip(address, ip)
         .ok_or_else(|| std::io::Error::other(format!("{address} is not scheme://ip:port")))
+}
+
+/// [`outward_address`], waiting for `organizer`'s name to resolve as
+/// registration would: a swarm starts its services in no order.
+async fn outward_address_once_resolved(organizer: &str, listening: &str) -> String {
+    let mut wait = Duration::from_millis(100);
+    loop {
+        match outward_address(organizer, listening).await {
+            Ok(address) => return address,
+            Err(e) => {
+                tracing::warn!(
+                    "finding this machine's address towards {organizer}: {e}; trying again"
+                );
+                tokio::time::sleep(wait).await;
+                wait = (wait * 2).min(Duration::from_secs(2));
+            }
+        }
+    }
 }
 
 /// The address of this machine that packets to `organizer` (a URL) leave
@@ -309,8 +353,7 @@ async fn outward_ip(organizer: &str) -> std::io::Result<std::net::IpAddr> {
 
 /// This machine's host name (a container's is its id): a name that stays
 /// when the host restarts, where its address may not.
-#[must_use]
-pub fn machine_name() -> Option<String> {
+fn machine_name() -> Option<String> {
     ["/proc/sys/kernel/hostname", "/etc/hostname"]
         .iter()
         .find_map(|path| std::fs::read_to_string(path).ok())

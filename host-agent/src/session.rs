@@ -46,7 +46,7 @@ use yamor_snp::{DefectMode, MAX_LINKS, SnpMessage, flags};
 use crate::backend::CancelOnDrop;
 pub use crate::backend::{RobotLink, SessionFactory, Supervisor};
 use crate::model::{
-    ControlFlags, Coupling, CouplingChange, IdMapping, ModuleChange, ModuleParameters, OpenRequest,
+    ControlFlags, Coupling, CouplingChange, IdMapping, ModuleChange, ModuleView, OpenRequest,
     SessionError, SessionState, SleepClock,
 };
 
@@ -323,7 +323,7 @@ impl SessionHost {
     }
 
     /// GetAllModulesId and every module's parameters, in configuration order.
-    pub async fn list_modules(&self) -> Result<Vec<ModuleParameters>, SessionError> {
+    pub async fn list_modules(&self) -> Result<Vec<ModuleView>, SessionError> {
         self.with(|shared, _| {
             let (session, _) = shared.connected()?;
             Ok(session
@@ -336,7 +336,7 @@ impl SessionHost {
         .await
     }
 
-    pub async fn get_module(&self, id: ModuleId) -> Result<ModuleParameters, SessionError> {
+    pub async fn get_module(&self, id: ModuleId) -> Result<ModuleView, SessionError> {
         self.with(move |shared, _| {
             let (session, _) = shared.connected()?;
             let module = session.configured(id)?;
@@ -347,10 +347,7 @@ impl SessionHost {
 
     /// Changes the fields present in the host copy; pending until `Flush`.
     /// A bad value changes nothing.
-    pub async fn set_module(
-        &self,
-        request: ModuleChange,
-    ) -> Result<ModuleParameters, SessionError> {
+    pub async fn set_module(&self, request: ModuleChange) -> Result<ModuleView, SessionError> {
         self.with(move |shared, _| {
             let (session, _) = shared.connected()?;
             let current = session.configured(request.id)?.clone();
@@ -748,16 +745,8 @@ impl Session {
         self.defects.contains_key(&real)
     }
 
-    fn module_view(&self, m: &ModuleConfig) -> ModuleParameters {
-        ModuleParameters {
-            id: m.id,
-            amplitude: m.amplitude,
-            offset: m.offset,
-            speed: m.speed,
-            min_angle: m.min_angle,
-            max_angle: m.max_angle,
-            defect: self.is_defect(m.id),
-        }
+    fn module_view(&self, m: &ModuleConfig) -> ModuleView {
+        ModuleView::of(m, self.is_defect(m.id))
     }
 
     /// Replaces a module of the host copy and queues `changes`.

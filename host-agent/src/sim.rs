@@ -11,7 +11,8 @@ use yamor_sim::{SimError, SimSettings, Simulation, evaluate_cancellable};
 use yamor_snp::{DefectMode, SnpMessage};
 
 use crate::backend::{
-    Backend, BackendKind, BoxFuture, CancelFlag, HostError, Job, Outcome, RobotSource, Sample,
+    Backend, BackendKind, BoxFuture, CancelFlag, EvaluationJob, HostError, Outcome, RobotSource,
+    Sample,
 };
 use crate::session::{RobotLink, SessionFactory, Supervisor};
 
@@ -255,7 +256,7 @@ impl Backend for SimBackend {
 
     fn evaluate(
         &self,
-        mut job: Job,
+        mut job: EvaluationJob,
         cancel: CancelFlag,
     ) -> BoxFuture<'_, Result<Outcome, HostError>> {
         Box::pin(async move {

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use yamor_camera::{PositionSource, TrackerError};
 use yamor_core::RobotConfig;
-use yamor_host_agent::backend::{Job, Spec};
+use yamor_host_agent::backend::{EvaluationJob, EvaluationSpec};
 use yamor_host_agent::serial::{SerialBackend, SerialSettings};
 use yamor_host_agent::{Backend, HostError, RobotSource};
 use yamor_sim::robots::ExampleRobot;
@@ -191,18 +191,18 @@ fn a_silent_module_fails_naming_it() {
     assert!(matches!(error, HostError::Failed(_)), "{error:?}");
 }
 
-fn walk_job(gait: &RobotConfig) -> Job {
-    Job {
+fn walk_job(gait: &RobotConfig) -> EvaluationJob {
+    EvaluationJob {
         robot: RobotSource::Default,
         gait: Some(gait.clone()),
         parameters: vec![],
-        spec: Spec {
+        spec: EvaluationSpec {
             warmup: 2.0,
             measure: 6.0,
             sample_interval: 1.0,
-            ..Spec::default()
+            ..EvaluationSpec::default()
         },
-        ..Job::default()
+        ..EvaluationJob::default()
     }
 }
 

@@ -11,7 +11,7 @@ use yamor_core::{Connection, Connector, ModuleId, RobotConfig};
 use yamor_host_agent::backend::{BoxFuture, CancelFlag, Sample};
 use yamor_host_agent::session::{Clock, RobotLink, SessionFactory, Supervisor, SystemClock};
 use yamor_host_agent::sim::SimBackend;
-use yamor_host_agent::{Backend, BackendKind, HostError, HostService, Job, Outcome};
+use yamor_host_agent::{Backend, BackendKind, EvaluationJob, HostError, HostService, Outcome};
 use yamor_proto::transport::{AuthChannel, ClientSecurity, ServerSecurity, channel};
 use yamor_proto::v1 as pb;
 use yamor_proto::v1::host_agent_client::HostAgentClient;
@@ -946,7 +946,7 @@ impl Backend for Recorder {
 
     fn evaluate(
         &self,
-        _job: Job,
+        _job: EvaluationJob,
         _cancel: CancelFlag,
     ) -> BoxFuture<'_, Result<Outcome, HostError>> {
         Box::pin(async {

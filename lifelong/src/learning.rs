@@ -10,7 +10,6 @@
 //! [`crate::anomaly`], [`crate::gaits`] and `yamor_core::network`; this module only moves data
 //! between them, the robot's host and the organizer.
 
-use std::collections::HashMap;
 use std::time::Instant;
 
 use crate::anomaly::{Monitor, Symptom, Verdict, three_periods};
@@ -68,13 +67,11 @@ pub struct LifelongSettings {
     /// How the relearnt network's free parameters are kept down: the
     /// thesis' random fixation or tying over symmetries (7.8.1).
     pub limit: Limit,
-    /// The relearning run: optimizer, its settings, wall-clock budget and
-    /// evaluation protocol.
-    pub optimizer: String,
-    pub optimizer_settings: HashMap<String, String>,
-    pub relearn_seconds: f64,
-    pub relearn_evaluations: u64,
-    pub spec: EvaluationSpec,
+    /// The relearning run: its optimizer, settings, seed, budget and
+    /// evaluation protocol. Its name, robot and problem are filled in at
+    /// each relearning (the body and gait of that moment), and so is the
+    /// situation of its spec (ground, orientation, defects, lead-in).
+    pub relearn: RunSpec,
     /// Robot seconds each relearning walk first walks the gait in use
     /// before the candidate is loaded, as the robot will (0: walks start
     /// from a standstill).
@@ -90,32 +87,32 @@ pub struct LifelongSettings {
     /// Windows of three CPG periods averaged when a gait is measured on
     /// the robot to compare it with others.
     pub compare_windows: usize,
-    pub seed: u64,
 }
 
 impl Default for LifelongSettings {
     fn default() -> Self {
         LifelongSettings {
             threshold: 0.02,
-            warmup_s: 8.0,
+            warmup_s: EvaluationSpec::default().warmup,
             settle_s: 6.0,
             try_stored: 3,
             accept: 0.9,
             limit: Limit::Symmetric { max: 7, seed: 1 },
-            optimizer: "powell".into(),
-            optimizer_settings: [("variant".to_owned(), "interval".to_owned())].into(),
-            relearn_seconds: 110.0,
-            relearn_evaluations: 0,
-            spec: EvaluationSpec {
-                warmup: 4.0,
-                measure: 8.0,
-                ..EvaluationSpec::default()
+            relearn: RunSpec {
+                settings: [("variant".to_owned(), "interval".to_owned())].into(),
+                seed: 1,
+                spec: EvaluationSpec {
+                    warmup: 4.0,
+                    measure: 8.0,
+                    ..EvaluationSpec::default()
+                },
+                max_seconds: 110.0,
+                ..RunSpec::new("powell", Problem::Space(Vec::new()))
             },
             lead_in_s: 4.0,
             good_enough: None,
             shortlist: 5,
             compare_windows: 2,
-            seed: 1,
         }
     }
 }
@@ -530,7 +527,7 @@ impl Lifelong {
             m.passive |= broken;
         }
         let problem = plan(&network_body, &self.gait, &self.settings.limit)?;
-        let mut spec = self.settings.spec.clone();
+        let mut spec = self.settings.relearn.spec.clone();
         spec.ground_friction =
             (self.known.ground_friction > 0.0).then_some(self.known.ground_friction);
         spec.situation = Situation {
@@ -547,21 +544,10 @@ impl Lifelong {
             .runs
             .start(RunSpec {
                 name: format!("lifelong relearn after gait {}", self.gait_id),
-                settings: self
-                    .settings
-                    .optimizer_settings
-                    .clone()
-                    .into_iter()
-                    .collect(),
-                seed: self.settings.seed,
                 robot: RobotSource::Morphology(self.known.body.to_xml_string()),
+                problem: Problem::OptimizationXml(problem.to_xml_string()),
                 spec,
-                max_seconds: self.settings.relearn_seconds,
-                max_evaluations: self.settings.relearn_evaluations,
-                ..RunSpec::new(
-                    self.settings.optimizer.clone(),
-                    Problem::OptimizationXml(problem.to_xml_string()),
-                )
+                ..self.settings.relearn.clone()
             })
             .await
             .map_err(|e| LifelongError::Run(e.to_string()))?;

@@ -14,6 +14,7 @@ use yamor_lifelong::anomaly::Symptom;
 use yamor_lifelong::database::Gaits;
 use yamor_lifelong::gaits::{Orientation, body_key};
 use yamor_lifelong::learning::{Known, Lifelong, LifelongSettings};
+use yamor_organizer::model::RunSpec;
 use yamor_organizer::{Organizer, SchedulerConfig};
 use yamor_proto::transport::{AuthChannel, ClientSecurity};
 use yamor_proto::v1 as pb;
@@ -254,12 +255,15 @@ async fn every_anomaly_kind_is_detected_while_walking() {
 async fn a_relearnt_gait_is_stored_and_the_old_one_reused_when_the_motor_is_back() {
     let mut rig = rig("relearn", 2).await;
     let settings = LifelongSettings {
-        relearn_evaluations: 16,
-        relearn_seconds: 0.0,
-        spec: EvaluationSpec {
-            warmup: 2.0,
-            measure: 4.0,
-            ..EvaluationSpec::default()
+        relearn: RunSpec {
+            max_evaluations: 16,
+            max_seconds: 0.0,
+            spec: EvaluationSpec {
+                warmup: 2.0,
+                measure: 4.0,
+                ..EvaluationSpec::default()
+            },
+            ..LifelongSettings::default().relearn
         },
         // The learnt gait's 3.8-s windows swing between 9.5 and 13 cm/s on
         // the articulated engine, so the repaired robot's one trial of it

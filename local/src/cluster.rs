@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use yamor_host_agent::sim::SimBackend;
-use yamor_host_agent::{Backend, HostService, Registration};
+use yamor_host_agent::{Backend, HostOptions, HostServer, HostService};
 use yamor_organizer::model::{Run, RunSpec, RunState};
 use yamor_organizer::{Organizer, SchedulerConfig};
 use yamor_proto::transport::{ClientSecurity, ServerSecurity};
@@ -33,6 +33,10 @@ pub async fn serve_host(
     ));
     Ok((address, task))
 }
+
+/// How long local hosts may take to register: loopback answers in
+/// milliseconds, so a host still missing after this is broken.
+const ADMISSION: Duration = Duration::from_secs(30);
 
 /// A host served by [`serve_host`]; it ends when its shutdown future does.
 pub type HostTask = tokio::task::JoinHandle<Result<(), yamor_proto::transport::TransportError>>;
@@ -99,23 +103,22 @@ impl LocalCluster {
             stopped(stop_rx.clone()),
         ));
         let mut host_tasks = Vec::with_capacity(hosts);
+        let mut names = Vec::with_capacity(hosts);
         for index in 0..hosts {
-            let name = format!("local-{}", index + 1);
-            let service = Arc::new(HostService::new(name.clone(), backend(index)?));
-            let (address, task) = serve_host(service, stopped(stop_rx.clone())).await?;
-            host_tasks.push(task);
-            organizer.scheduler.register_host(&name, &address).await?;
-            let registration = Registration {
-                organizer: organizer_url.clone(),
-                security: ClientSecurity::default(),
-                name,
-                address,
-                follow_route: false,
+            // The same host as `yamor host`: it registers itself, and again
+            // after the organizer is lost.
+            let options = HostOptions {
+                name: Some(format!("local-{}", index + 1)),
+                organizer: Some(organizer_url.clone()),
+                ..HostOptions::default()
             };
-            tokio::spawn(yamor_host_agent::keep_registered(
-                registration,
-                stopped(stop_rx.clone()),
-            ));
+            let host = HostServer::new(bind_loopback().await?, backend(index)?, options)?;
+            names.push(host.name.clone());
+            host_tasks.push(tokio::spawn(host.run(stopped(stop_rx.clone()))));
+        }
+        let admitted = organizer.scheduler.hosts_admitted(&names);
+        if tokio::time::timeout(ADMISSION, admitted).await.is_err() {
+            return Err(LocalError::HostsNotAdmitted(ADMISSION));
         }
         Ok(LocalCluster {
             organizer,

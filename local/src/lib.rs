@@ -5,27 +5,38 @@
 //!
 //! # Layout
 //! - [`cluster`]: [`LocalCluster`]: start, run to the end, follow, shut down.
-//! - [`problem`]: [`default_optimization`], the problem a run solves when
-//!   only a robot is named.
+//! - [`problem`]: [`run_problem`], a run's problem as the user gives it, and
+//!   [`default_optimization`], the one it solves when only a robot is named.
 //! - [`report`]: a run read back in tell order ([`evaluations`]), and the
-//!   files `yamor run` writes (best gait, CSV, progress plot).
+//!   files `yamor run` writes (best gait, CSV, progress plot) and the
+//!   directory they go to ([`new_run_dir`]).
+//! - [`robot`]: [`RunRobot`], the robot `yamor run` walks (an example or
+//!   the user's own files), its default problem and its local cluster.
 //! - [`progress`]: a run's progress bar on the terminal.
 //! - [`optimizers`]: the optimizers every organizer of this build offers;
 //!   [`default_hosts`]: one host per core; [`GAIT_RUN_BUDGET`] and
 //!   [`gait_run_settings`]: what `yamor run` gives a gait by default;
-//!   [`parse_setting`]: `--set name=value`.
+//!   [`parse_setting`], [`parse_settings`] and [`batch_variants`]: settings
+//!   as a command line gives them (`--set name=value`, `--variant a=1,b=2`).
 
 pub mod cluster;
 pub mod problem;
 pub mod progress;
 pub mod report;
+pub mod robot;
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use yamor_organizer::model::RunVariant;
+
 pub use cluster::{HostTask, LocalCluster, serve_host};
-pub use problem::{dashboard_options, default_optimization, generic_optimization};
-pub use report::{Evaluation, evaluations, plot_progress, register_font, write_outputs};
+pub use problem::{dashboard_options, default_optimization, generic_optimization, run_problem};
+pub use report::{
+    Evaluation, evaluations, new_run_dir, plot_progress, register_font, write_outputs,
+};
+pub use robot::RunRobot;
 
 /// Why the local cluster or one of its reports failed.
 #[derive(Debug, thiserror::Error)]
@@ -42,6 +53,10 @@ pub enum LocalError {
     Organizer(#[from] yamor_organizer::ClientError),
     #[error("listening on loopback: {0}")]
     Listen(std::io::Error),
+    #[error("serving a local host: {0}")]
+    Serve(#[from] yamor_proto::transport::TransportError),
+    #[error("the local hosts did not register within {0:?}")]
+    HostsNotAdmitted(std::time::Duration),
     #[error("writing {path}: {source}")]
     Write {
         path: PathBuf,
@@ -49,6 +64,14 @@ pub enum LocalError {
     },
     #[error("plotting {path}: {message}")]
     Plot { path: PathBuf, message: String },
+    #[error("loading the robot {robot}")]
+    LoadRobot {
+        robot: String,
+        #[source]
+        source: yamor_sim::robots::LoadError,
+    },
+    #[error("formatting the time")]
+    Time(#[source] time::error::Format),
     #[error("unknown robot {name:?}; known: {known}")]
     UnknownRobot { name: String, known: String },
     #[error("the events of run {0} ended before the run")]
@@ -57,6 +80,12 @@ pub enum LocalError {
     NoEvents,
     #[error("{0}")]
     Problem(String),
+    #[error("--param: {0}")]
+    Param(String),
+    #[error("--set: {0}")]
+    Setting(String),
+    #[error("--variant {variant:?}: {message}")]
+    Variant { variant: String, message: String },
 }
 
 impl LocalError {
@@ -97,6 +126,33 @@ pub fn gait_run_settings(
 
 /// One optimizer setting given on a command line as `name=value`.
 pub use yamor_organizer::model::parse_setting;
+
+/// Settings given as `name=value` pairs (`--set`).
+pub fn parse_settings(pairs: &[String]) -> Result<BTreeMap<String, String>, LocalError> {
+    pairs
+        .iter()
+        .map(|p| parse_setting(p).map_err(LocalError::Setting))
+        .collect()
+}
+
+/// One variant of a batch per settings list (`particles=10,inertia=0.6`),
+/// named by the organizer after its settings; seeds count up from `seed`.
+pub fn batch_variants(variants: &[String], seed: u64) -> Result<Vec<RunVariant>, LocalError> {
+    let variant = |(i, v): (usize, &String)| {
+        let settings = yamor_organizer::model::parse_setting_list(v).map_err(|message| {
+            LocalError::Variant {
+                variant: v.clone(),
+                message,
+            }
+        })?;
+        Ok(RunVariant {
+            name: String::new(),
+            settings,
+            seed: seed + i as u64,
+        })
+    };
+    variants.iter().enumerate().map(variant).collect()
+}
 
 /// Hosts to start when none are asked for: one per core.
 #[must_use]

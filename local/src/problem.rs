@@ -1,11 +1,32 @@
-//! The optimization problem a run solves when the user names only a robot.
+//! The optimization problem a run solves: as the user gives it, or the one
+//! of the robot the user names.
 
 use std::f64::consts::PI;
+use std::path::Path;
 
 use yamor_core::optimize::{OptimizationConfig, ParamName, Rule};
+use yamor_organizer::model::Problem;
 use yamor_sim::robots::ExampleRobot;
 
 use crate::LocalError;
+
+/// Bare parameters when `params` (`name=min:max[:start]`) are given, else
+/// the optimization configuration at `config`, else `default`.
+pub fn run_problem(
+    config: Option<&Path>,
+    params: &[String],
+    default: impl FnOnce() -> Result<String, LocalError>,
+) -> Result<Problem, LocalError> {
+    if params.is_empty() {
+        return Ok(Problem::OptimizationXml(match config {
+            // The thesis' own files are Windows-1252: read in the declared encoding.
+            Some(path) => yamor_core::read_xml_file(path)?,
+            None => default()?,
+        }));
+    }
+    let bounds = params.iter().map(|p| p.parse().map_err(LocalError::Param));
+    Ok(Problem::Space(bounds.collect::<Result<_, _>>()?))
+}
 
 /// The optimization configuration shipped with `robot`, or a generic one:
 /// every oscillating module's amplitude and offset, and every coupled pair's

@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressFinish, ProgressStyle};
 use tokio_stream::StreamExt as _;
+use yamor_organizer::OrganizerClient;
 use yamor_organizer::model::{Run, RunEvent, RunState};
 
 use crate::LocalError;
@@ -46,6 +47,21 @@ pub async fn follow_run(
         bar.abandon();
     }
     last.ok_or(LocalError::NoEvents)
+}
+
+/// [`follow_run`] on run `run_id` of a remote organizer; an interrupted
+/// watch asks once more, for the run's true count.
+pub async fn watch(
+    organizer: &OrganizerClient,
+    run_id: u64,
+    interrupt: impl Future<Output = ()>,
+) -> Result<Run, LocalError> {
+    let events = organizer.watch_run(run_id).await?;
+    let seen = follow_run(events.map(|e| e.map_err(LocalError::from)), interrupt).await?;
+    if seen.state != RunState::Running {
+        return Ok(seen);
+    }
+    Ok(organizer.get_run(run_id).await.unwrap_or(seen))
 }
 
 fn bar() -> ProgressBar {

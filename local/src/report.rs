@@ -1,8 +1,8 @@
 //! Reading a finished run back: its evaluations in the order its optimizer
-//! learnt them, and the files `yamor run` leaves behind.
+//! learnt them, and the files `yamor run` leaves behind (and where).
 
 use std::io::Write as _;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use plotters::prelude::*;
 use yamor_organizer::Organizer;
@@ -155,4 +155,44 @@ fn draw_progress<'a>(
     ))?;
     root.present()?;
     Ok(())
+}
+
+/// Where runs go when no directory is given: never the current directory,
+/// which is often a checkout.
+fn runs_home() -> PathBuf {
+    let env = |name| std::env::var_os(name).filter(|v| !v.is_empty());
+    if let Some(dir) = env("YAMOR_RUNS") {
+        return dir.into();
+    }
+    if let Some(data) = env("XDG_DATA_HOME") {
+        return PathBuf::from(data).join("yamor/runs");
+    }
+    match env("HOME") {
+        Some(home) => PathBuf::from(home).join(".local/share/yamor/runs"),
+        None => PathBuf::from("yamor-runs"),
+    }
+}
+
+/// A fresh directory for a run of `robot`, named after it and the time
+/// (UTC), under `$YAMOR_RUNS`, else `~/.local/share/yamor/runs`; not created.
+pub fn new_run_dir(robot: &str) -> Result<PathBuf, LocalError> {
+    let stamp = time::OffsetDateTime::now_utc()
+        .format(time::macros::format_description!(
+            "[year][month][day]-[hour][minute][second]"
+        ))
+        .map_err(LocalError::Time)?;
+    let label: String = Path::new(robot)
+        .file_stem()
+        .map_or_else(|| "robot".into(), |s| s.to_string_lossy().into_owned())
+        .chars()
+        .map(|c| if c.is_alphanumeric() { c } else { '-' })
+        .collect();
+    let base = runs_home().join(format!("{label}-{stamp}"));
+    let mut dir = base.clone();
+    let mut n = 1;
+    while dir.exists() {
+        n += 1;
+        dir = PathBuf::from(format!("{}-{n}", base.display()));
+    }
+    Ok(dir)
 }

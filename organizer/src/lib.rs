@@ -16,19 +16,25 @@
 //! - [`http`]: the dashboard and `/metrics` over HTTP (axum).
 //! - [`metrics`]: the Prometheus registry the scheduler, store and runs feed.
 //! - [`text`]: hosts, runs and jobs as table rows and JSON documents.
-//! - [`grpc`]: the `Organizer` gRPC service, the gRPC host client, and every
-//!   conversion between protobuf and the domain; the only place that knows
-//!   the wire.
+//! - [`grpc`]: the `Organizer` gRPC service and the gRPC host client; with
+//!   [`convert`] (every conversion between protobuf and the domain, which
+//!   the store's migration of version-0 files also uses) the only place
+//!   that knows the wire.
 //! - [`Organizer`] and [`serve`]: wiring and serving with token, health and
 //!   reflection; graceful shutdown by an injected future (which also stops
 //!   the scheduler sending jobs, at once).
+//! - [`server`]: [`server::OrganizerServer`], a whole organizer as `yamor
+//!   organizer` runs it: both ports bound before the database is opened,
+//!   the API and the dashboard served, open streams cut after a grace.
 
+pub mod convert;
 pub mod grpc;
 pub mod http;
 pub mod metrics;
 pub mod model;
 pub mod runs;
 pub mod scheduler;
+pub mod server;
 pub mod store;
 pub mod text;
 
@@ -44,7 +50,7 @@ use yamor_proto::v1::organizer_server::OrganizerServer;
 pub use grpc::{ClientError, OrganizerClient};
 pub use runs::{RunError, Runs};
 pub use scheduler::{
-    HostClient, HostConnector, HostError, ScheduleError, Scheduler, SchedulerConfig,
+    HostCallError, HostClient, HostConnector, ScheduleError, Scheduler, SchedulerConfig,
 };
 pub use store::Store;
 

@@ -232,7 +232,11 @@ pub struct RunSpec {
     /// A label; empty: "<optimizer>-<id>".
     pub name: String,
     pub optimizer: String,
-    /// Setting values as text, checked against the optimizer's settings.
+    /// Setting values as text, checked against the optimizer's settings;
+    /// once the run started, every setting with defaults filled in. Not
+    /// part of the stored spec: the store keeps a run's resolved settings
+    /// once, typed, in their own column, and fills this from it.
+    #[serde(skip_serializing, default)]
     pub settings: BTreeMap<String, String>,
     pub seed: u64,
     pub robot: RobotSource,
@@ -273,11 +277,12 @@ impl RunSpec {
 }
 
 /// One optimizer setting as people type it (`--set`, the start form):
-/// `name=value`, trimmed.
+/// `name=value`, trimmed. Its value is parsed when the organizer resolves
+/// the run's settings against its optimizer's.
 pub fn parse_setting(pair: &str) -> Result<(String, String), String> {
-    pair.split_once('=')
-        .map(|(k, v)| (k.trim().to_owned(), v.trim().to_owned()))
-        .ok_or_else(|| format!("expected name=value, got {pair:?}"))
+    yamor_optimizer_api::split_setting(pair)
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .map_err(|e| e.to_string())
 }
 
 /// One batch variant's settings on one line: `name=value, name=value`.

@@ -25,7 +25,7 @@ use tokio_stream::wrappers::BroadcastStream;
 use tokio_stream::{Stream, StreamExt};
 use yamor_core::evaluation::{BackendKind, EvaluationJob, Objective};
 use yamor_core::optimize::OptimizationConfig;
-use yamor_optimizer_api::{Bound, Optimizer, Outcome, Plugin, PluginInfo, Settings, Space, Step};
+use yamor_optimizer_api::{Bound, Fitness, Optimizer, Plugin, PluginInfo, Settings, Space, Step};
 
 use crate::model::now_ms;
 use crate::model::{
@@ -41,8 +41,8 @@ pub const MAX_BATCH_VARIANTS: usize = 256;
 /// Why a run stopped with an error.
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
-    #[error("stored settings: {0}")]
-    StoredSettings(#[source] serde_json::Error),
+    #[error("stored {0}")]
+    StoredSettings(String),
     #[error("{0}")]
     Invalid(String),
     #[error("{0}")]
@@ -207,14 +207,6 @@ pub struct Runs {
     next_id: Mutex<u64>,
 }
 
-fn settings_text(settings: &Settings) -> BTreeMap<String, String> {
-    settings
-        .0
-        .iter()
-        .map(|(k, v)| (k.clone(), v.to_string()))
-        .collect()
-}
-
 impl Runs {
     /// Loads runs from the store and resumes those that were running.
     pub fn load(
@@ -230,14 +222,31 @@ impl Runs {
             events,
             next_id: Mutex::new(max_run + 1),
         });
+        // A run's row saves its count every few results; the results are
+        // recorded at once. Shown from the first answer after a restart,
+        // whether the run resumes or ended while its row lagged.
+        let recorded: HashMap<u64, u64> = runs
+            .scheduler
+            .store()
+            .next_tell_seqs()?
+            .into_iter()
+            .collect();
         for row in runs.scheduler.store().runs()? {
-            let view = row_view(&row);
+            let mut view = row_view(&row);
+            view.evaluations = view
+                .evaluations
+                .max(recorded.get(&row.id).copied().unwrap_or(0));
             let (stop, _) = watch::channel(false);
             let running = row.state == RunState::Running;
             runs.runs.lock().insert(row.id, RunEntry { view, stop });
             if running {
                 tracing::info!(run = row.id, "resuming run");
-                runs.launch(row.id, row.spec, row.seed, row.settings, row.elapsed_s);
+                match runs.resolve_settings(&row.spec) {
+                    Ok(settings) => {
+                        runs.launch(row.id, row.spec, row.seed, settings, row.elapsed_s);
+                    }
+                    Err(e) => runs.fail(row.id, &RunError::StoredSettings(e)),
+                }
             }
         }
         Ok(runs)
@@ -259,17 +268,15 @@ impl Runs {
             })
     }
 
+    /// The one place a run's settings (text, from a request or the store)
+    /// become the typed values its optimizer is made with.
     fn resolve_settings(&self, spec: &RunSpec) -> Result<Settings, String> {
         let plugin = self.plugin(&spec.optimizer)?;
-        let specs = plugin.info().settings;
-        let pairs: Vec<String> = spec
-            .settings
-            .iter()
-            .map(|(k, v)| format!("{k}={v}"))
-            .collect();
-        let given = Settings::parse_pairs(&specs, pairs.iter().map(String::as_str))
-            .map_err(|e| format!("settings: {e}"))?;
-        Settings::resolve(&specs, &given).map_err(|e| format!("settings: {e}"))
+        Settings::parse(
+            &plugin.info().settings,
+            spec.settings.iter().map(|(k, v)| (k.as_str(), v.as_str())),
+        )
+        .map_err(|e| format!("settings: {e}"))
     }
 
     /// Validates, persists and starts a run.
@@ -280,6 +287,14 @@ impl Runs {
         let settings = self
             .resolve_settings(&spec)
             .map_err(ScheduleError::Invalid)?;
+        self.start_resolved(spec, settings).await
+    }
+
+    async fn start_resolved(
+        self: &Arc<Self>,
+        mut spec: RunSpec,
+        settings: Settings,
+    ) -> Result<Run, ScheduleError> {
         if spec.objective == Objective::Expression(String::new()) {
             return Err(ScheduleError::Invalid(
                 "objective: expr: needs an expression, e.g. expr:-(x*x + y*y)".into(),
@@ -312,12 +327,14 @@ impl Runs {
         } else {
             spec.name.clone()
         };
-        let settings_json = serde_json::to_string(&settings).expect("settings serialise");
+        // From here on the run names every setting, defaults included, so
+        // a later default changes no run already started.
+        spec.settings = settings.to_text();
         let row = RunRow {
             id,
             name,
             optimizer: spec.optimizer.clone(),
-            settings: settings_json.clone(),
+            settings: serde_json::to_string(&settings).expect("settings serialise"),
             seed: spec.seed,
             spec,
             state: RunState::Running,
@@ -349,7 +366,7 @@ impl Runs {
             "run started"
         );
         self.scheduler.metrics().runs_started.inc();
-        self.launch(id, row.spec, row.seed, settings_json, 0.0);
+        self.launch(id, row.spec, row.seed, settings, 0.0);
         Ok(view)
     }
 
@@ -416,14 +433,15 @@ impl Runs {
                 variant.name
             };
             r.settings.extend(variant.settings);
-            self.resolve_settings(&r)
+            let settings = self
+                .resolve_settings(&r)
                 .map_err(|e| ScheduleError::Invalid(format!("variants[{index}]: {e}")))?;
-            specs.push(r);
+            specs.push((r, settings));
         }
         prepare(&base).map_err(ScheduleError::Invalid)?;
         let mut runs = Vec::new();
-        for r in specs {
-            runs.push(self.start(r).await?);
+        for (r, settings) in specs {
+            runs.push(self.start_resolved(r, settings).await?);
         }
         Ok(runs)
     }
@@ -486,7 +504,7 @@ impl Runs {
         id: u64,
         spec: RunSpec,
         seed: u64,
-        settings_json: String,
+        settings: Settings,
         elapsed_before: f64,
     ) {
         let (sink, completions) = mpsc::unbounded_channel();
@@ -500,7 +518,7 @@ impl Runs {
                     id,
                     &spec,
                     seed,
-                    &settings_json,
+                    &settings,
                     elapsed_before,
                     completions,
                     stop,
@@ -508,16 +526,20 @@ impl Runs {
                 .await;
             me.scheduler.detach_run(id);
             if let Err(error) = outcome {
-                let message = error.to_string();
-                tracing::error!(run = id, "run failed: {message}");
-                me.update(id, |v| {
-                    v.state = RunState::Failed;
-                    v.error = message;
-                    v.finished_ms = now_ms();
-                });
-                me.persist(id);
+                me.fail(id, &error);
             }
         });
+    }
+
+    fn fail(&self, id: u64, error: &RunError) {
+        let message = error.to_string();
+        tracing::error!(run = id, "run failed: {message}");
+        self.update(id, |v| {
+            v.state = RunState::Failed;
+            v.error = message;
+            v.finished_ms = now_ms();
+        });
+        self.persist(id);
     }
 
     fn update(&self, id: u64, f: impl FnOnce(&mut Run)) -> Option<Run> {
@@ -552,13 +574,13 @@ impl Runs {
         id: u64,
         spec: &RunSpec,
         seed: u64,
-        settings_json: &str,
+        settings: &Settings,
         elapsed_before: f64,
         mut completions: mpsc::UnboundedReceiver<Completion>,
         mut stop: watch::Receiver<bool>,
     ) -> Result<(), RunError> {
         let mut run = self
-            .executor(id, spec, seed, settings_json, elapsed_before)
+            .executor(id, spec, seed, settings, elapsed_before)
             .await?;
         loop {
             run.propose(self).await?;
@@ -582,18 +604,16 @@ impl Runs {
         id: u64,
         spec: &'a RunSpec,
         seed: u64,
-        settings_json: &str,
+        settings: &Settings,
         elapsed_before: f64,
     ) -> Result<Executor<'a>, RunError> {
-        let settings: Settings =
-            serde_json::from_str(settings_json).map_err(RunError::StoredSettings)?;
         let prepared = prepare(spec).map_err(RunError::Invalid)?;
         let plugin = self
             .plugin(&spec.optimizer)
             .map_err(RunError::Invalid)?
             .clone();
         let optimizer = plugin
-            .create(&prepared.space, &settings, seed, budget_of(spec))
+            .create(&prepared.space, settings, seed, budget_of(spec))
             .map_err(|e| RunError::Optimizer(e.to_string()))?;
         let history = self
             .scheduler
@@ -832,7 +852,7 @@ impl Executor<'_> {
         self.optimizer
             .as_mut()
             .ok_or_else(|| RunError::Optimizer("the optimizer was lost".into()))?
-            .tell(tag, velocity.map_or(Outcome::Failed, Outcome::Fitness));
+            .tell(tag, velocity.map_or(Fitness::Failed, Fitness::Value));
         self.evaluations += 1;
         let improved = velocity.is_some_and(|v| self.best.as_ref().is_none_or(|(b, _)| v > *b));
         if improved {
@@ -919,7 +939,6 @@ impl Executor<'_> {
 }
 
 fn row_view(row: &RunRow) -> Run {
-    let settings: Settings = serde_json::from_str(&row.settings).unwrap_or_default();
     let best_gait_xml = match (&row.spec.problem, row.best_parameters.is_empty()) {
         (Problem::OptimizationXml(_), false) => prepare(&row.spec)
             .map(|p| {
@@ -937,7 +956,7 @@ fn row_view(row: &RunRow) -> Run {
         id: row.id,
         name: row.name.clone(),
         optimizer: row.optimizer.clone(),
-        settings: settings_text(&settings),
+        settings: row.spec.settings.clone(),
         seed: row.seed,
         state: row.state,
         evaluations: row.evaluations,

@@ -3,11 +3,180 @@
 //! them; a script client gets the same documents.
 //!
 //! Values are maximised and stored in m/s, which the headers say.
+//!
+//! The functions taking a [`Format`] return a command's whole answer as
+//! printed, with every line ended: a table or sentences for a person, one
+//! pretty JSON document for a script.
 
 use serde_json::{Value, json};
 use yamor_core::evaluation::BackendKind;
+use yamor_optimizer_api::PluginInfo;
 
-use crate::model::{Host, Job, Run};
+use crate::model::{Host, Job, Run, RunState};
+
+/// How a command answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    Text,
+    Json,
+}
+
+/// Why a run has no best gait to print.
+#[derive(Debug, thiserror::Error)]
+pub enum NoBest {
+    #[error("run {0} has no result yet")]
+    NoResult(u64),
+    #[error("run {0} optimizes bare parameters, not a gait: use --params")]
+    NotAGait(u64),
+}
+
+/// `value` as one pretty JSON document, ended by a newline.
+#[must_use]
+pub fn document(value: &Value) -> String {
+    let text = serde_json::to_string_pretty(value).expect("JSON values serialise");
+    format!("{text}\n")
+}
+
+/// Each of `lines` ended by a newline.
+fn ended(lines: impl IntoIterator<Item = String>) -> String {
+    lines.into_iter().map(|line| line + "\n").collect()
+}
+
+/// `header`, then a row per item; or a JSON array of them.
+fn listing<T>(
+    items: &[T],
+    format: Format,
+    header: String,
+    row: fn(&T) -> String,
+    to_json: fn(&T) -> Value,
+) -> String {
+    match format {
+        Format::Json => document(&items.iter().map(to_json).collect()),
+        Format::Text => ended(std::iter::once(header).chain(items.iter().map(row))),
+    }
+}
+
+#[must_use]
+pub fn hosts(hosts: &[Host], format: Format) -> String {
+    listing(hosts, format, host_header(), host_row, host_json)
+}
+
+#[must_use]
+pub fn host_added(h: &Host, format: Format) -> String {
+    match format {
+        Format::Json => document(&host_json(h)),
+        Format::Text => format!("added host {} ({}) as id {}\n", h.name, h.address, h.id),
+    }
+}
+
+#[must_use]
+pub fn runs(runs: &[Run], format: Format) -> String {
+    listing(runs, format, run_header(), run_row, run_json)
+}
+
+#[must_use]
+pub fn runs_started(runs: &[Run], format: Format) -> String {
+    match format {
+        Format::Json => document(&runs.iter().map(run_json).collect()),
+        Format::Text => ended(
+            runs.iter()
+                .map(|r| format!("started run {} ({})", r.id, r.name)),
+        ),
+    }
+}
+
+/// One run in detail.
+#[must_use]
+pub fn run(r: &Run, format: Format) -> String {
+    match format {
+        Format::Json => document(&run_json(r)),
+        Format::Text => ended(run_details(r)),
+    }
+}
+
+/// A run's best gait as yamorconfig XML, or with `params` its parameters
+/// (`name value` per line).
+pub fn best(r: &Run, format: Format, params: bool) -> Result<String, NoBest> {
+    if r.best_velocity.is_none() {
+        return Err(NoBest::NoResult(r.id));
+    }
+    if format == Format::Json {
+        Ok(document(&run_json(r)["best_parameters"]))
+    } else if params {
+        Ok(ended(
+            r.best_parameters
+                .iter()
+                .map(|(name, value)| format!("{name} {value}")),
+        ))
+    } else if r.best_gait_xml.is_empty() {
+        Err(NoBest::NotAGait(r.id))
+    } else {
+        Ok(r.best_gait_xml.clone())
+    }
+}
+
+/// What a stop did: `r` is the run as it was asked.
+#[must_use]
+pub fn run_stopping(r: &Run) -> String {
+    if r.state == RunState::Running {
+        format!("stopping run {}; it keeps what it found\n", r.id)
+    } else {
+        format!(
+            "run {} is already {} ({} evaluations): nothing to stop\n",
+            r.id,
+            r.state.as_str(),
+            r.evaluations
+        )
+    }
+}
+
+/// Each optimizer with its settings and their defaults.
+#[must_use]
+pub fn optimizers(optimizers: &[PluginInfo], format: Format) -> String {
+    if format == Format::Json {
+        return document(&json!(optimizers));
+    }
+    let mut lines = Vec::new();
+    for o in optimizers {
+        lines.push(format!(
+            "{} {} by {}: {}",
+            o.name, o.version, o.author, o.description
+        ));
+        lines.extend(o.settings.iter().map(|s| {
+            format!(
+                "    {:<16} default {:<10} {}",
+                s.name, s.default, s.description
+            )
+        }));
+    }
+    ended(lines)
+}
+
+#[must_use]
+pub fn jobs(jobs: &[Job], format: Format) -> String {
+    listing(jobs, format, job_header(), job_row, job_json)
+}
+
+/// One job as it changes: a row, or one JSON object per line (a stream has
+/// no end to close an array); not ended.
+#[must_use]
+pub fn job_line(j: &Job, format: Format) -> String {
+    match format {
+        Format::Json => job_json(j).to_string(),
+        Format::Text => job_row(j),
+    }
+}
+
+/// The command that lists the next page of jobs, older than `oldest`.
+#[must_use]
+pub fn older_jobs(run: u64, oldest: u64) -> String {
+    let run = if run > 0 {
+        format!(" --run {run}")
+    } else {
+        String::new()
+    };
+    format!("older jobs remain: yamor jobs list{run} --before {oldest}")
+}
 
 fn kind(kind: Option<BackendKind>) -> &'static str {
     kind.map_or("?", BackendKind::short)

@@ -461,3 +461,79 @@ async fn jobs_submitted_through_the_client_come_back_under_their_ids() {
         "script"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_names_every_setting_resolved_once_and_stores_them_once() {
+    let (client, organizer) = organizer("client-settings").await;
+    let address = serve_host(
+        "expr",
+        Arc::new(ExprBackend::new("-(x*x + y*y)", Duration::ZERO).unwrap()),
+    )
+    .await;
+    client.register_host("expr", &address).await.unwrap();
+
+    let mut misspelt = space_run(4);
+    misspelt.settings.insert("partciles".into(), "6".into());
+    let refused = client.start_run(&misspelt).await.unwrap_err().to_string();
+    assert!(
+        refused.contains(r#"did you mean "particles"?"#),
+        "{refused}"
+    );
+
+    let mut spec = space_run(4);
+    spec.settings.insert("particles".into(), " 6 ".into());
+    let run = client.start_run(&spec).await.unwrap();
+    // Every setting, defaults filled in, values as the optimizer read them.
+    assert_eq!(run.settings["particles"], "6");
+    assert_eq!(run.settings["iterations"], "50");
+    assert_eq!(run.settings["topology"], "global");
+    run_end(&client, run.id).await;
+
+    let rows = organizer.scheduler.store().runs().unwrap();
+    let row = rows.iter().find(|r| r.id == run.id).unwrap();
+    // Read back, the spec names the resolved settings; stored, it does not:
+    // they live once, typed, in the run's settings column.
+    assert_eq!(row.spec.settings, run.settings);
+    let stored_spec = serde_json::to_string(&row.spec).unwrap();
+    assert!(!stored_spec.contains("particles"), "{stored_spec}");
+    assert!(
+        row.settings.contains(r#""particles":6"#),
+        "{}",
+        row.settings
+    );
+}
+
+/// An organizer killed between recording results and saving its run's row
+/// comes back showing every recorded result, from its first answer, for a
+/// run that had ended as for one that resumes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reopened_run_shows_every_recorded_result_from_the_first_answer() {
+    let db = common::temp_dir("client-count-after-reopen").join("yamor.db");
+    let open = || {
+        Organizer::open(
+            &db,
+            yamor_organizer::SchedulerConfig::default(),
+            ClientSecurity::default(),
+            vec![Arc::new(yamor_pso::Pso)],
+        )
+        .unwrap()
+    };
+    let organizer = open();
+    let (client, _) = common::serve_organizer(&organizer).await;
+    common::add_expression_hosts(&organizer, 1, "-(x*x + y*y)", Duration::ZERO).await;
+    let run = client.start_run(&space_run(12)).await.unwrap();
+    assert_eq!(run_end(&client, run.id).await.evaluations, 12);
+    drop(client);
+    organizer.scheduler.store().sync().await.unwrap();
+    drop(organizer);
+    // The row as a kill before its next save leaves it.
+    rusqlite::Connection::open(&db)
+        .unwrap()
+        .execute(
+            "UPDATE runs SET evaluations = 3 WHERE id = ?1",
+            [run.id as i64],
+        )
+        .unwrap();
+    let reopened = open();
+    assert_eq!(reopened.runs.get(run.id).unwrap().evaluations, 12);
+}

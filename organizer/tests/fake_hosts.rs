@@ -14,7 +14,7 @@ use common::fake::{Answer, FakeNet};
 use common::temp_dir;
 use yamor_core::evaluation::{BackendKind, EvaluationJob, Objective};
 use yamor_organizer::model::{HostState, Job, JobRequest, JobState};
-use yamor_organizer::{HostError, Organizer, SchedulerConfig, Store};
+use yamor_organizer::{HostCallError, Organizer, SchedulerConfig, Store};
 
 fn job(x: f64) -> JobRequest {
     JobRequest {
@@ -128,9 +128,11 @@ async fn a_retryable_failure_is_retried_and_an_invalid_job_is_not() {
     let organizer = organizer("retry", &net, SchedulerConfig::default());
     let scheduler = &organizer.scheduler;
     let host = net.host("h");
-    host.script(Answer::Fail(HostError::Failed("Internal: flaky".into())));
+    host.script(Answer::Fail(HostCallError::Failed(
+        "Internal: flaky".into(),
+    )));
     host.script(Answer::Value(3.0));
-    host.script(Answer::Fail(HostError::InvalidJob(
+    host.script(Answer::Fail(HostCallError::InvalidJob(
         "InvalidArgument: x is missing".into(),
     )));
     scheduler.register_host("h", "h").await.unwrap();
@@ -160,7 +162,9 @@ async fn a_job_fails_for_good_after_its_attempts() {
     let scheduler = &organizer.scheduler;
     let host = net.host("h");
     for _ in 0..2 {
-        host.script(Answer::Fail(HostError::Failed("Internal: broken".into())));
+        host.script(Answer::Fail(HostCallError::Failed(
+            "Internal: broken".into(),
+        )));
     }
     scheduler.register_host("h", "h").await.unwrap();
     let mut events = scheduler.subscribe_jobs();

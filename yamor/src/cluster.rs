@@ -1,12 +1,11 @@
 //! The cluster subcommands: `organizer`, `host`, `hosts`, `optimize`, `jobs`.
 
-use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
 use clap::{Args, Subcommand};
 use tokio_stream::StreamExt;
 use yamor_core::evaluation::{BackendKind, EvaluationSpec, Objective, RobotSource};
@@ -14,13 +13,12 @@ use yamor_host_agent::expr::ExprBackend;
 use yamor_host_agent::serial::SerialSettings;
 use yamor_host_agent::sim::SimBackend;
 use yamor_host_agent::{Backend, HostOptions, HostServer};
-use yamor_organizer::model::{JobFilter, Problem, Run, RunSpec, RunState, RunVariant};
-use yamor_organizer::{Organizer, SchedulerConfig, text};
+use yamor_local::LocalError;
+use yamor_organizer::model::{JobFilter, Run, RunSpec, RunState};
+use yamor_organizer::server::{OrganizerServer, ServerOptions, Stopped};
+use yamor_organizer::{SchedulerConfig, text};
 
 use crate::net::{ClientOpts, ServerOpts, shutdown_signal};
-
-/// How long an organizer told to stop waits for open streams to end.
-const SHUTDOWN_GRACE: Duration = Duration::from_secs(3);
 
 #[derive(Args)]
 pub struct OrganizerArgs {
@@ -59,102 +57,41 @@ pub struct OrganizerArgs {
 
 pub async fn organizer(args: OrganizerArgs) -> Result<()> {
     let security = args.security.server()?;
-    yamor_proto::transport::check_exposure(args.listen, &security)?;
-    let config =
+    let host_security = args.security.client()?;
+    let scheduler =
         SchedulerConfig::from_seconds(args.heartbeat, args.lease, args.attempts, args.job_timeout)?;
-    // Both ports are taken before anything is served or announced: a busy
-    // dashboard port ends the organizer here, not after hosts and clients
-    // were told it serves (and before runs resume and jobs go out).
-    let listener = tokio::net::TcpListener::bind(args.listen)
-        .await
-        .with_context(|| {
-            format!(
-                "binding the gRPC API to {} (is another organizer running?)",
-                args.listen
-            )
-        })?;
-    let http = if args.no_http {
-        None
-    } else {
-        yamor_proto::transport::check_exposure(args.http, &security)?;
-        Some(
-            tokio::net::TcpListener::bind(args.http)
-                .await
-                .with_context(|| {
-                    format!(
-                        "binding the dashboard to {} (choose another with --http ADDR, or --no-http)",
-                        args.http
-                    )
-                })?,
-        )
-    };
-    let organizer = Organizer::start(
-        &args.db,
-        config,
-        args.security.client()?,
-        yamor_local::optimizers(),
-    )
-    .await
-    .with_context(|| format!("opening {}", args.db.display()))?;
-    let scheme = if security.tls.is_some() {
-        "https"
-    } else {
-        "http"
-    };
+    let dashboard = (!args.no_http).then(|| {
+        let options = yamor_organizer::http::Options {
+            allowed_hosts: args.http_hosts,
+            ..yamor_local::dashboard_options(None)
+        };
+        (args.http, options)
+    });
+    let server = OrganizerServer::bind(ServerOptions {
+        listen: args.listen,
+        database: args.db.clone(),
+        scheduler,
+        security,
+        host_security,
+        plugins: yamor_local::optimizers(),
+        dashboard,
+    })
+    .await?;
     eprintln!(
-        "organizer listening on {scheme}://{} (database {})",
-        listener.local_addr()?,
+        "organizer listening on {} (database {})",
+        server.url,
         args.db.display()
     );
-    let dashboard = match http {
-        None => None,
-        Some(http) => {
-            eprintln!("dashboard and /metrics on http://{}", http.local_addr()?);
-            // The token guards the dashboard only where the network can reach it.
-            let token = (!args.http.ip().is_loopback())
-                .then(|| security.token.clone())
-                .flatten();
-            Some(tokio::spawn(yamor_organizer::http::serve(
-                http,
-                organizer.clone(),
-                yamor_organizer::http::Options {
-                    allowed_hosts: args.http_hosts.clone(),
-                    ..yamor_local::dashboard_options(token)
-                },
-                shutdown_signal(),
-            )))
-        }
-    };
-    // An orderly shutdown (Ctrl-C, SIGTERM from docker stop or a reboot)
-    // leaves running runs running: the job log is on disk, and the next
-    // start resumes them. Stopping a run is `yamor optimize stop`.
-    let store = organizer.scheduler.store().clone();
-    let (stopping, mut stopping_seen) = tokio::sync::watch::channel(false);
-    let serving = yamor_organizer::serve(listener, organizer, security, async move {
-        shutdown_signal().await;
-        let _ = stopping.send(true);
-    });
-    // Open watch streams (`optimize watch`, a dashboard) would hold a
-    // graceful shutdown forever: they get a moment, then the exit ends them.
-    let drained = async move {
-        let _ = stopping_seen.wait_for(|s| *s).await;
-        tokio::time::sleep(SHUTDOWN_GRACE).await;
-    };
-    tokio::select! {
-        // `serve` flushes the database itself once it has stopped serving.
-        served = serving => served?,
-        () = drained => {
-            eprintln!("closing the streams still open");
-            // A full disk must not hold the way out (what is unsaved runs again).
-            if let Err(e) = store.sync_within(Duration::from_secs(5)).await {
-                eprintln!("{e}");
-            }
+    if let Some(address) = server.dashboard_address {
+        eprintln!("dashboard and /metrics on http://{address}");
+    }
+    if let Stopped::StreamsCut { unsaved } = server.run(shutdown_signal()).await? {
+        eprintln!("closing the streams still open");
+        if let Some(e) = unsaved {
+            eprintln!("{e}");
         }
     }
     eprintln!("organizer stopped; running runs resume at the next start");
-    if let Some(dashboard) = dashboard {
-        dashboard.abort();
-    }
     Ok(())
 }
 
@@ -226,54 +163,15 @@ pub async fn host(args: HostArgs) -> Result<()> {
             Duration::from_millis(args.delay_ms),
         )?,
     };
-    let listener = tokio::net::TcpListener::bind(args.listen)
-        .await
-        .with_context(|| format!("binding {}", args.listen))?;
-    // Listening on every interface (a container, a lab machine): the
-    // organizer needs a real address, and a name that survives a restart.
-    let everywhere = args.listen.ip().is_unspecified();
-    // Chosen here, the advertised address follows the route to the organizer.
-    let follow_route = everywhere && args.advertise.is_none() && args.organizer.is_some();
-    let advertise = match (&args.advertise, &args.organizer) {
-        (None, Some(organizer)) if everywhere => {
-            let scheme = if args.security.tls_cert.is_some() {
-                "https"
-            } else {
-                "http"
-            };
-            let listening = format!("{scheme}://{}", listener.local_addr()?);
-            // The organizer's name may not resolve yet (a swarm starts
-            // services in no order): wait for it as registration would.
-            let mut wait = Duration::from_millis(100);
-            loop {
-                match yamor_host_agent::server::outward_address(organizer, &listening).await {
-                    Ok(address) => break Some(address),
-                    Err(e) => {
-                        tracing::warn!(
-                            "finding this machine's address towards {organizer}: {e}; trying again"
-                        );
-                        tokio::time::sleep(wait).await;
-                        wait = (wait * 2).min(Duration::from_secs(2));
-                    }
-                }
-            }
-        }
-        _ => args.advertise,
-    };
-    let name = args.name.or_else(|| {
-        everywhere
-            .then(yamor_host_agent::server::machine_name)
-            .flatten()
-    });
     let options = HostOptions {
-        name,
-        advertise,
+        name: args.name,
+        advertise: args.advertise,
         organizer: args.organizer,
         server: args.security.server()?,
         client: args.security.client()?,
-        follow_route,
+        follow_route: false,
     };
-    let host = HostServer::new(listener, backend.clone(), options)?;
+    let host = HostServer::bind(args.listen, backend.clone(), options).await?;
     // Printed on stdout so scripts and tests can pick up the address.
     println!(
         "host {} listening on {} ({})",
@@ -304,46 +202,20 @@ pub enum HostsCommand {
     },
 }
 
-/// Prints `value` as pretty JSON on stdout.
-fn print_json(value: &serde_json::Value) {
-    println!(
-        "{}",
-        serde_json::to_string_pretty(value).expect("JSON values serialise")
-    );
-}
-
 pub async fn hosts(client: ClientOpts, command: HostsCommand) -> Result<()> {
     let organizer = client.organizer()?;
-    match command {
-        HostsCommand::List => {
-            // Asked first, so that an organizer that cannot be reached
-            // leaves its one-line error and no table header.
-            let hosts = organizer.list_hosts().await?;
-            if client.json {
-                print_json(&hosts.iter().map(text::host_json).collect());
-                return Ok(());
-            }
-            println!("{}", text::host_header());
-            for h in &hosts {
-                println!("{}", text::host_row(h));
-            }
-        }
+    let answer = match command {
+        HostsCommand::List => text::hosts(&organizer.list_hosts().await?, client.format()),
         HostsCommand::Add { address, name } => {
             let host = organizer.register_host(&name, &address).await?;
-            if client.json {
-                print_json(&text::host_json(&host));
-            } else {
-                println!(
-                    "added host {} ({}) as id {}",
-                    host.name, host.address, host.id
-                );
-            }
+            text::host_added(&host, client.format())
         }
         HostsCommand::Remove { host } => {
             organizer.deregister_host(&host).await?;
-            println!("removed {host}");
+            format!("removed {host}\n")
         }
-    }
+    };
+    print!("{answer}");
     Ok(())
 }
 
@@ -411,19 +283,12 @@ fn host_kind() -> impl clap::builder::TypedValueParser<Value = BackendKind> {
         .map(|text| BackendKind::from_short(&text).expect("one of the possible values"))
 }
 
-fn parse_settings(pairs: &[String]) -> Result<BTreeMap<String, String>> {
-    pairs
-        .iter()
-        .map(|p| yamor_local::parse_setting(p).map_err(|e| anyhow::anyhow!("--set: {e}")))
-        .collect()
-}
-
 impl RunOptions {
     /// The run on the example `robot`, with `budget` unless one was given.
     pub fn spec(&self, robot: &str, budget: u64) -> Result<RunSpec> {
         self.spec_on(
             RobotSource::Example(robot.to_owned()),
-            || Ok(yamor_local::default_optimization(robot)?),
+            || yamor_local::default_optimization(robot),
             budget,
         )
     }
@@ -432,26 +297,14 @@ impl RunOptions {
     pub fn spec_on(
         &self,
         robot: RobotSource,
-        default_problem: impl FnOnce() -> Result<String>,
+        default_problem: impl FnOnce() -> Result<String, LocalError>,
         budget: u64,
     ) -> Result<RunSpec> {
-        let problem = if self.param.is_empty() {
-            Problem::OptimizationXml(match &self.config {
-                // The thesis' own files are Windows-1252: read in the declared encoding.
-                Some(path) => yamor_core::read_xml_file(path)?,
-                None => default_problem()?,
-            })
-        } else {
-            Problem::Space(
-                self.param
-                    .iter()
-                    .map(|p| p.parse().map_err(|e| anyhow::anyhow!("--param: {e}")))
-                    .collect::<Result<_>>()?,
-            )
-        };
+        let problem =
+            yamor_local::run_problem(self.config.as_deref(), &self.param, default_problem)?;
         Ok(RunSpec {
             name: self.name.clone().unwrap_or_default(),
-            settings: parse_settings(&self.settings)?,
+            settings: yamor_local::parse_settings(&self.settings)?,
             seed: self.seed,
             robot,
             spec: EvaluationSpec {
@@ -514,137 +367,32 @@ pub fn print_run(r: &Run) {
     println!("{}", text::run_row(r));
 }
 
-fn started(client: &ClientOpts, runs: &[Run]) {
-    if client.json {
-        print_json(&runs.iter().map(text::run_json).collect());
-    } else {
-        for r in runs {
-            println!("started run {} ({})", r.id, r.name);
-        }
-    }
-}
-
 pub async fn optimize(client: ClientOpts, command: OptimizeCommand) -> Result<()> {
     let organizer = client.organizer()?;
-    match command {
+    let format = client.format();
+    let answer = match command {
         OptimizeCommand::Start(spec) => {
-            let run = organizer
-                .start_run(&spec.options.spec(&spec.robot, 0)?)
-                .await?;
-            started(&client, &[run]);
+            let run = spec.options.spec(&spec.robot, 0)?;
+            text::runs_started(&[organizer.start_run(&run).await?], format)
         }
         OptimizeCommand::Batch { spec, variant } => {
             let base = spec.options.spec(&spec.robot, 0)?;
-            let variants = batch_variants(&variant, spec.options.seed)?;
-            started(
-                &client,
-                &organizer.batch_start_runs(&base, &variants).await?,
-            );
+            let variants = yamor_local::batch_variants(&variant, spec.options.seed)?;
+            let runs = organizer.batch_start_runs(&base, &variants).await?;
+            text::runs_started(&runs, format)
         }
-        OptimizeCommand::List => list_runs(&client, &organizer.list_runs().await?),
-        OptimizeCommand::Show { run } => show_run(&client, &organizer.get_run(run).await?),
+        OptimizeCommand::List => text::runs(&organizer.list_runs().await?, format),
+        OptimizeCommand::Show { run } => text::run(&organizer.get_run(run).await?, format),
         OptimizeCommand::Best { run, params } => {
-            best(&client, &organizer.get_run(run).await?, params)?
+            text::best(&organizer.get_run(run).await?, format, params)?
         }
-        OptimizeCommand::Optimizers => list_optimizers(&client, &organizer).await?,
-        OptimizeCommand::Stop { run } => {
-            let r = organizer.stop_run(run).await?;
-            if r.state == RunState::Running {
-                println!("stopping run {run}; it keeps what it found");
-            } else {
-                println!(
-                    "run {run} is already {} ({} evaluations): nothing to stop",
-                    r.state.as_str(),
-                    r.evaluations
-                );
-            }
+        OptimizeCommand::Optimizers => {
+            text::optimizers(&organizer.list_optimizers().await?, format)
         }
-        OptimizeCommand::Watch { run } => watch(&organizer, run).await?,
-    }
-    Ok(())
-}
-
-/// One variant per `--variant`, named by the organizer after its settings;
-/// seeds count up from `seed`.
-fn batch_variants(variants: &[String], seed: u64) -> Result<Vec<RunVariant>> {
-    variants
-        .iter()
-        .enumerate()
-        .map(|(i, v)| {
-            Ok(RunVariant {
-                name: String::new(),
-                settings: yamor_organizer::model::parse_setting_list(v)
-                    .map_err(|e| anyhow::anyhow!("--variant {v:?}: {e}"))?,
-                seed: seed + i as u64,
-            })
-        })
-        .collect()
-}
-
-fn list_runs(client: &ClientOpts, runs: &[Run]) {
-    if client.json {
-        print_json(&runs.iter().map(text::run_json).collect());
-        return;
-    }
-    println!("{}", text::run_header());
-    for r in runs {
-        print_run(r);
-    }
-}
-
-fn show_run(client: &ClientOpts, r: &Run) {
-    if client.json {
-        print_json(&text::run_json(r));
-        return;
-    }
-    for line in text::run_details(r) {
-        println!("{line}");
-    }
-}
-
-/// The best gait's XML, or with `params` its parameters.
-fn best(client: &ClientOpts, r: &Run, params: bool) -> Result<()> {
-    if r.best_velocity.is_none() {
-        bail!("run {} has no result yet", r.id);
-    }
-    if client.json {
-        print_json(&text::run_json(r)["best_parameters"]);
-    } else if params {
-        for (name, value) in &r.best_parameters {
-            println!("{name} {value}");
-        }
-    } else if r.best_gait_xml.is_empty() {
-        bail!(
-            "run {} optimizes bare parameters, not a gait: use --params",
-            r.id
-        );
-    } else {
-        print!("{}", r.best_gait_xml);
-    }
-    Ok(())
-}
-
-async fn list_optimizers(
-    client: &ClientOpts,
-    organizer: &yamor_organizer::OrganizerClient,
-) -> Result<()> {
-    let optimizers = organizer.list_optimizers().await?;
-    if client.json {
-        print_json(&serde_json::to_value(&optimizers)?);
-        return Ok(());
-    }
-    for o in optimizers {
-        println!(
-            "{} {} by {}: {}",
-            o.name, o.version, o.author, o.description
-        );
-        for s in o.settings {
-            println!(
-                "    {:<16} default {:<10} {}",
-                s.name, s.default, s.description
-            );
-        }
-    }
+        OptimizeCommand::Stop { run } => text::run_stopping(&organizer.stop_run(run).await?),
+        OptimizeCommand::Watch { run } => return watch(&organizer, run).await,
+    };
+    print!("{answer}");
     Ok(())
 }
 
@@ -652,17 +400,11 @@ async fn list_optimizers(
 /// run going and shows where it is.
 async fn watch(organizer: &yamor_organizer::OrganizerClient, run: u64) -> Result<()> {
     let interrupt = crate::net::interrupt()?;
-    let events = organizer
-        .watch_run(run)
-        .await?
-        .map(|event| event.map_err(yamor_local::LocalError::from));
-    let seen = yamor_local::progress::follow_run(Box::pin(events), interrupt).await?;
+    let seen = yamor_local::progress::watch(organizer, run, interrupt).await?;
     if seen.state == RunState::Running {
         eprintln!("stopped watching; run {run} goes on (`yamor optimize stop {run}` stops it)");
-        print_run(&organizer.get_run(run).await.unwrap_or(seen));
-    } else {
-        print_run(&seen);
     }
+    print_run(&seen);
     Ok(())
 }
 
@@ -705,24 +447,9 @@ pub async fn jobs(client: ClientOpts, command: JobsCommand) -> Result<()> {
             let mut jobs = organizer.list_jobs(&filter, true).await?;
             let more = jobs.len() > limit as usize;
             jobs.truncate(limit as usize);
-            if client.json {
-                print_json(&jobs.iter().map(text::job_json).collect());
-            } else {
-                println!("{}", text::job_header());
-                for j in &jobs {
-                    println!("{}", text::job_row(j));
-                }
-            }
+            print!("{}", text::jobs(&jobs, client.format()));
             if let (true, Some(oldest)) = (more, jobs.last()) {
-                let run = if run > 0 {
-                    format!(" --run {run}")
-                } else {
-                    String::new()
-                };
-                eprintln!(
-                    "older jobs remain: yamor jobs list{run} --before {}",
-                    oldest.id
-                );
+                eprintln!("{}", text::older_jobs(run, oldest.id));
             }
         }
         JobsCommand::Watch { run, job } => {
@@ -731,13 +458,7 @@ pub async fn jobs(client: ClientOpts, command: JobsCommand) -> Result<()> {
                 println!("{}", text::job_header());
             }
             while let Some(j) = stream.next().await {
-                let j = j?;
-                if client.json {
-                    // One object per line: a stream has no end to close an array.
-                    println!("{}", text::job_json(&j));
-                } else {
-                    println!("{}", text::job_row(&j));
-                }
+                println!("{}", text::job_line(&j?, client.format()));
             }
         }
     }

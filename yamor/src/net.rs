@@ -39,6 +39,14 @@ impl ClientOpts {
         })
     }
 
+    pub fn format(&self) -> yamor_organizer::text::Format {
+        if self.json {
+            yamor_organizer::text::Format::Json
+        } else {
+            yamor_organizer::text::Format::Text
+        }
+    }
+
     pub fn organizer(&self) -> Result<yamor_organizer::OrganizerClient> {
         Ok(yamor_organizer::OrganizerClient::new(
             &self.organizer,

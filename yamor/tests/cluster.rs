@@ -998,22 +998,17 @@ async fn a_resumed_run_never_shows_fewer_evaluations_than_it_has_recorded() {
         .filter(|j| j.state == pb::JobState::Done as i32)
         .count() as u64;
     assert!(recorded >= 30, "{recorded} results recorded");
-    // The replay takes milliseconds; a second of looking covers it.
-    let until = Instant::now() + Duration::from_secs(1);
-    let mut seen = Vec::new();
-    while Instant::now() < until {
-        let now = org
-            .get_run(pb::GetRunRequest { run_id: run.id })
-            .await
-            .unwrap()
-            .into_inner();
-        seen.push(now.evaluations);
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    assert!(
-        seen.iter().all(|&n| n >= recorded),
-        "recorded {recorded}, shown {seen:?}"
-    );
+    // The organizer sets a run's count from its recorded results before it
+    // answers anything (organizer/tests/client.rs checks that on its own),
+    // so the first answer after the restart, the one a lagging count would
+    // show, already has them all.
+    let shown = org
+        .get_run(pb::GetRunRequest { run_id: run.id })
+        .await
+        .unwrap()
+        .into_inner()
+        .evaluations;
+    assert!(shown >= recorded, "recorded {recorded}, shown {shown}");
 }
 
 /// A host stopped with SIGTERM says it is leaving: it is down at once (no

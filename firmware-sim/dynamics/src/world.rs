@@ -1,18 +1,23 @@
 //! One world: a model's state and the time step.
 //!
-//! A step is semi-implicit Euler in generalized coordinates:
-//! 1. kinematics: body poses, hinge axes and spatial inertias about the
+//! A step is semi-implicit Euler in generalized coordinates, one method of
+//! [`World`] per stage, in the order [`World::step`] calls them:
+//! 1. `kinematics`: body poses, hinge axes and spatial inertias about the
 //!    root of each tree;
-//! 2. the mass matrix by composite rigid bodies and the bias forces
-//!    (gravity, Coriolis) by recursive Newton–Euler, both in world axes;
-//! 3. every servo's PD law folded into the mass matrix so stiff gains stay
-//!    stable (implicit in position and velocity while it is below its
-//!    torque limit, a constant torque once saturated);
-//! 4. box corners within a small margin of the ground, hinges at their
-//!    limits and the hinges that close loops become constraint rows, solved
-//!    by projected Gauss–Seidel with a friction disc and warm starts,
-//!    softened as implicit springs;
-//! 5. velocities, then positions, advance by the step.
+//! 2. `mass_matrix_and_bias`: the mass matrix by composite rigid bodies and
+//!    the bias forces (gravity, Coriolis) by recursive Newton–Euler, both in
+//!    world axes;
+//! 3. `unconstrained_velocities`: the velocities the step would reach with
+//!    no contact, limit or servo (Cholesky of the mass matrix);
+//! 4. `collect_constraints`, `solve_constraints`: box corners within a small
+//!    margin of the ground, hinges at their limits, the hinges that close
+//!    loops and every servo's PD law (an implicit spring-damper whose
+//!    impulse the torque limit bounds, so stiff gains stay stable) become
+//!    constraint rows, solved by projected Gauss–Seidel with a friction disc
+//!    and warm starts;
+//! 5. `momentum_targets`, `integrate`, `restore_tree_momentum`: velocities,
+//!    then positions, advance by the step, and each free tree's momentum is
+//!    corrected to what the solved impulses give.
 
 use nalgebra::{Isometry3, Matrix6, Point3, Translation3, UnitQuaternion, Vector3};
 
@@ -336,18 +341,38 @@ impl World {
 
     /// Advances the world by one step.
     pub fn step(&mut self) {
-        let h = self.settings.dt;
-        let n = self.model.dofs;
-        let nb = self.model.bodies.len();
+        // Out of `self` for the step, so the stages may borrow both; back
+        // in at the end, so no step allocates.
         let mut s = std::mem::take(&mut self.scratch);
+        self.kinematics(&mut s);
+        self.mass_matrix_and_bias(&mut s);
+        self.unconstrained_velocities(&mut s);
+        // The constraint rows need the hinge axes of the kinematics and the
+        // inverse mass matrix.
+        self.collect_constraints(&mut s);
+        self.solve_constraints(&mut s);
+        // The targets read the velocities the step starts from and the
+        // ground's impulses, so they come after the solve and before the
+        // velocities are overwritten.
+        self.momentum_targets(&mut s);
+        self.integrate(&s.free);
+        self.restore_tree_momentum(&s.centroids);
+        self.scratch = s;
+    }
+
+    /// Every body's hinge axis, spatial inertia, velocity, velocity-product
+    /// acceleration and the force that motion needs, about the root origin
+    /// of its tree; composites start as the bodies' own inertias.
+    fn kinematics(&self, s: &mut Scratch) {
+        let nb = self.model.bodies.len();
         s.axis.resize(nb, Spatial::ZERO);
         s.inertia.resize(nb, Matrix6::zeros());
         s.composite.resize(nb, Matrix6::zeros());
         s.velocity.resize(nb, Spatial::ZERO);
         s.acceleration.resize(nb, Spatial::ZERO);
         s.force.resize(nb, Spatial::ZERO);
-
-        // 1. Kinematics about each tree's root origin.
+        // Roots accelerate upwards at g instead of every body feeling its
+        // weight: the force pass then carries gravity for free.
         let gravity = Spatial::new(Vector3::zeros(), -self.settings.gravity);
         for i in 0..nb {
             let body = &self.model.bodies[i];
@@ -382,13 +407,19 @@ impl World {
                 apply(&s.inertia[i], &s.acceleration[i]) + s.velocity[i].cross_force(&momentum);
             s.composite[i] = s.inertia[i];
         }
+    }
 
-        // 2. Bias forces and the mass matrix, leaves to roots.
+    /// The mass matrix by composite rigid bodies into `s.mass`, and minus
+    /// the bias forces into `s.rhs`, in one pass from the leaves to the
+    /// roots (it accumulates, in place, the composites and forces that
+    /// [`Self::kinematics`] left).
+    fn mass_matrix_and_bias(&self, s: &mut Scratch) {
+        let n = self.model.dofs;
         s.mass.clear();
         s.mass.resize(n * n, 0.0);
         s.rhs.clear();
         s.rhs.resize(n, 0.0);
-        for i in (0..nb).rev() {
+        for i in (0..self.model.bodies.len()).rev() {
             let body = &self.model.bodies[i];
             match &body.hinge {
                 None => {
@@ -433,8 +464,14 @@ impl World {
                 }
             }
         }
+    }
 
-        // 3. rhs = M·u + h·(τ − C), the servos implicit where they can be.
+    /// `s.free` = M⁻¹·(M·u − h·C), the velocities the step would reach
+    /// without any constraint row, and `s.inverse` = M⁻¹ for the rows.
+    /// Factorises `s.mass` in place.
+    fn unconstrained_velocities(&self, s: &mut Scratch) {
+        let h = self.settings.dt;
+        let n = self.model.dofs;
         for a in 0..n {
             let mu: f64 = (0..n).map(|b| s.mass[a * n + b] * self.u[b]).sum();
             s.rhs[a] = mu + h * s.rhs[a];
@@ -452,14 +489,14 @@ impl World {
                 *f += c * rhs;
             }
         }
+    }
 
-        // 4. Constraints.
-        self.collect_constraints(&mut s);
-        self.solve_constraints(&mut s);
-
-        // 5. Positions.
+    /// Into `s.centroids`, for every tree: its centre of mass now and the
+    /// velocity that centre must leave the step with.
+    fn momentum_targets(&self, s: &mut Scratch) {
+        let h = self.settings.dt;
         s.centroids.clear();
-        for i in 0..nb {
+        for i in 0..self.model.bodies.len() {
             if self.model.bodies[i].hinge.is_none() {
                 let (com, velocity) = self.centroid(i);
                 // The momentum the step must leave: the old one, plus
@@ -478,8 +515,14 @@ impl World {
                 s.centroids.push((i, (com, target)));
             }
         }
-        self.u.copy_from_slice(&s.free);
-        for i in 0..nb {
+    }
+
+    /// Semi-implicit Euler: the velocities become `free`, then hinge angles
+    /// and root poses advance by them.
+    fn integrate(&mut self, free: &[f64]) {
+        let h = self.settings.dt;
+        self.u.copy_from_slice(free);
+        for i in 0..self.model.bodies.len() {
             let body = &self.model.bodies[i];
             let d = body.dof;
             match &body.hinge {
@@ -495,13 +538,19 @@ impl World {
             }
         }
         self.forward_kinematics();
-        // Euler in generalized coordinates lets a tree's centre of mass
-        // wander when its limbs swing fast (the same velocities read at the
-        // new configuration carry a different momentum), which would let a
-        // robot walk by waving its legs in the air. Give each tree exactly
-        // the momentum the external impulses leave it, and move its centre
-        // of mass by that velocity.
-        for &(root, (com, velocity)) in &s.centroids {
+    }
+
+    /// Euler in generalized coordinates lets a tree's centre of mass
+    /// wander when its limbs swing fast (the same velocities read at the
+    /// new configuration carry a different momentum), which would let a
+    /// robot walk by waving its legs in the air. Give each tree exactly
+    /// the momentum the external impulses leave it (`targets`, from
+    /// [`Self::momentum_targets`]), and move its centre of mass by that
+    /// velocity.
+    fn restore_tree_momentum(&mut self, targets: &[(usize, Centroid)]) {
+        let h = self.settings.dt;
+        let nb = self.model.bodies.len();
+        for &(root, (com, velocity)) in targets {
             let (new_com, new_velocity) = self.centroid(root);
             let shift = com + h * velocity - new_com;
             for b in 0..nb {
@@ -514,7 +563,6 @@ impl World {
                 self.u[d + 3 + k] += velocity[k] - new_velocity[k];
             }
         }
-        self.scratch = s;
     }
 
     fn tree_mass(&self, root: usize) -> f64 {

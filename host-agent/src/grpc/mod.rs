@@ -8,10 +8,14 @@
 //! - this file: the service and its conversions.
 //! - [`client`]: [`RobotClient`], the session as a remote caller (lifelong
 //!   learning, scripts) drives it, in domain types.
+//! - [`organizer`]: [`OrganizerLink`], the host's register, heartbeat and
+//!   leave calls to its organizer, in domain types.
 
 pub mod client;
+pub mod organizer;
 
 pub use client::{RobotClient, RobotClientError};
+pub use organizer::{LinkError, OrganizerLink, Registered, Standing};
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -22,12 +26,12 @@ use tonic::{Request, Response, Status};
 use yamor_core::RobotConfig;
 use yamor_proto::evaluation;
 use yamor_proto::v1 as pb;
-use yamor_proto::v1::host_agent_server::HostAgent;
+use yamor_proto::v1::host_agent_server::{HostAgent, HostAgentServer};
 
-use crate::backend::{Backend, BackendKind, CancelOnDrop, HostError, Job};
+use crate::backend::{Backend, BackendKind, CancelOnDrop, EvaluationJob, HostError};
 use crate::model::{
-    ControlFlags, Coupling, CouplingChange, ModuleChange, ModuleParameters, OpenRequest,
-    SessionError, SessionState, SleepClock,
+    ControlFlags, Coupling, CouplingChange, ModuleChange, ModuleView, OpenRequest, SessionError,
+    SessionState, SleepClock,
 };
 use crate::session::{Clock, SessionHost, SystemClock};
 use yamor_core::evaluation::DefectMode;
@@ -101,6 +105,14 @@ impl HostService {
     }
 }
 
+/// `service` as tonic serves it: gaits and results may be large.
+#[must_use]
+pub fn server(service: Arc<HostService>) -> HostAgentServer<HostService> {
+    HostAgentServer::from_arc(service)
+        .max_decoding_message_size(64 << 20)
+        .max_encoding_message_size(64 << 20)
+}
+
 #[must_use]
 pub fn backend_to_proto(kind: BackendKind) -> pb::Backend {
     match kind {
@@ -112,7 +124,7 @@ pub fn backend_to_proto(kind: BackendKind) -> pb::Backend {
 
 /// A proto job as the domain's, every field checked and named in the error
 /// (the mapping `yamor_proto::evaluation` shares with the organizer).
-pub fn job_from_proto(job: Option<pb::EvaluationJob>) -> Result<Job, Status> {
+pub fn job_from_proto(job: Option<pb::EvaluationJob>) -> Result<EvaluationJob, Status> {
     evaluation::evaluation_job(job).map_err(|e| Status::invalid_argument(e.to_string()))
 }
 
@@ -496,7 +508,7 @@ pub fn state_to_proto(s: SessionState) -> pb::SessionState {
 }
 
 #[must_use]
-pub fn module_to_proto(m: ModuleParameters) -> pb::ModuleParameters {
+pub fn module_to_proto(m: ModuleView) -> pb::ModuleParameters {
     pb::ModuleParameters {
         id: m.id,
         amplitude: m.amplitude,

@@ -12,7 +12,7 @@ use yamor_proto::transport::{self, AuthChannel, ClientSecurity, TransportError};
 use yamor_proto::v1 as pb;
 use yamor_proto::v1::organizer_client::OrganizerClient as PbClient;
 
-use super::convert::{
+use crate::convert::{
     host_from_pb, job_from_pb, job_request_to_pb, optimizer_from_pb, run_event_from_pb,
     run_from_pb, run_spec_to_pb,
 };
@@ -258,7 +258,7 @@ impl OrganizerClient {
                 states: filter
                     .states
                     .iter()
-                    .map(|s| super::convert::job_state_to_pb(*s) as i32)
+                    .map(|s| crate::convert::job_state_to_pb(*s) as i32)
                     .collect(),
                 limit: filter.limit.unwrap_or(0),
                 after_id: filter.after_id,

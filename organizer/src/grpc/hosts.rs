@@ -11,9 +11,9 @@ use yamor_proto::transport::{AuthChannel, ClientSecurity};
 use yamor_proto::v1 as pb;
 use yamor_proto::v1::host_agent_client::HostAgentClient;
 
-use super::convert::backend;
+use crate::convert::backend;
 use crate::model::HostInfo;
-use crate::scheduler::{BoxFuture, HostClient, HostConnector, HostError};
+use crate::scheduler::{BoxFuture, HostCallError, HostClient, HostConnector};
 
 /// Dials hosts' `HostAgent` services.
 pub struct GrpcConnector {
@@ -35,7 +35,7 @@ struct GrpcHost {
 }
 
 impl HostClient for GrpcHost {
-    fn info(&self) -> BoxFuture<'static, Result<HostInfo, HostError>> {
+    fn info(&self) -> BoxFuture<'static, Result<HostInfo, HostCallError>> {
         let mut client = self.client.clone();
         Box::pin(async move {
             let info = client
@@ -56,7 +56,7 @@ impl HostClient for GrpcHost {
         job_id: u64,
         attempt: u32,
         job: &EvaluationJob,
-    ) -> BoxFuture<'static, Result<Outcome, HostError>> {
+    ) -> BoxFuture<'static, Result<Outcome, HostCallError>> {
         let mut client = self.client.clone();
         let request = pb::EvaluateRequest {
             job: Some(evaluation_job_to_pb(job)),
@@ -67,7 +67,7 @@ impl HostClient for GrpcHost {
             let response = client.evaluate(request).await.map_err(host_error)?;
             // A reply without a result is the host's fault, not a fitness of 0.
             outcome(response.into_inner().result)
-                .map_err(|e| HostError::Failed(format!("the host's reply: {e}")))
+                .map_err(|e| HostCallError::Failed(format!("the host's reply: {e}")))
         })
     }
 }
@@ -76,19 +76,19 @@ impl HostClient for GrpcHost {
 /// codes"). The host is marked down only when the call did not reach it;
 /// an evaluation that raised (UNKNOWN from an uncaught exception, INTERNAL)
 /// is this attempt's fault, retried elsewhere.
-fn host_error(status: Status) -> HostError {
+fn host_error(status: Status) -> HostCallError {
     let message = format!("{:?}: {}", status.code(), status.message());
     // Transport failures carry their cause; application errors do not.
     let transport = status.source().is_some();
     match status.code() {
-        Code::InvalidArgument | Code::OutOfRange => HostError::InvalidJob(message),
+        Code::InvalidArgument | Code::OutOfRange => HostCallError::InvalidJob(message),
         Code::Unavailable | Code::DeadlineExceeded | Code::Unauthenticated => {
-            HostError::Unavailable(message)
+            HostCallError::Unavailable(message)
         }
-        Code::Unknown if transport => HostError::Unavailable(message),
+        Code::Unknown if transport => HostCallError::Unavailable(message),
         // FAILED_PRECONDITION: not an objective this host serves; UNIMPLEMENTED:
         // a host without Evaluate; RESOURCE_EXHAUSTED: busy. Others may serve it.
-        _ => HostError::Failed(message),
+        _ => HostCallError::Failed(message),
     }
 }
 
@@ -100,14 +100,17 @@ mod tests {
     fn an_exception_in_an_evaluation_is_the_jobs_fault_not_a_dead_host() {
         // An uncaught exception in a Python handler arrives as UNKNOWN.
         let raised = host_error(Status::unknown("Exception calling application: boom"));
-        assert!(matches!(raised, HostError::Failed(_)), "{raised:?}");
+        assert!(matches!(raised, HostCallError::Failed(_)), "{raised:?}");
         let not_served = host_error(Status::failed_precondition("does not serve"));
-        assert!(matches!(not_served, HostError::Failed(_)), "{not_served:?}");
+        assert!(
+            matches!(not_served, HostCallError::Failed(_)),
+            "{not_served:?}"
+        );
         let bad = host_error(Status::invalid_argument("job.gait_xml"));
-        assert!(matches!(bad, HostError::InvalidJob(_)), "{bad:?}");
+        assert!(matches!(bad, HostCallError::InvalidJob(_)), "{bad:?}");
         let gone = host_error(Status::unavailable("connection refused"));
-        assert!(matches!(gone, HostError::Unavailable(_)), "{gone:?}");
+        assert!(matches!(gone, HostCallError::Unavailable(_)), "{gone:?}");
         let late = host_error(Status::deadline_exceeded("timeout"));
-        assert!(matches!(late, HostError::Unavailable(_)), "{late:?}");
+        assert!(matches!(late, HostCallError::Unavailable(_)), "{late:?}");
     }
 }

@@ -6,16 +6,16 @@
 //! - [`hosts`]: the scheduler's [`HostClient`] over the `HostAgent` service.
 //! - [`client`]: [`OrganizerClient`], the typed client the CLI and scripts
 //!   use; it speaks [`crate::model`], never protobuf.
-//! - [`convert`]: every conversion between protobuf messages and the domain
-//!   (jobs, specs and results through `yamor_proto::evaluation`, which the
-//!   host agent shares).
+//!
+//! The conversions between protobuf messages and the domain live one level
+//! up, in [`crate::convert`], because the store's migration of version-0
+//! files (protobuf blobs) needs them too; they are re-exported here.
 
 pub mod client;
-pub mod convert;
 pub mod hosts;
 
+pub use crate::convert::*;
 pub use client::{ClientError, OrganizerClient};
-pub use convert::*;
 pub use hosts::GrpcConnector;
 
 use std::pin::Pin;

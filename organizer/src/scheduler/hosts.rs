@@ -112,8 +112,27 @@ impl Scheduler {
             }))
             .await?;
         tracing::info!(host = name, address, "host registered");
+        self.registrations.send_modify(|n| *n += 1);
         self.dispatch();
         Ok(host)
+    }
+
+    /// Resolves once every host named in `names` is registered and not
+    /// down (hosts that register themselves, as `HostServer` does).
+    pub async fn hosts_admitted(&self, names: &[String]) {
+        let mut registrations = self.registrations.subscribe();
+        let admitted = |hosts: Vec<Host>| {
+            names.iter().all(|name| {
+                hosts
+                    .iter()
+                    .any(|h| &h.name == name && h.state != HostState::Down)
+            })
+        };
+        while !admitted(self.hosts()) {
+            if registrations.changed().await.is_err() {
+                return;
+            }
+        }
     }
 
     /// Renews a host's lease. A heartbeat proves only that the host reaches

@@ -236,7 +236,7 @@ impl Scheduler {
         job_id: u64,
         attempt: u32,
         host_id: u64,
-        call: BoxFuture<'static, Result<Outcome, HostError>>,
+        call: BoxFuture<'static, Result<Outcome, HostCallError>>,
         timeout: Duration,
         abort: oneshot::Receiver<()>,
     ) {
@@ -283,7 +283,7 @@ impl Scheduler {
                 }
                 AttemptEnd::Failed(error) => {
                     let job_fault = !error.retryable();
-                    let host_gone = matches!(error, HostError::Unavailable(_));
+                    let host_gone = matches!(error, HostCallError::Unavailable(_));
                     if let Some(host) = host {
                         host.current_job = 0;
                         host.failures += u64::from(!job_fault);

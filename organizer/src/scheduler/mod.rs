@@ -55,7 +55,7 @@ pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
 /// Why a call to a host failed, as far as scheduling cares.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum HostError {
+pub enum HostCallError {
     /// The job itself cannot run: it fails at once and the host is not to blame.
     #[error("{0}")]
     InvalidJob(String),
@@ -68,24 +68,24 @@ pub enum HostError {
     Failed(String),
 }
 
-impl HostError {
+impl HostCallError {
     /// Whether another attempt may succeed.
     #[must_use]
     pub fn retryable(&self) -> bool {
-        !matches!(self, HostError::InvalidJob(_))
+        !matches!(self, HostCallError::InvalidJob(_))
     }
 }
 
 /// One evaluation host as the scheduler drives it. The futures own what
 /// they need: dropping one abandons the call (and cancels the evaluation).
 pub trait HostClient: Send + Sync {
-    fn info(&self) -> BoxFuture<'static, Result<HostInfo, HostError>>;
+    fn info(&self) -> BoxFuture<'static, Result<HostInfo, HostCallError>>;
     fn evaluate(
         &self,
         job_id: u64,
         attempt: u32,
         job: &EvaluationJob,
-    ) -> BoxFuture<'static, Result<Outcome, HostError>>;
+    ) -> BoxFuture<'static, Result<Outcome, HostCallError>>;
 }
 
 /// Makes a [`HostClient`] for an address.
@@ -218,6 +218,9 @@ pub struct Scheduler {
     config: SchedulerConfig,
     connector: Arc<dyn HostConnector>,
     job_events: broadcast::Sender<Job>,
+    /// Bumped at every registration, so a caller can await a host's
+    /// admission instead of polling for it.
+    registrations: tokio::sync::watch::Sender<u64>,
     metrics: Arc<Metrics>,
     started: Instant,
     /// Set on the way out: nothing new is sent to a host.
@@ -234,7 +237,7 @@ pub struct Load {
 /// How an attempt ended.
 enum AttemptEnd {
     Done(Outcome),
-    Failed(HostError),
+    Failed(HostCallError),
     TimedOut,
 }
 
@@ -317,6 +320,7 @@ impl Scheduler {
             config,
             connector,
             job_events,
+            registrations: tokio::sync::watch::Sender::new(0),
             stopping: std::sync::atomic::AtomicBool::new(false),
         }))
     }

@@ -2,6 +2,9 @@
 //! specs and outcomes as JSON, the whole row in one place per table.
 
 use super::*;
+use std::collections::BTreeMap;
+
+use yamor_optimizer_api::SettingValue;
 
 pub(super) fn job_state_from(text: &str) -> Result<JobState, StoreError> {
     JobState::parse(text).ok_or_else(|| corrupt("job state", text))
@@ -114,6 +117,12 @@ pub(super) fn run_row(r: &rusqlite::Row<'_>) -> Result<RunRow, StoreError> {
         seed: r.get::<_, i64>(4)? as u64,
         spec: {
             let mut spec: RunSpec = from_json("run spec", &r.get::<_, String>(5)?)?;
+            let settings: BTreeMap<String, SettingValue> =
+                from_json("run settings", &r.get::<_, String>(3)?)?;
+            spec.settings = settings
+                .into_iter()
+                .map(|(k, v)| (k, v.to_string()))
+                .collect();
             let bare = matches!(spec.problem, crate::model::Problem::Space(_));
             spec.objective = legacy_objective(spec.objective, bare);
             spec

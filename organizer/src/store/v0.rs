@@ -52,7 +52,7 @@ pub(super) fn migrate(tx: &Transaction<'_>) -> Result<(), String> {
         let blob: Vec<u8> = r.get(5).map_err(sql)?;
         let request = pb::StartRunRequest::decode(blob.as_slice())
             .map_err(|e| format!("run {id}: request: {e}"))?;
-        let spec = crate::grpc::run_spec(request).map_err(|e| format!("run {id}: {e}"))?;
+        let spec = crate::convert::run_spec(request).map_err(|e| format!("run {id}: {e}"))?;
         let best: String = r.get(9).map_err(sql)?;
         let row = RunRow {
             id,
@@ -84,7 +84,7 @@ pub(super) fn migrate(tx: &Transaction<'_>) -> Result<(), String> {
         let blob: Vec<u8> = r.get(6).map_err(sql)?;
         let request = pb::JobRequest::decode(blob.as_slice())
             .map_err(|e| format!("job {id}: request: {e}"))?;
-        let request = crate::grpc::job_request(request).map_err(|e| format!("job {id}: {e}"))?;
+        let request = crate::convert::job_request(request).map_err(|e| format!("job {id}: {e}"))?;
         let result: Vec<u8> = r.get(9).map_err(sql)?;
         let state = job_state(r.get(5).map_err(sql)?).map_err(|e| format!("job {id}: {e}"))?;
         let outcome = if state == JobState::Done {

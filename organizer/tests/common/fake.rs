@@ -10,7 +10,7 @@ use tokio::sync::oneshot;
 use yamor_core::evaluation::{BackendKind, EvaluationJob, Outcome};
 use yamor_organizer::model::HostInfo;
 use yamor_organizer::scheduler::BoxFuture;
-use yamor_organizer::{HostClient, HostConnector, HostError};
+use yamor_organizer::{HostCallError, HostClient, HostConnector};
 
 /// What a host does with its next evaluation.
 pub enum Answer {
@@ -19,7 +19,7 @@ pub enum Answer {
     Value(f64),
     /// `value` once `gate` opens (or never, if it is dropped).
     Gated(oneshot::Receiver<()>, f64),
-    Fail(HostError),
+    Fail(HostCallError),
 }
 
 #[derive(Default)]
@@ -47,13 +47,13 @@ impl FakeHost {
     }
 }
 
-fn compute(job: &EvaluationJob) -> Result<f64, HostError> {
+fn compute(job: &EvaluationJob) -> Result<f64, HostCallError> {
     let get = |name: &str| {
         job.parameters
             .iter()
             .find(|(n, _)| n == name)
             .map(|(_, v)| *v)
-            .ok_or_else(|| HostError::InvalidJob(format!("InvalidArgument: {name} is missing")))
+            .ok_or_else(|| HostCallError::InvalidJob(format!("InvalidArgument: {name} is missing")))
     };
     let (x, y) = (get("x")?, get("y").unwrap_or(0.0));
     Ok(x - y * y)
@@ -77,11 +77,11 @@ impl Drop for Abandon {
 }
 
 impl HostClient for FakeHost {
-    fn info(&self) -> BoxFuture<'static, Result<HostInfo, HostError>> {
+    fn info(&self) -> BoxFuture<'static, Result<HostInfo, HostCallError>> {
         let silent = self.silent.load(Ordering::SeqCst);
         Box::pin(async move {
             if silent {
-                Err(HostError::Unavailable("Unavailable: silent".into()))
+                Err(HostCallError::Unavailable("Unavailable: silent".into()))
             } else {
                 Ok(HostInfo {
                     backend: Some(BackendKind::Expression),
@@ -97,7 +97,7 @@ impl HostClient for FakeHost {
         _job_id: u64,
         _attempt: u32,
         job: &EvaluationJob,
-    ) -> BoxFuture<'static, Result<Outcome, HostError>> {
+    ) -> BoxFuture<'static, Result<Outcome, HostCallError>> {
         self.evaluations.fetch_add(1, Ordering::SeqCst);
         let answer = self
             .answers

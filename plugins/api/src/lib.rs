@@ -21,7 +21,7 @@
 //!   must draw randomness only from the seed they are given.
 //!
 //! # Layout
-//! - [`Optimizer`], [`Step`], [`Candidate`], [`Outcome`]: the ask/tell loop.
+//! - [`Optimizer`], [`Step`], [`Candidate`], [`Fitness`]: the ask/tell loop.
 //! - [`Space`], [`Bound`]: the box the parameters live in and the start point.
 //! - [`Plugin`], [`PluginInfo`], [`SettingSpec`], [`Settings`]: how a plugin
 //!   describes and validates its typed settings (thesis D.2.3 `UserConfig`).
@@ -182,22 +182,24 @@ pub enum Step {
     Finished,
 }
 
-/// The result of one evaluation.
+/// What an optimizer is told of one evaluation: the one number it
+/// maximises, or that there is none. (What a walk measured, trajectory and
+/// all, is core's `evaluation::Outcome`; this is the number taken from it.)
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub enum Outcome {
+pub enum Fitness {
     /// The measured fitness (higher is better).
-    Fitness(f64),
+    Value(f64),
     /// The evaluation failed for good (every retry exhausted); treat it as a
     /// very bad point rather than stopping.
     Failed,
 }
 
-impl Outcome {
+impl Fitness {
     /// The fitness, with failures mapped to `-inf` so comparisons stay total.
     #[must_use]
     pub fn value(self) -> f64 {
         match self {
-            Outcome::Fitness(v) if v.is_finite() => v,
+            Fitness::Value(v) if v.is_finite() => v,
             _ => f64::NEG_INFINITY,
         }
     }
@@ -208,7 +210,7 @@ pub trait Optimizer: Send {
     /// Candidates to evaluate now, [`Step::Wait`] or [`Step::Finished`].
     fn ask(&mut self) -> Step;
     /// The result of the candidate tagged `tag`.
-    fn tell(&mut self, tag: u64, outcome: Outcome);
+    fn tell(&mut self, tag: u64, outcome: Fitness);
 }
 
 /// A setting's value.
@@ -319,9 +321,15 @@ impl SettingSpec {
     }
 }
 
-/// Validated settings: every declared setting has a value of the right type.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct Settings(pub BTreeMap<String, SettingValue>);
+/// Settings resolved against a plugin's declared [`SettingSpec`]s: every
+/// declared setting has a value of the right type and range, and there is
+/// no other. Only [`Settings::resolve`], [`Settings::parse`] and
+/// [`Settings::defaults`] make one, so
+/// a plugin converts it into its typed configuration (`TryFrom<&Settings>`)
+/// without checking it again.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(transparent)]
+pub struct Settings(BTreeMap<String, SettingValue>);
 
 impl Settings {
     /// Fills defaults for missing settings and checks every given one.
@@ -346,58 +354,123 @@ impl Settings {
         Ok(Settings(values))
     }
 
-    /// Parses `name=value` pairs (as typed by a user) against `specs`.
+    /// Every setting at its default.
+    #[must_use]
+    pub fn defaults(specs: &[SettingSpec]) -> Self {
+        Settings(
+            specs
+                .iter()
+                .map(|s| (s.name.clone(), s.default.clone()))
+                .collect(),
+        )
+    }
+
+    /// Settings given as text, one `(name, value)` each (a command line, a
+    /// form, a gRPC request), parsed and resolved in one pass.
+    pub fn parse<'a>(
+        specs: &[SettingSpec],
+        given: impl IntoIterator<Item = (&'a str, &'a str)>,
+    ) -> Result<Self, SettingsError> {
+        Settings::resolve(specs, &parse_given(specs, given)?)
+    }
+
+    /// Parses `name=value` pairs (as typed by a user) against `specs`,
+    /// without filling defaults.
     pub fn parse_pairs<'a>(
         specs: &[SettingSpec],
         pairs: impl IntoIterator<Item = &'a str>,
     ) -> Result<BTreeMap<String, SettingValue>, SettingsError> {
-        let mut given = BTreeMap::new();
-        for pair in pairs {
-            let (name, text) = pair
-                .split_once('=')
-                .ok_or_else(|| SettingsError::Syntax(pair.to_owned()))?;
-            let spec = specs
-                .iter()
-                .find(|s| s.name == name.trim())
-                .ok_or_else(|| SettingsError::unknown(name.trim(), specs))?;
-            given.insert(spec.name.clone(), spec.parse(text)?);
-        }
-        Ok(given)
+        let pairs: Vec<(&str, &str)> = pairs
+            .into_iter()
+            .map(split_setting)
+            .collect::<Result<_, _>>()?;
+        parse_given(specs, pairs)
     }
 
+    /// Every value, by name.
     #[must_use]
-    pub fn int(&self, name: &str) -> i64 {
-        match self.0.get(name) {
-            Some(SettingValue::Int(v)) => *v,
-            Some(SettingValue::Float(v)) => *v as i64,
-            _ => panic!("setting {name} is not a declared integer"),
-        }
+    pub fn values(&self) -> &BTreeMap<String, SettingValue> {
+        &self.0
     }
 
+    /// Every value as text, by name (what a person reads and types).
     #[must_use]
-    pub fn float(&self, name: &str) -> f64 {
-        match self.0.get(name) {
-            Some(SettingValue::Float(v)) => *v,
-            Some(SettingValue::Int(v)) => *v as f64,
-            _ => panic!("setting {name} is not a declared number"),
-        }
+    pub fn to_text(&self) -> BTreeMap<String, String> {
+        self.0
+            .iter()
+            .map(|(k, v)| (k.clone(), v.to_string()))
+            .collect()
     }
 
-    #[must_use]
-    pub fn bool(&self, name: &str) -> bool {
-        match self.0.get(name) {
-            Some(SettingValue::Bool(v)) => *v,
-            _ => panic!("setting {name} is not a declared bool"),
+    fn value(&self, name: &str, kind: &str) -> Result<&SettingValue, SettingsError> {
+        self.0.get(name).ok_or_else(|| SettingsError::Invalid {
+            name: name.to_owned(),
+            why: format!(
+                "these settings have no {kind} of that name (resolved for another optimizer?)"
+            ),
+        })
+    }
+
+    pub fn int(&self, name: &str) -> Result<i64, SettingsError> {
+        match self.value(name, "integer")? {
+            SettingValue::Int(v) => Ok(*v),
+            other => Err(SettingsError::wrong_kind(name, other, "an integer")),
         }
     }
 
-    #[must_use]
-    pub fn text(&self, name: &str) -> &str {
-        match self.0.get(name) {
-            Some(SettingValue::Text(v)) => v,
-            _ => panic!("setting {name} is not a declared text"),
+    /// An integer setting as the count type `T` it is used as (`usize`,
+    /// `u32`, …): an error naming it when it does not fit.
+    pub fn count<T: TryFrom<i64>>(&self, name: &str) -> Result<T, SettingsError> {
+        let value = self.int(name)?;
+        T::try_from(value).map_err(|_| SettingsError::Invalid {
+            name: name.to_owned(),
+            why: format!("{value} is not a count this optimizer can use"),
+        })
+    }
+
+    pub fn float(&self, name: &str) -> Result<f64, SettingsError> {
+        match self.value(name, "number")? {
+            SettingValue::Float(v) => Ok(*v),
+            SettingValue::Int(v) => Ok(*v as f64),
+            other => Err(SettingsError::wrong_kind(name, other, "a number")),
         }
     }
+
+    pub fn bool(&self, name: &str) -> Result<bool, SettingsError> {
+        match self.value(name, "bool")? {
+            SettingValue::Bool(v) => Ok(*v),
+            other => Err(SettingsError::wrong_kind(name, other, "true or false")),
+        }
+    }
+
+    pub fn text(&self, name: &str) -> Result<&str, SettingsError> {
+        match self.value(name, "text")? {
+            SettingValue::Text(v) => Ok(v),
+            other => Err(SettingsError::wrong_kind(name, other, "a text")),
+        }
+    }
+}
+
+/// Splits one `name=value` as people type it, both sides trimmed.
+pub fn split_setting(pair: &str) -> Result<(&str, &str), SettingsError> {
+    pair.split_once('=')
+        .map(|(k, v)| (k.trim(), v.trim()))
+        .ok_or_else(|| SettingsError::Syntax(pair.to_owned()))
+}
+
+fn parse_given<'a>(
+    specs: &[SettingSpec],
+    given: impl IntoIterator<Item = (&'a str, &'a str)>,
+) -> Result<BTreeMap<String, SettingValue>, SettingsError> {
+    let mut values = BTreeMap::new();
+    for (name, text) in given {
+        let spec = specs
+            .iter()
+            .find(|s| s.name == name.trim())
+            .ok_or_else(|| SettingsError::unknown(name.trim(), specs))?;
+        values.insert(spec.name.clone(), spec.parse(text)?);
+    }
+    Ok(values)
 }
 
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -418,6 +491,13 @@ pub enum SettingsError {
 }
 
 impl SettingsError {
+    fn wrong_kind(name: &str, value: &SettingValue, expected: &str) -> Self {
+        SettingsError::Invalid {
+            name: name.to_owned(),
+            why: format!("{value} is not {expected}"),
+        }
+    }
+
     /// `name` is no setting of `specs`: say which it most likely meant (at
     /// most a third of its letters off) and list them all.
     fn unknown(name: &str, specs: &[SettingSpec]) -> Self {
@@ -466,8 +546,9 @@ pub struct PluginInfo {
 /// A factory of optimizers; the runtime keeps a registry of these.
 pub trait Plugin: Send + Sync {
     fn info(&self) -> PluginInfo;
-    /// A fresh optimizer over `space`; `settings` are already resolved
-    /// against [`PluginInfo::settings`]. `budget` is the run's evaluation
+    /// A fresh optimizer over `space`; `settings` were resolved against
+    /// [`PluginInfo::settings`] (the type guarantees it), so a plugin only
+    /// converts them into its typed configuration. `budget` is the run's evaluation
     /// budget when it has one: a plugin may plan restarts with it, but never
     /// needs to stop at it (the runtime does). Without one the plugin ends
     /// on its own schedule.
@@ -526,8 +607,8 @@ mod tests {
         let specs = specs();
         let given = Settings::parse_pairs(&specs, ["particles=30"]).unwrap();
         let s = Settings::resolve(&specs, &given).unwrap();
-        assert_eq!(s.int("particles"), 30);
-        assert_eq!(s.text("variant"), "a");
+        assert_eq!(s.int("particles"), Ok(30));
+        assert_eq!(s.text("variant"), Ok("a"));
         assert!(matches!(
             Settings::parse_pairs(&specs, ["particles=0"]),
             Err(SettingsError::Invalid { .. })
@@ -555,6 +636,34 @@ mod tests {
             Settings::parse_pairs(&specs, ["particles"]),
             Err(SettingsError::Syntax(_))
         ));
+    }
+
+    #[test]
+    fn text_settings_parse_and_resolve_in_one_pass() {
+        let specs = specs();
+        let s = Settings::parse(&specs, [("particles", " 7 ")]).unwrap();
+        assert_eq!(s.to_text().get("particles").map(String::as_str), Some("7"));
+        assert_eq!(s.to_text().get("variant").map(String::as_str), Some("a"));
+        assert_eq!(
+            Settings::defaults(&specs),
+            Settings::parse(&specs, []).unwrap()
+        );
+        assert!(matches!(
+            Settings::parse(&specs, [("partciles", "4")]),
+            Err(SettingsError::Unknown {
+                nearest: Some(_),
+                ..
+            })
+        ));
+        // A getter of another kind, or of a name not declared, is an error
+        // naming the setting, not a panic.
+        assert!(
+            matches!(s.text("particles"), Err(SettingsError::Invalid { name, .. }) if name == "particles")
+        );
+        assert!(
+            matches!(s.int("speed"), Err(SettingsError::Invalid { name, .. }) if name == "speed")
+        );
+        assert_eq!(split_setting(" a = b=c "), Ok(("a", "b=c")));
     }
 
     #[test]

@@ -7,7 +7,7 @@
 //! - [`BruteForce`]: the plugin; [`Grid`]: the optimizer.
 
 use yamor_optimizer_api::{
-    Candidate, Optimizer, Outcome, Plugin, PluginInfo, SettingKind, SettingSpec, SettingValue,
+    Candidate, Fitness, Optimizer, Plugin, PluginInfo, SettingKind, SettingSpec, SettingValue,
     Settings, SettingsError, Space, Step,
 };
 
@@ -46,10 +46,29 @@ impl Plugin for BruteForce {
         _seed: u64,
         _budget: Option<u64>,
     ) -> Result<Box<dyn Optimizer>, SettingsError> {
-        let settings = Settings::resolve(&self.info().settings, &settings.0)?;
-        let resolution = settings.int("resolution") as usize;
-        let dimensions = (settings.int("dimensions") as usize).min(space.dim());
-        Ok(Box::new(Grid::new(space, resolution, dimensions)))
+        let config = GridConfig::try_from(settings)?;
+        let dimensions = config.dimensions.min(space.dim());
+        Ok(Box::new(Grid::new(space, config.resolution, dimensions)))
+    }
+}
+
+/// The plugin's settings as Rust values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GridConfig {
+    /// Points per axis.
+    pub resolution: usize,
+    /// How many leading parameters the grid spans.
+    pub dimensions: usize,
+}
+
+impl TryFrom<&Settings> for GridConfig {
+    type Error = SettingsError;
+
+    fn try_from(s: &Settings) -> Result<Self, SettingsError> {
+        Ok(GridConfig {
+            resolution: s.count("resolution")?,
+            dimensions: s.count("dimensions")?,
+        })
     }
 }
 
@@ -104,7 +123,7 @@ impl Optimizer for Grid {
         }
     }
 
-    fn tell(&mut self, _tag: u64, _outcome: Outcome) {
+    fn tell(&mut self, _tag: u64, _outcome: Fitness) {
         self.outstanding = self.outstanding.saturating_sub(1);
     }
 }
@@ -125,7 +144,7 @@ mod tests {
             vec![1.0, 0.0, 0.5],
         )
         .unwrap();
-        let settings = Settings::resolve(&BruteForce.info().settings, &Default::default()).unwrap();
+        let settings = Settings::defaults(&BruteForce.info().settings);
         let mut grid = BruteForce.create(&space, &settings, 0, None).unwrap();
         let Step::Evaluate(points) = grid.ask() else {
             panic!("expected the grid")
@@ -136,7 +155,7 @@ mod tests {
         assert!(points.iter().all(|c| c.x[2] == 0.5));
         assert_eq!(grid.ask(), Step::Wait);
         for c in &points {
-            grid.tell(c.tag, Outcome::Fitness(0.0));
+            grid.tell(c.tag, Fitness::Value(0.0));
         }
         assert_eq!(grid.ask(), Step::Finished);
     }

@@ -16,7 +16,7 @@
 //! damping `d_σ` are pycma 4.5's (a damping that grows with `μ_eff/n`, which
 //! the large populations of IPOP need). Termination follows pycma's criteria
 //! and defaults. Fitness is maximised; the strategy minimises
-//! `g = −fitness`, and [`Outcome::Failed`] is `g = +∞`, ranked worst.
+//! `g = −fitness`, and [`Fitness::Failed`] is `g = +∞`, ranked worst.
 //!
 //! **Normalised coordinates.** Each parameter with a non-empty range is
 //! scaled to `[0, 1]`; `sigma0` is a fraction of the range, the initial
@@ -102,7 +102,7 @@ use nalgebra::DVector;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use yamor_optimizer_api::{
-    Candidate, Optimizer, Outcome, Plugin, PluginInfo, SettingKind, SettingSpec, SettingValue,
+    Candidate, Fitness, Optimizer, Plugin, PluginInfo, SettingKind, SettingSpec, SettingValue,
     Settings, SettingsError, Space, Step,
 };
 
@@ -146,7 +146,7 @@ impl Plugin for Cmaes {
         seed: u64,
         budget: Option<u64>,
     ) -> Result<Box<dyn Optimizer>, SettingsError> {
-        let config = CmaesConfig::from_settings(settings)?;
+        let config = CmaesConfig::try_from(settings)?;
         Ok(Box::new(CmaEs::new(space, &config, seed, budget)?))
     }
 }
@@ -263,27 +263,28 @@ impl Default for CmaesConfig {
     }
 }
 
-impl CmaesConfig {
-    /// Reads (and re-validates) settings; missing ones take their defaults.
-    pub fn from_settings(settings: &Settings) -> Result<Self, SettingsError> {
-        let s = Settings::resolve(&specs(), &settings.0)?;
-        let restarts = match s.text("restarts") {
+impl TryFrom<&Settings> for CmaesConfig {
+    type Error = SettingsError;
+
+    /// Also checks what the declared ranges cannot say (a population of 1).
+    fn try_from(s: &Settings) -> Result<Self, SettingsError> {
+        let restarts = match s.text("restarts")? {
             "ipop" => RestartStrategy::Ipop,
             "bipop" => RestartStrategy::Bipop,
             "none" => RestartStrategy::None,
-            other => unreachable!("resolve admitted restarts {other:?}"),
+            other => return Err(not_a_choice("restarts", other)),
         };
-        let restart_from = match s.text("restart_from") {
+        let restart_from = match s.text("restart_from")? {
             "random" => RestartFrom::Random,
             "start" => RestartFrom::Start,
-            other => unreachable!("resolve admitted restart_from {other:?}"),
+            other => return Err(not_a_choice("restart_from", other)),
         };
-        let surrogate = match s.text("surrogate") {
+        let surrogate = match s.text("surrogate")? {
             "none" => Surrogate::None,
             "lq" => Surrogate::Lq,
-            other => unreachable!("resolve admitted surrogate {other:?}"),
+            other => return Err(not_a_choice("surrogate", other)),
         };
-        let population = usize::try_from(s.int("population")).expect("checked range");
+        let population = s.count("population")?;
         if population == 1 {
             return Err(SettingsError::Invalid {
                 name: "population".to_owned(),
@@ -292,19 +293,28 @@ impl CmaesConfig {
         }
         Ok(CmaesConfig {
             population,
-            sigma0: s.float("sigma0"),
+            sigma0: s.float("sigma0")?,
             restarts,
-            increase_factor: s.float("increase_factor"),
-            max_restarts: u32::try_from(s.int("max_restarts")).expect("checked range"),
+            increase_factor: s.float("increase_factor")?,
+            max_restarts: s.count("max_restarts")?,
             restart_from,
-            tolfun: s.float("tolfun"),
-            tolx: s.float("tolx"),
-            tolstagnation: u64::try_from(s.int("tolstagnation")).expect("checked range"),
-            max_condition: s.float("max_condition"),
+            tolfun: s.float("tolfun")?,
+            tolx: s.float("tolx")?,
+            tolstagnation: s.count("tolstagnation")?,
+            max_condition: s.float("max_condition")?,
             surrogate,
         })
     }
+}
 
+fn not_a_choice(name: &str, value: &str) -> SettingsError {
+    SettingsError::Invalid {
+        name: name.to_owned(),
+        why: format!("{value:?} is not one of its choices"),
+    }
+}
+
+impl CmaesConfig {
     /// The same values as [`Settings`] (validated against the declared specs).
     pub fn to_settings(&self) -> Result<Settings, SettingsError> {
         let int = |v: u64| SettingValue::Int(i64::try_from(v).unwrap_or(i64::MAX));
@@ -327,7 +337,7 @@ impl CmaesConfig {
         .collect();
         let settings = Settings::resolve(&specs(), &given)?;
         // The checks beyond the declared ranges.
-        CmaesConfig::from_settings(&settings)?;
+        CmaesConfig::try_from(&settings)?;
         Ok(settings)
     }
 
@@ -939,7 +949,7 @@ impl Optimizer for CmaEs {
         }
     }
 
-    fn tell(&mut self, tag: u64, outcome: Outcome) {
+    fn tell(&mut self, tag: u64, outcome: Fitness) {
         if self.phase != Phase::Collect || tag < self.tag_base {
             return;
         }
@@ -971,10 +981,7 @@ mod tests {
     #[test]
     fn default_config_matches_declared_defaults() {
         let s = Settings::resolve(&specs(), &BTreeMap::new()).unwrap();
-        assert_eq!(
-            CmaesConfig::from_settings(&s).unwrap(),
-            CmaesConfig::default()
-        );
+        assert_eq!(CmaesConfig::try_from(&s).unwrap(), CmaesConfig::default());
         assert_eq!(CmaesConfig::default().to_settings().unwrap(), s);
     }
 }

@@ -9,7 +9,7 @@ use rand::seq::SliceRandom;
 use rand_chacha::ChaCha8Rng;
 use yamor_cmaes::{CmaEs, Cmaes, CmaesConfig, Regime, RestartFrom, RestartStrategy, Surrogate};
 use yamor_optimizer_api::{
-    Bound, Candidate, Optimizer, Outcome, Plugin, SettingValue, Settings, SettingsError, Space,
+    Bound, Candidate, Fitness, Optimizer, Plugin, SettingValue, Settings, SettingsError, Space,
     Step,
 };
 
@@ -29,7 +29,7 @@ type Order<'a> = &'a mut dyn FnMut(usize, &mut Vec<Candidate>);
 /// Returns every generation's proposals as asked.
 fn drive(
     opt: &mut dyn Optimizer,
-    f: &dyn Fn(&[f64]) -> Outcome,
+    f: &dyn Fn(&[f64]) -> Fitness,
     budget: usize,
     order: Order<'_>,
 ) -> Vec<Vec<Candidate>> {
@@ -56,8 +56,8 @@ fn drive(
 
 fn in_order(_: usize, _: &mut Vec<Candidate>) {}
 
-fn minimise(f: impl Fn(&[f64]) -> f64) -> impl Fn(&[f64]) -> Outcome {
-    move |x| Outcome::Fitness(-f(x))
+fn minimise(f: impl Fn(&[f64]) -> f64) -> impl Fn(&[f64]) -> Fitness {
+    move |x| Fitness::Value(-f(x))
 }
 
 /// The evaluations until `f` first drops to `target` (or `None`).
@@ -308,7 +308,7 @@ fn every_proposal_lies_in_the_box_and_bounds_are_reached() {
         for sigma0 in [0.05, 1.0] {
             let cfg = CmaesConfig { sigma0, ..config() };
             let mut cma = CmaEs::new(&space, &cfg, seed, Some(3000)).unwrap();
-            let f = |x: &[f64]| Outcome::Fitness(x[0] - 1000.0 * x[1] + x[2]);
+            let f = |x: &[f64]| Fitness::Value(x[0] - 1000.0 * x[1] + x[2]);
             let gens = drive(&mut cma, &f, 3000, &mut in_order);
             for c in gens.iter().flatten() {
                 assert!(space.contains(&c.x), "{:?}", c.x);
@@ -357,7 +357,7 @@ fn the_first_generation_is_centred_on_the_start_and_fixed_parameters_stay() {
         panic!()
     };
     assert_eq!(only.len(), 1);
-    cma.tell(only[0].tag, Outcome::Fitness(2.0));
+    cma.tell(only[0].tag, Fitness::Value(2.0));
     assert_eq!(cma.ask(), Step::Finished);
     assert_eq!(cma.best(), Some((&[1.0][..], 2.0)));
 }
@@ -369,9 +369,9 @@ fn failed_evaluations_rank_worst() {
     // failure and keep a finite best.
     let f = |x: &[f64]| {
         if x[0] > 0.5 {
-            Outcome::Failed
+            Fitness::Failed
         } else {
-            Outcome::Fitness(-(x[0] - 2.0).powi(2) - x[1..].iter().map(|v| v * v).sum::<f64>())
+            Fitness::Value(-(x[0] - 2.0).powi(2) - x[1..].iter().map(|v| v * v).sum::<f64>())
         }
     };
     for seed in 0..5 {
@@ -389,9 +389,9 @@ fn failed_evaluations_rank_worst() {
         panic!()
     };
     for c in &generation[1..] {
-        cma.tell(c.tag, Outcome::Failed);
+        cma.tell(c.tag, Fitness::Failed);
     }
-    cma.tell(generation[0].tag, Outcome::Fitness(f64::NAN));
+    cma.tell(generation[0].tag, Fitness::Value(f64::NAN));
     // NaN counts as failed as well: no best yet, and the run goes on.
     assert_eq!(cma.best(), None);
     assert!(matches!(cma.ask(), Step::Evaluate(_)));
@@ -408,20 +408,20 @@ fn ask_waits_until_the_whole_generation_is_told() {
     assert_eq!(tags, (0..7).collect::<Vec<_>>());
     assert_eq!(cma.ask(), Step::Wait);
     for c in first[1..].iter().rev() {
-        cma.tell(c.tag, Outcome::Fitness(c.x[0]));
+        cma.tell(c.tag, Fitness::Value(c.x[0]));
         assert_eq!(cma.ask(), Step::Wait);
     }
     // Unknown, future and repeated tags are ignored.
-    cma.tell(99, Outcome::Fitness(1.0));
-    cma.tell(first[1].tag, Outcome::Fitness(1e9));
+    cma.tell(99, Fitness::Value(1.0));
+    cma.tell(first[1].tag, Fitness::Value(1e9));
     assert_eq!(cma.ask(), Step::Wait);
-    cma.tell(first[0].tag, Outcome::Fitness(0.0));
+    cma.tell(first[0].tag, Fitness::Value(0.0));
     let Step::Evaluate(second) = cma.ask() else {
         panic!()
     };
     assert_eq!(second[0].tag, 7);
     // A stale tag of the first generation changes nothing.
-    cma.tell(first[2].tag, Outcome::Fitness(5.0));
+    cma.tell(first[2].tag, Fitness::Value(5.0));
     assert_eq!(cma.ask(), Step::Wait);
     let best = cma.best().unwrap().1;
     let told = first[1..].iter().map(|c| c.x[0]).fold(0.0, f64::max);
@@ -435,7 +435,7 @@ fn settings_are_typed_and_checked() {
     let specs = &info.settings;
     let defaults = Settings::resolve(specs, &BTreeMap::new()).unwrap();
     assert_eq!(
-        CmaesConfig::from_settings(&defaults).unwrap(),
+        CmaesConfig::try_from(&defaults).unwrap(),
         CmaesConfig::default()
     );
     let given = Settings::parse_pairs(
@@ -449,7 +449,7 @@ fn settings_are_typed_and_checked() {
         ],
     )
     .unwrap();
-    let cfg = CmaesConfig::from_settings(&Settings::resolve(specs, &given).unwrap()).unwrap();
+    let cfg = CmaesConfig::try_from(&Settings::resolve(specs, &given).unwrap()).unwrap();
     assert_eq!(cfg.population, 20);
     assert_eq!(cfg.restarts, RestartStrategy::Bipop);
     assert_eq!(cfg.restart_from, RestartFrom::Start);
@@ -644,7 +644,7 @@ fn on_noise_the_lq_surrogate_evaluates_whole_generations() {
         let h = x.iter().fold(0u64, |h, v| {
             (h ^ v.to_bits()).wrapping_mul(0x9E37_79B9_7F4A_7C15)
         });
-        Outcome::Fitness((h >> 11) as f64 / (1u64 << 53) as f64)
+        Fitness::Value((h >> 11) as f64 / (1u64 << 53) as f64)
     };
     let mut cma = CmaEs::new(&cube(-5.0, 5.0, 5, 0.0), &lq(), 1, Some(2000)).unwrap();
     let batches = drive(&mut cma, &noise, 2000, &mut in_order);

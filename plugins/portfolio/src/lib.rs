@@ -37,10 +37,10 @@ use std::collections::BTreeMap;
 
 use yamor_cmaes::{CmaEs, CmaesConfig};
 use yamor_optimizer_api::{
-    Candidate, Optimizer, Outcome, Plugin, PluginInfo, SettingKind, SettingSpec, SettingValue,
+    Candidate, Fitness, Optimizer, Plugin, PluginInfo, SettingKind, SettingSpec, SettingValue,
     Settings, SettingsError, Space, Step,
 };
-use yamor_powell::{Powell, Variant};
+use yamor_powell::{Powell, PowellConfig, Variant};
 
 /// The name the runtime registers this plugin under.
 pub const NAME: &str = "powell-cmaes";
@@ -93,6 +93,32 @@ fn specs() -> Vec<SettingSpec> {
     ]
 }
 
+/// The plugin's settings as Rust values.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PortfolioConfig {
+    pub variant: Variant,
+    pub powell_share: f64,
+    pub powell_restarts: u32,
+    pub polish_share: f64,
+    pub sigma0: f64,
+    pub population: usize,
+}
+
+impl TryFrom<&Settings> for PortfolioConfig {
+    type Error = SettingsError;
+
+    fn try_from(s: &Settings) -> Result<Self, SettingsError> {
+        Ok(PortfolioConfig {
+            variant: Variant::from_setting(s)?,
+            powell_share: s.float("powell_share")?,
+            powell_restarts: s.count("powell_restarts")?,
+            polish_share: s.float("polish_share")?,
+            sigma0: s.float("sigma0")?,
+            population: s.count("population")?,
+        })
+    }
+}
+
 impl Plugin for PowellCmaes {
     fn info(&self) -> PluginInfo {
         PluginInfo {
@@ -111,28 +137,22 @@ impl Plugin for PowellCmaes {
         seed: u64,
         budget: Option<u64>,
     ) -> Result<Box<dyn Optimizer>, SettingsError> {
-        let s = Settings::resolve(&specs(), &settings.0)?;
+        let config = PortfolioConfig::try_from(settings)?;
         let cmaes = CmaesConfig {
-            sigma0: s.float("sigma0"),
-            population: usize::try_from(s.int("population")).expect("checked range"),
+            sigma0: config.sigma0,
+            population: config.population,
             ..CmaesConfig::default()
         };
         // Checked here so a bad population is refused at start, not at a
         // hand-over.
         cmaes.to_settings()?;
-        let powell = |restarts: i64| {
-            Settings(
-                [
-                    ("variant", SettingValue::Text(s.text("variant").to_owned())),
-                    ("restarts", SettingValue::Int(restarts)),
-                ]
-                .into_iter()
-                .map(|(k, v)| (k.to_owned(), v))
-                .collect(),
-            )
+        let powell = |restarts: u32| PowellConfig {
+            variant: config.variant,
+            restarts,
+            ..PowellConfig::default()
         };
-        let share = |name: &str| budget.map(|b| (b as f64 * s.float(name)).floor() as u64);
-        let (first_end, polish) = (share("powell_share"), share("polish_share"));
+        let share = |fraction: f64| budget.map(|b| (b as f64 * fraction).floor() as u64);
+        let (first_end, polish) = (share(config.powell_share), share(config.polish_share));
         if let (Some(a), Some(c), Some(b)) = (first_end, polish, budget)
             && a + c > b
         {
@@ -144,14 +164,12 @@ impl Plugin for PowellCmaes {
         // Without a run budget Powell ends on its own restarts, CMA-ES on
         // its own; with one, the first Powell must end on its own too: the
         // budget is what the chain hands on.
-        let first_settings = powell(s.int("powell_restarts"));
-        Powell.create(space, &first_settings, seed, None)?;
+        let first = powell(config.powell_restarts);
+        Powell::optimizer(space, first.clone(), seed, None)?;
         let mut stages = vec![Stage {
             end: first_end,
             start: Box::new(move |space, _| {
-                Powell
-                    .create(space, &first_settings, seed, None)
-                    .expect("checked at create")
+                Powell::optimizer(space, first.clone(), seed, None).expect("checked at create")
             }),
         }];
         let cmaes_end = match (budget, polish) {
@@ -168,12 +186,11 @@ impl Plugin for PowellCmaes {
             }),
         });
         if cmaes_end.is_some() {
-            let polish_settings = powell(0);
+            let polish = powell(0);
             stages.push(Stage {
                 end: None,
                 start: Box::new(move |space, rest| {
-                    Powell
-                        .create(space, &polish_settings, seed.wrapping_add(2), rest)
+                    Powell::optimizer(space, polish.clone(), seed.wrapping_add(2), rest)
                         .expect("checked at create")
                 }),
             });
@@ -320,7 +337,7 @@ impl Optimizer for Chain {
         }
     }
 
-    fn tell(&mut self, tag: u64, outcome: Outcome) {
+    fn tell(&mut self, tag: u64, outcome: Fitness) {
         let Some(Proposal { stage, inner, x }) = self.out.remove(&tag) else {
             return; // stale, unknown or repeated
         };

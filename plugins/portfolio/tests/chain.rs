@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 use yamor_optimizer_api::{
-    Bound, Candidate, Optimizer, Outcome, Plugin, SettingValue, Settings, Space, Step,
+    Bound, Candidate, Fitness, Optimizer, Plugin, SettingValue, Settings, Space, Step,
 };
 use yamor_portfolio::{Chain, PowellCmaes, Stage};
 
@@ -28,13 +28,19 @@ fn ellipsoid(x: &[f64]) -> f64 {
         .sum::<f64>()
 }
 
+fn given(pairs: &[(&str, SettingValue)]) -> BTreeMap<String, SettingValue> {
+    pairs
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), v.clone()))
+        .collect()
+}
+
+fn settings_of(plugin: &dyn Plugin, pairs: &[(&str, SettingValue)]) -> Settings {
+    Settings::resolve(&plugin.info().settings, &given(pairs)).unwrap()
+}
+
 fn settings(pairs: &[(&str, SettingValue)]) -> Settings {
-    Settings(
-        pairs
-            .iter()
-            .map(|(k, v)| ((*k).to_owned(), v.clone()))
-            .collect(),
-    )
+    settings_of(&PowellCmaes, pairs)
 }
 
 /// Runs `opt` to `budget` with the organizer's rule (a batch beyond the
@@ -57,7 +63,7 @@ fn drive(
         seen.extend(batch.iter().map(|c| c.x.clone()));
         order(&mut batch);
         for c in batch {
-            opt.tell(c.tag, Outcome::Fitness(f(&c.x)));
+            opt.tell(c.tag, Fitness::Value(f(&c.x)));
         }
     }
     seen
@@ -73,7 +79,7 @@ fn solves_an_ill_conditioned_ellipsoid_that_powell_settles_and_cmaes_alone_does_
             _ => Box::new(yamor_cmaes::Cmaes),
         };
         let mut opt = plugin
-            .create(&space, &Settings::default(), 1, Some(budget))
+            .create(&space, &settings_of(plugin.as_ref(), &[]), 1, Some(budget))
             .unwrap();
         let seen = drive(opt.as_mut(), budget as usize, |_| {}, ellipsoid);
         seen.iter().map(|x| ellipsoid(x)).fold(f64::MIN, f64::max)
@@ -89,7 +95,7 @@ fn stages_run_in_order_and_stop_at_their_shares() {
     let space = cube(3);
     let budget = 400;
     let mut opt = PowellCmaes
-        .create(&space, &Settings::default(), 3, Some(budget))
+        .create(&space, &settings(&[]), 3, Some(budget))
         .unwrap();
     // Through the plugin's box the stage is not visible; the same chain is
     // rebuilt with recording stages below. Here: the defaults end Powell at
@@ -111,7 +117,10 @@ fn stages_run_in_order_and_stop_at_their_shares() {
                     .lock()
                     .unwrap()
                     .push((index, space.start.clone(), rest));
-                let s = settings(&[("variant", SettingValue::Text(variant.clone()))]);
+                let s = settings_of(
+                    &yamor_powell::Powell,
+                    &[("variant", SettingValue::Text(variant.clone()))],
+                );
                 yamor_powell::Powell.create(space, &s, 7, rest).unwrap()
             }),
         }
@@ -151,7 +160,7 @@ fn stages_run_in_order_and_stop_at_their_shares() {
             if v > best.0 {
                 best = (v, c.x.clone());
             }
-            chain.tell(c.tag, Outcome::Fitness(v));
+            chain.tell(c.tag, Fitness::Value(v));
         }
     }
     assert!(by_stage[&0] <= 30, "{by_stage:?}");
@@ -207,8 +216,9 @@ fn shares_beyond_the_budget_and_bad_populations_are_refused() {
     assert!(PowellCmaes.create(&space, &both, 1, None).is_ok());
     let one = settings(&[("population", SettingValue::Int(1))]);
     assert!(PowellCmaes.create(&space, &one, 1, Some(100)).is_err());
-    let unknown = settings(&[("particles", SettingValue::Int(3))]);
-    assert!(PowellCmaes.create(&space, &unknown, 1, Some(100)).is_err());
+    // A setting of another optimizer never reaches create: resolving refuses it.
+    let unknown = given(&[("particles", SettingValue::Int(3))]);
+    assert!(Settings::resolve(&PowellCmaes.info().settings, &unknown).is_err());
 }
 
 #[test]

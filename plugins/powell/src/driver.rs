@@ -12,7 +12,7 @@
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::thread::JoinHandle;
 
-use yamor_optimizer_api::{Candidate, Optimizer, Outcome, Step};
+use yamor_optimizer_api::{Candidate, Fitness, Optimizer, Step};
 
 /// The optimizer went away; the algorithm should return.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -21,12 +21,12 @@ pub struct Stopped;
 /// The algorithm's handle on the objective.
 pub struct Evaluator {
     requests: SyncSender<Vec<Vec<f64>>>,
-    results: Receiver<Vec<Outcome>>,
+    results: Receiver<Vec<Fitness>>,
 }
 
 impl Evaluator {
     /// Evaluates every point (in parallel, as far as the runtime can).
-    pub fn evaluate(&mut self, points: Vec<Vec<f64>>) -> Result<Vec<Outcome>, Stopped> {
+    pub fn evaluate(&mut self, points: Vec<Vec<f64>>) -> Result<Vec<Fitness>, Stopped> {
         if points.is_empty() {
             return Ok(Vec::new());
         }
@@ -37,13 +37,13 @@ impl Evaluator {
 
 struct Batch {
     first_tag: u64,
-    outcomes: Vec<Option<Outcome>>,
+    outcomes: Vec<Option<Fitness>>,
 }
 
 /// An [`Optimizer`] backed by an algorithm thread.
 pub struct Threaded {
     requests: Option<Receiver<Vec<Vec<f64>>>>,
-    results: Option<SyncSender<Vec<Outcome>>>,
+    results: Option<SyncSender<Vec<Fitness>>>,
     batch: Option<Batch>,
     next_tag: u64,
     finished: bool,
@@ -130,7 +130,7 @@ impl Optimizer for Threaded {
         }
     }
 
-    fn tell(&mut self, tag: u64, outcome: Outcome) {
+    fn tell(&mut self, tag: u64, outcome: Fitness) {
         if let Some(batch) = &mut self.batch
             && let Some(index) = tag.checked_sub(batch.first_tag)
             && let Some(slot) = batch.outcomes.get_mut(index as usize)

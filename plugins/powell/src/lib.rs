@@ -49,7 +49,7 @@ use std::collections::HashMap;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use yamor_optimizer_api::{
-    Optimizer, Outcome, Plugin, PluginInfo, SettingKind, SettingSpec, SettingValue, Settings,
+    Fitness, Optimizer, Plugin, PluginInfo, SettingKind, SettingSpec, SettingValue, Settings,
     SettingsError, Space,
 };
 
@@ -67,13 +67,24 @@ pub enum Variant {
 impl Variant {
     pub const NAMES: [&'static str; 4] = ["classic", "stadium", "clamp", "interval"];
 
-    fn parse(text: &str) -> Option<Self> {
+    /// The variant a setting's text names.
+    #[must_use]
+    pub fn parse(text: &str) -> Option<Self> {
         Some(match text {
             "classic" => Variant::Classic,
             "stadium" => Variant::Stadium,
             "clamp" => Variant::Clamp,
             "interval" => Variant::Interval,
             _ => return None,
+        })
+    }
+
+    /// The variant the setting `variant` names.
+    pub fn from_setting(s: &Settings) -> Result<Self, SettingsError> {
+        let text = s.text("variant")?;
+        Variant::parse(text).ok_or_else(|| SettingsError::Invalid {
+            name: "variant".to_owned(),
+            why: format!("{text:?} is not one of {}", Variant::NAMES.join(", ")),
         })
     }
 }
@@ -149,21 +160,49 @@ impl Plugin for Powell {
         seed: u64,
         budget: Option<u64>,
     ) -> Result<Box<dyn Optimizer>, SettingsError> {
-        let settings = Settings::resolve(&self.info().settings, &settings.0)?;
-        let config = PowellConfig {
-            variant: Variant::parse(settings.text("variant")).expect("choice was validated"),
-            ftol: settings.float("ftol"),
-            line_tolerance: settings.float("line_tolerance"),
-            max_iterations: settings.int("max_iterations") as u32,
-            restarts: settings.int("restarts") as u32,
-            interval_points: settings.int("interval_points") as u32,
-            refine_points: settings.int("refine_points") as u32,
-            malus: settings.float("malus"),
-        };
+        let config = PowellConfig::try_from(settings)?;
+        Powell::optimizer(space, config, seed, budget)
+    }
+}
+
+impl Powell {
+    /// A Powell search with a typed configuration (what [`Plugin::create`]
+    /// makes after converting the settings; the portfolio chains these).
+    pub fn optimizer(
+        space: &Space,
+        config: PowellConfig,
+        seed: u64,
+        budget: Option<u64>,
+    ) -> Result<Box<dyn Optimizer>, SettingsError> {
         let space = Space::new(space.bounds.clone(), space.start.clone())?;
         Ok(Box::new(Threaded::spawn(move |evaluator| {
             Search::new(space, config, seed, budget, evaluator).run()
         })))
+    }
+}
+
+impl Default for PowellConfig {
+    /// The declared setting defaults.
+    fn default() -> Self {
+        PowellConfig::try_from(&Settings::defaults(&Powell.info().settings))
+            .expect("the declared defaults convert")
+    }
+}
+
+impl TryFrom<&Settings> for PowellConfig {
+    type Error = SettingsError;
+
+    fn try_from(s: &Settings) -> Result<Self, SettingsError> {
+        Ok(PowellConfig {
+            variant: Variant::from_setting(s)?,
+            ftol: s.float("ftol")?,
+            line_tolerance: s.float("line_tolerance")?,
+            max_iterations: s.count("max_iterations")?,
+            restarts: s.count("restarts")?,
+            interval_points: s.count("interval_points")?,
+            refine_points: s.count("refine_points")?,
+            malus: s.float("malus")?,
+        })
     }
 }
 
@@ -259,7 +298,7 @@ impl<'e> Search<'e> {
         self.evaluations += missing.len() as u64;
         for (p, o) in missing.into_iter().zip(outcomes) {
             let g = match o {
-                Outcome::Fitness(v) if v.is_finite() => -v,
+                Fitness::Value(v) if v.is_finite() => -v,
                 _ => BAD,
             };
             if g.is_finite() {

@@ -1,7 +1,7 @@
 use std::collections::BTreeMap;
 
 use proptest::prelude::*;
-use yamor_optimizer_api::{Bound, Outcome, Plugin, SettingValue, Settings, Space, Step};
+use yamor_optimizer_api::{Bound, Fitness, Plugin, SettingValue, Settings, Space, Step};
 use yamor_powell::Powell;
 
 fn space(dim: usize, lo: f64, hi: f64, start: f64) -> Space {
@@ -39,7 +39,7 @@ fn drive(
     f: impl Fn(&[f64]) -> f64,
 ) -> Trace {
     drive_with(space, variant, seed, budget, None, true, |x| {
-        Outcome::Fitness(f(x))
+        Fitness::Value(f(x))
     })
 }
 
@@ -52,7 +52,7 @@ fn drive_with(
     budget: usize,
     told_budget: Option<u64>,
     reverse: bool,
-    f: impl Fn(&[f64]) -> Outcome,
+    f: impl Fn(&[f64]) -> Fitness,
 ) -> Trace {
     let s = settings(&[("variant", SettingValue::Text(variant.into()))]);
     let mut opt = Powell.create(space, &s, seed, told_budget).unwrap();
@@ -179,9 +179,9 @@ fn failures_and_outside_points_rank_below_every_real_value() {
             true,
             |x| {
                 if x[0] > 0.5 {
-                    Outcome::Failed
+                    Fitness::Failed
                 } else {
-                    Outcome::Fitness(-1e9 + 1e6 * neg_sphere(x))
+                    Fitness::Value(-1e9 + 1e6 * neg_sphere(x))
                 }
             },
         );
@@ -208,7 +208,7 @@ fn the_bounded_line_search_reaches_an_optimum_on_the_box_edge() {
             600,
             Some(600),
             true,
-            |x| Outcome::Fitness(x.iter().sum::<f64>()),
+            |x| Fitness::Value(x.iter().sum::<f64>()),
         );
         assert!(t.best > 5.0 - 1e-6, "{variant}: {}", t.best);
     }
@@ -224,7 +224,7 @@ fn with_a_budget_it_never_stops_before_it_and_without_one_it_ends() {
             10_000,
             Some(3_000),
             true,
-            |x| Outcome::Fitness(neg_sphere(x)),
+            |x| Fitness::Value(neg_sphere(x)),
         );
         // The sphere is solved long before; restarts keep using the budget.
         assert!(t.best > -1e-12, "{variant}: {}", t.best);
@@ -241,7 +241,7 @@ fn with_a_budget_it_never_stops_before_it_and_without_one_it_ends() {
             1_000_000,
             None,
             true,
-            |x| Outcome::Fitness(neg_sphere(x)),
+            |x| Fitness::Value(neg_sphere(x)),
         );
         assert!(t.finished, "{variant} never ended by itself");
     }
@@ -258,7 +258,7 @@ fn reversed_tell_order_gives_the_same_proposals() {
                 800,
                 Some(800),
                 reverse,
-                |x| Outcome::Fitness(neg_rosenbrock(x) - x[2].powi(2) - (x[3] - 0.5).abs()),
+                |x| Fitness::Value(neg_rosenbrock(x) - x[2].powi(2) - (x[3] - 0.5).abs()),
             )
             .points
         };
@@ -307,7 +307,7 @@ fn every_variant_solves_a_shifted_rotated_quadratic_in_10d() {
             10_000,
             Some(10_000),
             true,
-            |x| Outcome::Fitness(f(x)),
+            |x| Fitness::Value(f(x)),
         );
         assert!(t.best > -1e-8, "{variant}: {}", t.best);
     }
@@ -321,7 +321,7 @@ fn a_restart_uses_fresh_directions() {
     let start = [0.1, 0.2, -0.3];
     let s = Space::new(space(3, -1.0, 1.0, 0.0).bounds, start.to_vec()).unwrap();
     let t = drive_with(&s, "classic", 1, 300, Some(300), true, |x| {
-        Outcome::Fitness(
+        Fitness::Value(
             -x.iter()
                 .zip(&start)
                 .map(|(a, b)| (a - b).powi(2))
@@ -359,7 +359,7 @@ fn a_parameter_without_range_neither_hangs_nor_leaves_its_value() {
     for variant in ["classic", "stadium", "clamp", "interval"] {
         for budget in [Some(400), None] {
             let t = drive_with(&s, variant, 1, 400, budget, true, |x| {
-                Outcome::Fitness(neg_sphere(x))
+                Fitness::Value(neg_sphere(x))
             });
             assert!(t.points.iter().all(|p| p[0] == 0.5), "{variant}");
             assert!(t.best > -0.04 - 1e-9, "{variant}: {}", t.best);

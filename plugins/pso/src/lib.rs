@@ -58,7 +58,7 @@
 //! [`Optimizer::ask`] returns a generation (every particle, in particle order)
 //! as one [`Step::Evaluate`], then [`Step::Wait`] until every candidate is
 //! told, then the next generation, and [`Step::Finished`] after `iterations`
-//! generations (`particles × iterations` evaluations). [`Outcome::Failed`]
+//! generations (`particles × iterations` evaluations). [`Fitness::Failed`]
 //! counts as −∞ and so never becomes a best; a particle whose evaluations
 //! have all failed has no personal attractor (its personal best follows it)
 //! and is steered by its inertia and its neighbourhood only. A tell whose tag is not awaited
@@ -75,7 +75,7 @@ use std::collections::BTreeMap;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use yamor_optimizer_api::{
-    Bound, Candidate, Optimizer, Outcome, Plugin, PluginInfo, SettingKind, SettingSpec,
+    Bound, Candidate, Fitness, Optimizer, Plugin, PluginInfo, SettingKind, SettingSpec,
     SettingValue, Settings, SettingsError, Space, Step,
 };
 
@@ -110,7 +110,7 @@ impl Plugin for Pso {
         seed: u64,
         _budget: Option<u64>,
     ) -> Result<Box<dyn Optimizer>, SettingsError> {
-        let config = PsoConfig::from_settings(settings)?;
+        let config = PsoConfig::try_from(settings)?;
         Ok(Box::new(Swarm::new(space, &config, seed)?))
     }
 }
@@ -175,29 +175,34 @@ impl Default for PsoConfig {
     }
 }
 
-impl PsoConfig {
-    /// Reads (and re-validates) settings; missing ones take their defaults,
-    /// so a runtime that forgot to resolve gets an error, not a panic.
-    pub fn from_settings(settings: &Settings) -> Result<Self, SettingsError> {
-        let s = Settings::resolve(&specs(), &settings.0)?;
-        let topology = match s.text("topology") {
+impl TryFrom<&Settings> for PsoConfig {
+    type Error = SettingsError;
+
+    fn try_from(s: &Settings) -> Result<Self, SettingsError> {
+        let topology = match s.text("topology")? {
             "global" => Topology::Global,
             "ring" => Topology::Ring,
-            other => unreachable!("resolve admitted topology {other:?}"),
+            other => {
+                return Err(SettingsError::Invalid {
+                    name: "topology".to_owned(),
+                    why: format!("{other:?} is not global or ring"),
+                });
+            }
         };
         Ok(PsoConfig {
-            // Both are range-checked positive integers.
-            particles: usize::try_from(s.int("particles")).expect("checked range"),
-            iterations: u64::try_from(s.int("iterations")).expect("checked range"),
-            inertia: s.float("inertia"),
-            cognitive: s.float("cognitive"),
-            social: s.float("social"),
-            max_velocity: s.float("max_velocity"),
+            particles: s.count("particles")?,
+            iterations: s.count("iterations")?,
+            inertia: s.float("inertia")?,
+            cognitive: s.float("cognitive")?,
+            social: s.float("social")?,
+            max_velocity: s.float("max_velocity")?,
             topology,
-            include_start: s.bool("include_start"),
+            include_start: s.bool("include_start")?,
         })
     }
+}
 
+impl PsoConfig {
     /// The same values as [`Settings`] (validated against the declared specs).
     pub fn to_settings(&self) -> Result<Settings, SettingsError> {
         let int = |v: u64| SettingValue::Int(i64::try_from(v).unwrap_or(i64::MAX));
@@ -533,7 +538,7 @@ impl Optimizer for Swarm {
         }
     }
 
-    fn tell(&mut self, tag: u64, outcome: Outcome) {
+    fn tell(&mut self, tag: u64, outcome: Fitness) {
         if self.phase != Phase::Collect {
             return;
         }
@@ -601,7 +606,7 @@ mod tests {
     #[test]
     fn default_config_matches_declared_defaults() {
         let s = Settings::resolve(&specs(), &BTreeMap::new()).unwrap();
-        assert_eq!(PsoConfig::from_settings(&s).unwrap(), PsoConfig::default());
+        assert_eq!(PsoConfig::try_from(&s).unwrap(), PsoConfig::default());
         assert_eq!(PsoConfig::default().to_settings().unwrap(), s);
     }
 }

@@ -11,7 +11,7 @@ use rand::SeedableRng;
 use rand::seq::SliceRandom;
 use rand_chacha::ChaCha8Rng;
 use yamor_optimizer_api::{
-    Bound, Candidate, Optimizer, Outcome, Plugin, SettingValue, Settings, SettingsError, Space,
+    Bound, Candidate, Fitness, Optimizer, Plugin, SettingValue, Settings, SettingsError, Space,
     Step,
 };
 use yamor_pso::{Pso, PsoConfig, Swarm, Topology};
@@ -31,7 +31,7 @@ type Order<'a> = &'a mut dyn FnMut(usize, &mut Vec<Candidate>);
 /// by `order` and told. Returns every generation's proposals as asked.
 fn drive(
     opt: &mut dyn Optimizer,
-    f: &dyn Fn(&[f64]) -> Outcome,
+    f: &dyn Fn(&[f64]) -> Fitness,
     order: Order<'_>,
 ) -> Vec<Vec<Candidate>> {
     let mut generations = Vec::new();
@@ -54,8 +54,8 @@ fn drive(
 
 fn in_order(_: usize, _: &mut Vec<Candidate>) {}
 
-fn fitness(f: impl Fn(&[f64]) -> f64) -> impl Fn(&[f64]) -> Outcome {
-    move |x| Outcome::Fitness(f(x))
+fn fitness(f: impl Fn(&[f64]) -> f64) -> impl Fn(&[f64]) -> Fitness {
+    move |x| Fitness::Value(f(x))
 }
 
 /// −Σ (x_d − c_d)², maximal (0) at c_d = 1 + 0.1·d.
@@ -152,15 +152,15 @@ fn ask_and_tell_follow_the_generation_protocol() {
     assert_eq!(tags.len(), 4, "tags are distinct");
     assert_eq!(swarm.ask(), Step::Wait);
     for c in &first[..3] {
-        swarm.tell(c.tag, Outcome::Fitness(1.0));
+        swarm.tell(c.tag, Fitness::Value(1.0));
         assert_eq!(swarm.ask(), Step::Wait);
     }
     // A repeated and an unknown tag change nothing.
-    swarm.tell(first[0].tag, Outcome::Fitness(9.0));
-    swarm.tell(u64::MAX, Outcome::Fitness(9.0));
+    swarm.tell(first[0].tag, Fitness::Value(9.0));
+    swarm.tell(u64::MAX, Fitness::Value(9.0));
     assert_eq!(swarm.ask(), Step::Wait);
     assert_eq!(swarm.generations_done(), 0);
-    swarm.tell(first[3].tag, Outcome::Failed);
+    swarm.tell(first[3].tag, Fitness::Failed);
     assert_eq!(swarm.generations_done(), 1);
     assert_eq!(swarm.best().unwrap().1, 1.0);
     let Step::Evaluate(second) = swarm.ask() else {
@@ -168,19 +168,19 @@ fn ask_and_tell_follow_the_generation_protocol() {
     };
     assert!(second.iter().all(|c| !tags.contains(&c.tag)));
     // A stale result from the first generation is ignored too.
-    swarm.tell(first[3].tag, Outcome::Fitness(5.0));
+    swarm.tell(first[3].tag, Fitness::Value(5.0));
     for c in &second {
-        swarm.tell(c.tag, Outcome::Fitness(0.0));
+        swarm.tell(c.tag, Fitness::Value(0.0));
     }
     let Step::Evaluate(third) = swarm.ask() else {
         panic!("no third generation")
     };
     for c in &third {
-        swarm.tell(c.tag, Outcome::Fitness(0.0));
+        swarm.tell(c.tag, Fitness::Value(0.0));
     }
     assert_eq!(swarm.ask(), Step::Finished);
     assert_eq!(swarm.ask(), Step::Finished);
-    swarm.tell(third[0].tag, Outcome::Fitness(7.0));
+    swarm.tell(third[0].tag, Fitness::Value(7.0));
     assert_eq!(swarm.ask(), Step::Finished);
     assert_eq!(swarm.generations_done(), 3);
     assert_eq!(swarm.best().unwrap().1, 1.0);
@@ -198,11 +198,11 @@ fn bits(generations: &[Vec<Candidate>]) -> Vec<Vec<(u64, Vec<u64>)>> {
 }
 
 /// A sphere with a failing corner, so failures are part of the history.
-fn sphere_failing_corner(x: &[f64]) -> Outcome {
+fn sphere_failing_corner(x: &[f64]) -> Fitness {
     if x[0] > 3.0 {
-        Outcome::Failed
+        Fitness::Failed
     } else {
-        Outcome::Fitness(neg_sphere(x))
+        Fitness::Value(neg_sphere(x))
     }
 }
 
@@ -295,9 +295,9 @@ fn a_region_that_always_fails_is_avoided() {
     .unwrap();
     let f = |x: &[f64]| {
         if x[0] < 0.0 {
-            Outcome::Failed
+            Fitness::Failed
         } else {
-            Outcome::Fitness(-((x[0] - 0.5).powi(2) + (x[1] - 0.5).powi(2)))
+            Fitness::Value(-((x[0] - 0.5).powi(2) + (x[1] - 0.5).powi(2)))
         }
     };
     for seed in 0..5 {
@@ -318,7 +318,7 @@ fn a_region_that_always_fails_is_avoided() {
 fn all_failures_still_end_cleanly_inside_the_box() {
     let space = cube(-1.0, 2.0, 3, 0.0);
     let mut swarm = Swarm::new(&space, &config(6, 20), 11).unwrap();
-    let generations = drive(&mut swarm, &|_| Outcome::Failed, &mut in_order);
+    let generations = drive(&mut swarm, &|_| Fitness::Failed, &mut in_order);
     assert_eq!(generations.len(), 20);
     assert!(generations.iter().flatten().all(|c| space.contains(&c.x)));
     assert!(swarm.best().is_none());
@@ -355,16 +355,16 @@ fn settings_are_declared_with_defaults_and_validated() {
     assert!(!info.author.is_empty() && !info.version.is_empty());
     assert!(!info.description.is_empty());
     let defaults = resolve(&[]).unwrap();
-    assert_eq!(defaults.int("particles"), 20);
-    assert_eq!(defaults.int("iterations"), 50);
-    assert_eq!(defaults.float("inertia"), 0.7298);
-    assert_eq!(defaults.float("cognitive"), 1.49618);
-    assert_eq!(defaults.float("social"), 1.49618);
-    assert_eq!(defaults.float("max_velocity"), 0.5);
-    assert_eq!(defaults.text("topology"), "global");
-    assert!(defaults.bool("include_start"));
+    assert_eq!(defaults.int("particles"), Ok(20));
+    assert_eq!(defaults.int("iterations"), Ok(50));
+    assert_eq!(defaults.float("inertia"), Ok(0.7298));
+    assert_eq!(defaults.float("cognitive"), Ok(1.49618));
+    assert_eq!(defaults.float("social"), Ok(1.49618));
+    assert_eq!(defaults.float("max_velocity"), Ok(0.5));
+    assert_eq!(defaults.text("topology"), Ok("global"));
+    assert_eq!(defaults.bool("include_start"), Ok(true));
     assert_eq!(
-        PsoConfig::from_settings(&defaults).unwrap(),
+        PsoConfig::try_from(&defaults).unwrap(),
         PsoConfig::default()
     );
 
@@ -405,8 +405,7 @@ fn settings_are_declared_with_defaults_and_validated() {
         ],
     )
     .unwrap();
-    let config =
-        PsoConfig::from_settings(&Settings::resolve(&info.settings, &given).unwrap()).unwrap();
+    let config = PsoConfig::try_from(&Settings::resolve(&info.settings, &given).unwrap()).unwrap();
     assert_eq!(
         config,
         PsoConfig {
@@ -423,9 +422,11 @@ fn settings_are_declared_with_defaults_and_validated() {
 }
 
 #[test]
-fn create_fills_missing_settings_and_rejects_bad_input() {
+fn create_rejects_a_start_outside_the_box() {
     let space = cube(0.0, 1.0, 2, 0.5);
-    let mut opt = Pso.create(&space, &Settings::default(), 0, None).unwrap();
+    let mut opt = Pso
+        .create(&space, &Settings::defaults(&Pso.info().settings), 0, None)
+        .unwrap();
     let Step::Evaluate(first) = opt.ask() else {
         panic!("no first generation")
     };
@@ -436,11 +437,9 @@ fn create_fills_missing_settings_and_rejects_bad_input() {
         start: vec![2.0, 0.5],
     };
     assert!(matches!(
-        Pso.create(&outside, &Settings::default(), 0, None),
+        Pso.create(&outside, &Settings::defaults(&Pso.info().settings), 0, None),
         Err(SettingsError::Space(_))
     ));
-    let bad = Settings([("particles".to_owned(), SettingValue::Int(1))].into());
-    assert!(Pso.create(&space, &bad, 0, None).is_err());
     assert!(Swarm::new(&space, &config(1, 5), 0).is_err());
 }
 
@@ -509,7 +508,7 @@ proptest! {
         let mut swarm = Swarm::new(&space, &config, seed).unwrap();
         let f = |x: &[f64]| {
             let v: f64 = x.iter().zip(&weights).map(|(a, w)| a * w).sum();
-            if v.rem_euclid(7.0) < 1.0 { Outcome::Failed } else { Outcome::Fitness(v) }
+            if v.rem_euclid(7.0) < 1.0 { Fitness::Failed } else { Fitness::Value(v) }
         };
         let generations = drive(&mut swarm, &f, &mut |g, c| {
             let n = c.len();

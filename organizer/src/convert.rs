@@ -1,6 +1,9 @@
 //! Conversions between protobuf messages and the domain, both directions:
-//! the service uses the `*_to_pb` side and the parsers of requests, the
-//! [`super::OrganizerClient`] the other.
+//! the gRPC service uses the `*_to_pb` side and the parsers of requests,
+//! [`crate::OrganizerClient`] the other, and the store's version-0
+//! migration the parsers (old files hold protobuf blobs). Pure functions
+//! over [`crate::model`]: no tonic, no store, so both edges can use them
+//! without importing each other.
 
 use std::time::Duration;
 
