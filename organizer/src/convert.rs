@@ -54,7 +54,7 @@ pub fn job_request(request: pb::JobRequest) -> Result<JobRequest, String> {
         max_attempts: request.max_attempts,
         timeout: (request.timeout_s > 0.0).then(|| Duration::from_secs_f64(request.timeout_s)),
     };
-    crate::scheduler::validate(&request)?;
+    request.check()?;
     Ok(request)
 }
 

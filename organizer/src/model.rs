@@ -69,6 +69,29 @@ pub struct JobRequest {
     pub timeout: Option<Duration>,
 }
 
+impl JobRequest {
+    /// Checks what the wire conversion cannot: that a job can run at all.
+    pub fn check(&self) -> Result<(), String> {
+        if let RobotSource::Morphology(xml) = &self.job.robot {
+            yamor_core::Morphology::from_xml_str("robot.morphology_xml", xml)
+                .map_err(|e| e.to_string())?;
+        }
+        for (name, value) in &self.job.parameters {
+            if !value.is_finite() {
+                return Err(format!("parameter {name} = {value} is not finite"));
+            }
+        }
+        self.job.spec.check().map_err(|e| e.to_string())?;
+        if self.max_attempts > 100 {
+            return Err(format!(
+                "max_attempts must be at most 100, got {}",
+                self.max_attempts
+            ));
+        }
+        Ok(())
+    }
+}
+
 /// A job and everything known about it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Job {

@@ -189,7 +189,7 @@ fn prepare(spec: &RunSpec) -> Result<Prepared, String> {
     // Fail now, not in the middle of the run, if the start point cannot run.
     let start = prepared.space.start.clone();
     let job = prepared.job_for(&start)?;
-    crate::scheduler::validate(&job)?;
+    job.check()?;
     Ok(prepared)
 }
 

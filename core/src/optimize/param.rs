@@ -8,8 +8,6 @@ use std::str::FromStr;
 #[cfg(doc)]
 use super::OptimizationConfig;
 use crate::ModuleId;
-#[cfg(doc)]
-use crate::error::Problem;
 use crate::matheval::ExprError;
 
 /// Which field of which module or CPG link.
@@ -72,7 +70,7 @@ impl FromStr for ParamName {
 }
 
 /// Why a rule does not fit its robot. Inside an XML file it comes as
-/// [`Problem::Optimize`] with the file, line and element.
+/// `error::Problem::Optimize` with the file, line and element.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum RuleError {
     #[error(

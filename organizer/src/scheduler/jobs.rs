@@ -12,7 +12,8 @@ impl Scheduler {
         jobs: Vec<(u64, JobRequest)>,
     ) -> Result<Vec<u64>, ScheduleError> {
         for (index, (_, job)) in jobs.iter().enumerate() {
-            validate(job).map_err(|e| ScheduleError::Invalid(format!("jobs[{index}]: {e}")))?;
+            job.check()
+                .map_err(|e| ScheduleError::Invalid(format!("jobs[{index}]: {e}")))?;
         }
         // A client's new jobs are refused on a full disk; a run's go on
         // queueing (its jobs are owed to a run already accepted).
@@ -493,27 +494,6 @@ pub(super) fn fits(
 ) -> bool {
     let kind_fits = request.backend.is_none() || request.backend == backend;
     kind_fits && request.job.objective.served_by(backend, objectives)
-}
-
-/// Checks what the wire conversion cannot: that a job can run at all.
-pub fn validate(job: &JobRequest) -> Result<(), String> {
-    if let RobotSource::Morphology(xml) = &job.job.robot {
-        yamor_core::Morphology::from_xml_str("robot.morphology_xml", xml)
-            .map_err(|e| e.to_string())?;
-    }
-    for (name, value) in &job.job.parameters {
-        if !value.is_finite() {
-            return Err(format!("parameter {name} = {value} is not finite"));
-        }
-    }
-    job.job.spec.check().map_err(|e| e.to_string())?;
-    if job.max_attempts > 100 {
-        return Err(format!(
-            "max_attempts must be at most 100, got {}",
-            job.max_attempts
-        ));
-    }
-    Ok(())
 }
 
 pub(super) fn request_view(request: &JobRequest, brief: bool) -> JobRequest {

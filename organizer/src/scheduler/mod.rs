@@ -43,7 +43,6 @@ mod hosts;
 mod jobs;
 
 use jobs::enqueue;
-pub use jobs::validate;
 
 use crate::metrics::Metrics;
 use crate::model::now_ms;
