@@ -27,6 +27,9 @@
 //! - [`network`]: CPG network construction for lifelong learning (thesis
 //!   7.4): couplings from the physical graph, loops, the constraints
 //!   algorithm, symmetries, and the relearning optimization.
+//! - [`starts`]: where walks start: fresh candidate starts from (run seed,
+//!   proposal), the fixed public held-out starts a gait's velocity is
+//!   reported over, and [`starts::Spread`], a velocity over many starts.
 //! - [`error`]: errors that name the file, the element and the problem.
 //! - [`read_xml_file`]: reads an XML file in the encoding its byte order
 //!   mark or XML declaration names (the thesis' files declare
@@ -44,6 +47,7 @@ pub mod morphology;
 pub mod network;
 pub mod optimize;
 pub mod script;
+pub mod starts;
 mod xml;
 
 pub use config::{CpgLink, IdAttribute, ModuleConfig, RobotConfig};

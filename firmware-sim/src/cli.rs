@@ -1,17 +1,18 @@
-//! The simulator from the command line: `yamor sim` (walk a robot, print
-//! its 6.2.1 velocity, write the trajectory), `yamor bridge` (the Webots
-//! bridge of 5.4 over TCP) and `yamor robots`. Built with the `clap`
-//! feature.
+//! The simulator from the command line: `yamor sim` (walk a robot from the
+//! held-out starts of `yamor_core::starts`, or from one seed, print its 6.2.1
+//! velocity, write the trajectory), `yamor bridge` (the Webots bridge of 5.4
+//! over TCP) and `yamor robots`. Built with the `clap` feature.
 
 use std::future::Future;
 use std::path::PathBuf;
 
 use clap::Args;
-use yamor_core::evaluation::EvaluationSpec;
+use yamor_core::evaluation::{EvaluationSpec, Outcome};
+use yamor_core::starts::{self, MAX_HELD_OUT, Spread};
 use yamor_core::{Morphology, RobotConfig};
 
 use crate::robots::{EXAMPLES, LoadError};
-use crate::{SimError, SimSettings, evaluate, write_trajectory_csv};
+use crate::{SimError, SimSettings, evaluate, evaluate_starts, write_trajectory_csv};
 
 /// Why a simulator command failed.
 #[derive(Debug, thiserror::Error)]
@@ -50,9 +51,9 @@ pub struct RobotArgs {
     /// Ground friction coefficient.
     #[arg(long, default_value_t = 0.8)]
     friction: f64,
-    /// Seed of the oscillators' initial phases.
-    #[arg(long, default_value_t = 0)]
-    seed: u64,
+    /// Seed of the oscillators' initial phases (default 0). `yamor sim` given a seed walks that one start only, as a recorded job did.
+    #[arg(long)]
+    seed: Option<u64>,
     /// Physics engine.
     #[arg(long, default_value_t)]
     engine: crate::physics::Engine,
@@ -67,7 +68,7 @@ impl RobotArgs {
         SimSettings {
             dt: self.dt,
             ground_friction: self.friction,
-            seed: self.seed,
+            seed: self.seed.unwrap_or(0),
             engine: self.engine,
             substeps: self.substeps.map(usize::from),
         }
@@ -85,7 +86,11 @@ pub struct WalkArgs {
     /// Length of the walk in seconds; the velocity is measured from 8 s to the end.
     #[arg(long, default_value_t = 20.0)]
     seconds: f64,
-    /// Where to write the trajectory of the central module.
+    /// Walk from the first N held-out starts and print their mean ± standard error; not with --seed.
+    #[arg(long, default_value_t = 20, conflicts_with = "seed",
+          value_parser = clap::value_parser!(u32).range(1..=i64::from(MAX_HELD_OUT)))]
+    starts: u32,
+    /// Where to write the trajectory of the central module (of the first start).
     #[arg(long, default_value = "trajectory.csv")]
     csv: PathBuf,
 }
@@ -99,7 +104,9 @@ pub struct BridgeArgs {
     listen: String,
 }
 
-/// Walks a robot, prints its velocity and writes its trajectory as CSV.
+/// Walks a robot from the first `--starts` held-out starts, or from
+/// `--seed` alone, prints its velocity and writes the (first) trajectory as
+/// CSV.
 pub fn walk(args: WalkArgs) -> Result<(), CliError> {
     let (morphology, gait) = args.robot.load()?;
     let settings = args.robot.settings();
@@ -109,24 +116,55 @@ pub fn walk(args: WalkArgs) -> Result<(), CliError> {
         full_trajectory: true,
         ..EvaluationSpec::lasting(args.seconds).map_err(CliError::Spec)?
     };
-    let evaluation = evaluate(&morphology, &gait, settings, &spec)?;
     let csv = args.csv.display();
-    let file = std::fs::File::create(&args.csv).map_err(io(format!("creating {csv}")))?;
-    write_trajectory_csv(&evaluation.samples, std::io::BufWriter::new(file))
-        .map_err(io(format!("writing {csv}")))?;
+    let write_csv = |evaluation: &Outcome| {
+        let file = std::fs::File::create(&args.csv).map_err(io(format!("creating {csv}")))?;
+        write_trajectory_csv(&evaluation.samples, std::io::BufWriter::new(file))
+            .map_err(io(format!("writing {csv}")))
+    };
+    if args.robot.seed.is_some() {
+        let evaluation = evaluate(&morphology, &gait, settings, &spec)?;
+        write_csv(&evaluation)?;
+        println!(
+            "velocity {:.4} m/s ({:.2} cm/s): {:.3} m from t={:.1}s to t={:.1}s",
+            evaluation.velocity,
+            evaluation.velocity * 100.0,
+            evaluation.distance,
+            evaluation.start.t,
+            evaluation.end.t
+        );
+        println!(
+            "{} physics steps in {:.3} s wall: {:.0}x real time; trajectory in {csv}",
+            evaluation.physics_steps,
+            evaluation.wall.as_secs_f64(),
+            evaluation.real_time_factor(),
+        );
+        return Ok(());
+    }
+    let seeds: Vec<u64> = starts::held_out_seeds(args.starts).collect();
+    let started = std::time::Instant::now();
+    let walks = evaluate_starts(&morphology, &gait, settings, &spec, &seeds)?;
+    let wall = started.elapsed().as_secs_f64();
+    write_csv(&walks[0])?;
+    for (seed, evaluation) in seeds.iter().zip(&walks) {
+        println!("start {seed}: {:.2} cm/s", evaluation.velocity * 100.0);
+    }
+    let velocities: Vec<f64> = walks.iter().map(|w| w.velocity).collect();
+    // A walk that ends nowhere (NaN) has no velocity to summarise.
+    let spread = Spread::of(&velocities).ok_or(SimError::OutOfRange {
+        name: "velocity",
+        value: f64::NAN,
+        expected: "finite on every start",
+    })?;
+    println!("velocity {} over held-out starts", spread.cm_s());
+    // Robot seconds over wall seconds of the whole batch, walks side by side
+    // counted together: what a user waiting for the figure gets.
+    let simulated: f64 = walks.iter().map(|w| w.simulated).sum();
     println!(
-        "velocity {:.4} m/s ({:.2} cm/s): {:.3} m from t={:.1}s to t={:.1}s",
-        evaluation.velocity,
-        evaluation.velocity * 100.0,
-        evaluation.distance,
-        evaluation.start.t,
-        evaluation.end.t
-    );
-    println!(
-        "{} physics steps in {:.3} s wall: {:.0}x real time; trajectory in {csv}",
-        evaluation.physics_steps,
-        evaluation.wall.as_secs_f64(),
-        evaluation.real_time_factor(),
+        "{} physics steps in {wall:.3} s wall: {:.0}x real time; trajectory of start {} in {csv}",
+        walks.iter().map(|w| w.physics_steps).sum::<u64>(),
+        simulated / wall.max(1e-9),
+        seeds[0],
     );
     Ok(())
 }

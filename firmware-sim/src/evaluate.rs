@@ -6,7 +6,7 @@
 
 use crate::sim::{SimError, SimSettings, Simulation};
 use std::io::Write;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Instant;
 use yamor_core::evaluation::{EvaluationSpec, Outcome, Sample, Situation};
 use yamor_core::{Morphology, RobotConfig};
@@ -103,6 +103,88 @@ pub fn evaluate_cancellable(
     Ok(outcome)
 }
 
+/// Walks `gait` once from each of `seeds` (each replacing `spec.seed`), in
+/// parallel on up to [`std::thread::available_parallelism`] threads: how a
+/// gait is valued over many starts (`yamor_core::starts`). The outcomes are
+/// in `seeds`' order and, each walk being deterministic, the same bits
+/// whatever the number of threads. `spec.repeats` must be 1: every start is
+/// one walk, and a caller wanting more walks passes more seeds.
+///
+/// On failure, the error is the first failing seed's in `seeds`' order, so
+/// it too does not depend on the threads.
+pub fn evaluate_starts(
+    morphology: &Morphology,
+    gait: &RobotConfig,
+    settings: SimSettings,
+    spec: &EvaluationSpec,
+    seeds: &[u64],
+) -> Result<Vec<Outcome>, SimError> {
+    let threads = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+    evaluate_starts_on(threads, morphology, gait, settings, spec, seeds)
+}
+
+/// [`evaluate_starts`] on at most `threads` threads.
+fn evaluate_starts_on(
+    threads: usize,
+    morphology: &Morphology,
+    gait: &RobotConfig,
+    settings: SimSettings,
+    spec: &EvaluationSpec,
+    seeds: &[u64],
+) -> Result<Vec<Outcome>, SimError> {
+    if spec.repeats != 1 {
+        return Err(SimError::OutOfRange {
+            name: "repeats",
+            value: f64::from(spec.repeats),
+            expected: "1 when walking several starts (one walk per start)",
+        });
+    }
+    let settings = walk_settings(settings, spec)?;
+    // Walks take different wall times (contacts cost), so threads take the
+    // next seed as they finish rather than fixed shares.
+    let next = AtomicUsize::new(0);
+    let failed = AtomicBool::new(false);
+    let never_cancelled = AtomicBool::new(false);
+    let worker = || {
+        let mut done = Vec::new();
+        // Seeds are handed out in order, so once one fails every earlier
+        // seed has been taken and will finish: the first failure in seed
+        // order is always among the results.
+        while !failed.load(Ordering::Relaxed) {
+            let index = next.fetch_add(1, Ordering::Relaxed);
+            let Some(&seed) = seeds.get(index) else { break };
+            let one = SimSettings { seed, ..settings };
+            let result = walk(morphology, gait, one, spec, &never_cancelled, &mut |_| ());
+            if result.is_err() {
+                failed.store(true, Ordering::Relaxed);
+            }
+            done.push((index, result));
+        }
+        done
+    };
+    let mut results: Vec<Option<Result<Outcome, SimError>>> =
+        std::iter::repeat_with(|| None).take(seeds.len()).collect();
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..threads.clamp(1, seeds.len().max(1)))
+            .map(|_| scope.spawn(worker))
+            .collect();
+        for handle in handles {
+            let done = handle
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            for (index, result) in done {
+                results[index] = Some(result);
+            }
+        }
+    });
+    // Seeds after a failure may not have been walked, but collecting stops
+    // at the failure, which comes first.
+    results
+        .into_iter()
+        .map(|r| r.expect("every seed before the first failure is walked"))
+        .collect()
+}
+
 /// One walk of [`evaluate`] (its first seed) that shows the simulation to
 /// `on_tick` after every tick: for benchmarks that record what the servos
 /// were told or compare engines along the way.
@@ -192,4 +274,94 @@ fn walk(
     outcome.wall = started.elapsed();
     outcome.physics_steps = sim.ticks();
     Ok(outcome)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn without_wall(mut outcome: Outcome) -> Outcome {
+        outcome.wall = std::time::Duration::ZERO;
+        outcome
+    }
+
+    #[test]
+    fn starts_walk_as_single_evaluations_whatever_the_threads() {
+        let (morphology, gait) = crate::robots::load("quadruped", None).unwrap();
+        let spec = EvaluationSpec {
+            warmup: 0.5,
+            measure: 1.5,
+            full_trajectory: true,
+            ..EvaluationSpec::default()
+        };
+        let settings = SimSettings::default();
+        let seeds = [3, yamor_core::starts::HELD_OUT_FIRST_SEED, 0, 3, 17];
+        let single: Vec<Outcome> = seeds
+            .iter()
+            .map(|&seed| {
+                let spec = EvaluationSpec {
+                    seed,
+                    ..spec.clone()
+                };
+                without_wall(evaluate(&morphology, &gait, settings, &spec).unwrap())
+            })
+            .collect();
+        for threads in [1, 2, 8] {
+            let starts: Vec<Outcome> =
+                evaluate_starts_on(threads, &morphology, &gait, settings, &spec, &seeds)
+                    .unwrap()
+                    .into_iter()
+                    .map(without_wall)
+                    .collect();
+            // PartialEq on f64 would let -0.0 equal 0.0; bits do not.
+            let bits = |o: &[Outcome]| -> Vec<Vec<u64>> {
+                o.iter()
+                    .map(|o| o.samples.iter().flat_map(|s| [s.t, s.x, s.y, s.z]))
+                    .map(|values| values.map(f64::to_bits).collect())
+                    .collect()
+            };
+            assert_eq!(starts, single, "{threads} threads");
+            assert_eq!(bits(&starts), bits(&single), "{threads} threads");
+        }
+        // Different starts walk differently: the seed reached the walk.
+        assert_ne!(single[0].velocity, single[1].velocity);
+        let public = evaluate_starts(&morphology, &gait, settings, &spec, &seeds).unwrap();
+        assert_eq!(
+            public.into_iter().map(without_wall).collect::<Vec<_>>(),
+            single
+        );
+    }
+
+    #[test]
+    fn starts_refuse_repeats() {
+        let (morphology, gait) = crate::robots::load("quadruped", None).unwrap();
+        let spec = EvaluationSpec {
+            repeats: 2,
+            ..EvaluationSpec::default()
+        };
+        let error = evaluate_starts(&morphology, &gait, SimSettings::default(), &spec, &[1, 2])
+            .unwrap_err();
+        assert!(error.to_string().contains("repeats"), "{error}");
+    }
+
+    #[test]
+    fn a_failing_start_fails_the_lot_with_its_error() {
+        let (morphology, gait) = crate::robots::load("quadruped", None).unwrap();
+        let spec = EvaluationSpec {
+            warmup: 0.1,
+            measure: 0.1,
+            ..EvaluationSpec::default()
+        };
+        let bad = SimSettings {
+            dt: -1.0,
+            ..SimSettings::default()
+        };
+        assert!(evaluate_starts(&morphology, &gait, bad, &spec, &[1, 2, 3]).is_err());
+        assert_eq!(
+            evaluate_starts(&morphology, &gait, SimSettings::default(), &spec, &[])
+                .unwrap()
+                .len(),
+            0
+        );
+    }
 }

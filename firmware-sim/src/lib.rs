@@ -34,5 +34,7 @@ pub mod robots;
 pub mod serial_robot;
 pub mod sim;
 
-pub use evaluate::{evaluate, evaluate_cancellable, evaluate_observed, write_trajectory_csv};
+pub use evaluate::{
+    evaluate, evaluate_cancellable, evaluate_observed, evaluate_starts, write_trajectory_csv,
+};
 pub use sim::{SimError, SimSettings, Simulation};

@@ -46,12 +46,16 @@ pub fn evaluations(organizer: &Organizer, run_id: u64) -> Result<Vec<Evaluation>
 pub fn write_outputs(organizer: &Organizer, run: &Run, out: &Path) -> Result<(), LocalError> {
     if !run.best_gait_xml.is_empty() {
         let path = out.join("best_gait.xml");
-        std::fs::write(&path, &run.best_gait_xml).map_err(LocalError::writing(&path))?;
-        eprintln!(
-            "best gait: {} ({:.2} cm/s)",
-            path.display(),
-            run.best_velocity.unwrap_or(0.0) * 100.0
-        );
+        std::fs::write(&path, with_provenance(&run.best_gait_xml, run))
+            .map_err(LocalError::writing(&path))?;
+        let figure = match run.held_out {
+            Some(spread) => format!("{} over held-out starts", spread.cm_s()),
+            None => format!(
+                "{:.2} cm/s, one walk: provisional, not re-walked from held-out starts",
+                run.best_velocity.unwrap_or(0.0) * 100.0
+            ),
+        };
+        eprintln!("best gait: {} ({figure})", path.display());
     }
     let finished = evaluations(organizer, run.id)?;
     let path = out.join("evaluations.csv");
@@ -61,6 +65,39 @@ pub fn write_outputs(organizer: &Organizer, run: &Run, out: &Path) -> Result<(),
     plot_progress(&path, &run.name, &best_curve)?;
     eprintln!("plot: {}", path.display());
     Ok(())
+}
+
+/// The gait with a comment saying where its figure comes from, so the file
+/// alone says how to reproduce it.
+fn with_provenance(gait_xml: &str, run: &Run) -> String {
+    let figure = match run.held_out {
+        Some(spread) => format!(
+            "{} over held-out starts {}.. (yamor_core::starts::HELD_OUT_FIRST_SEED onwards)",
+            spread.cm_s(),
+            yamor_core::starts::HELD_OUT_FIRST_SEED
+        ),
+        None => format!(
+            "{:.2} cm/s from one walk (provisional: not re-walked from held-out starts)",
+            run.best_velocity.unwrap_or(0.0) * 100.0
+        ),
+    };
+    let comment = format!(
+        "<!-- yamor run {} ({}, seed {}): {figure}; walks of the default simulation engine and step, the thesis' 8-s warm-up and 12-s measure unless the run set others (its settings: {}) -->\n",
+        run.id,
+        run.optimizer,
+        run.seed,
+        run.settings
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    );
+    match gait_xml.split_once('\n') {
+        Some((declaration, rest)) if declaration.starts_with("<?xml") => {
+            format!("{declaration}\n{comment}{rest}")
+        }
+        _ => format!("{comment}{gait_xml}"),
+    }
 }
 
 /// Writes one row per evaluation; returns the best-so-far curve.

@@ -8,6 +8,7 @@
 use std::time::Duration;
 
 use yamor_core::evaluation::{BackendKind, Objective};
+use yamor_core::starts::Spread;
 use yamor_optimizer_api::{PluginInfo, SettingKind, SettingSpec, SettingValue};
 use yamor_proto::evaluation::{
     evaluation_job, evaluation_job_to_pb, outcome_to_pb, parameters_to_pb, robot, spec,
@@ -15,8 +16,8 @@ use yamor_proto::evaluation::{
 use yamor_proto::v1 as pb;
 
 use crate::model::{
-    Host, HostState, Job, JobRequest, JobState, ParameterBound, Problem, Run, RunEvaluation,
-    RunEvent, RunSpec, RunState,
+    HeldOut, Host, HostState, Job, JobRequest, JobState, ParameterBound, Problem, Run,
+    RunEvaluation, RunEvent, RunSpec, RunState, Starts,
 };
 
 /// A proto backend; `None` for unspecified.
@@ -227,6 +228,18 @@ pub fn run_spec(request: pb::StartRunRequest) -> Result<RunSpec, String> {
         max_evaluations: request.max_evaluations,
         max_seconds: request.max_seconds,
         objective: Objective::parse(&request.objective),
+        starts: if request.fixed_start {
+            Starts::Fixed
+        } else {
+            Starts::Fresh
+        },
+        held_out: {
+            let default = HeldOut::default_on(backend(request.backend)?);
+            HeldOut {
+                candidates: request.held_out_candidates.unwrap_or(default.candidates),
+                starts: request.held_out_starts.unwrap_or(default.starts),
+            }
+        },
     })
 }
 
@@ -263,6 +276,14 @@ pub fn run_to_pb(run: &Run) -> pb::Run {
         started_ms: run.started_ms,
         finished_ms: run.finished_ms,
         elapsed_s: run.elapsed_s,
+        held_out: run.held_out.map(|s| pb::Spread {
+            n: u32::try_from(s.n).unwrap_or(u32::MAX),
+            mean: s.mean,
+            se: s.se,
+            p10: s.p10,
+            min: s.min,
+            max: s.max,
+        }),
     }
 }
 
@@ -301,6 +322,14 @@ pub fn run_from_pb(run: pb::Run) -> Result<Run, String> {
         started_ms: run.started_ms,
         finished_ms: run.finished_ms,
         elapsed_s: run.elapsed_s,
+        held_out: run.held_out.map(|s| Spread {
+            n: s.n as usize,
+            mean: s.mean,
+            se: s.se,
+            p10: s.p10,
+            min: s.min,
+            max: s.max,
+        }),
     })
 }
 
@@ -353,6 +382,9 @@ pub fn run_spec_to_pb(spec: &RunSpec) -> pb::StartRunRequest {
         max_evaluations: spec.max_evaluations,
         max_seconds: spec.max_seconds,
         objective: spec.objective.to_text(),
+        fixed_start: spec.starts == Starts::Fixed,
+        held_out_candidates: Some(spec.held_out.candidates),
+        held_out_starts: Some(spec.held_out.starts),
     }
 }
 

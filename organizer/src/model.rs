@@ -276,7 +276,81 @@ pub struct RunSpec {
     /// gaits.
     #[serde(default)]
     pub objective: Objective,
+    /// Where candidates' walks start. Runs stored before starts existed
+    /// walked every candidate from `spec.seed`, and read so.
+    #[serde(default = "Starts::fixed")]
+    pub starts: Starts,
+    /// The re-walk that earns a gait run's reported figure. Runs stored
+    /// before it existed had none.
+    #[serde(default = "HeldOut::off")]
+    pub held_out: HeldOut,
 }
+
+/// Where the walks of a run's candidates start.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Starts {
+    /// Each proposal from its own start, drawn from the run's seed and the
+    /// proposal's number (`yamor_core::starts::candidate_seed`): a gait is
+    /// valued over starts, and a resumed run draws the same ones.
+    Fresh,
+    /// Every candidate from the spec's seed: the thesis' protocol, for
+    /// its figures.
+    Fixed,
+}
+
+impl Starts {
+    #[must_use]
+    pub fn fixed() -> Self {
+        Starts::Fixed
+    }
+}
+
+/// After the optimizer ends, its best `candidates` (by the value it was
+/// told) are each walked from the first `starts` held-out starts
+/// (`yamor_core::starts`), which no candidate was selected on; the one
+/// with the best mean is the run's answer, reported as mean ± standard
+/// error. One walk's luck cannot win it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HeldOut {
+    pub candidates: u32,
+    pub starts: u32,
+}
+
+impl HeldOut {
+    pub const DEFAULT: HeldOut = HeldOut {
+        candidates: 5,
+        starts: 20,
+    };
+
+    #[must_use]
+    pub fn off() -> Self {
+        HeldOut {
+            candidates: 0,
+            starts: 0,
+        }
+    }
+
+    /// What a run on `backend` re-walks unless told otherwise: none on a
+    /// real robot, where 100 more walks are half an hour of a person's
+    /// time and the starts are not seeds; ask for it there.
+    #[must_use]
+    pub fn default_on(backend: Option<BackendKind>) -> Self {
+        if backend == Some(BackendKind::Real) {
+            HeldOut::off()
+        } else {
+            HeldOut::DEFAULT
+        }
+    }
+
+    #[must_use]
+    pub fn is_on(self) -> bool {
+        self.candidates > 0 && self.starts > 0
+    }
+}
+
+/// Proposal numbers from here on are held-out re-walks: recorded with the
+/// run, never told to its optimizer.
+pub const HELD_OUT_SEQ: u64 = 1 << 40;
 
 impl RunSpec {
     /// A run of `optimizer` on `problem`, everything else at its default:
@@ -295,6 +369,8 @@ impl RunSpec {
             max_evaluations: 0,
             max_seconds: 0.0,
             objective: Objective::Gait,
+            starts: Starts::Fresh,
+            held_out: HeldOut::DEFAULT,
         }
     }
 }
@@ -374,6 +450,11 @@ pub struct Run {
     pub finished_ms: i64,
     /// Seconds of optimisation so far (excluding time the organizer was down).
     pub elapsed_s: f64,
+    /// The reported figure once earned: `best_parameters`' velocity over
+    /// held-out starts ([`HeldOut`]), and then `best_velocity` is its mean.
+    /// `None` while `best_velocity` is still the best single walk
+    /// (provisional), and for runs without a re-walk.
+    pub held_out: Option<yamor_core::starts::Spread>,
 }
 
 impl Run {

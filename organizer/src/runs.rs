@@ -25,12 +25,14 @@ use tokio_stream::wrappers::BroadcastStream;
 use tokio_stream::{Stream, StreamExt};
 use yamor_core::evaluation::{BackendKind, EvaluationJob, Objective};
 use yamor_core::optimize::OptimizationConfig;
+use yamor_core::starts::{Spread, candidate_seed, held_out_seeds};
 use yamor_optimizer_api::{Bound, Fitness, Optimizer, Plugin, PluginInfo, Settings, Space, Step};
 
-use crate::model::now_ms;
 use crate::model::{
-    JobRequest, Problem, Run, RunEvaluation, RunEvent, RunSpec, RunState, RunVariant,
+    HELD_OUT_SEQ, JobRequest, Problem, Run, RunEvaluation, RunEvent, RunSpec, RunState, RunVariant,
+    Starts,
 };
+use crate::model::{JobState, now_ms};
 use crate::scheduler::{Completion, ScheduleError, Scheduler};
 use crate::store::{RunRow, StoreError, Write};
 
@@ -225,17 +227,17 @@ impl Runs {
         // A run's row saves its count every few results; the results are
         // recorded at once. Shown from the first answer after a restart,
         // whether the run resumes or ended while its row lagged.
-        let recorded: HashMap<u64, u64> = runs
-            .scheduler
-            .store()
-            .next_tell_seqs()?
-            .into_iter()
-            .collect();
+        let recorded: HashMap<u64, u64> =
+            runs.scheduler.store().told_counts()?.into_iter().collect();
         for row in runs.scheduler.store().runs()? {
             let mut view = row_view(&row);
             view.evaluations = view
                 .evaluations
                 .max(recorded.get(&row.id).copied().unwrap_or(0));
+            if row.spec.held_out.is_on() {
+                let held_out = runs.scheduler.store().held_out_jobs(row.id)?;
+                view.held_out = re_walk_winner(&row.spec, &held_out).map(|(_, spread)| spread);
+            }
             let (stop, _) = watch::channel(false);
             let running = row.state == RunState::Running;
             runs.runs.lock().insert(row.id, RunEntry { view, stop });
@@ -595,6 +597,9 @@ impl Runs {
             };
             run.learn(self, completion)?;
         }
+        if !run.stopped {
+            run.re_walk(self, &mut completions, &mut stop).await?;
+        }
         run.finish(self).await
     }
 
@@ -627,7 +632,12 @@ impl Runs {
             .await?;
         let mut stored = HashMap::new();
         let mut ready = BTreeMap::new();
+        let mut re_walked = HashMap::new();
         for job in history {
+            if job.seq >= HELD_OUT_SEQ {
+                re_walked.insert(job.seq, job);
+                continue;
+            }
             let x: Vec<f64> = job.request.job.parameters.iter().map(|(_, v)| *v).collect();
             stored.insert(job.seq, (job.id, x));
             if let Some(tell_seq) = job.tell_seq {
@@ -666,6 +676,8 @@ impl Runs {
             evaluations: 0,
             best: None,
             first_error: None,
+            learnt: Vec::new(),
+            re_walked,
             clock: Instant::now(),
             elapsed_before,
         })
@@ -698,6 +710,10 @@ struct Executor<'a> {
     best: Option<(f64, Vec<f64>)>,
     /// The first failure learnt: a run where nothing succeeded reports it.
     first_error: Option<String>,
+    /// Every value learnt with its point: the re-walk's finalists.
+    learnt: Vec<(f64, Vec<f64>)>,
+    /// The stored held-out re-walks, by proposal number.
+    re_walked: HashMap<u64, crate::model::Job>,
     clock: Instant,
     elapsed_before: f64,
 }
@@ -772,7 +788,10 @@ impl Executor<'_> {
                 }
                 self.pending.insert(*job_id, (c.tag, c.x));
             } else {
-                let job = self.prepared.job_for(&c.x).map_err(RunError::Invalid)?;
+                let mut job = self.prepared.job_for(&c.x).map_err(RunError::Invalid)?;
+                if self.spec.starts == Starts::Fresh {
+                    job.job.spec.seed = candidate_seed(self.spec.seed, seq);
+                }
                 fresh.push((seq, c.tag, c.x, job));
             }
         }
@@ -854,6 +873,9 @@ impl Executor<'_> {
             .ok_or_else(|| RunError::Optimizer("the optimizer was lost".into()))?
             .tell(tag, velocity.map_or(Fitness::Failed, Fitness::Value));
         self.evaluations += 1;
+        if let Some(v) = velocity {
+            self.learnt.push((v, x.clone()));
+        }
         let improved = velocity.is_some_and(|v| self.best.as_ref().is_none_or(|(b, _)| v > *b));
         if improved {
             self.best = Some((velocity.expect("improved implies a value"), x.clone()));
@@ -903,6 +925,105 @@ impl Executor<'_> {
         Ok(())
     }
 
+    /// The run's best few distinct points by the values it learnt, best
+    /// first: the candidates the re-walk compares.
+    fn finalists(&self, count: usize) -> Vec<Vec<f64>> {
+        let mut learnt: Vec<&(f64, Vec<f64>)> = self.learnt.iter().collect();
+        learnt.sort_by(|a, b| b.0.total_cmp(&a.0));
+        let mut finalists: Vec<Vec<f64>> = Vec::new();
+        for (_, x) in learnt {
+            if finalists.len() == count {
+                break;
+            }
+            if !finalists.contains(x) {
+                finalists.push(x.clone());
+            }
+        }
+        finalists
+    }
+
+    /// Earns the reported figure (see [`crate::model::HeldOut`]): walks
+    /// the finalists from the held-out starts, on every free host, and
+    /// makes the one with the best mean the run's answer. Walks recorded
+    /// before a restart are not walked again. Stopping the run meanwhile
+    /// leaves the best single walk as the (provisional) answer.
+    async fn re_walk(
+        &mut self,
+        runs: &Runs,
+        completions: &mut mpsc::UnboundedReceiver<Completion>,
+        stop: &mut watch::Receiver<bool>,
+    ) -> Result<(), RunError> {
+        let plan = self.spec.held_out;
+        if !plan.is_on() || !matches!(self.prepared.blueprint, Blueprint::Gait(_)) {
+            return Ok(());
+        }
+        let finalists = self.finalists(plan.candidates as usize);
+        let mut waiting = HashMap::new();
+        let mut fresh = Vec::new();
+        for (k, x) in finalists.iter().enumerate() {
+            for (i, seed) in held_out_seeds(plan.starts).enumerate() {
+                let seq = HELD_OUT_SEQ + (k * plan.starts as usize + i) as u64;
+                match self.re_walked.get(&seq) {
+                    Some(job) if matches!(job.state, JobState::Queued | JobState::Running) => {
+                        waiting.insert(job.id, seq);
+                    }
+                    Some(_) => {}
+                    None => {
+                        let mut job = self.prepared.job_for(x).map_err(RunError::Invalid)?;
+                        job.job.spec.seed = seed;
+                        fresh.push((seq, job));
+                    }
+                }
+            }
+        }
+        if !fresh.is_empty() {
+            let seqs: Vec<u64> = fresh.iter().map(|(seq, _)| *seq).collect();
+            let ids = runs
+                .scheduler
+                .submit(&format!("run-{}", self.id), self.id, fresh)
+                .await?;
+            waiting.extend(ids.into_iter().zip(seqs));
+        }
+        tracing::info!(
+            run = self.id,
+            walks = waiting.len(),
+            "re-walking the finalists from held-out starts"
+        );
+        while !waiting.is_empty() {
+            tokio::select! {
+                c = completions.recv() => {
+                    let Some(c) = c else { return Err(RunError::SchedulerGone) };
+                    if waiting.remove(&c.job_id).is_some() {
+                        let job = runs.scheduler.job(c.job_id, true).await?;
+                        self.re_walked.insert(job.seq, job);
+                    }
+                }
+                changed = stop.changed() => {
+                    if changed.is_err() || *stop.borrow() {
+                        self.stopped = true;
+                        let ids: Vec<u64> = waiting.keys().copied().collect();
+                        runs.scheduler.cancel(&ids).await?;
+                        return Ok(());
+                    }
+                }
+            }
+        }
+        let walks: Vec<crate::model::Job> = self.re_walked.values().cloned().collect();
+        let Some((x, spread)) = re_walk_winner(self.spec, &walks) else {
+            return Ok(());
+        };
+        let (parameters, gait) = (self.prepared.parameters(&x), self.prepared.best_gait(&x));
+        runs.update(self.id, |v| {
+            v.best_velocity = Some(spread.mean);
+            v.best_parameters = parameters;
+            v.best_gait_xml = gait;
+            v.held_out = Some(spread);
+        });
+        runs.persist(self.id);
+        tracing::info!(run = self.id, "held-out figure: {}", spread.cm_s());
+        Ok(())
+    }
+
     /// Records how the run ended and waits until that is on disk.
     async fn finish(self, runs: &Runs) -> Result<(), RunError> {
         // A run that learnt nothing but failures has failed, however it
@@ -938,6 +1059,29 @@ impl Executor<'_> {
     }
 }
 
+/// Of a run's held-out re-walks, the finalist with the best mean and its
+/// spread over the starts it walked (failed walks left out; a finalist
+/// needs two successful walks to be compared).
+fn re_walk_winner(spec: &RunSpec, walks: &[crate::model::Job]) -> Option<(Vec<f64>, Spread)> {
+    let starts = u64::from(spec.held_out.starts.max(1));
+    let mut by_finalist: BTreeMap<u64, (Vec<f64>, Vec<f64>)> = BTreeMap::new();
+    for job in walks.iter().filter(|j| j.seq >= HELD_OUT_SEQ) {
+        let k = (job.seq - HELD_OUT_SEQ) / starts;
+        let entry = by_finalist.entry(k).or_insert_with(|| {
+            let x = job.request.job.parameters.iter().map(|(_, v)| *v).collect();
+            (x, Vec::new())
+        });
+        if let Some(v) = job.velocity().filter(|v| v.is_finite()) {
+            entry.1.push(v);
+        }
+    }
+    by_finalist
+        .into_values()
+        .filter(|(_, values)| values.len() >= 2)
+        .filter_map(|(x, values)| Some((x, Spread::of(&values)?)))
+        .max_by(|a, b| a.1.mean.total_cmp(&b.1.mean))
+}
+
 fn row_view(row: &RunRow) -> Run {
     let best_gait_xml = match (&row.spec.problem, row.best_parameters.is_empty()) {
         (Problem::OptimizationXml(_), false) => prepare(&row.spec)
@@ -968,6 +1112,7 @@ fn row_view(row: &RunRow) -> Run {
         error: row.error.clone(),
         started_ms: row.started_ms,
         finished_ms: row.finished_ms,
+        held_out: None,
         elapsed_s: row.elapsed_s,
     }
 }

@@ -14,7 +14,7 @@ use yamor_host_agent::serial::SerialSettings;
 use yamor_host_agent::sim::SimBackend;
 use yamor_host_agent::{Backend, HostOptions, HostServer};
 use yamor_local::LocalError;
-use yamor_organizer::model::{JobFilter, Run, RunSpec, RunState};
+use yamor_organizer::model::{HeldOut, JobFilter, Run, RunSpec, RunState, Starts};
 use yamor_organizer::server::{OrganizerServer, ServerOptions, Stopped};
 use yamor_organizer::{SchedulerConfig, text};
 
@@ -274,6 +274,18 @@ pub struct RunOptions {
     /// serial line) or expr (default for bare parameters).
     #[arg(long, value_parser = host_kind())]
     pub on: Option<BackendKind>,
+    /// Walk every candidate from the one start --seed (the thesis'
+    /// protocol) instead of a fresh start each.
+    #[arg(long)]
+    pub fixed_start: bool,
+    /// Held-out starts each finalist is re-walked from at the end; the
+    /// reported gait is the finalist with the best mean (0: no re-walk;
+    /// default 20, none on a real robot).
+    #[arg(long)]
+    pub held_out: Option<u32>,
+    /// Finalists re-walked from the held-out starts.
+    #[arg(long, default_value_t = HeldOut::DEFAULT.candidates)]
+    pub finalists: u32,
 }
 
 /// `--on`'s values: the kinds' short names.
@@ -317,6 +329,21 @@ impl RunOptions {
             max_evaluations: self.budget.unwrap_or(budget),
             objective: Objective::parse(self.objective.as_deref().unwrap_or_default()),
             max_seconds: self.time,
+            starts: if self.fixed_start {
+                Starts::Fixed
+            } else {
+                Starts::Fresh
+            },
+            held_out: match self.held_out {
+                Some(starts) => HeldOut {
+                    candidates: self.finalists,
+                    starts,
+                },
+                None => HeldOut {
+                    candidates: self.finalists,
+                    ..HeldOut::default_on(self.on)
+                },
+            },
             ..RunSpec::new(self.optimizer.clone(), problem)
         })
     }

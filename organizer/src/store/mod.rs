@@ -51,7 +51,7 @@ use yamor_core::evaluation::{
 };
 
 pub use crate::model::JobFilter;
-use crate::model::{Job, JobRequest, JobState, RunSpec, RunState};
+use crate::model::{HELD_OUT_SEQ, Job, JobRequest, JobState, RunSpec, RunState};
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -587,15 +587,41 @@ impl Store {
         })
     }
 
-    /// Every job of `run_id` its optimizer learnt, in the order it learnt them.
+    /// Every job of `run_id` its optimizer learnt, in the order it learnt
+    /// them (its held-out re-walks are not among them).
     pub fn told_jobs(&self, run_id: u64) -> Result<Vec<Job>, StoreError> {
         let mut jobs = self.jobs(&JobFilter {
             run_id: Some(run_id),
             ..JobFilter::default()
         })?;
-        jobs.retain(|j| j.tell_seq.is_some());
+        jobs.retain(|j| j.tell_seq.is_some() && j.seq < HELD_OUT_SEQ);
         jobs.sort_by_key(|j| j.tell_seq);
         Ok(jobs)
+    }
+
+    /// The held-out re-walks of `run_id` ([`crate::model::HeldOut`]), by
+    /// proposal number.
+    pub fn held_out_jobs(&self, run_id: u64) -> Result<Vec<Job>, StoreError> {
+        let mut jobs = self.jobs(&JobFilter {
+            run_id: Some(run_id),
+            ..JobFilter::default()
+        })?;
+        jobs.retain(|j| j.seq >= HELD_OUT_SEQ);
+        jobs.sort_by_key(|j| j.seq);
+        Ok(jobs)
+    }
+
+    /// Per run, how many results its optimizer has been told.
+    pub fn told_counts(&self) -> Result<Vec<(u64, u64)>, StoreError> {
+        self.read(|c| {
+            let mut stmt = c.prepare(
+                "SELECT run_id, COUNT(*) FROM jobs WHERE run_id > 0 AND tell_seq IS NOT NULL AND seq < ?1 GROUP BY run_id",
+            )?;
+            let rows = stmt.query_map([HELD_OUT_SEQ as i64], |r| {
+                Ok((r.get::<_, i64>(0)? as u64, r.get::<_, i64>(1)? as u64))
+            })?;
+            Ok(rows.collect::<rusqlite::Result<_>>()?)
+        })
     }
 
     /// The fitness of every told job of `run_ids` as `(run_id, tell_seq,
@@ -612,7 +638,7 @@ impl Store {
             return Ok(Vec::new());
         }
         let sql = format!(
-            "SELECT run_id, tell_seq, velocity FROM jobs WHERE tell_seq IS NOT NULL AND run_id IN ({}) ORDER BY run_id, seq, tell_seq",
+            "SELECT run_id, tell_seq, velocity FROM jobs WHERE tell_seq IS NOT NULL AND seq < {HELD_OUT_SEQ} AND run_id IN ({}) ORDER BY run_id, seq, tell_seq",
             vec!["?"; ids.len()].join(",")
         );
         self.read(|c| {

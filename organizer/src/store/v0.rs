@@ -52,7 +52,11 @@ pub(super) fn migrate(tx: &Transaction<'_>) -> Result<(), String> {
         let blob: Vec<u8> = r.get(5).map_err(sql)?;
         let request = pb::StartRunRequest::decode(blob.as_slice())
             .map_err(|e| format!("run {id}: request: {e}"))?;
-        let spec = crate::convert::run_spec(request).map_err(|e| format!("run {id}: {e}"))?;
+        let mut spec = crate::convert::run_spec(request).map_err(|e| format!("run {id}: {e}"))?;
+        // Version-0 runs walked every candidate from one start and
+        // re-walked nothing.
+        spec.starts = crate::model::Starts::Fixed;
+        spec.held_out = crate::model::HeldOut::off();
         let best: String = r.get(9).map_err(sql)?;
         let row = RunRow {
             id,

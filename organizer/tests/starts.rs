@@ -1,0 +1,160 @@
+//! A gait run values candidates over starts (issue 31): each proposal
+//! walks from its own start, drawn from the run's seed, and recorded with
+//! its job; at the end the finalists are re-walked from the held-out starts
+//! and the winner's mean over them is the run's answer.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio_stream::StreamExt;
+use yamor_core::starts::{candidate_seed, held_out_seeds, is_held_out};
+use yamor_host_agent::sim::SimBackend;
+use yamor_organizer::Organizer;
+use yamor_organizer::model::{
+    HELD_OUT_SEQ, HeldOut, JobFilter, JobState, Problem, Run, RunSpec, RunState, Starts,
+};
+use yamor_sim::SimSettings;
+
+const BUDGET: u64 = 12;
+
+async fn organizer_with_sim_hosts(name: &str) -> Organizer {
+    let organizer = common::open_organizer(name);
+    for i in 0..2 {
+        let backend = SimBackend::example("quadruped", SimSettings::default()).unwrap();
+        let address = common::serve_host(&format!("sim{i}"), Arc::new(backend)).await;
+        organizer
+            .scheduler
+            .register_host(&format!("sim{i}"), &address)
+            .await
+            .unwrap();
+    }
+    organizer
+}
+
+/// The quadruped's amplitude as the one free parameter; short walks.
+fn gait_run(starts: Starts, held_out: HeldOut) -> RunSpec {
+    let gait = yamor_sim::robots::ExampleRobot::named("quadruped")
+        .unwrap()
+        .gait()
+        .unwrap()
+        .to_xml_string();
+    let at = gait.rfind("</yamorconfig>").unwrap();
+    let config = format!(
+        "{}<optimize param=\"amplitude_0\" min=\"0.2\" max=\"0.78\"/>\n{}",
+        &gait[..at],
+        &gait[at..]
+    );
+    let mut spec = RunSpec {
+        seed: 7,
+        max_evaluations: BUDGET,
+        starts,
+        held_out,
+        ..RunSpec::new("pso", Problem::OptimizationXml(config))
+    };
+    spec.spec.warmup = 1.0;
+    spec.spec.measure = 2.0;
+    spec.settings.insert("particles".into(), "4".into());
+    spec
+}
+
+async fn run_to_end(organizer: &Organizer, spec: RunSpec) -> Run {
+    let run = organizer.runs.start(spec).await.unwrap();
+    let mut events = organizer.runs.watch(run.id).unwrap();
+    loop {
+        let event = tokio::time::timeout(Duration::from_secs(120), events.next())
+            .await
+            .expect("the run progresses")
+            .expect("the run ends before its stream");
+        if event.run.state != RunState::Running {
+            organizer.scheduler.store().sync().await.unwrap();
+            return event.run;
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_candidate_walks_from_its_own_recorded_start_and_the_answer_is_held_out() {
+    let organizer = organizer_with_sim_hosts("starts-fresh").await;
+    let plan = HeldOut {
+        candidates: 2,
+        starts: 3,
+    };
+    let run = run_to_end(&organizer, gait_run(Starts::Fresh, plan)).await;
+    assert_eq!(run.state, RunState::Finished, "{}", run.error);
+    assert_eq!(run.evaluations, BUDGET, "re-walks are not evaluations");
+
+    let store = organizer.scheduler.store();
+    let told = store.told_jobs(run.id).unwrap();
+    assert_eq!(told.len() as u64, BUDGET);
+    for job in &told {
+        let seed = job.request.job.spec.seed;
+        assert_eq!(seed, candidate_seed(7, job.seq), "job {}", job.id);
+        assert!(!is_held_out(seed));
+    }
+
+    let re_walks = store.held_out_jobs(run.id).unwrap();
+    assert_eq!(re_walks.len(), 2 * 3);
+    assert!(re_walks.iter().all(|j| j.state == JobState::Done));
+    let held_out: Vec<u64> = held_out_seeds(3).collect();
+    for (k, finalist) in re_walks.chunks(3).enumerate() {
+        let seeds: Vec<u64> = finalist.iter().map(|j| j.request.job.spec.seed).collect();
+        assert_eq!(seeds, held_out, "finalist {k}");
+        let x = &finalist[0].request.job.parameters;
+        assert!(finalist.iter().all(|j| &j.request.job.parameters == x));
+    }
+    // The answer is a finalist's mean over its re-walks, and the best one.
+    let spread = run.held_out.expect("a held-out figure");
+    assert_eq!(spread.n, 3);
+    assert_eq!(run.best_velocity, Some(spread.mean));
+    let means: Vec<(f64, &Vec<(String, f64)>)> = re_walks
+        .chunks(3)
+        .map(|f| {
+            let v: f64 = f.iter().map(|j| j.velocity().unwrap()).sum::<f64>() / 3.0;
+            (v, &f[0].request.job.parameters)
+        })
+        .collect();
+    let winner = means.iter().max_by(|a, b| a.0.total_cmp(&b.0)).unwrap();
+    assert!((winner.0 - spread.mean).abs() < 1e-12);
+    assert_eq!(&run.best_parameters, winner.1);
+
+    // Read back after a restart, the run shows the same figure.
+    let again = organizer.runs.get(run.id).unwrap();
+    assert_eq!(again.held_out, run.held_out);
+    drop(organizer);
+    let reopened = Organizer::open(
+        &std::env::temp_dir()
+            .join(format!("yamor-test-{}-starts-fresh", std::process::id()))
+            .join("yamor.db"),
+        yamor_organizer::SchedulerConfig::default(),
+        yamor_proto::transport::ClientSecurity::default(),
+        vec![Arc::new(yamor_pso::Pso)],
+    )
+    .unwrap();
+    let reread = reopened.runs.get(run.id).unwrap();
+    assert_eq!(reread.held_out, run.held_out);
+    assert_eq!(reread.best_velocity, run.best_velocity);
+    assert_eq!(reread.evaluations, BUDGET);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fixed_start_run_walks_every_candidate_from_its_seed_and_can_skip_the_re_walk() {
+    let organizer = organizer_with_sim_hosts("starts-fixed").await;
+    let mut spec = gait_run(Starts::Fixed, HeldOut::off());
+    spec.spec.seed = 5;
+    let run = run_to_end(&organizer, spec).await;
+    assert_eq!(run.state, RunState::Finished, "{}", run.error);
+    let jobs = organizer
+        .scheduler
+        .store()
+        .jobs(&JobFilter {
+            run_id: Some(run.id),
+            ..JobFilter::default()
+        })
+        .unwrap();
+    assert_eq!(jobs.len() as u64, BUDGET);
+    assert!(jobs.iter().all(|j| j.seq < HELD_OUT_SEQ));
+    assert!(jobs.iter().all(|j| j.request.job.spec.seed == 5));
+    assert_eq!(run.held_out, None, "no re-walk asked for");
+}

@@ -1,0 +1,85 @@
+//! `yamor sim` as a user runs it: the held-out starts and their summary, and
+//! the one-seed walk that re-walks a recorded job.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+const BIN: &str = env!("CARGO_BIN_EXE_yamor");
+
+/// A CSV path of this test's own, removed when dropped.
+struct TempCsv(PathBuf);
+
+impl TempCsv {
+    fn new(name: &str) -> Self {
+        TempCsv(std::env::temp_dir().join(format!("yamor-sim-{}-{name}.csv", std::process::id())))
+    }
+}
+
+impl Drop for TempCsv {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+fn sim(args: &[&str], csv: &TempCsv) -> String {
+    let out = Command::new(BIN)
+        .arg("sim")
+        .args(args)
+        .arg("--csv")
+        .arg(&csv.0)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// The number before ` cm/s` on `line`.
+fn cm_s(line: &str) -> f64 {
+    let before = line.split(" cm/s").next().unwrap();
+    let number = before.rsplit([' ', ':']).next().unwrap();
+    number.parse().unwrap_or_else(|e| panic!("{line:?}: {e}"))
+}
+
+#[test]
+fn sim_walks_the_held_out_starts_and_summarises_them() {
+    let csv = TempCsv::new("starts");
+    let stdout = sim(&["quadruped", "--starts", "3"], &csv);
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.len(), 5, "{stdout}");
+    let first = yamor_core::starts::HELD_OUT_FIRST_SEED;
+    let mut values = Vec::new();
+    for (i, line) in lines[..3].iter().enumerate() {
+        let prefix = format!("start {}: ", first + i as u64);
+        assert!(line.starts_with(&prefix), "{line:?}");
+        values.push(cm_s(line));
+    }
+    let summary = lines[3];
+    assert!(summary.starts_with("velocity "), "{summary:?}");
+    assert!(summary.contains("(3 starts, p10 "), "{summary:?}");
+    assert!(summary.ends_with(" over held-out starts"), "{summary:?}");
+    let mean = summary
+        .strip_prefix("velocity ")
+        .and_then(|s| s.split(' ').next())
+        .unwrap()
+        .parse::<f64>()
+        .unwrap();
+    // Each printed value is rounded to 0.005 and so is the printed mean.
+    let printed_mean = values.iter().sum::<f64>() / 3.0;
+    assert!(
+        (mean - printed_mean).abs() <= 0.0101,
+        "{mean} vs {values:?}"
+    );
+    assert!(lines[4].contains("x real time"), "{}", lines[4]);
+    assert!(lines[4].contains(&format!("trajectory of start {first} in")));
+    let trajectory = std::fs::read_to_string(&csv.0).unwrap();
+    assert!(trajectory.starts_with("t,x,y,z\n"));
+
+    // The first start's line is what `--seed` on that start walks.
+    let single = sim(&["quadruped", "--seed", &first.to_string()], &csv);
+    let line = single.lines().next().unwrap();
+    assert!(line.starts_with("velocity "), "{single}");
+    let walked = line.split(['(', ')']).nth(1).unwrap();
+    assert_eq!(walked, format!("{:.2} cm/s", values[0]));
+    assert_eq!(single.lines().count(), 2, "{single}");
+}
