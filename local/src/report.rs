@@ -42,8 +42,14 @@ pub fn evaluations(organizer: &Organizer, run_id: u64) -> Result<Vec<Evaluation>
         .collect())
 }
 
-/// best_gait.xml, evaluations.csv and progress.png in `out`.
-pub fn write_outputs(organizer: &Organizer, run: &Run, out: &Path) -> Result<(), LocalError> {
+/// best_gait.xml, evaluations.csv and progress.png in `out`; says how
+/// `yamor sim` re-walks the gait of `robot` (walks of `seconds`).
+pub fn write_outputs(
+    organizer: &Organizer,
+    run: &Run,
+    out: &Path,
+    (robot, seconds): (&str, f64),
+) -> Result<(), LocalError> {
     if !run.best_gait_xml.is_empty() {
         let path = out.join("best_gait.xml");
         std::fs::write(&path, with_provenance(&run.best_gait_xml, run))
@@ -56,6 +62,13 @@ pub fn write_outputs(organizer: &Organizer, run: &Run, out: &Path) -> Result<(),
             ),
         };
         eprintln!("best gait: {} ({figure})", path.display());
+        if let Some(spread) = run.held_out {
+            eprintln!(
+                "re-walk it: yamor sim {robot} --gait {} --starts {} --seconds {seconds}",
+                path.display(),
+                spread.n
+            );
+        }
     }
     let finished = evaluations(organizer, run.id)?;
     let path = out.join("evaluations.csv");

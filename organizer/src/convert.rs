@@ -228,11 +228,7 @@ pub fn run_spec(request: pb::StartRunRequest) -> Result<RunSpec, String> {
         max_evaluations: request.max_evaluations,
         max_seconds: request.max_seconds,
         objective: Objective::parse(&request.objective),
-        starts: if request.fixed_start {
-            Starts::Fixed
-        } else {
-            Starts::Fresh
-        },
+        starts: Starts::fixed_when(request.fixed_start),
         held_out: {
             let default = HeldOut::default_on(backend(request.backend)?);
             HeldOut {

@@ -303,6 +303,11 @@ impl Starts {
     pub fn fixed() -> Self {
         Starts::Fixed
     }
+
+    #[must_use]
+    pub fn fixed_when(fixed: bool) -> Self {
+        if fixed { Starts::Fixed } else { Starts::Fresh }
+    }
 }
 
 /// After the optimizer ends, its best `candidates` (by the value it was
@@ -339,6 +344,16 @@ impl HeldOut {
             HeldOut::off()
         } else {
             HeldOut::DEFAULT
+        }
+    }
+
+    /// `candidates` finalists from `starts` held-out starts, or as many
+    /// starts as [`HeldOut::default_on`] `backend` when not given.
+    #[must_use]
+    pub fn asked(candidates: u32, starts: Option<u32>, backend: Option<BackendKind>) -> Self {
+        HeldOut {
+            candidates,
+            starts: starts.unwrap_or(HeldOut::default_on(backend).starts),
         }
     }
 

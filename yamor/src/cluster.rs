@@ -274,13 +274,10 @@ pub struct RunOptions {
     /// serial line) or expr (default for bare parameters).
     #[arg(long, value_parser = host_kind())]
     pub on: Option<BackendKind>,
-    /// Walk every candidate from the one start --seed (the thesis'
-    /// protocol) instead of a fresh start each.
+    /// Walk every candidate from the start --seed (the thesis' protocol), not a fresh start each.
     #[arg(long)]
     pub fixed_start: bool,
-    /// Held-out starts each finalist is re-walked from at the end; the
-    /// reported gait is the finalist with the best mean (0: no re-walk;
-    /// default 20, none on a real robot).
+    /// Held-out starts the finalists are re-walked from; the best mean is reported (0: none; default 20, 0 on a real robot).
     #[arg(long)]
     pub held_out: Option<u32>,
     /// Finalists re-walked from the held-out starts.
@@ -329,21 +326,8 @@ impl RunOptions {
             max_evaluations: self.budget.unwrap_or(budget),
             objective: Objective::parse(self.objective.as_deref().unwrap_or_default()),
             max_seconds: self.time,
-            starts: if self.fixed_start {
-                Starts::Fixed
-            } else {
-                Starts::Fresh
-            },
-            held_out: match self.held_out {
-                Some(starts) => HeldOut {
-                    candidates: self.finalists,
-                    starts,
-                },
-                None => HeldOut {
-                    candidates: self.finalists,
-                    ..HeldOut::default_on(self.on)
-                },
-            },
+            starts: Starts::fixed_when(self.fixed_start),
+            held_out: HeldOut::asked(self.finalists, self.held_out, self.on),
             ..RunSpec::new(self.optimizer.clone(), problem)
         })
     }

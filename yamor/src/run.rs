@@ -66,16 +66,8 @@ pub async fn run(args: RunArgs) -> Result<()> {
     let final_run = cluster.follow(run_id).await?;
     interrupt.abort();
     print_run(&final_run);
-    write_outputs(&organizer, &final_run, &out)?;
-    if let Some(spread) = final_run.held_out {
-        eprintln!(
-            "re-walk it: yamor sim {} --gait {} --starts {} --seconds {}",
-            args.robot,
-            out.join("best_gait.xml").display(),
-            spread.n,
-            args.spec.warmup + args.spec.measure
-        );
-    }
+    let seconds = args.spec.warmup + args.spec.measure;
+    write_outputs(&organizer, &final_run, &out, (&args.robot, seconds))?;
     eprintln!("outputs in {}", out.display());
     cluster.shutdown().await;
     Ok(())
