@@ -373,6 +373,36 @@ impl BackendKind {
     }
 }
 
+/// The turning of the direction of travel over `window` (degrees per
+/// second): the heading of the first third's displacement against the last
+/// third's, over the time between their middles. Thirds, not single steps,
+/// because a gait sways within each stride; a window too short or a robot
+/// that barely moves tells nothing (0).
+fn turn_rate(window: &[&Sample]) -> f64 {
+    let n = window.len();
+    if n < 6 {
+        return 0.0;
+    }
+    let third = n / 3;
+    let heading = |a: &Sample, b: &Sample| {
+        let (dx, dy) = (b.x - a.x, b.y - a.y);
+        (dx.hypot(dy) > 1e-4).then(|| (dy.atan2(dx), (a.t + b.t) / 2.0))
+    };
+    let (Some((h1, t1)), Some((h3, t3))) = (
+        heading(window[0], window[third - 1]),
+        heading(window[n - third], window[n - 1]),
+    ) else {
+        return 0.0;
+    };
+    let turn =
+        (h3 - h1 + std::f64::consts::PI).rem_euclid(std::f64::consts::TAU) - std::f64::consts::PI;
+    if t3 > t1 {
+        turn.to_degrees() / (t3 - t1)
+    } else {
+        0.0
+    }
+}
+
 /// What one evaluation measured. The fitness is `velocity`, and optimizers
 /// maximise it.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
@@ -387,6 +417,11 @@ pub struct Outcome {
     pub distance: f64,
     /// Length of the sampled path over the measured window (m).
     pub path_length: f64,
+    /// How fast the direction of travel turns over the measured window
+    /// (degrees per second, counter-clockwise positive; 0 when the samples
+    /// cannot tell): circling gaits win short windows (thesis 6.2.1), so a
+    /// velocity is read beside it.
+    pub turn_deg_s: f64,
     /// Lowest and highest centre-module height seen (falls, jumps).
     pub min_height: f64,
     pub max_height: f64,
@@ -422,6 +457,7 @@ impl Outcome {
             });
         Outcome {
             velocity: planar_velocity(&start, &end),
+            turn_deg_s: turn_rate(&window),
             start,
             end,
             distance: start.planar_distance(&end),
@@ -475,6 +511,38 @@ mod tests {
 
     fn at(t: f64, x: f64, y: f64) -> Sample {
         Sample { t, x, y, z: 0.05 }
+    }
+
+    #[test]
+    fn the_turn_rate_is_how_fast_the_direction_of_travel_turns() {
+        // A circle of radius 1 m at 10 °/s, counter-clockwise, sampled
+        // every 0.1 s over 12 s; then the same clockwise; then straight.
+        let circle = |sign: f64| -> Vec<Sample> {
+            (0..=120)
+                .map(|k| {
+                    let t = 8.0 + f64::from(k) * 0.1;
+                    let a = (10.0 * (t - 8.0)).to_radians();
+                    at(t, a.sin(), sign * (1.0 - a.cos()))
+                })
+                .collect()
+        };
+        for sign in [1.0, -1.0] {
+            let s = circle(sign);
+            let o = Outcome::from_samples(s[0], s[120], s.clone(), false);
+            // The thirds' chords turn exactly as the tangent does.
+            assert!((o.turn_deg_s - sign * 10.0).abs() < 0.2, "{}", o.turn_deg_s);
+        }
+        let line: Vec<Sample> = (0..=120)
+            .map(|k| at(8.0 + f64::from(k) * 0.1, f64::from(k) * 0.01, 0.0))
+            .collect();
+        let o = Outcome::from_samples(line[0], line[120], line.clone(), false);
+        assert_eq!(o.turn_deg_s, 0.0);
+        // Standing still tells nothing.
+        let still = vec![at(8.0, 0.0, 0.0); 12];
+        assert_eq!(
+            Outcome::from_samples(still[0], still[11], still.clone(), false).turn_deg_s,
+            0.0
+        );
     }
 
     #[test]

@@ -126,12 +126,13 @@ pub fn walk(args: WalkArgs) -> Result<(), CliError> {
         let evaluation = evaluate(&morphology, &gait, settings, &spec)?;
         write_csv(&evaluation)?;
         println!(
-            "velocity {:.4} m/s ({:.2} cm/s): {:.3} m from t={:.1}s to t={:.1}s",
+            "velocity {:.4} m/s ({:.2} cm/s): {:.3} m from t={:.1}s to t={:.1}s, turning {:+.1}°/s",
             evaluation.velocity,
             evaluation.velocity * 100.0,
             evaluation.distance,
             evaluation.start.t,
-            evaluation.end.t
+            evaluation.end.t,
+            evaluation.turn_deg_s
         );
         println!(
             "{} physics steps in {:.3} s wall: {:.0}x real time; trajectory in {csv}",
@@ -147,7 +148,11 @@ pub fn walk(args: WalkArgs) -> Result<(), CliError> {
     let wall = started.elapsed().as_secs_f64();
     write_csv(&walks[0])?;
     for (seed, evaluation) in seeds.iter().zip(&walks) {
-        println!("start {seed}: {:.2} cm/s", evaluation.velocity * 100.0);
+        println!(
+            "start {seed}: {:.2} cm/s, turning {:+.1}°/s",
+            evaluation.velocity * 100.0,
+            evaluation.turn_deg_s
+        );
     }
     let velocities: Vec<f64> = walks.iter().map(|w| w.velocity).collect();
     // A walk that ends nowhere (NaN) has no velocity to summarise.
@@ -156,7 +161,14 @@ pub fn walk(args: WalkArgs) -> Result<(), CliError> {
         value: f64::NAN,
         expected: "finite on every start",
     })?;
-    println!("velocity {} over held-out starts", spread.cm_s());
+    // How straight: a fast gait that circles is not what a user asked for.
+    let turns: Vec<f64> = walks.iter().map(|w| w.turn_deg_s.abs()).collect();
+    println!(
+        "velocity {} over held-out starts; turning {:.1}°/s on average (at most {:.1})",
+        spread.cm_s(),
+        turns.iter().sum::<f64>() / turns.len() as f64,
+        turns.iter().copied().fold(0.0, f64::max)
+    );
     // Robot seconds over wall seconds of the whole batch, walks side by side
     // counted together: what a user waiting for the figure gets.
     let simulated: f64 = walks.iter().map(|w| w.simulated).sum();

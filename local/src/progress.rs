@@ -85,17 +85,8 @@ struct Lines {
     printed: Option<(Instant, u64, RunState)>,
 }
 
-/// The held-out figure once earned; before, the best single walk, marked
-/// as provisional (it is the luckiest walk, not what the gait walks).
 fn best(run: &Run) -> String {
-    match (run.held_out, run.best_velocity) {
-        (Some(spread), _) => format!("{} held out", spread.cm_s()),
-        (None, Some(v)) if !run.best_gait_xml.is_empty() => {
-            format!("{:.2} cm/s (one walk, provisional)", v * 100.0)
-        }
-        (None, Some(v)) => format!("{:.2} cm/s", v * 100.0),
-        (None, None) => "-".into(),
-    }
+    run.best_text()
 }
 
 impl View {

@@ -473,6 +473,22 @@ pub struct Run {
 }
 
 impl Run {
+    /// The run's answer as people read it: the held-out figure once
+    /// earned; before, a gait's best single walk, marked provisional (it is
+    /// the luckiest walk, not what the gait walks); a bare problem's best
+    /// value as it is.
+    #[must_use]
+    pub fn best_text(&self) -> String {
+        match (self.held_out, self.best_velocity) {
+            (Some(spread), _) => format!("{} held out", spread.cm_s()),
+            (None, Some(v)) if !self.best_gait_xml.is_empty() => {
+                format!("{:.2} cm/s (one walk, provisional)", v * 100.0)
+            }
+            (None, Some(v)) => format!("{v:.6}"),
+            (None, None) => "–".to_owned(),
+        }
+    }
+
     /// Of `told` (this run's told jobs), those it learnt. A result can be
     /// recorded and not learnt: it arrived after the run was stopped. A run
     /// learns strictly in tell order, so what it learnt is the first

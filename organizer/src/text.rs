@@ -283,17 +283,10 @@ pub fn run_json(r: &Run) -> Value {
 /// A run in detail: state, budget, settings, best value and parameters,
 /// error; one line each.
 #[must_use]
-/// The run's answer as people read it: the held-out figure once earned,
-/// else the best single walk, said to be provisional.
 fn best_line(r: &Run) -> String {
-    match (r.held_out, r.best_velocity) {
-        (Some(spread), _) => format!("  best {} over held-out starts", spread.cm_s()),
-        (None, Some(v)) if r.best_gait_xml.is_empty() => format!("  best {v:.6}"),
-        (None, Some(v)) => format!(
-            "  best {:.2} cm/s (one walk: provisional until re-walked from held-out starts)",
-            v * 100.0
-        ),
-        (None, None) => "  no result yet".to_owned(),
+    match r.best_velocity {
+        Some(_) => format!("  best {}", r.best_text()),
+        None => "  no result yet".to_owned(),
     }
 }
 

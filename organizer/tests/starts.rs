@@ -118,6 +118,8 @@ async fn each_candidate_walks_from_its_own_recorded_start_and_the_answer_is_held
     let winner = means.iter().max_by(|a, b| a.0.total_cmp(&b.0)).unwrap();
     assert!((winner.0 - spread.mean).abs() < 1e-12);
     assert_eq!(&run.best_parameters, winner.1);
+    // What every page and line shows is that figure, not the lucky walk.
+    assert_eq!(run.best_text(), format!("{} held out", spread.cm_s()));
 
     // Read back after a restart, the run shows the same figure.
     let again = organizer.runs.get(run.id).unwrap();
@@ -157,4 +159,10 @@ async fn a_fixed_start_run_walks_every_candidate_from_its_seed_and_can_skip_the_
     assert!(jobs.iter().all(|j| j.seq < HELD_OUT_SEQ));
     assert!(jobs.iter().all(|j| j.request.job.spec.seed == 5));
     assert_eq!(run.held_out, None, "no re-walk asked for");
+    // Its answer is one walk, and says so.
+    assert!(
+        run.best_text().ends_with("(one walk, provisional)"),
+        "{}",
+        run.best_text()
+    );
 }

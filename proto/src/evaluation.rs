@@ -267,6 +267,7 @@ pub fn outcome(result: Option<pb::EvaluationResult>) -> Result<Outcome, ConvertE
         end: sample(t.end),
         distance: t.distance_m,
         path_length: t.path_length_m,
+        turn_deg_s: t.turn_deg_s,
         min_height: t.min_height_m,
         max_height: t.max_height_m,
         sample_count: t.sample_count,
@@ -291,6 +292,7 @@ pub fn outcome_to_pb(o: &Outcome) -> pb::EvaluationResult {
             max_height_m: o.max_height,
             sample_count: o.sample_count,
             samples: o.samples.iter().map(position).collect(),
+            turn_deg_s: o.turn_deg_s,
         }),
         timings: Some(pb::Timings {
             simulated_s: o.simulated,

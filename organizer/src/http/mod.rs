@@ -637,7 +637,7 @@ async fn runs_page(
             settings = settings.join(" "),
             state = r.state.as_str(),
             progress = progress(r),
-            best = r.best_velocity.map_or("–".into(), |v| format!("{v:.4}")),
+            best = esc(&r.best_text()),
             spark = sparkline(&best_so_far(&learnt), 120.0, 24.0),
             started = ago(r.started_ms),
             elapsed = r.elapsed_s,
@@ -762,7 +762,7 @@ async fn run_page(State(app): State<App>, Path(id): Path<u64>) -> Result<Html<St
         opt = esc(&r.optimizer),
         state = r.state.as_str(),
         progress = progress(&r),
-        best = r.best_velocity.map_or("–".into(), |v| format!("{v:.5}")),
+        best = esc(&r.best_text()),
         elapsed = r.elapsed_s,
         error = if r.error.is_empty() {
             String::new()
@@ -836,7 +836,7 @@ fn run_event_json(r: &Run) -> String {
         "state": r.state.as_str(),
         "evaluations": r.evaluations,
         "progress": progress(r),
-        "best": r.best_velocity.map_or("–".into(), |v| format!("{v:.5}")),
+        "best": r.best_text(),
     })
     .to_string()
 }
