@@ -113,7 +113,9 @@ fn with_provenance(gait_xml: &str, run: &Run) -> String {
     }
 }
 
-/// Writes one row per evaluation; returns the best-so-far curve.
+/// Writes one row per evaluation; returns the best-so-far curve. Each row
+/// names the start its walk began from (`yamor sim --seed S` walks it
+/// again) and how fast it turned.
 fn write_csv(path: &Path, finished: &[Evaluation]) -> std::io::Result<Vec<(f64, f64)>> {
     let mut csv = std::io::BufWriter::new(std::fs::File::create(path)?);
     let mut best_curve = Vec::new();
@@ -122,7 +124,7 @@ fn write_csv(path: &Path, finished: &[Evaluation]) -> std::io::Result<Vec<(f64, 
         if index == 0 {
             writeln!(
                 csv,
-                "evaluation,job,host,attempts,velocity_m_s,best_m_s,{}",
+                "evaluation,job,host,attempts,start_seed,velocity_m_s,turn_deg_s,best_m_s,{}",
                 e.names.join(",")
             )?;
         }
@@ -135,12 +137,17 @@ fn write_csv(path: &Path, finished: &[Evaluation]) -> std::io::Result<Vec<(f64, 
         let values: Vec<String> = e.values.iter().map(f64::to_string).collect();
         writeln!(
             csv,
-            "{},{},{},{},{},{},{}",
+            "{},{},{},{},{},{},{},{},{}",
             index + 1,
             e.job.id,
             e.job.host,
             e.job.attempts,
+            e.job.request.job.spec.seed,
             e.velocity.map_or(String::new(), |v| v.to_string()),
+            e.job
+                .outcome
+                .as_ref()
+                .map_or(String::new(), |o| o.turn_deg_s.to_string()),
             if best.is_finite() {
                 best.to_string()
             } else {

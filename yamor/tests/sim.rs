@@ -57,7 +57,10 @@ fn sim_walks_the_held_out_starts_and_summarises_them() {
     let summary = lines[3];
     assert!(summary.starts_with("velocity "), "{summary:?}");
     assert!(summary.contains("(3 starts, p10 "), "{summary:?}");
-    assert!(summary.contains(" over held-out starts; turning "), "{summary:?}");
+    assert!(
+        summary.contains(" over held-out starts; turning "),
+        "{summary:?}"
+    );
     let mean = summary
         .strip_prefix("velocity ")
         .and_then(|s| s.split(' ').next())
