@@ -203,7 +203,10 @@ async fn pages_show_hosts_runs_jobs_and_a_runs_evaluations() {
     assert_eq!(csv.status, 200);
     assert!(csv.head.contains("content-type: text/csv"));
     let lines: Vec<&str> = csv.body.lines().collect();
-    assert_eq!(lines[0], "index,job,host,attempts,state,fitness,x,y");
+    assert_eq!(
+        lines[0],
+        "index,job,host,attempts,state,fitness,start_seed,turn_deg_s,x,y"
+    );
     assert_eq!(lines.len(), 25);
     // Each row's fitness is the expression at its parameters.
     for line in &lines[1..] {
@@ -212,7 +215,7 @@ async fn pages_show_hosts_runs_jobs_and_a_runs_evaluations() {
             .skip(5)
             .map(|c| c.parse().unwrap())
             .collect();
-        let (f, x, y) = (cells[0], cells[1], cells[2]);
+        let (f, x, y) = (cells[0], cells[3], cells[4]);
         assert!((f + x * x + y * y).abs() < 1e-9, "{line}");
     }
     let best = organizer.runs.get(run.id).unwrap().best_velocity.unwrap();

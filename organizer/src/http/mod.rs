@@ -922,7 +922,9 @@ async fn evaluations_csv(
 ) -> Result<Response, PageError> {
     let run = run_of(&app.organizer.runs, id)?;
     let jobs = run_values(&app.organizer.runs, &run).await?;
-    let mut csv = String::from("index,job,host,attempts,state,fitness");
+    // Each row names its walk's start (`yamor sim --seed` walks it again)
+    // and how fast it turned, as yamor run's evaluations.csv does.
+    let mut csv = String::from("index,job,host,attempts,state,fitness,start_seed,turn_deg_s");
     if let Some((j, _)) = jobs.first() {
         for (name, _) in &j.request.job.parameters {
             let _ = write!(csv, ",{}", name.replace([',', '"', '\n'], "_"));
@@ -932,7 +934,7 @@ async fn evaluations_csv(
     for (j, v) in &jobs {
         let _ = write!(
             csv,
-            "{},{},{},{},{},{}",
+            "{},{},{},{},{},{},{},{}",
             j.seq,
             j.id,
             j.host.replace([',', '"', '\n'], "_"),
@@ -942,7 +944,11 @@ async fn evaluations_csv(
                 v.to_string()
             } else {
                 String::new()
-            }
+            },
+            j.request.job.spec.seed,
+            j.outcome
+                .as_ref()
+                .map_or(String::new(), |o| o.turn_deg_s.to_string()),
         );
         for (_, x) in &j.request.job.parameters {
             let _ = write!(csv, ",{x}");
