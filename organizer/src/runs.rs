@@ -235,8 +235,10 @@ impl Runs {
                 .evaluations
                 .max(recorded.get(&row.id).copied().unwrap_or(0));
             if row.spec.held_out.is_on() {
-                let held_out = runs.scheduler.store().held_out_jobs(row.id)?;
-                view.held_out = re_walk_winner(&row.spec, &held_out).map(|(_, spread)| spread);
+                let walks = runs.scheduler.store().held_out_jobs(row.id)?;
+                let walks = walks.iter().map(|j| (j.seq, j.velocity()));
+                view.held_out =
+                    re_walk_winner(row.spec.held_out.starts, walks).map(|(_, spread)| spread);
             }
             let (stop, _) = watch::channel(false);
             let running = row.state == RunState::Running;
@@ -960,6 +962,8 @@ impl Executor<'_> {
         let finalists = self.finalists(plan.candidates as usize);
         let mut waiting = HashMap::new();
         let mut fresh = Vec::new();
+        // Proposal number → velocity (`None`: the walk failed).
+        let mut walked = HashMap::new();
         for (k, x) in finalists.iter().enumerate() {
             for (i, seed) in held_out_seeds(plan.starts).enumerate() {
                 let seq = HELD_OUT_SEQ + (k * plan.starts as usize + i) as u64;
@@ -967,7 +971,9 @@ impl Executor<'_> {
                     Some(job) if matches!(job.state, JobState::Queued | JobState::Running) => {
                         waiting.insert(job.id, seq);
                     }
-                    Some(_) => {}
+                    Some(job) => {
+                        walked.insert(seq, job.velocity());
+                    }
                     None => {
                         let mut job = self.prepared.job_for(x).map_err(RunError::Invalid)?;
                         job.job.spec.seed = seed;
@@ -993,9 +999,9 @@ impl Executor<'_> {
             tokio::select! {
                 c = completions.recv() => {
                     let Some(c) = c else { return Err(RunError::SchedulerGone) };
-                    if waiting.remove(&c.job_id).is_some() {
-                        let job = runs.scheduler.job(c.job_id, true).await?;
-                        self.re_walked.insert(job.seq, job);
+                    // The completion carries the walk's result: nothing to read back.
+                    if let Some(seq) = waiting.remove(&c.job_id) {
+                        walked.insert(seq, c.outcome.ok().map(|o| o.velocity));
                     }
                 }
                 changed = stop.changed() => {
@@ -1008,11 +1014,11 @@ impl Executor<'_> {
                 }
             }
         }
-        let walks: Vec<crate::model::Job> = self.re_walked.values().cloned().collect();
-        let Some((x, spread)) = re_walk_winner(self.spec, &walks) else {
+        let Some((k, spread)) = re_walk_winner(plan.starts, walked) else {
             return Ok(());
         };
-        let (parameters, gait) = (self.prepared.parameters(&x), self.prepared.best_gait(&x));
+        let x = &finalists[k];
+        let (parameters, gait) = (self.prepared.parameters(x), self.prepared.best_gait(x));
         runs.update(self.id, |v| {
             v.best_velocity = Some(spread.mean);
             v.best_parameters = parameters;
@@ -1059,26 +1065,28 @@ impl Executor<'_> {
     }
 }
 
-/// Of a run's held-out re-walks, the finalist with the best mean and its
-/// spread over the starts it walked (failed walks left out; a finalist
-/// needs two successful walks to be compared).
-fn re_walk_winner(spec: &RunSpec, walks: &[crate::model::Job]) -> Option<(Vec<f64>, Spread)> {
-    let starts = u64::from(spec.held_out.starts.max(1));
-    let mut by_finalist: BTreeMap<u64, (Vec<f64>, Vec<f64>)> = BTreeMap::new();
-    for job in walks.iter().filter(|j| j.seq >= HELD_OUT_SEQ) {
-        let k = (job.seq - HELD_OUT_SEQ) / starts;
-        let entry = by_finalist.entry(k).or_insert_with(|| {
-            let x = job.request.job.parameters.iter().map(|(_, v)| *v).collect();
-            (x, Vec::new())
-        });
-        if let Some(v) = job.velocity().filter(|v| v.is_finite()) {
-            entry.1.push(v);
+/// Of a run's held-out re-walks, `(proposal number, velocity)` with
+/// `starts` starts per finalist, the finalist with the best mean (its index)
+/// and its spread over the starts it walked (failed walks left out; a
+/// finalist needs two successful walks to be compared).
+fn re_walk_winner(
+    starts: u32,
+    walks: impl IntoIterator<Item = (u64, Option<f64>)>,
+) -> Option<(usize, Spread)> {
+    let starts = u64::from(starts.max(1));
+    let mut by_finalist: BTreeMap<u64, Vec<f64>> = BTreeMap::new();
+    for (seq, velocity) in walks.into_iter().filter(|(seq, _)| *seq >= HELD_OUT_SEQ) {
+        let values = by_finalist
+            .entry((seq - HELD_OUT_SEQ) / starts)
+            .or_default();
+        if let Some(v) = velocity.filter(|v| v.is_finite()) {
+            values.push(v);
         }
     }
     by_finalist
-        .into_values()
+        .into_iter()
         .filter(|(_, values)| values.len() >= 2)
-        .filter_map(|(x, values)| Some((x, Spread::of(&values)?)))
+        .filter_map(|(k, values)| Some((usize::try_from(k).ok()?, Spread::of(&values)?)))
         .max_by(|a, b| a.1.mean.total_cmp(&b.1.mean))
 }
 

@@ -601,14 +601,20 @@ impl Store {
 
     /// The held-out re-walks of `run_id` ([`crate::model::HeldOut`]), by
     /// proposal number.
+    /// Read at start-up for every run: only these rows are decoded, not
+    /// the run's whole history.
     pub fn held_out_jobs(&self, run_id: u64) -> Result<Vec<Job>, StoreError> {
-        let mut jobs = self.jobs(&JobFilter {
-            run_id: Some(run_id),
-            ..JobFilter::default()
-        })?;
-        jobs.retain(|j| j.seq >= HELD_OUT_SEQ);
-        jobs.sort_by_key(|j| j.seq);
-        Ok(jobs)
+        let sql =
+            format!("SELECT {JOB_COLUMNS} FROM jobs WHERE run_id = ?1 AND seq >= ?2 ORDER BY seq");
+        self.read(|c| {
+            let mut stmt = c.prepare(&sql)?;
+            let mut rows = stmt.query(params![run_id as i64, HELD_OUT_SEQ as i64])?;
+            let mut out = Vec::new();
+            while let Some(r) = rows.next()? {
+                out.push(job_row(r)?);
+            }
+            Ok(out)
+        })
     }
 
     /// Per run, how many results its optimizer has been told.
