@@ -216,6 +216,11 @@ pub fn run_spec(request: pb::StartRunRequest) -> Result<RunSpec, String> {
         ),
         None => return Err("problem: give optimization_xml or space".into()),
     };
+    let default = HeldOut::default_for(&problem, backend(request.backend)?);
+    let held_out = HeldOut {
+        candidates: request.held_out_candidates.unwrap_or(default.candidates),
+        starts: request.held_out_starts.unwrap_or(default.starts),
+    };
     Ok(RunSpec {
         name: request.name,
         optimizer: request.optimizer,
@@ -229,13 +234,8 @@ pub fn run_spec(request: pb::StartRunRequest) -> Result<RunSpec, String> {
         max_seconds: request.max_seconds,
         objective: Objective::parse(&request.objective),
         starts: Starts::fixed_when(request.fixed_start),
-        held_out: {
-            let default = HeldOut::default_on(backend(request.backend)?);
-            HeldOut {
-                candidates: request.held_out_candidates.unwrap_or(default.candidates),
-                starts: request.held_out_starts.unwrap_or(default.starts),
-            }
-        },
+        held_out,
+        max_turn_deg_s: request.max_turn_deg_s,
     })
 }
 
@@ -379,6 +379,7 @@ pub fn run_spec_to_pb(spec: &RunSpec) -> pb::StartRunRequest {
         max_seconds: spec.max_seconds,
         objective: spec.objective.to_text(),
         fixed_start: spec.starts == Starts::Fixed,
+        max_turn_deg_s: spec.max_turn_deg_s,
         held_out_candidates: Some(spec.held_out.candidates),
         held_out_starts: Some(spec.held_out.starts),
     }

@@ -124,6 +124,12 @@ impl Job {
         self.outcome.as_ref().map(|o| o.velocity)
     }
 
+    /// What the walk measured, `(velocity, turn rate)`, when the job is done.
+    #[must_use]
+    pub fn walked(&self) -> Option<(f64, f64)> {
+        self.outcome.as_ref().map(|o| (o.velocity, o.turn_deg_s))
+    }
+
     /// Without the bulky parts a listing does not need: robot, gait and
     /// trajectory samples.
     #[must_use]
@@ -284,6 +290,25 @@ pub struct RunSpec {
     /// before it existed had none.
     #[serde(default = "HeldOut::off")]
     pub held_out: HeldOut,
+    /// A constraint on how fast a gait may turn (°/s either way, as
+    /// `Outcome::turn_deg_s` measures it): circling gaits win short windows
+    /// (thesis 6.2.1). `None`: any.
+    #[serde(default)]
+    pub max_turn_deg_s: Option<f64>,
+}
+
+/// The value a walk is told to the optimizer as (m/s, maximised) under a
+/// run's turn constraint: its velocity when it turns at most `max_turn`
+/// (°/s), else `-1 m/s` less a hundredth of its excess, below any walk that
+/// keeps the constraint and ordered by how far it breaks it (Deb's
+/// feasibility rule: a feasible walk beats every infeasible one, and among
+/// infeasible ones the one nearer feasibility wins).
+#[must_use]
+pub fn constrained_value(velocity: f64, turn_deg_s: f64, max_turn: Option<f64>) -> f64 {
+    match max_turn {
+        Some(max) if turn_deg_s.abs() > max => -1.0 - (turn_deg_s.abs() - max) / 100.0,
+        _ => velocity,
+    }
 }
 
 /// Where the walks of a run's candidates start.
@@ -335,12 +360,14 @@ impl HeldOut {
         }
     }
 
-    /// What a run on `backend` re-walks unless told otherwise: none on a
-    /// real robot, where 100 more walks are half an hour of a person's
-    /// time and the starts are not seeds; ask for it there.
+    /// What a run of `problem` on `backend` re-walks unless told
+    /// otherwise: none on a real robot, where 100 more walks are half an
+    /// hour of a person's time and the starts are not seeds, and none for
+    /// bare parameters, whose expression hosts give the same value from
+    /// every start (a noisy external objective asks for it).
     #[must_use]
-    pub fn default_on(backend: Option<BackendKind>) -> Self {
-        if backend == Some(BackendKind::Real) {
+    pub fn default_for(problem: &Problem, backend: Option<BackendKind>) -> Self {
+        if backend == Some(BackendKind::Real) || matches!(problem, Problem::Space(_)) {
             HeldOut::off()
         } else {
             HeldOut::DEFAULT
@@ -348,12 +375,17 @@ impl HeldOut {
     }
 
     /// `candidates` finalists from `starts` held-out starts, or as many
-    /// starts as [`HeldOut::default_on`] `backend` when not given.
+    /// starts as [`HeldOut::default_for`] gives when not given.
     #[must_use]
-    pub fn asked(candidates: u32, starts: Option<u32>, backend: Option<BackendKind>) -> Self {
+    pub fn asked(
+        candidates: u32,
+        starts: Option<u32>,
+        problem: &Problem,
+        backend: Option<BackendKind>,
+    ) -> Self {
         HeldOut {
             candidates,
-            starts: starts.unwrap_or(HeldOut::default_on(backend).starts),
+            starts: starts.unwrap_or(HeldOut::default_for(problem, backend).starts),
         }
     }
 
@@ -378,14 +410,15 @@ impl RunSpec {
             settings: BTreeMap::new(),
             seed: 0,
             robot: RobotSource::Default,
-            problem,
             spec: EvaluationSpec::default(),
             backend: None,
             max_evaluations: 0,
             max_seconds: 0.0,
             objective: Objective::Gait,
             starts: Starts::Fresh,
-            held_out: HeldOut::DEFAULT,
+            held_out: HeldOut::default_for(&problem, None),
+            max_turn_deg_s: None,
+            problem,
         }
     }
 }

@@ -30,7 +30,7 @@ use yamor_optimizer_api::{Bound, Fitness, Optimizer, Plugin, PluginInfo, Setting
 
 use crate::model::{
     HELD_OUT_SEQ, JobRequest, Problem, Run, RunEvaluation, RunEvent, RunSpec, RunState, RunVariant,
-    Starts,
+    Starts, constrained_value,
 };
 use crate::model::{JobState, now_ms};
 use crate::scheduler::{Completion, ScheduleError, Scheduler};
@@ -165,6 +165,13 @@ fn prepare(spec: &RunSpec) -> Result<Prepared, String> {
         }
         _ => {}
     }
+    if let Some(max) = spec.max_turn_deg_s
+        && !(max.is_finite() && max > 0.0)
+    {
+        return Err(format!(
+            "max_turn_deg_s must be a positive number of degrees per second, got {max}"
+        ));
+    }
     if !spec.max_seconds.is_finite() || spec.max_seconds < 0.0 {
         return Err(format!(
             "max_seconds must be non-negative, got {}",
@@ -236,9 +243,10 @@ impl Runs {
                 .max(recorded.get(&row.id).copied().unwrap_or(0));
             if row.spec.held_out.is_on() {
                 let walks = runs.scheduler.store().held_out_jobs(row.id)?;
-                let walks = walks.iter().map(|j| (j.seq, j.velocity()));
+                let walks = walks.iter().map(|j| (j.seq, j.walked()));
                 view.held_out =
-                    re_walk_winner(row.spec.held_out.starts, walks).map(|(_, spread)| spread);
+                    re_walk_winner(row.spec.held_out.starts, row.spec.max_turn_deg_s, walks)
+                        .map(|(_, spread)| spread);
             }
             let (stop, _) = watch::channel(false);
             let running = row.state == RunState::Running;
@@ -592,7 +600,9 @@ impl Runs {
                 break;
             }
             let Some(completion) = run.next_completion(&mut completions, &mut stop).await? else {
-                run.stopped = true;
+                // A run out of time has ended as its budget said and still
+                // earns its figure; one told to stop ends now.
+                run.stopped = !run.out_of_time() || *stop.borrow();
                 let ids: Vec<u64> = run.pending.keys().copied().collect();
                 self.scheduler.cancel(&ids).await?;
                 break;
@@ -853,8 +863,11 @@ impl Executor<'_> {
         let Some((tag, x)) = self.pending.remove(&completion.job_id) else {
             return Err(RunError::ToldBeforeProposed(completion.job_id));
         };
+        let max_turn = self.spec.max_turn_deg_s;
         let velocity = match &completion.outcome {
-            Ok(o) if o.velocity.is_finite() => Some(o.velocity),
+            Ok(o) if o.velocity.is_finite() => {
+                Some(constrained_value(o.velocity, o.turn_deg_s, max_turn))
+            }
             Ok(o) => {
                 self.first_error.get_or_insert_with(|| {
                     format!(
@@ -927,19 +940,37 @@ impl Executor<'_> {
         Ok(())
     }
 
-    /// The run's best few distinct points by the values it learnt, best
-    /// first: the candidates the re-walk compares.
+    /// The candidates the re-walk compares: the run's `count` best
+    /// distinct points by the mean of the values learnt for each (an
+    /// optimizer that handles noise asks a point more than once), best
+    /// first, then the optimizer's own recommendation when it has one
+    /// that is not among them (CMA-ES's averaged late means: under noise
+    /// often better than any point walked).
     fn finalists(&self, count: usize) -> Vec<Vec<f64>> {
-        let mut learnt: Vec<&(f64, Vec<f64>)> = self.learnt.iter().collect();
-        learnt.sort_by(|a, b| b.0.total_cmp(&a.0));
-        let mut finalists: Vec<Vec<f64>> = Vec::new();
-        for (_, x) in learnt {
-            if finalists.len() == count {
-                break;
+        let mut points: Vec<(&Vec<f64>, f64, usize)> = Vec::new();
+        for (v, x) in &self.learnt {
+            match points.iter_mut().find(|(p, _, _)| same_point(p, x)) {
+                Some((_, sum, n)) => {
+                    *sum += v;
+                    *n += 1;
+                }
+                None => points.push((x, *v, 1)),
             }
-            if !finalists.contains(x) {
-                finalists.push(x.clone());
-            }
+        }
+        let mean = |(_, sum, n): &(&Vec<f64>, f64, usize)| sum / *n as f64;
+        // A stable sort: equal means keep the order they were learnt in.
+        points.sort_by(|a, b| mean(b).total_cmp(&mean(a)));
+        let mut finalists: Vec<Vec<f64>> = points
+            .into_iter()
+            .take(count)
+            .map(|(x, _, _)| x.clone())
+            .collect();
+        let recommendation = self.optimizer.as_ref().and_then(|o| o.recommendation());
+        if let Some(x) = recommendation
+            && self.prepared.space.contains(&x)
+            && !finalists.iter().any(|f| same_point(f, &x))
+        {
+            finalists.push(x);
         }
         finalists
     }
@@ -956,7 +987,7 @@ impl Executor<'_> {
         stop: &mut watch::Receiver<bool>,
     ) -> Result<(), RunError> {
         let plan = self.spec.held_out;
-        if !plan.is_on() || !matches!(self.prepared.blueprint, Blueprint::Gait(_)) {
+        if !plan.is_on() {
             return Ok(());
         }
         let finalists = self.finalists(plan.candidates as usize);
@@ -972,7 +1003,7 @@ impl Executor<'_> {
                         waiting.insert(job.id, seq);
                     }
                     Some(job) => {
-                        walked.insert(seq, job.velocity());
+                        walked.insert(seq, job.walked());
                     }
                     None => {
                         let mut job = self.prepared.job_for(x).map_err(RunError::Invalid)?;
@@ -1001,7 +1032,7 @@ impl Executor<'_> {
                     let Some(c) = c else { return Err(RunError::SchedulerGone) };
                     // The completion carries the walk's result: nothing to read back.
                     if let Some(seq) = waiting.remove(&c.job_id) {
-                        walked.insert(seq, c.outcome.ok().map(|o| o.velocity));
+                        walked.insert(seq, c.outcome.ok().map(|o| (o.velocity, o.turn_deg_s)));
                     }
                 }
                 changed = stop.changed() => {
@@ -1014,7 +1045,8 @@ impl Executor<'_> {
                 }
             }
         }
-        let Some((k, spread)) = re_walk_winner(plan.starts, walked) else {
+        let Some((k, spread)) = re_walk_winner(plan.starts, self.spec.max_turn_deg_s, walked)
+        else {
             return Ok(());
         };
         let x = &finalists[k];
@@ -1065,28 +1097,42 @@ impl Executor<'_> {
     }
 }
 
-/// Of a run's held-out re-walks, `(proposal number, velocity)` with
-/// `starts` starts per finalist, the finalist with the best mean (its index)
-/// and its spread over the starts it walked (failed walks left out; a
-/// finalist needs two successful walks to be compared).
+/// Of a run's held-out re-walks, `(proposal number, (velocity, turn
+/// rate))` with `starts` starts per finalist, the finalist with the best
+/// mean velocity (its index) and its spread over the starts it walked
+/// (failed walks left out; a finalist needs two successful walks to be
+/// compared). Under a turn constraint the winner is taken among the
+/// finalists whose mean absolute turn rate keeps it, when any does.
 fn re_walk_winner(
     starts: u32,
-    walks: impl IntoIterator<Item = (u64, Option<f64>)>,
+    max_turn: Option<f64>,
+    walks: impl IntoIterator<Item = (u64, Option<(f64, f64)>)>,
 ) -> Option<(usize, Spread)> {
     let starts = u64::from(starts.max(1));
-    let mut by_finalist: BTreeMap<u64, Vec<f64>> = BTreeMap::new();
-    for (seq, velocity) in walks.into_iter().filter(|(seq, _)| *seq >= HELD_OUT_SEQ) {
+    let mut by_finalist: BTreeMap<u64, Vec<(f64, f64)>> = BTreeMap::new();
+    for (seq, walk) in walks.into_iter().filter(|(seq, _)| *seq >= HELD_OUT_SEQ) {
         let values = by_finalist
             .entry((seq - HELD_OUT_SEQ) / starts)
             .or_default();
-        if let Some(v) = velocity.filter(|v| v.is_finite()) {
-            values.push(v);
+        if let Some(walk) = walk.filter(|(v, _)| v.is_finite()) {
+            values.push(walk);
         }
     }
-    by_finalist
+    let compared: Vec<(usize, Spread, bool)> = by_finalist
         .into_iter()
-        .filter(|(_, values)| values.len() >= 2)
-        .filter_map(|(k, values)| Some((usize::try_from(k).ok()?, Spread::of(&values)?)))
+        .filter(|(_, walks)| walks.len() >= 2)
+        .filter_map(|(k, walks)| {
+            let velocities: Vec<f64> = walks.iter().map(|(v, _)| *v).collect();
+            let turn = walks.iter().map(|(_, t)| t.abs()).sum::<f64>() / walks.len() as f64;
+            let keeps = max_turn.is_none_or(|max| turn <= max);
+            Some((usize::try_from(k).ok()?, Spread::of(&velocities)?, keeps))
+        })
+        .collect();
+    let any_keeps = compared.iter().any(|(_, _, keeps)| *keeps);
+    compared
+        .into_iter()
+        .filter(|(_, _, keeps)| *keeps || !any_keeps)
+        .map(|(k, spread, _)| (k, spread))
         .max_by(|a, b| a.1.mean.total_cmp(&b.1.mean))
 }
 
@@ -1143,5 +1189,55 @@ fn variant_name(base: &RunSpec, settings: &BTreeMap<String, String>, seed: u64) 
     } else {
         let pairs: Vec<String> = settings.iter().map(|(k, v)| format!("{k}={v}")).collect();
         format!("{prefix} {}", pairs.join(","))
+    }
+}
+
+/// Two points with bit-identical coordinates (what asking a point again gives).
+fn same_point(a: &[f64], b: &[f64]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Two finalists of two starts: the fast one circles, the slow one
+    /// walks straight.
+    fn walks() -> Vec<(u64, Option<(f64, f64)>)> {
+        vec![
+            (HELD_OUT_SEQ, Some((0.20, 12.0))),
+            (HELD_OUT_SEQ + 1, Some((0.22, -14.0))),
+            (HELD_OUT_SEQ + 2, Some((0.10, 1.0))),
+            (HELD_OUT_SEQ + 3, Some((0.12, -2.0))),
+        ]
+    }
+
+    #[test]
+    fn the_held_out_winner_keeps_the_turn_constraint_when_a_finalist_does() {
+        let (k, spread) = re_walk_winner(2, None, walks()).unwrap();
+        assert_eq!(k, 0);
+        assert!((spread.mean - 0.21).abs() < 1e-12);
+        // Mean |turn| 13 °/s breaks a 5 °/s limit; 1.5 °/s keeps it.
+        let (k, spread) = re_walk_winner(2, Some(5.0), walks()).unwrap();
+        assert_eq!(k, 1);
+        assert!((spread.mean - 0.11).abs() < 1e-12);
+        // When none keeps it, the fastest is still the answer.
+        assert_eq!(re_walk_winner(2, Some(0.5), walks()).unwrap().0, 0);
+        // A finalist with one successful walk is not compared.
+        let mut one = walks();
+        one[3].1 = None;
+        assert_eq!(re_walk_winner(2, Some(5.0), one).unwrap().0, 0);
+    }
+
+    #[test]
+    fn a_walk_breaking_the_turn_constraint_ranks_below_every_walk_keeping_it() {
+        use crate::model::constrained_value;
+        assert_eq!(constrained_value(0.2, 3.0, None), 0.2);
+        assert_eq!(constrained_value(0.2, -4.0, Some(5.0)), 0.2);
+        let slightly = constrained_value(0.3, 6.0, Some(5.0));
+        let badly = constrained_value(0.3, -50.0, Some(5.0));
+        // Below a walk going backwards that keeps it, and ordered by excess.
+        assert!(slightly < constrained_value(-0.5, 0.0, Some(5.0)));
+        assert!(badly < slightly);
     }
 }

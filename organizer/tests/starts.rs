@@ -166,3 +166,53 @@ async fn a_fixed_start_run_walks_every_candidate_from_its_seed_and_can_skip_the_
         run.best_text()
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_out_of_time_still_earns_its_held_out_figure() {
+    let organizer = organizer_with_sim_hosts("starts-time").await;
+    let plan = HeldOut {
+        candidates: 2,
+        starts: 2,
+    };
+    let mut spec = gait_run(Starts::Fresh, plan);
+    spec.max_evaluations = 0;
+    spec.max_seconds = 1.0;
+    let run = run_to_end(&organizer, spec).await;
+    // Its time budget ended it, as an evaluation budget would: finished,
+    // and re-walked.
+    assert_eq!(run.state, RunState::Finished, "{}", run.error);
+    assert!(run.evaluations > 0);
+    let spread = run
+        .held_out
+        .expect("a held-out figure after the time budget");
+    assert_eq!(spread.n, 2);
+    assert_eq!(run.best_velocity, Some(spread.mean));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_turn_constraint_must_be_a_positive_rate() {
+    let organizer = organizer_with_sim_hosts("starts-turn").await;
+    for bad in [0.0, -5.0, f64::NAN] {
+        let mut spec = gait_run(Starts::Fresh, HeldOut::off());
+        spec.max_turn_deg_s = Some(bad);
+        let error = organizer.runs.start(spec).await.unwrap_err().to_string();
+        assert!(
+            error.contains("max_turn_deg_s must be a positive number of degrees per second"),
+            "{error}"
+        );
+    }
+    // A constraint no walk keeps: every walk ranks as infeasible, the run
+    // still ends with a held-out figure (the finalists compared by velocity,
+    // none keeping it).
+    let mut spec = gait_run(
+        Starts::Fresh,
+        HeldOut {
+            candidates: 2,
+            starts: 2,
+        },
+    );
+    spec.max_turn_deg_s = Some(1e-9);
+    let run = run_to_end(&organizer, spec).await;
+    assert_eq!(run.state, RunState::Finished, "{}", run.error);
+    assert!(run.held_out.is_some());
+}

@@ -283,6 +283,11 @@ pub struct RunOptions {
     /// Finalists re-walked from the held-out starts.
     #[arg(long, default_value_t = HeldOut::DEFAULT.candidates)]
     pub finalists: u32,
+    /// Ask for a straight gait: walks turning faster than this many degrees
+    /// per second (either way) rank below every walk that does not, and the
+    /// reported gait keeps it over the held-out starts when a finalist does.
+    #[arg(long, value_name = "DEG_PER_S")]
+    pub max_turn: Option<f64>,
 }
 
 /// `--on`'s values: the kinds' short names.
@@ -327,7 +332,8 @@ impl RunOptions {
             objective: Objective::parse(self.objective.as_deref().unwrap_or_default()),
             max_seconds: self.time,
             starts: Starts::fixed_when(self.fixed_start),
-            held_out: HeldOut::asked(self.finalists, self.held_out, self.on),
+            held_out: HeldOut::asked(self.finalists, self.held_out, &problem, self.on),
+            max_turn_deg_s: self.max_turn,
             ..RunSpec::new(self.optimizer.clone(), problem)
         })
     }

@@ -211,6 +211,15 @@ pub trait Optimizer: Send {
     fn ask(&mut self) -> Step;
     /// The result of the candidate tagged `tag`.
     fn tell(&mut self, tag: u64, outcome: Fitness);
+    /// The point the optimizer would answer with now, when it has a better
+    /// guess than its best single value: on a noisy objective the best
+    /// value told is the luckiest, and a model of the objective (CMA-ES's
+    /// distribution mean) is often a better answer. The runtime re-walks it
+    /// with the run's finalists before it reports a best. `None` (the
+    /// default): no such guess.
+    fn recommendation(&self) -> Option<Vec<f64>> {
+        None
+    }
 }
 
 /// A setting's value.

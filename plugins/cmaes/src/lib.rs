@@ -70,13 +70,41 @@
 //! batches. The default is `none`: whole generations, which keep every host
 //! busy.
 //!
+//! # Noise
+//! A gait's velocity is noisy: every evaluation walks from a fresh start,
+//! and the same point walks at 8–21 cm/s. With `noise_handling = uh` (the
+//! default) the optimizer is UH-CMA-ES ([`noise`], Hansen et al. 2009):
+//! after each generation about a third of it (`0.3·λ`, randomly rounded)
+//! is evaluated again, each re-evaluated candidate is ranked by the mean of
+//! its two values, and when the rank changes the re-evaluations cause show
+//! that the ranking is mostly noise, the step size is raised by
+//! `1 + 2/(n + 10)`, so the search keeps its spread instead of settling
+//! where one lucky walk pointed. An objective that reproduces every
+//! re-evaluated value exactly for three generations (a fixed-start
+//! simulation, a test function) is deterministic: re-evaluation stops.
+//! With the lq surrogate the handling is off (it ranks partial generations).
+//!
+//! The answer is not the best single value either, which on a noisy
+//! objective is the luckiest: [`Optimizer::recommendation`] gives the
+//! distribution means of the second half of a run's generations, averaged
+//! (the averaging of stochastic gradient descent), from the run whose late
+//! generations have the best mean median; the runtime re-walks it with the
+//! run's best points from held-out starts before it reports anything.
+//! (`tests/noise.rs`: on a 5-D sphere with unit Gaussian noise, 1,500
+//! evaluations, 20 seeds, the recommendation lies closer to the optimum
+//! than the best-valued point of a one-sample CMA-ES in 20 of 20 seeds,
+//! median squared distance 0.05 against 0.34.)
+//!
 //! # Protocol
 //! [`Optimizer::ask`] returns a batch of candidates as one
 //! [`Step::Evaluate`] (without the surrogate, the whole generation of `λ`),
 //! then [`Step::Wait`] until all of the batch are told, then the next batch;
 //! [`Step::Finished`] once `restarts = none` or `max_restarts` (without a
-//! budget) are used up. Tags are `λ` per generation and consecutive across
-//! the run; candidates the surrogate ranks without evaluating leave gaps. A
+//! budget) are used up. A generation's candidate `k` has tag `base + k`;
+//! its re-evaluation `j` (of candidate `j`, proposed as its own batch once
+//! the whole generation is told) has tag `base + λ + j`; the next
+//! generation's base follows both. Candidates the surrogate ranks without
+//! evaluating leave gaps. A
 //! tell whose tag is not awaited (stale, unknown or repeated) is ignored.
 //! `tell` only stores the value; the learning from a completed batch (model
 //! fit, covariance update) happens in the next `ask`, which the runtime runs
@@ -84,15 +112,17 @@
 //!
 //! # Layout
 //! - [`Cmaes`]: the [`Plugin`] (name `cmaes`, typed settings, factory).
-//! - [`CmaesConfig`], [`RestartStrategy`], [`RestartFrom`], [`Surrogate`]:
+//! - [`CmaesConfig`], [`RestartStrategy`], [`RestartFrom`], [`Surrogate`], [`NoiseHandling`]:
 //!   the settings as Rust values, with defaults and conversion from and to
 //!   [`Settings`].
 //! - [`CmaEs`]: the [`Optimizer`] state machine (generations, restarts, best).
 //! - [`run`]: one CMA-ES run: parameters, sampling, update, termination.
 //! - [`bounds`]: the genotype-to-box map.
+//! - [`noise`]: the uncertainty handling (rank-change measure, re-evaluation count).
 //! - [`surrogate`]: the lq model and Kendall's τ.
 
 pub mod bounds;
+pub mod noise;
 pub mod run;
 pub mod surrogate;
 
@@ -106,6 +136,7 @@ use yamor_optimizer_api::{
     Settings, SettingsError, Space, Step,
 };
 
+use noise::NoiseHandler;
 use run::Run;
 pub use run::{Stop, Tolerances};
 use surrogate::{LqModel, TAU_THRESHOLD};
@@ -216,6 +247,30 @@ impl Surrogate {
     }
 }
 
+/// What the optimizer does about a noisy objective.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum NoiseHandling {
+    /// UH-CMA-ES ([`noise`]): a few candidates of each generation are
+    /// evaluated again; when the ranking turns out to be mostly noise the
+    /// step size is raised. Stops re-evaluating on an objective that
+    /// reproduces every value exactly. Only without the surrogate, which
+    /// does not evaluate whole generations.
+    #[default]
+    Uh,
+    /// Every candidate is evaluated once and believed.
+    None,
+}
+
+impl NoiseHandling {
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            NoiseHandling::Uh => "uh",
+            NoiseHandling::None => "none",
+        }
+    }
+}
+
 /// The plugin's settings as Rust values.
 ///
 /// [`Default`] gives the same values as the declared setting defaults.
@@ -243,6 +298,7 @@ pub struct CmaesConfig {
     /// A run ends when the covariance's condition number exceeds this.
     pub max_condition: f64,
     pub surrogate: Surrogate,
+    pub noise_handling: NoiseHandling,
 }
 
 impl Default for CmaesConfig {
@@ -259,6 +315,7 @@ impl Default for CmaesConfig {
             tolstagnation: 0,
             max_condition: 1e14,
             surrogate: Surrogate::None,
+            noise_handling: NoiseHandling::Uh,
         }
     }
 }
@@ -284,6 +341,11 @@ impl TryFrom<&Settings> for CmaesConfig {
             "lq" => Surrogate::Lq,
             other => return Err(not_a_choice("surrogate", other)),
         };
+        let noise_handling = match s.text("noise_handling")? {
+            "uh" => NoiseHandling::Uh,
+            "none" => NoiseHandling::None,
+            other => return Err(not_a_choice("noise_handling", other)),
+        };
         let population = s.count("population")?;
         if population == 1 {
             return Err(SettingsError::Invalid {
@@ -303,6 +365,7 @@ impl TryFrom<&Settings> for CmaesConfig {
             tolstagnation: s.count("tolstagnation")?,
             max_condition: s.float("max_condition")?,
             surrogate,
+            noise_handling,
         })
     }
 }
@@ -331,6 +394,7 @@ impl CmaesConfig {
             ("tolstagnation", int(self.tolstagnation)),
             ("max_condition", SettingValue::Float(self.max_condition)),
             ("surrogate", text(self.surrogate.as_str())),
+            ("noise_handling", text(self.noise_handling.as_str())),
         ]
         .into_iter()
         .map(|(k, v)| (k.to_owned(), v))
@@ -442,6 +506,15 @@ fn specs() -> Vec<SettingSpec> {
             choice(&["none", "lq"]),
             SettingValue::Text(d.surrogate.as_str().to_owned()),
         ),
+        spec(
+            "noise_handling",
+            "uh (UH-CMA-ES: re-evaluate about a third of each generation from fresh \
+             starts and raise the step size when the ranking is mostly noise; \
+             stops re-evaluating once the objective reproduces its values \
+             exactly; not with surrogate=lq) or none (believe every value)",
+            choice(&["uh", "none"]),
+            SettingValue::Text(d.noise_handling.as_str().to_owned()),
+        ),
     ]
 }
 
@@ -526,6 +599,18 @@ pub struct CmaEs {
     model: Option<LqModel>,
     phase: Phase,
     best: Option<(Vec<f64>, f64)>,
+    /// The uncertainty handling, when on (and the surrogate off).
+    noise: Option<NoiseHandler>,
+    /// The re-evaluations of the generation's first candidates, once the
+    /// whole generation is told (empty otherwise); re-evaluation `j` has
+    /// tag `tag_base + λ + j`.
+    again: Vec<Slot>,
+    /// The current run's distribution means and generation medians, one
+    /// per generation, for [`Optimizer::recommendation`].
+    trail: Vec<(DVector<f64>, f64)>,
+    /// The recommendation of the best run that has ended (user units) and
+    /// its score (see [`CmaEs::run_recommendation`]).
+    ended_favourite: Option<(Vec<f64>, f64)>,
 }
 
 impl CmaEs {
@@ -585,6 +670,13 @@ impl CmaEs {
             model: (config.surrogate == Surrogate::Lq).then(|| LqModel::new(n, population)),
             phase: Phase::Propose,
             best: None,
+            noise: (config.noise_handling == NoiseHandling::Uh
+                && config.surrogate == Surrogate::None
+                && n > 0)
+                .then(|| NoiseHandler::new(n)),
+            again: Vec::new(),
+            trail: Vec::new(),
+            ended_favourite: None,
         })
     }
 
@@ -745,7 +837,36 @@ impl CmaEs {
                 }
             }
         }
+        self.finish_generation();
+    }
+
+    /// A whole generation is told: with the uncertainty handling, first
+    /// evaluate a few of it again; then learn from it.
+    fn finish_generation(&mut self) {
+        if self.again.is_empty() && self.run.is_some() && self.evaluated() == self.slots.len() {
+            let lambda = self.slots.len();
+            let count = match &self.noise {
+                Some(handler) => handler.count(lambda, &mut self.rng),
+                None => 0,
+            };
+            if count > 0 {
+                self.again = vec![Slot::Unasked; count];
+                self.phase = Phase::Propose;
+                return;
+            }
+        }
         self.complete_generation();
+    }
+
+    /// The re-evaluations' values (minimised), all told.
+    fn told_again(&self) -> Vec<f64> {
+        self.again
+            .iter()
+            .map(|s| match s {
+                Slot::Told(g) => *g,
+                _ => unreachable!("every re-evaluation was told"),
+            })
+            .collect()
     }
 
     fn told(&self, k: usize) -> f64 {
@@ -812,13 +933,24 @@ impl CmaEs {
     }
 
     fn complete_generation(&mut self) {
-        let evaluated = self.evaluated() as u64;
-        self.tag_base += self.slots.len() as u64;
+        let evaluated = (self.evaluated() + self.again.len()) as u64;
+        self.tag_base += (self.slots.len() + self.again.len()) as u64;
         if self.run.is_none() {
             self.phase = Phase::Finished;
             return;
         }
-        let g = self.generation_values();
+        let mut g = self.generation_values();
+        let mut sigma_factor = 1.0;
+        if !self.again.is_empty() {
+            let again = self.told_again();
+            if let Some(handler) = &mut self.noise {
+                sigma_factor = handler.learn(&g, &again);
+            }
+            for (value, second) in g.iter_mut().zip(&again) {
+                *value = 0.5 * (*value + second);
+            }
+            self.again.clear();
+        }
         self.slots.clear();
         // As in pycma's BIPOP, the first run counts to the small budget, so
         // the first restart has a large population.
@@ -829,7 +961,14 @@ impl CmaEs {
         }
         let genotypes = std::mem::take(&mut self.genotypes);
         let run = self.run.as_mut().expect("checked above");
-        if let Some(stop) = run.update_injected(&genotypes, &g, self.injected) {
+        let stop = run.update_injected(&genotypes, &g, self.injected);
+        run.scale_sigma(sigma_factor);
+        let mut sorted = g.clone();
+        sorted.sort_by(f64::total_cmp);
+        let mean = self.run.as_ref().expect("checked above").mean.clone();
+        self.trail.push((mean, sorted[sorted.len() / 2]));
+        let run = self.run.as_mut().expect("checked above");
+        if let Some(stop) = stop {
             self.history.push(RunSummary {
                 population: run.params.lambda,
                 regime: self.regime,
@@ -842,8 +981,38 @@ impl CmaEs {
         }
     }
 
+    /// What the current run recommends, and the score it is judged by
+    /// against other runs (minimised): the average of the distribution
+    /// means over the second half of its generations, scored by the
+    /// average of their generation medians. Under noise the mean of one
+    /// generation jitters and the best single value is the luckiest;
+    /// averaging the late means (as averaged stochastic gradient descent
+    /// does) cancels the jitter, and a median over many generations is a
+    /// fair score across runs.
+    fn run_recommendation(&self) -> Option<(Vec<f64>, f64)> {
+        let tail = &self.trail[self.trail.len() / 2..];
+        let (first, _) = tail.first()?;
+        let mut sum = DVector::zeros(first.len());
+        let mut score = 0.0;
+        for (mean, median) in tail {
+            sum += mean;
+            score += median;
+        }
+        let count = tail.len() as f64;
+        Some((self.phenotype(&(sum / count)), score / count))
+    }
+
     /// Starts the next run, or finishes.
     fn restart(&mut self) {
+        if let Some((x, score)) = self.run_recommendation()
+            && self
+                .ended_favourite
+                .as_ref()
+                .is_none_or(|(_, s)| score < *s)
+        {
+            self.ended_favourite = Some((x, score));
+        }
+        self.trail.clear();
         let restarts = self.history.len() as u32;
         if self.config.restarts == RestartStrategy::None
             || (self.budget.is_none() && restarts > self.config.max_restarts)
@@ -923,6 +1092,22 @@ impl Optimizer for CmaEs {
             Phase::Finished => Step::Finished,
             Phase::Digest => unreachable!("complete_batch leaves Digest"),
             Phase::Collect => Step::Wait,
+            Phase::Propose if !self.again.is_empty() => {
+                let lambda = self.slots.len() as u64;
+                self.batch.clear();
+                self.pending = self.again.len();
+                self.phase = Phase::Collect;
+                let candidates = (0..self.again.len())
+                    .map(|j| {
+                        self.again[j] = Slot::Pending;
+                        Candidate {
+                            tag: self.tag_base + lambda + j as u64,
+                            x: self.phenotype(&self.genotypes[j]),
+                        }
+                    })
+                    .collect();
+                Step::Evaluate(candidates)
+            }
             Phase::Propose => {
                 if self.slots.is_empty() {
                     self.start_generation();
@@ -949,6 +1134,16 @@ impl Optimizer for CmaEs {
         }
     }
 
+    fn recommendation(&self) -> Option<Vec<f64>> {
+        let current = self.run_recommendation();
+        let best = match (current, &self.ended_favourite) {
+            (Some(c), Some(e)) if e.1 < c.1 => e.clone(),
+            (Some(c), _) => c,
+            (None, e) => e.clone()?,
+        };
+        Some(best.0)
+    }
+
     fn tell(&mut self, tag: u64, outcome: Fitness) {
         if self.phase != Phase::Collect || tag < self.tag_base {
             return;
@@ -956,7 +1151,13 @@ impl Optimizer for CmaEs {
         let Ok(k) = usize::try_from(tag - self.tag_base) else {
             return;
         };
-        match self.slots.get_mut(k) {
+        let lambda = self.slots.len();
+        let slot = if k < lambda {
+            self.slots.get_mut(k)
+        } else {
+            self.again.get_mut(k - lambda)
+        };
+        match slot {
             Some(slot @ Slot::Pending) => *slot = Slot::Told(-outcome.value()),
             _ => return,
         }

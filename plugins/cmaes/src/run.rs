@@ -246,6 +246,15 @@ impl Run {
         }
     }
 
+    /// Multiplies the step size by `factor` (the uncertainty handling's
+    /// raise), keeping every coordinate's standard deviation within its cap.
+    pub fn scale_sigma(&mut self, factor: f64) {
+        if factor != 1.0 {
+            self.sigma *= factor;
+            self.stds_into_limits();
+        }
+    }
+
     /// Ends the run after at most `generations` generations ([`Stop::MaxIter`]).
     pub fn limit_generations(&mut self, generations: f64) {
         self.max_iter = self.max_iter.min(generations);

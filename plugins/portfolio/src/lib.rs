@@ -18,20 +18,60 @@
 //! 2. **Drain**: once phase 1 is over, the phase waits for every proposal
 //!    it still has out, so the hand-over point does not depend on the order
 //!    in which results arrive.
-//! 3. **CMA-ES** ([`yamor_cmaes::CmaEs`], IPOP) from the best point of
-//!    phase 1 with the rest of the budget.
+//! 3. **Confirm** (noise, below): the hand-over point is evaluated again
+//!    until it has `1 + handover_reevaluate` evaluations.
+//! 4. **CMA-ES** ([`yamor_cmaes::CmaEs`], IPOP) from the best point of
+//!    phase 1 with the rest of the budget; then, with `polish_share`, Powell
+//!    again from the best point, the same drain and confirmation before each
+//!    hand-over and before the chain finishes.
+//!
+//! # Noise
+//! A gait's fitness is noisy (every walk starts from its own random
+//! start), and the best single value of a stage is its luckiest: handing
+//! over from it starts the next stage at a point that only looked good
+//! (the winner's curse), and the stages cannot undo that, since each starts
+//! where it is told. So the chain judges every point by the **mean of all
+//! its evaluations** (the same coordinates, bit for bit, whichever stage
+//! proposed them: Powell's and CMA-ES's own noise handling re-evaluate
+//! points, and those values pool), and hands over only from a point
+//! *confirmed* by `1 + handover_reevaluate` evaluations (default 2 extra,
+//! as Powell's and the PSO's `reevaluate`):
+//!
+//! - Before a hand-over, the unconfirmed points whose mean beats the best
+//!   confirmed one are evaluated again until confirmed, the best
+//!   [`CHALLENGERS_PER_ROUND`] at once (in parallel), round after round
+//!   while an unconfirmed point still leads, at most [`MAX_ROUNDS`] rounds
+//!   (at most 24 evaluations per hand-over with the default). Then the
+//!   best confirmed point by mean is the next stage's start.
+//! - Only the top of the ranking is re-evaluated, not every point a stage
+//!   touched: the stages already spend their evaluations on their own
+//!   noise handling, and the chain's question is only which point to start
+//!   the next stage from.
+//! - The same confirmation runs once more when the last stage finishes, so
+//!   [`Chain::best`] answers with a mean, never a lone lucky value (with a
+//!   budget the runtime usually stops the chain first; [`Chain::best`]
+//!   still prefers confirmed points, and the runtime's held-out re-walk
+//!   judges the finalists).
+//! - A failed evaluation makes a point's mean −∞: the point is worst.
+//! - On a deterministic objective a confirmation reproduces the point's
+//!   value and costs `handover_reevaluate` evaluations per hand-over;
+//!   `handover_reevaluate = 0` re-evaluates nothing (points repeated by a
+//!   stage are still judged by their means).
 //!
 //! # Determinism
 //! Both phases are deterministic under any completion order; the hand-over
-//! waits for all of phase 1; the best point breaks ties by the earlier
-//! proposal. Replaying a run's results through a fresh instance therefore
-//! reproduces it, and the organizer's resume needs nothing more. Phase 2
-//! draws from its own seed (`seed + 1`), so changing the Powell phase does
-//! not change CMA-ES's random stream.
+//! waits for all of phase 1 and its confirmation; a point's mean is summed
+//! in proposal order, whatever order its values were told in; the best
+//! point breaks ties by the earlier proposal. Replaying a run's results
+//! through a fresh instance therefore reproduces it, and the organizer's
+//! resume needs nothing more. Phase 2 draws from its own seed (`seed + 1`),
+//! so changing the Powell phase does not change CMA-ES's random stream.
 //!
 //! # Layout
 //! - [`PowellCmaes`]: the [`Plugin`] (name [`NAME`], typed settings).
-//! - [`Chain`]: the [`Optimizer`] that runs the two phases.
+//! - [`PortfolioConfig`]: the settings as Rust values.
+//! - [`Chain`]: the [`Optimizer`] that runs the stages, keeps every point's
+//!   evaluations and confirms each hand-over.
 
 use std::collections::BTreeMap;
 
@@ -44,6 +84,19 @@ use yamor_powell::{Powell, PowellConfig, Variant};
 
 /// The name the runtime registers this plugin under.
 pub const NAME: &str = "powell-cmaes";
+
+/// The default of `handover_reevaluate`.
+pub const DEFAULT_REEVALUATE: u32 = 2;
+
+/// The largest `handover_reevaluate`.
+pub const MAX_REEVALUATE: u32 = 16;
+
+/// Points re-evaluated at once while confirming a hand-over point.
+pub const CHALLENGERS_PER_ROUND: usize = 4;
+
+/// Rounds of re-evaluation at most per hand-over; then the best confirmed
+/// point is taken.
+pub const MAX_ROUNDS: u32 = 3;
 
 /// The plugin.
 #[derive(Debug, Clone, Copy, Default)]
@@ -79,6 +132,12 @@ fn specs() -> Vec<SettingSpec> {
             default: SettingValue::Float(0.15),
         },
         SettingSpec {
+            name: "handover_reevaluate".into(),
+            description: "noisy fitness: before a stage hands over (and before the chain's final answer), the best points by mean are evaluated again until the best has this many evaluations beyond its first; points are compared by the mean of all their evaluations (0: no extra evaluations)".into(),
+            kind: SettingKind::Integer { min: 0, max: i64::from(MAX_REEVALUATE) },
+            default: SettingValue::Int(i64::from(DEFAULT_REEVALUATE)),
+        },
+        SettingSpec {
             name: "sigma0".into(),
             description: "CMA-ES: initial step size as a fraction of each parameter's range".into(),
             kind: SettingKind::Float { min: 1e-6, max: 1.0 },
@@ -100,6 +159,9 @@ pub struct PortfolioConfig {
     pub powell_share: f64,
     pub powell_restarts: u32,
     pub polish_share: f64,
+    /// Extra evaluations a point needs before the chain hands over from it
+    /// (see [`Chain::reevaluating`]).
+    pub handover_reevaluate: u32,
     pub sigma0: f64,
     pub population: usize,
 }
@@ -113,6 +175,7 @@ impl TryFrom<&Settings> for PortfolioConfig {
             powell_share: s.float("powell_share")?,
             powell_restarts: s.count("powell_restarts")?,
             polish_share: s.float("polish_share")?,
+            handover_reevaluate: s.count("handover_reevaluate")?,
             sigma0: s.float("sigma0")?,
             population: s.count("population")?,
         })
@@ -125,7 +188,7 @@ impl Plugin for PowellCmaes {
             name: NAME.into(),
             author: "the yamor authors".into(),
             version: env!("CARGO_PKG_VERSION").into(),
-            description: "Powell's method until it converges (at most powell_share of the budget), then IPOP CMA-ES from its best point, then (polish_share) Powell again from the best point".into(),
+            description: "Powell's method until it converges (at most powell_share of the budget), then IPOP CMA-ES from its best point, then (polish_share) Powell again from the best point; each hand-over from the best mean of a point evaluated 1 + handover_reevaluate times".into(),
             settings: specs(),
         }
     }
@@ -195,7 +258,9 @@ impl Plugin for PowellCmaes {
                 }),
             });
         }
-        Ok(Box::new(Chain::new(space.clone(), stages, budget)))
+        Ok(Box::new(
+            Chain::new(space.clone(), stages, budget).reevaluating(config.handover_reevaluate),
+        ))
     }
 }
 
@@ -213,9 +278,37 @@ pub struct Stage {
 
 struct Proposal {
     stage: usize,
-    /// The tag the stage gave it.
-    inner: u64,
+    /// The tag the stage gave it; `None` for the chain's own re-evaluation
+    /// of a hand-over candidate.
+    inner: Option<u64>,
     x: Vec<f64>,
+}
+
+/// Every evaluation of one point (the same coordinates, bit for bit),
+/// whichever stage proposed it, or the chain itself.
+struct Point {
+    x: Vec<f64>,
+    /// Values by the chain's tag, so the mean is summed in proposal order
+    /// whatever order they were told in; a failure (−∞) makes it −∞.
+    values: BTreeMap<u64, f64>,
+}
+
+impl Point {
+    /// The chain's tag of its earliest evaluation.
+    fn first(&self) -> u64 {
+        *self.values.keys().next().expect("a point has a value")
+    }
+
+    fn mean(&self) -> f64 {
+        self.values.values().sum::<f64>() / self.values.len() as f64
+    }
+
+    /// Whether `self` ranks before `other`: the higher mean, then the
+    /// earlier first proposal.
+    fn beats(&self, other: &Point) -> bool {
+        let (a, b) = (self.mean(), other.mean());
+        a > b || (a == b && self.first() < other.first())
+    }
 }
 
 /// Optimizers run one after the other, each starting from the best point
@@ -225,22 +318,40 @@ struct Proposal {
 /// proposals (the rest of its last batch is never proposed). The next stage
 /// starts once every proposal of the ended one is told, so the hand-over
 /// does not depend on the order results arrive in.
+///
+/// Points are judged by the mean of all their evaluations: a stage that
+/// evaluates a point again (Powell's and CMA-ES's noise handling) or the
+/// chain itself adds to the same mean. With [`Chain::reevaluating`]`(k)`,
+/// `k` > 0, a point is *confirmed* once it has `1 + k` evaluations, and the
+/// chain hands over only from a confirmed point: before a hand-over (and
+/// before it finishes) it evaluates the unconfirmed points whose mean beats
+/// the best confirmed one until they are confirmed,
+/// [`CHALLENGERS_PER_ROUND`] at a time (the best first), for at most
+/// [`MAX_ROUNDS`] rounds, then hands over from the best confirmed point.
 pub struct Chain {
     space: Space,
     stages: Vec<Stage>,
-    /// The running stage (index) and its optimizer; `None` while draining.
+    /// The running stage (index) and its optimizer; `None` while draining
+    /// and confirming.
     current: usize,
     running: Option<Box<dyn Optimizer>>,
     budget: Option<u64>,
     proposed: u64,
     /// Proposals out for evaluation, by the chain's tag.
     out: BTreeMap<u64, Proposal>,
-    /// Best (fitness, tag, point); ties go to the earlier tag.
-    best: Option<(f64, u64, Vec<f64>)>,
+    /// Every point told, by its coordinates' bits.
+    points: BTreeMap<Vec<u64>, Point>,
+    /// Evaluations beyond its first that a point needs to be handed over
+    /// from.
+    reevaluate: u32,
+    /// Rounds of re-evaluation spent on the coming hand-over.
+    rounds: u32,
 }
 
 impl Chain {
-    /// Runs `stages` in order over `space`; `budget` is the run's.
+    /// Runs `stages` in order over `space`; `budget` is the run's. Points
+    /// are compared by their means but nothing is re-evaluated by the chain
+    /// itself (see [`Chain::reevaluating`]).
     #[must_use]
     pub fn new(space: Space, stages: Vec<Stage>, budget: Option<u64>) -> Self {
         let running = stages.first().map(|s| (s.start)(&space, budget));
@@ -252,8 +363,19 @@ impl Chain {
             budget,
             proposed: 0,
             out: BTreeMap::new(),
-            best: None,
+            points: BTreeMap::new(),
+            reevaluate: 0,
+            rounds: 0,
         }
+    }
+
+    /// Hands over only from points evaluated `1 + extra` times (see the
+    /// type's docs); 0, the default, hands over from the best mean as it
+    /// stands.
+    #[must_use]
+    pub fn reevaluating(mut self, extra: u32) -> Self {
+        self.reevaluate = extra;
+        self
     }
 
     /// The stage running or about to run (0-based).
@@ -262,25 +384,77 @@ impl Chain {
         self.current
     }
 
-    /// The best point told so far and its fitness.
+    /// The point the chain hands over from (and answers with) and the mean
+    /// of its evaluations: the best confirmed point by mean, or while none
+    /// is confirmed the best by mean; ties go to the earlier proposal;
+    /// `None` until some evaluation succeeded.
     #[must_use]
     pub fn best(&self) -> Option<(&[f64], f64)> {
-        self.best.as_ref().map(|(f, _, x)| (x.as_slice(), *f))
+        self.best_point().map(|p| (p.x.as_slice(), p.mean()))
     }
 
-    fn wrap(&mut self, inner: Vec<Candidate>) -> Vec<Candidate> {
-        inner
+    /// How many evaluations the mean [`Chain::best`] reports is over.
+    #[must_use]
+    pub fn best_evaluations(&self) -> Option<usize> {
+        self.best_point().map(|p| p.values.len())
+    }
+
+    fn confirmed(&self, p: &Point) -> bool {
+        p.values.len() > self.reevaluate as usize
+    }
+
+    fn best_point(&self) -> Option<&Point> {
+        let pick = |confirmed_only: bool| {
+            self.points
+                .values()
+                .filter(|p| p.mean() > f64::NEG_INFINITY)
+                .filter(|p| !confirmed_only || self.confirmed(p))
+                .fold(None, |best: Option<&Point>, p| match best {
+                    Some(b) if !p.beats(b) => Some(b),
+                    _ => Some(p),
+                })
+        };
+        pick(true).or_else(|| pick(false))
+    }
+
+    /// The unconfirmed points whose mean beats the best confirmed one, the
+    /// best [`CHALLENGERS_PER_ROUND`] of them.
+    fn challengers(&self) -> Vec<&Point> {
+        let floor = self
+            .points
+            .values()
+            .filter(|p| self.confirmed(p))
+            .map(Point::mean)
+            .fold(f64::NEG_INFINITY, f64::max);
+        let mut open: Vec<&Point> = self
+            .points
+            .values()
+            .filter(|p| !self.confirmed(p) && p.mean() > floor)
+            .collect();
+        open.sort_by(|a, b| {
+            b.mean()
+                .total_cmp(&a.mean())
+                .then(a.first().cmp(&b.first()))
+        });
+        open.truncate(CHALLENGERS_PER_ROUND);
+        open
+    }
+
+    /// Tags `batch` (the stage's tag, or `None` for the chain's own) and
+    /// records it as out.
+    fn wrap(&mut self, batch: Vec<(Option<u64>, Vec<f64>)>) -> Vec<Candidate> {
+        batch
             .into_iter()
-            .map(|c| {
+            .map(|(inner, x)| {
                 let tag = self.proposed;
                 self.proposed += 1;
                 let proposal = Proposal {
                     stage: self.current,
-                    inner: c.tag,
-                    x: c.x.clone(),
+                    inner,
+                    x: x.clone(),
                 };
                 self.out.insert(tag, proposal);
-                Candidate { tag, x: c.x }
+                Candidate { tag, x }
             })
             .collect()
     }
@@ -291,13 +465,32 @@ impl Chain {
         self.ask()
     }
 
+    /// Every proposal of the ended stage is told: confirm the hand-over
+    /// point by re-evaluation, then start the next stage from it.
+    fn hand_over(&mut self) -> Step {
+        if self.reevaluate > 0 && self.rounds < MAX_ROUNDS {
+            let need = self.reevaluate as usize + 1;
+            let again: Vec<(Option<u64>, Vec<f64>)> = self
+                .challengers()
+                .iter()
+                .flat_map(|p| std::iter::repeat_n((None, p.x.clone()), need - p.values.len()))
+                .collect();
+            if !again.is_empty() {
+                self.rounds += 1;
+                return Step::Evaluate(self.wrap(again));
+            }
+        }
+        self.rounds = 0;
+        self.start_next()
+    }
+
     fn start_next(&mut self) -> Step {
         self.current += 1;
         let Some(stage) = self.stages.get(self.current) else {
             return Step::Finished;
         };
-        let start = match &self.best {
-            Some((_, _, x)) => self.space.clamp(x),
+        let start = match self.best() {
+            Some((x, _)) => self.space.clamp(x),
             None => self.space.start.clone(),
         };
         let space =
@@ -309,6 +502,15 @@ impl Chain {
 }
 
 impl Optimizer for Chain {
+    /// The running stage's own recommendation (CMA-ES's averaged late
+    /// means), else the chain's best point by mean.
+    fn recommendation(&self) -> Option<Vec<f64>> {
+        self.running
+            .as_ref()
+            .and_then(|stage| stage.recommendation())
+            .or_else(|| self.best().map(|(x, _)| x.to_vec()))
+    }
+
     fn ask(&mut self) -> Step {
         let end = self.stages.get(self.current).and_then(|s| s.end);
         let Some(running) = &mut self.running else {
@@ -318,7 +520,7 @@ impl Optimizer for Chain {
             return if self.out.values().any(|p| p.stage == self.current) {
                 Step::Wait
             } else {
-                self.start_next()
+                self.hand_over()
             };
         };
         let room = end.map(|end| end.saturating_sub(self.proposed));
@@ -330,7 +532,8 @@ impl Optimizer for Chain {
                 if let Some(room) = room {
                     candidates.truncate(usize::try_from(room).unwrap_or(usize::MAX));
                 }
-                Step::Evaluate(self.wrap(candidates))
+                let batch = candidates.into_iter().map(|c| (Some(c.tag), c.x)).collect();
+                Step::Evaluate(self.wrap(batch))
             }
             Step::Wait => Step::Wait,
             Step::Finished => self.end_stage(),
@@ -341,17 +544,19 @@ impl Optimizer for Chain {
         let Some(Proposal { stage, inner, x }) = self.out.remove(&tag) else {
             return; // stale, unknown or repeated
         };
-        let value = outcome.value();
-        let better = match &self.best {
-            None => value > f64::NEG_INFINITY,
-            Some((f, t, _)) => value > *f || (value == *f && tag < *t),
-        };
-        if better {
-            self.best = Some((value, tag, x));
-        }
-        // An ended stage's late results only count towards the best.
+        let key = x.iter().map(|v| v.to_bits()).collect();
+        self.points
+            .entry(key)
+            .or_insert_with(|| Point {
+                x,
+                values: BTreeMap::new(),
+            })
+            .values
+            .insert(tag, outcome.value());
+        // An ended stage's late results (and the chain's own
+        // re-evaluations) only count towards the means.
         if stage == self.current
-            && let Some(running) = &mut self.running
+            && let (Some(inner), Some(running)) = (inner, &mut self.running)
         {
             running.tell(inner, outcome);
         }

@@ -70,10 +70,13 @@ fn neg_rosenbrock(x: &[f64]) -> f64 {
     -(100.0 * (x[1] - x[0] * x[0]).powi(2) + (1.0 - x[0]).powi(2))
 }
 
+/// The classic PSO (`reevaluate` = 0, single values): the tests of the
+/// algorithm itself; the noise handling has its own (`tests/noise.rs`).
 fn config(particles: usize, iterations: u64) -> PsoConfig {
     PsoConfig {
         particles,
         iterations,
+        reevaluate: 0,
         ..PsoConfig::default()
     }
 }
@@ -363,6 +366,7 @@ fn settings_are_declared_with_defaults_and_validated() {
     assert_eq!(defaults.float("max_velocity"), Ok(0.5));
     assert_eq!(defaults.text("topology"), Ok("global"));
     assert_eq!(defaults.bool("include_start"), Ok(true));
+    assert_eq!(defaults.int("reevaluate"), Ok(2));
     assert_eq!(
         PsoConfig::try_from(&defaults).unwrap(),
         PsoConfig::default()
@@ -381,6 +385,8 @@ fn settings_are_declared_with_defaults_and_validated() {
         ("max_velocity", SettingValue::Float(0.0)),
         ("topology", SettingValue::Text("star".into())),
         ("include_start", SettingValue::Int(1)),
+        ("reevaluate", SettingValue::Int(-1)),
+        ("reevaluate", SettingValue::Int(17)),
     ];
     for (name, value) in rejected {
         match resolve(&[(name, value.clone())]) {
@@ -402,6 +408,7 @@ fn settings_are_declared_with_defaults_and_validated() {
             "include_start=no",
             "inertia=0.5",
             "max_velocity=1",
+            "reevaluate=0",
         ],
     )
     .unwrap();
@@ -415,6 +422,7 @@ fn settings_are_declared_with_defaults_and_validated() {
             max_velocity: 1.0,
             topology: Topology::Ring,
             include_start: false,
+            reevaluate: 0,
             ..PsoConfig::default()
         }
     );
@@ -492,6 +500,7 @@ fn scenario() -> impl Strategy<Value = (Space, PsoConfig, u64)> {
                         Topology::Global
                     },
                     include_start,
+                    reevaluate: 0,
                 };
                 (Space::new(bounds, start).unwrap(), config, seed)
             },
