@@ -99,6 +99,32 @@ pub struct EvaluationSpec {
     /// some bodies depend on where the oscillators start; an optimizer given
     /// one start learns that start's luck, not a gait.
     pub repeats: u32,
+    /// Stop the walk early when it is hopeless (`None`: walk it whole).
+    pub early_stop: Option<EarlyStop>,
+}
+
+/// Where in the measured window a walk's velocity so far is read
+/// ([`Outcome::partial_velocities`]), as fractions of the window: early
+/// enough to save most of a hopeless walk, late enough for the sway of one
+/// stride to have averaged out.
+pub const CHECKPOINT_FRACTIONS: [f64; 2] = [0.25, 0.5];
+
+/// A bound on a walk's velocity so far at each checkpoint of
+/// [`CHECKPOINT_FRACTIONS`]: a walk below it there ends, its partial
+/// velocity its value (a median- or successive-halving-style rule, the
+/// bounds set by the organizer from the run's complete walks). `None` at a
+/// checkpoint: no bound there.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct EarlyStop {
+    pub min_velocity: Vec<Option<f64>>,
+}
+
+impl EarlyStop {
+    /// The bound at checkpoint `k`, when there is one.
+    #[must_use]
+    pub fn bound(&self, k: usize) -> Option<f64> {
+        self.min_velocity.get(k).copied().flatten()
+    }
 }
 
 impl Default for EvaluationSpec {
@@ -113,6 +139,7 @@ impl Default for EvaluationSpec {
             full_trajectory: false,
             situation: Situation::default(),
             repeats: 1,
+            early_stop: None,
         }
     }
 }
@@ -198,6 +225,20 @@ impl EvaluationSpec {
             && !(lead_in.seconds > 0.0 && lead_in.seconds <= MAX_WALK_PART_S)
         {
             return bad("lead_in_s", lead_in.seconds, "in (0, 3600] s");
+        }
+        if let Some(early) = &self.early_stop {
+            if early.min_velocity.len() > CHECKPOINT_FRACTIONS.len() {
+                return bad(
+                    "early_stop",
+                    early.min_velocity.len() as f64,
+                    "at most one bound per checkpoint (2)",
+                );
+            }
+            for bound in early.min_velocity.iter().flatten() {
+                if !bound.is_finite() {
+                    return bad("early_stop.min_velocity_m_s", *bound, "a finite velocity");
+                }
+            }
         }
         Ok(())
     }
@@ -428,6 +469,14 @@ pub struct Outcome {
     pub sample_count: u32,
     /// Every sample, when the spec asked for them.
     pub samples: Vec<Sample>,
+    /// The walk's velocity so far at each checkpoint of
+    /// [`CHECKPOINT_FRACTIONS`] it reached (m/s): what the organizer sets
+    /// early-stopping bounds from.
+    pub partial_velocities: Vec<f64>,
+    /// The walk was stopped at this checkpoint of [`CHECKPOINT_FRACTIONS`]
+    /// as hopeless; its velocity is its velocity so far, never a complete
+    /// result.
+    pub stopped_early: Option<u32>,
     /// Robot seconds walked.
     pub simulated: f64,
     /// Wall-clock time the evaluation took (not part of its identity).

@@ -8,7 +8,9 @@ use crate::sim::{SimError, SimSettings, Simulation};
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Instant;
-use yamor_core::evaluation::{EvaluationSpec, Outcome, Sample, Situation};
+use yamor_core::evaluation::{
+    CHECKPOINT_FRACTIONS, EvaluationSpec, Outcome, Sample, Situation, planar_velocity,
+};
 use yamor_core::{Morphology, RobotConfig};
 use yamor_snp::{SnpMessage, flags};
 
@@ -88,6 +90,18 @@ pub fn evaluate_cancellable(
 ) -> Result<Outcome, SimError> {
     let settings = walk_settings(settings, spec)?;
     let repeats = spec.repeats.max(1);
+    // A mean over several starts is not stopped early: its walks are
+    // already the averaging a stop would cut short.
+    let whole;
+    let spec = if repeats > 1 && spec.early_stop.is_some() {
+        whole = EvaluationSpec {
+            early_stop: None,
+            ..spec.clone()
+        };
+        &whole
+    } else {
+        spec
+    };
     let mut outcome = walk(morphology, gait, settings, spec, cancel, &mut |_| ())?;
     let mut velocity_sum = outcome.velocity;
     for k in 1..repeats {
@@ -246,6 +260,9 @@ fn walk(
     let mut trajectory = vec![sim.robot_sample()];
     let mut start = None;
     let mut next_sample = spec.sample_interval;
+    let checkpoints = CHECKPOINT_FRACTIONS.map(|f| measure_from + f * spec.measure);
+    let mut partial_velocities = Vec::new();
+    let mut stopped_early = None;
     while sim.time() + settings.dt / 2.0 <= total {
         if sim.ticks() % check_every == 0 && cancel.load(Ordering::Relaxed) {
             return Err(SimError::Cancelled(sim.time()));
@@ -263,6 +280,18 @@ fn walk(
             trajectory.push(sim.robot_sample());
             next_sample += spec.sample_interval.max(settings.dt);
         }
+        let k = partial_velocities.len();
+        if let (Some(from), Some(&at)) = (start, checkpoints.get(k))
+            && sim.time() + settings.dt / 2.0 >= at
+        {
+            let partial = planar_velocity(&from, &sim.robot_sample());
+            partial_velocities.push(partial);
+            let bound = spec.early_stop.as_ref().and_then(|e| e.bound(k));
+            if bound.is_some_and(|b| partial < b) {
+                stopped_early = Some(k as u32);
+                break;
+            }
+        }
     }
     let end = sim.robot_sample();
     if trajectory.last() != Some(&end) {
@@ -270,6 +299,8 @@ fn walk(
     }
     let start = start.unwrap_or(trajectory[0]);
     let mut outcome = Outcome::from_samples(start, end, trajectory, spec.full_trajectory);
+    outcome.partial_velocities = partial_velocities;
+    outcome.stopped_early = stopped_early;
     outcome.simulated = end.t;
     outcome.wall = started.elapsed();
     outcome.physics_steps = sim.ticks();
@@ -362,6 +393,57 @@ mod tests {
                 .unwrap()
                 .len(),
             0
+        );
+    }
+
+    #[test]
+    fn a_hopeless_walk_stops_at_its_checkpoint_and_a_hopeful_one_walks_whole() {
+        use yamor_core::evaluation::EarlyStop;
+        let (morphology, gait) = crate::robots::load("quadruped", None).unwrap();
+        let spec = EvaluationSpec {
+            warmup: 1.0,
+            measure: 4.0,
+            seed: 3,
+            ..EvaluationSpec::default()
+        };
+        let settings = SimSettings::default();
+        let whole = without_wall(evaluate(&morphology, &gait, settings, &spec).unwrap());
+        assert_eq!(whole.partial_velocities.len(), CHECKPOINT_FRACTIONS.len());
+        assert_eq!(whole.stopped_early, None);
+        assert!((whole.simulated - 5.0).abs() < 1e-6);
+
+        // Bounds below its partial velocities: walked whole, the same bits.
+        let below = EarlyStop {
+            min_velocity: whole
+                .partial_velocities
+                .iter()
+                .map(|v| Some(v - 0.01))
+                .collect(),
+        };
+        let spec_below = EvaluationSpec {
+            early_stop: Some(below),
+            ..spec.clone()
+        };
+        let kept = without_wall(evaluate(&morphology, &gait, settings, &spec_below).unwrap());
+        assert_eq!(kept, whole);
+
+        // Above its half-way velocity: stopped there, its value the partial
+        // velocity, a quarter of the window unwalked.
+        let above = EarlyStop {
+            min_velocity: vec![None, Some(whole.partial_velocities[1] + 0.01)],
+        };
+        let spec_above = EvaluationSpec {
+            early_stop: Some(above),
+            ..spec.clone()
+        };
+        let stopped = evaluate(&morphology, &gait, settings, &spec_above).unwrap();
+        assert_eq!(stopped.stopped_early, Some(1));
+        assert_eq!(stopped.velocity, whole.partial_velocities[1]);
+        assert_eq!(stopped.partial_velocities, whole.partial_velocities);
+        assert!(
+            (stopped.simulated - 3.0).abs() < 0.02,
+            "{}",
+            stopped.simulated
         );
     }
 }

@@ -236,6 +236,7 @@ pub fn run_spec(request: pb::StartRunRequest) -> Result<RunSpec, String> {
         starts: Starts::fixed_when(request.fixed_start),
         held_out,
         max_turn_deg_s: request.max_turn_deg_s,
+        early_stop: request.early_stop,
     })
 }
 
@@ -380,6 +381,7 @@ pub fn run_spec_to_pb(spec: &RunSpec) -> pb::StartRunRequest {
         objective: spec.objective.to_text(),
         fixed_start: spec.starts == Starts::Fixed,
         max_turn_deg_s: spec.max_turn_deg_s,
+        early_stop: spec.early_stop,
         held_out_candidates: Some(spec.held_out.candidates),
         held_out_starts: Some(spec.held_out.starts),
     }

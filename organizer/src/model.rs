@@ -295,6 +295,10 @@ pub struct RunSpec {
     /// (thesis 6.2.1). `None`: any.
     #[serde(default)]
     pub max_turn_deg_s: Option<f64>,
+    /// Stop hopeless walks early (`organizer::runs` sets the bounds from the
+    /// run's complete walks). Off for the thesis' figures and by default.
+    #[serde(default)]
+    pub early_stop: bool,
 }
 
 /// The value a walk is told to the optimizer as (m/s, maximised) under a
@@ -418,6 +422,7 @@ impl RunSpec {
             starts: Starts::Fresh,
             held_out: HeldOut::default_for(&problem, None),
             max_turn_deg_s: None,
+            early_stop: false,
             problem,
         }
     }

@@ -23,7 +23,9 @@ use tokio::sync::{broadcast, mpsc, watch};
 use tokio::time::Instant;
 use tokio_stream::wrappers::BroadcastStream;
 use tokio_stream::{Stream, StreamExt};
-use yamor_core::evaluation::{BackendKind, EvaluationJob, Objective};
+use yamor_core::evaluation::{
+    BackendKind, CHECKPOINT_FRACTIONS, EarlyStop, EvaluationJob, Objective,
+};
 use yamor_core::optimize::OptimizationConfig;
 use yamor_core::starts::{Spread, candidate_seed, held_out_seeds};
 use yamor_optimizer_api::{Bound, Fitness, Optimizer, Plugin, PluginInfo, Settings, Space, Step};
@@ -689,6 +691,7 @@ impl Runs {
             best: None,
             first_error: None,
             learnt: Vec::new(),
+            complete: Vec::new(),
             re_walked,
             clock: Instant::now(),
             elapsed_before,
@@ -724,6 +727,9 @@ struct Executor<'a> {
     first_error: Option<String>,
     /// Every value learnt with its point: the re-walk's finalists.
     learnt: Vec<(f64, Vec<f64>)>,
+    /// The complete walks learnt (not stopped early): their velocity so far
+    /// at each checkpoint and their velocity, for the early-stop bounds.
+    complete: Vec<(Vec<f64>, f64)>,
     /// The stored held-out re-walks, by proposal number.
     re_walked: HashMap<u64, crate::model::Job>,
     clock: Instant,
@@ -783,6 +789,11 @@ impl Executor<'_> {
         candidates: Vec<yamor_optimizer_api::Candidate>,
     ) -> Result<Vec<Fresh>, RunError> {
         let mut fresh = Vec::new();
+        let early_stop = if self.spec.early_stop {
+            early_stop_bounds(&self.complete)
+        } else {
+            None
+        };
         for c in candidates {
             if !self.budget_left() {
                 break;
@@ -804,6 +815,7 @@ impl Executor<'_> {
                 if self.spec.starts == Starts::Fresh {
                     job.job.spec.seed = candidate_seed(self.spec.seed, seq);
                 }
+                job.job.spec.early_stop.clone_from(&early_stop);
                 fresh.push((seq, c.tag, c.x, job));
             }
         }
@@ -864,6 +876,16 @@ impl Executor<'_> {
             return Err(RunError::ToldBeforeProposed(completion.job_id));
         };
         let max_turn = self.spec.max_turn_deg_s;
+        if let Ok(o) = &completion.outcome
+            && o.stopped_early.is_none()
+            && o.velocity.is_finite()
+            && o.partial_velocities.len() == CHECKPOINT_FRACTIONS.len()
+        {
+            self.complete.push((
+                o.partial_velocities.clone(),
+                constrained_value(o.velocity, o.turn_deg_s, max_turn),
+            ));
+        }
         let velocity = match &completion.outcome {
             Ok(o) if o.velocity.is_finite() => {
                 Some(constrained_value(o.velocity, o.turn_deg_s, max_turn))
@@ -1190,6 +1212,41 @@ fn variant_name(base: &RunSpec, settings: &BTreeMap<String, String>, seed: u64) 
         let pairs: Vec<String> = settings.iter().map(|(k, v)| format!("{k}={v}")).collect();
         format!("{prefix} {}", pairs.join(","))
     }
+}
+
+/// Complete walks a run needs before it stops any early.
+pub const EARLY_STOP_AFTER: usize = 24;
+
+/// The recent complete walks the early-stop bounds are read from.
+pub const EARLY_STOP_WINDOW: usize = 96;
+
+/// The early-stop bounds for the next walks, from the run's complete walks
+/// (`(velocity so far at each checkpoint, value)`, in tell order): at each
+/// checkpoint, the lowest velocity so far of the best quarter of the last
+/// [`EARLY_STOP_WINDOW`] complete walks. A walk below it is slower at that
+/// point than every walk that went on to be among the run's best, so it is
+/// very unlikely to be one (the successive-halving idea of Optuna's and Ray
+/// Tune's pruners, judged against the run's best rather than its median, so
+/// that ranks among the good walks, which the optimizer learns from, are
+/// never cut). `None` until [`EARLY_STOP_AFTER`] complete walks.
+fn early_stop_bounds(complete: &[(Vec<f64>, f64)]) -> Option<EarlyStop> {
+    if complete.len() < EARLY_STOP_AFTER {
+        return None;
+    }
+    let mut recent: Vec<&(Vec<f64>, f64)> = complete
+        [complete.len().saturating_sub(EARLY_STOP_WINDOW)..]
+        .iter()
+        .collect();
+    recent.sort_by(|a, b| b.1.total_cmp(&a.1));
+    let best = &recent[..recent.len().div_ceil(4)];
+    let min_velocity = (0..CHECKPOINT_FRACTIONS.len())
+        .map(|k| {
+            best.iter()
+                .filter_map(|(partials, _)| partials.get(k).copied())
+                .min_by(f64::total_cmp)
+        })
+        .collect();
+    Some(EarlyStop { min_velocity })
 }
 
 /// Two points with bit-identical coordinates (what asking a point again gives).

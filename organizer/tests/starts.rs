@@ -216,3 +216,102 @@ async fn a_turn_constraint_must_be_a_positive_rate() {
     assert_eq!(run.state, RunState::Finished, "{}", run.error);
     assert!(run.held_out.is_some());
 }
+
+/// Every job of a run in proposal order: (seed, early-stop bounds,
+/// stopped-early checkpoint, velocity bits).
+type JobTrace = Vec<(u64, Option<Vec<Option<f64>>>, Option<u32>, Option<u64>)>;
+
+async fn early_stop_run(name: &str) -> (Run, JobTrace, Vec<yamor_organizer::model::Job>) {
+    let organizer = organizer_with_sim_hosts(name).await;
+    let mut spec = gait_run(
+        Starts::Fresh,
+        HeldOut {
+            candidates: 2,
+            starts: 2,
+        },
+    );
+    spec.max_evaluations = 60;
+    spec.early_stop = true;
+    let run = run_to_end(&organizer, spec).await;
+    let jobs = organizer
+        .scheduler
+        .store()
+        .jobs(&JobFilter {
+            run_id: Some(run.id),
+            ..JobFilter::default()
+        })
+        .unwrap();
+    let trace = jobs
+        .iter()
+        .map(|j| {
+            let o = j.outcome.as_ref();
+            (
+                j.request.job.spec.seed,
+                j.request
+                    .job
+                    .spec
+                    .early_stop
+                    .clone()
+                    .map(|e| e.min_velocity),
+                o.and_then(|o| o.stopped_early),
+                o.map(|o| o.velocity.to_bits()),
+            )
+        })
+        .collect();
+    (run, trace, jobs)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hopeless_walks_stop_early_below_the_best_quarters_pace_and_only_then() {
+    use yamor_core::evaluation::CHECKPOINT_FRACTIONS;
+    use yamor_organizer::runs::EARLY_STOP_AFTER;
+    let (run, trace, jobs) = early_stop_run("starts-early").await;
+    assert_eq!(run.state, RunState::Finished, "{}", run.error);
+    assert_eq!(run.evaluations, 60);
+    let candidates: Vec<_> = jobs.iter().filter(|j| j.seq < HELD_OUT_SEQ).collect();
+    // No bound before enough complete walks; bounds afterwards.
+    for job in candidates.iter().take(EARLY_STOP_AFTER) {
+        assert_eq!(job.request.job.spec.early_stop, None, "job {}", job.seq);
+    }
+    assert!(
+        candidates
+            .iter()
+            .any(|j| j.request.job.spec.early_stop.is_some())
+    );
+    let mut stopped = 0;
+    for job in &candidates {
+        let o = job.outcome.as_ref().expect("done");
+        match o.stopped_early {
+            Some(k) => {
+                stopped += 1;
+                let bound = job
+                    .request
+                    .job
+                    .spec
+                    .early_stop
+                    .as_ref()
+                    .unwrap()
+                    .bound(k as usize);
+                // Stopped only below its bound, its value the partial one,
+                // and short of the whole walk.
+                assert!(o.velocity < bound.unwrap(), "job {}", job.seq);
+                assert_eq!(o.velocity, o.partial_velocities[k as usize]);
+                assert!(o.simulated < job.request.job.spec.walk_seconds() - 0.4);
+            }
+            None => assert_eq!(o.partial_velocities.len(), CHECKPOINT_FRACTIONS.len()),
+        }
+    }
+    assert!(
+        stopped > 0,
+        "no walk was hopeless in {} walks",
+        candidates.len()
+    );
+    // The held-out re-walks are walked whole.
+    for job in jobs.iter().filter(|j| j.seq >= HELD_OUT_SEQ) {
+        assert_eq!(job.request.job.spec.early_stop, None);
+    }
+    // The same run again makes the same bounds and stops the same walks:
+    // what a resumed run's replay relies on.
+    let (_, again, _) = early_stop_run("starts-early-again").await;
+    assert_eq!(trace, again);
+}

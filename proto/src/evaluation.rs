@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use yamor_core::RobotConfig;
 use yamor_core::evaluation::{
-    DefectMode, EvaluationJob, EvaluationSpec, LeadIn, Objective, Outcome, RobotSource, Sample,
-    Situation,
+    DefectMode, EarlyStop, EvaluationJob, EvaluationSpec, LeadIn, Objective, Outcome, RobotSource,
+    Sample, Situation,
 };
 
 use crate::v1 as pb;
@@ -105,6 +105,7 @@ pub fn stored_spec(spec: Option<pb::EvaluationSpec>) -> Result<EvaluationSpec, C
             lead_in: lead_in(&spec.lead_in_gait_xml, spec.lead_in_s)?,
         },
         repeats: spec.repeats.max(1),
+        early_stop: early_stop(&spec.early_stop)?,
     })
 }
 
@@ -136,7 +137,41 @@ pub fn spec_to_pb(spec: &EvaluationSpec) -> pb::EvaluationSpec {
             .map(|l| l.gait.to_xml_string())
             .unwrap_or_default(),
         lead_in_s: spec.lead_in_seconds(),
+        early_stop: spec
+            .early_stop
+            .iter()
+            .flat_map(|e| e.min_velocity.iter().enumerate())
+            .filter_map(|(k, bound)| {
+                Some(pb::CheckpointBound {
+                    checkpoint: u32::try_from(k).ok()?,
+                    min_velocity_m_s: (*bound)?,
+                })
+            })
+            .collect(),
     }
+}
+
+/// The wire's checkpoint bounds as the domain's (a checkpoint beyond the
+/// known ones is an error naming it).
+fn early_stop(bounds: &[pb::CheckpointBound]) -> Result<Option<EarlyStop>, ConvertError> {
+    if bounds.is_empty() {
+        return Ok(None);
+    }
+    let count = yamor_core::evaluation::CHECKPOINT_FRACTIONS.len();
+    let mut min_velocity = vec![None; count];
+    for b in bounds {
+        let slot = usize::try_from(b.checkpoint)
+            .ok()
+            .and_then(|k| min_velocity.get_mut(k))
+            .ok_or_else(|| {
+                invalid(format!(
+                    "spec.early_stop.checkpoint: {} is not a checkpoint (0..{count})",
+                    b.checkpoint
+                ))
+            })?;
+        *slot = Some(b.min_velocity_m_s);
+    }
+    Ok(Some(EarlyStop { min_velocity }))
 }
 
 /// The lead-in of a proto spec: a gait and its seconds, both or neither
@@ -272,6 +307,8 @@ pub fn outcome(result: Option<pb::EvaluationResult>) -> Result<Outcome, ConvertE
         max_height: t.max_height_m,
         sample_count: t.sample_count,
         samples: t.samples.into_iter().map(|p| sample(Some(p))).collect(),
+        partial_velocities: t.partial_velocities_m_s,
+        stopped_early: t.stopped_early_at,
         simulated: timings.simulated_s,
         wall: Duration::try_from_secs_f64(timings.wall_s).unwrap_or_default(),
         physics_steps: timings.physics_steps,
@@ -293,6 +330,8 @@ pub fn outcome_to_pb(o: &Outcome) -> pb::EvaluationResult {
             sample_count: o.sample_count,
             samples: o.samples.iter().map(position).collect(),
             turn_deg_s: o.turn_deg_s,
+            partial_velocities_m_s: o.partial_velocities.clone(),
+            stopped_early_at: o.stopped_early,
         }),
         timings: Some(pb::Timings {
             simulated_s: o.simulated,

@@ -288,6 +288,11 @@ pub struct RunOptions {
     /// reported gait keeps it over the held-out starts when a finalist does.
     #[arg(long, value_name = "DEG_PER_S")]
     pub max_turn: Option<f64>,
+    /// Stop hopeless walks early: a walk slower, a quarter or half way
+    /// through its measured window, than every walk of the run's best
+    /// quarter was at that point ends there (told as its velocity so far).
+    #[arg(long)]
+    pub early_stop: bool,
 }
 
 /// `--on`'s values: the kinds' short names.
@@ -334,6 +339,7 @@ impl RunOptions {
             starts: Starts::fixed_when(self.fixed_start),
             held_out: HeldOut::asked(self.finalists, self.held_out, &problem, self.on),
             max_turn_deg_s: self.max_turn,
+            early_stop: self.early_stop,
             ..RunSpec::new(self.optimizer.clone(), problem)
         })
     }
