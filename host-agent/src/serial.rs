@@ -34,6 +34,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
+use yamor_core::evaluation::{CHECKPOINT_FRACTIONS, planar_velocity};
 use yamor_core::{ModuleId, RobotConfig};
 use yamor_snp::configuration_messages;
 use yamor_snp::{BROADCAST, Frame, FrameDecoder, HOST, SnpFrame, SnpMessage, flags};
@@ -258,23 +259,48 @@ impl SerialRobot {
                 job.spec.measure
             };
             let end_at = begin + settings.wall(job.spec.measure);
+            // Where the velocity so far is read, and a hopeless walk ends
+            // (a person's time is what a real robot's walk costs).
+            let checkpoints =
+                CHECKPOINT_FRACTIONS.map(|f| begin + settings.wall(f * job.spec.measure));
+            let mut partial_velocities = Vec::new();
+            let mut stopped_early = None;
             loop {
-                let next = (Instant::now() + settings.wall(interval)).min(end_at);
+                let checkpoint = checkpoints.get(partial_velocities.len()).copied();
+                let mut next = (Instant::now() + settings.wall(interval)).min(end_at);
+                if let Some(c) = checkpoint {
+                    next = next.min(c);
+                }
                 stop.sleep(next.saturating_duration_since(Instant::now()))?;
                 let at = Instant::now();
                 let (x, y) = position.fix_after(at, fix_timeout).map_err(position_lost)?;
-                samples.push(Sample {
+                let here = Sample {
                     t: robot_time(at),
                     x,
                     y,
                     z: 0.0,
-                });
+                };
+                samples.push(here);
+                if let Some(c) = checkpoint
+                    && at >= c
+                {
+                    let k = partial_velocities.len();
+                    let partial = planar_velocity(&start, &here);
+                    partial_velocities.push(partial);
+                    let bound = job.spec.early_stop.as_ref().and_then(|e| e.bound(k));
+                    if bound.is_some_and(|b| partial < b) {
+                        stopped_early = Some(k as u32);
+                        break;
+                    }
+                }
                 if at >= end_at {
                     break;
                 }
             }
             let end = *samples.last().expect("at least two samples");
             let mut outcome = Outcome::from_samples(start, end, samples, job.spec.full_trajectory);
+            outcome.partial_velocities = partial_velocities;
+            outcome.stopped_early = stopped_early;
             outcome.simulated = robot_time(Instant::now());
             Ok(outcome)
         })();

@@ -238,6 +238,41 @@ async fn a_walk_measures_velocity_and_stops_the_motors() {
     });
 }
 
+/// A bound no walk reaches: the real robot stops at the first checkpoint,
+/// a quarter into its measured window, reports its partial velocity as
+/// stopped early, and switches its motors off.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hopeless_walk_on_the_robot_stops_at_its_first_checkpoint() {
+    let (robot, gait) = emulate(EmulationSettings {
+        message_delay: 0.1,
+        join_delay: 0.5,
+        missing_ack: 0.0,
+        ..Default::default()
+    });
+    let backend =
+        SerialBackend::new(settings(&robot), Some(Arc::new(Led(Box::new(robot.led()))))).unwrap();
+    let mut job = walk_job(&gait);
+    job.spec.early_stop = Some(yamor_core::evaluation::EarlyStop {
+        min_velocity: vec![Some(100.0), None],
+    });
+    let outcome = backend
+        .evaluate(job, Arc::new(AtomicBool::new(false)))
+        .await
+        .unwrap();
+    assert_eq!(outcome.stopped_early, Some(0), "{outcome:?}");
+    assert_eq!(outcome.partial_velocities.len(), 1);
+    assert_eq!(outcome.velocity, outcome.partial_velocities[0]);
+    // A quarter of the 6-s window, not all of it.
+    let measured = outcome.end.t - outcome.start.t;
+    assert!(
+        (measured - 1.5).abs() < 0.75,
+        "{measured} s measured: {outcome:?}"
+    );
+    wait_for(&robot, "motors off after the stopped walk", |o| {
+        o.motors_on.is_empty()
+    });
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cancelled_walk_switches_every_motor_off() {
     let (robot, gait) = emulate(EmulationSettings {

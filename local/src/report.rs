@@ -74,6 +74,11 @@ pub fn write_outputs(
     let path = out.join("evaluations.csv");
     let best_curve = write_csv(&path, &finished).map_err(LocalError::writing(&path))?;
     eprintln!("evaluations: {} ({} rows)", path.display(), finished.len());
+    let (walk_seconds, stopped) = robot_time(&finished);
+    eprintln!(
+        "robot time: {walk_seconds:.0} walk-seconds over {} walks ({stopped} stopped early), held-out re-walks aside",
+        finished.len()
+    );
     let path = out.join("progress.png");
     plot_progress(&path, &run.name, &best_curve)?;
     eprintln!("plot: {}", path.display());
@@ -113,6 +118,19 @@ fn with_provenance(gait_xml: &str, run: &Run) -> String {
     }
 }
 
+/// The robot seconds the evaluations walked, and how many were stopped
+/// early: what a run costs on a real robot, where a walk is its length in
+/// a person's time.
+fn robot_time(finished: &[Evaluation]) -> (f64, usize) {
+    let outcomes = finished.iter().filter_map(|e| e.job.outcome.as_ref());
+    outcomes.fold((0.0, 0), |(seconds, stopped), o| {
+        (
+            seconds + o.simulated,
+            stopped + usize::from(o.stopped_early.is_some()),
+        )
+    })
+}
+
 /// Writes one row per evaluation; returns the best-so-far curve. Each row
 /// names the start its walk began from (`yamor sim --seed S` walks it
 /// again) and how fast it turned.
@@ -124,7 +142,7 @@ fn write_csv(path: &Path, finished: &[Evaluation]) -> std::io::Result<Vec<(f64, 
         if index == 0 {
             writeln!(
                 csv,
-                "evaluation,job,host,attempts,start_seed,velocity_m_s,turn_deg_s,best_m_s,{}",
+                "evaluation,job,host,attempts,start_seed,velocity_m_s,turn_deg_s,walk_s,stopped_early_at,best_m_s,{}",
                 e.names.join(",")
             )?;
         }
@@ -137,7 +155,7 @@ fn write_csv(path: &Path, finished: &[Evaluation]) -> std::io::Result<Vec<(f64, 
         let values: Vec<String> = e.values.iter().map(f64::to_string).collect();
         writeln!(
             csv,
-            "{},{},{},{},{},{},{},{},{}",
+            "{},{},{},{},{},{},{},{},{},{},{}",
             index + 1,
             e.job.id,
             e.job.host,
@@ -148,6 +166,15 @@ fn write_csv(path: &Path, finished: &[Evaluation]) -> std::io::Result<Vec<(f64, 
                 .outcome
                 .as_ref()
                 .map_or(String::new(), |o| o.turn_deg_s.to_string()),
+            e.job
+                .outcome
+                .as_ref()
+                .map_or(String::new(), |o| o.simulated.to_string()),
+            e.job
+                .outcome
+                .as_ref()
+                .and_then(|o| o.stopped_early)
+                .map_or(String::new(), |k| k.to_string()),
             if best.is_finite() {
                 best.to_string()
             } else {

@@ -205,17 +205,16 @@ async fn pages_show_hosts_runs_jobs_and_a_runs_evaluations() {
     let lines: Vec<&str> = csv.body.lines().collect();
     assert_eq!(
         lines[0],
-        "index,job,host,attempts,state,fitness,start_seed,turn_deg_s,x,y"
+        "index,job,host,attempts,state,fitness,start_seed,turn_deg_s,walk_s,stopped_early_at,x,y"
     );
     assert_eq!(lines.len(), 25);
     // Each row's fitness is the expression at its parameters.
     for line in &lines[1..] {
-        let cells: Vec<f64> = line
-            .split(',')
-            .skip(5)
-            .map(|c| c.parse().unwrap())
-            .collect();
-        let (f, x, y) = (cells[0], cells[3], cells[4]);
+        let cells: Vec<&str> = line.split(',').collect();
+        let number = |i: usize| cells[i].parse::<f64>().unwrap();
+        let (f, x, y) = (number(5), number(10), number(11));
+        // An expression walks no robot and is never stopped early.
+        assert_eq!(cells[9], "", "{line}");
         assert!((f + x * x + y * y).abs() < 1e-9, "{line}");
     }
     let best = organizer.runs.get(run.id).unwrap().best_velocity.unwrap();

@@ -923,8 +923,12 @@ async fn evaluations_csv(
     let run = run_of(&app.organizer.runs, id)?;
     let jobs = run_values(&app.organizer.runs, &run).await?;
     // Each row names its walk's start (`yamor sim --seed` walks it again)
-    // and how fast it turned, as yamor run's evaluations.csv does.
-    let mut csv = String::from("index,job,host,attempts,state,fitness,start_seed,turn_deg_s");
+    // and how fast it turned, how long it walked and whether it was stopped
+    // early (its fitness then a partial one), as yamor run's
+    // evaluations.csv does.
+    let mut csv = String::from(
+        "index,job,host,attempts,state,fitness,start_seed,turn_deg_s,walk_s,stopped_early_at",
+    );
     if let Some((j, _)) = jobs.first() {
         for (name, _) in &j.request.job.parameters {
             let _ = write!(csv, ",{}", name.replace([',', '"', '\n'], "_"));
@@ -934,7 +938,7 @@ async fn evaluations_csv(
     for (j, v) in &jobs {
         let _ = write!(
             csv,
-            "{},{},{},{},{},{},{},{}",
+            "{},{},{},{},{},{},{},{},{},{}",
             j.seq,
             j.id,
             j.host.replace([',', '"', '\n'], "_"),
@@ -949,6 +953,13 @@ async fn evaluations_csv(
             j.outcome
                 .as_ref()
                 .map_or(String::new(), |o| o.turn_deg_s.to_string()),
+            j.outcome
+                .as_ref()
+                .map_or(String::new(), |o| o.simulated.to_string()),
+            j.outcome
+                .as_ref()
+                .and_then(|o| o.stopped_early)
+                .map_or(String::new(), |k| k.to_string()),
         );
         for (_, x) in &j.request.job.parameters {
             let _ = write!(csv, ",{x}");
