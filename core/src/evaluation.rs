@@ -169,8 +169,14 @@ pub const MAX_WALK_PART_S: f64 = 3600.0;
 impl EvaluationSpec {
     /// A spec whose walk lasts `seconds` in total, with the default warm-up.
     pub fn lasting(seconds: f64) -> Result<Self, SpecError> {
+        EvaluationSpec::lasting_after(DEFAULT_WARMUP_S, seconds)
+    }
+
+    /// A walk of `seconds` in all, measured after a warm-up of `warmup`.
+    pub fn lasting_after(warmup: f64, seconds: f64) -> Result<Self, SpecError> {
         let spec = EvaluationSpec {
-            measure: seconds - DEFAULT_WARMUP_S,
+            warmup,
+            measure: seconds - warmup,
             ..EvaluationSpec::default()
         };
         spec.check()?;

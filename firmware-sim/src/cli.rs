@@ -83,9 +83,12 @@ impl RobotArgs {
 pub struct WalkArgs {
     #[command(flatten)]
     robot: RobotArgs,
-    /// Length of the walk in seconds; the velocity is measured from 8 s to the end.
+    /// Length of the walk in seconds; the velocity is measured from the end of the warm-up to the end.
     #[arg(long, default_value_t = 20.0)]
     seconds: f64,
+    /// Seconds walked before the measurement starts (the thesis' 8).
+    #[arg(long, default_value_t = yamor_core::evaluation::DEFAULT_WARMUP_S)]
+    warmup: f64,
     /// Walk from the first N held-out starts and print their mean ± standard error; not with --seed.
     #[arg(long, default_value_t = 20, conflicts_with = "seed",
           value_parser = clap::value_parser!(u32).range(1..=i64::from(MAX_HELD_OUT)))]
@@ -114,7 +117,7 @@ pub fn walk(args: WalkArgs) -> Result<(), CliError> {
         seed: settings.seed,
         sample_interval: 0.01,
         full_trajectory: true,
-        ..EvaluationSpec::lasting(args.seconds).map_err(CliError::Spec)?
+        ..EvaluationSpec::lasting_after(args.warmup, args.seconds).map_err(CliError::Spec)?
     };
     let csv = args.csv.display();
     let write_csv = |evaluation: &Outcome| {

@@ -34,7 +34,7 @@ use yamor_organizer::model::RunVariant;
 pub use cluster::{HostTask, LocalCluster, serve_host};
 pub use problem::{dashboard_options, default_optimization, generic_optimization, run_problem};
 pub use report::{
-    Evaluation, evaluations, new_run_dir, plot_progress, register_font, write_outputs,
+    Evaluation, Walks, evaluations, new_run_dir, plot_progress, register_font, write_outputs,
 };
 pub use robot::RunRobot;
 

@@ -42,17 +42,44 @@ pub fn evaluations(organizer: &Organizer, run_id: u64) -> Result<Vec<Evaluation>
         .collect())
 }
 
+/// How a local run's walks were made: what `yamor sim` needs to walk its
+/// gait again the same way.
+#[derive(Debug, Clone, Copy)]
+pub struct Walks<'a> {
+    /// The robot as `yamor run` was given it.
+    pub robot: &'a str,
+    pub warmup: f64,
+    pub measure: f64,
+}
+
+impl Walks<'_> {
+    /// The `yamor sim` command that walks `gait` as the run did, from the
+    /// run's first `starts` held-out starts.
+    fn command(&self, gait: &Path, starts: usize) -> String {
+        let settings = yamor_sim::SimSettings::default();
+        format!(
+            "yamor sim {} --gait {} --starts {starts} --seconds {} --warmup {} --engine {} --dt {}",
+            self.robot,
+            gait.display(),
+            self.warmup + self.measure,
+            self.warmup,
+            settings.engine,
+            settings.dt
+        )
+    }
+}
+
 /// best_gait.xml, evaluations.csv and progress.png in `out`; says how
-/// `yamor sim` re-walks the gait of `robot` (walks of `seconds`).
+/// `yamor sim` re-walks the gait.
 pub fn write_outputs(
     organizer: &Organizer,
     run: &Run,
     out: &Path,
-    (robot, seconds): (&str, f64),
+    walks: Walks<'_>,
 ) -> Result<(), LocalError> {
     if !run.best_gait_xml.is_empty() {
         let path = out.join("best_gait.xml");
-        std::fs::write(&path, with_provenance(&run.best_gait_xml, run))
+        std::fs::write(&path, with_provenance(&run.best_gait_xml, run, &walks))
             .map_err(LocalError::writing(&path))?;
         let figure = match run.held_out {
             Some(spread) => format!("{} over held-out starts", spread.cm_s()),
@@ -63,11 +90,7 @@ pub fn write_outputs(
         };
         eprintln!("best gait: {} ({figure})", path.display());
         if let Some(spread) = run.held_out {
-            eprintln!(
-                "re-walk it: yamor sim {robot} --gait {} --starts {} --seconds {seconds}",
-                path.display(),
-                spread.n
-            );
+            eprintln!("re-walk it: {}", walks.command(&path, spread.n));
         }
     }
     let finished = evaluations(organizer, run.id)?;
@@ -87,7 +110,7 @@ pub fn write_outputs(
 
 /// The gait with a comment saying where its figure comes from, so the file
 /// alone says how to reproduce it.
-fn with_provenance(gait_xml: &str, run: &Run) -> String {
+fn with_provenance(gait_xml: &str, run: &Run, walks: &Walks<'_>) -> String {
     let figure = match run.held_out {
         Some(spread) => format!(
             "{} over held-out starts {}.. (yamor_core::starts::HELD_OUT_FIRST_SEED onwards)",
@@ -99,8 +122,9 @@ fn with_provenance(gait_xml: &str, run: &Run) -> String {
             run.best_velocity.unwrap_or(0.0) * 100.0
         ),
     };
+    let settings = yamor_sim::SimSettings::default();
     let comment = format!(
-        "<!-- yamor run {} ({}, seed {}): {figure}; walks of the default simulation engine and step, the thesis' 8-s warm-up and 12-s measure unless the run set others (its settings: {}) -->\n",
+        "<!-- yamor run {} ({}, seed {}, optimizer settings: {}): {figure}; engine {}, step {} s, warm-up {} s, measured {} s; yamor run printed the yamor sim command that walks it again (XML comments cannot hold its double dashes) -->\n",
         run.id,
         run.optimizer,
         run.seed,
@@ -108,7 +132,11 @@ fn with_provenance(gait_xml: &str, run: &Run) -> String {
             .iter()
             .map(|(k, v)| format!("{k}={v}"))
             .collect::<Vec<_>>()
-            .join(" ")
+            .join(" "),
+        settings.engine,
+        settings.dt,
+        walks.warmup,
+        walks.measure,
     );
     match gait_xml.split_once('\n') {
         Some((declaration, rest)) if declaration.starts_with("<?xml") => {

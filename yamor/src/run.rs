@@ -66,8 +66,12 @@ pub async fn run(args: RunArgs) -> Result<()> {
     let final_run = cluster.follow(run_id).await?;
     interrupt.abort();
     print_run(&final_run);
-    let seconds = args.spec.warmup + args.spec.measure;
-    write_outputs(&organizer, &final_run, &out, (&args.robot, seconds))?;
+    let walks = yamor_local::Walks {
+        robot: &args.robot,
+        warmup: args.spec.warmup,
+        measure: args.spec.measure,
+    };
+    write_outputs(&organizer, &final_run, &out, walks)?;
     eprintln!("outputs in {}", out.display());
     cluster.shutdown().await;
     Ok(())

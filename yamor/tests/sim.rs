@@ -86,3 +86,64 @@ fn sim_walks_the_held_out_starts_and_summarises_them() {
     assert_eq!(walked, format!("{:.2} cm/s", values[0]));
     assert_eq!(single.lines().count(), 2, "{single}");
 }
+
+/// `yamor run` prints the one `yamor sim` command that re-walks its best
+/// gait; run as printed, it walks the figure the run reported, to the
+/// digit, also when the run's warm-up is not the default.
+#[test]
+fn the_command_yamor_run_prints_walks_the_figure_it_reported() {
+    let out_dir = std::env::temp_dir().join(format!("yamor-sim-{}-rewalk", std::process::id()));
+    let _ = std::fs::remove_dir_all(&out_dir);
+    let out = Command::new(BIN)
+        .args(["run", "quadruped", "--budget", "24", "--hosts", "2"])
+        .args([
+            "--warmup",
+            "2",
+            "--measure",
+            "3",
+            "--held-out",
+            "4",
+            "--finalists",
+            "2",
+        ])
+        .arg("--out")
+        .arg(&out_dir)
+        .env("RUST_BACKTRACE", "0")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let reported = stderr
+        .lines()
+        .find(|l| l.starts_with("best gait: "))
+        .unwrap_or_else(|| panic!("no best gait line: {stderr}"));
+    let figure = reported.split_once(" (").unwrap().1;
+    let command = stderr
+        .lines()
+        .find_map(|l| l.strip_prefix("re-walk it: yamor sim "))
+        .unwrap_or_else(|| panic!("no re-walk command: {stderr}"));
+    assert!(command.contains("--warmup 2 "), "{command}");
+    let csv = TempCsv::new("rewalk");
+    let stdout = sim(&command.split(' ').collect::<Vec<_>>(), &csv);
+    let summary = stdout
+        .lines()
+        .find(|l| l.starts_with("velocity "))
+        .unwrap_or_else(|| panic!("{stdout}"));
+    // "velocity 12.34 ± 0.56 cm/s (4 starts, …) over held-out starts; …"
+    let walked = summary
+        .strip_prefix("velocity ")
+        .unwrap()
+        .split("; ")
+        .next()
+        .unwrap();
+    assert!(
+        figure.starts_with(walked),
+        "the run reported {figure:?}, yamor sim walked {walked:?}"
+    );
+    // The file says the same, and how to walk it.
+    let gait = std::fs::read_to_string(out_dir.join("best_gait.xml")).unwrap();
+    assert!(gait.contains("engine articulated, step "), "{gait}");
+    assert!(gait.contains("warm-up 2 s, measured 3 s"), "{gait}");
+    assert!(gait.contains(figure.trim_end_matches(')')), "{gait}");
+    let _ = std::fs::remove_dir_all(&out_dir);
+}
