@@ -342,9 +342,22 @@ pub fn job_row(j: &Job) -> String {
         j.state.as_str(),
         j.attempts,
         j.host,
-        j.velocity().map_or("-".to_owned(), |v| format!("{v:.5}")),
+        job_value(j),
         j.error
     )
+}
+
+/// A job's value as a listing shows it; a walk stopped early is marked, its
+/// value being a partial one.
+fn job_value(j: &Job) -> String {
+    match (
+        j.velocity(),
+        j.outcome.as_ref().and_then(|o| o.stopped_early),
+    ) {
+        (Some(v), Some(_)) => format!("{v:.5} (early)"),
+        (Some(v), None) => format!("{v:.5}"),
+        (None, _) => "-".to_owned(),
+    }
 }
 
 #[must_use]
@@ -358,6 +371,10 @@ pub fn job_json(j: &Job) -> Value {
         "attempts": j.attempts,
         "host": j.host,
         "value": j.velocity(),
+        // The checkpoint the walk was stopped at as hopeless: `value` is then
+        // its velocity so far, never a complete result.
+        "stopped_early_at": j.outcome.as_ref().and_then(|o| o.stopped_early),
+        "walk_s": j.outcome.as_ref().map(|o| o.simulated),
         "parameters": named_values(&j.request.job.parameters),
         "error": j.error,
         "submitted_ms": j.submitted_ms,

@@ -297,6 +297,10 @@ async fn hopeless_walks_stop_early_below_the_best_quarters_pace_and_only_then() 
                 assert!(o.velocity < bound.unwrap(), "job {}", job.seq);
                 assert_eq!(o.velocity, o.partial_velocities[k as usize]);
                 assert!(o.simulated < job.request.job.spec.walk_seconds() - 0.4);
+                // Listings say so: its value is a partial one.
+                assert!(yamor_organizer::text::job_row(job).contains(" (early)"));
+                let json = yamor_organizer::text::job_json(job);
+                assert_eq!(json["stopped_early_at"], k);
             }
             None => assert_eq!(o.partial_velocities.len(), CHECKPOINT_FRACTIONS.len()),
         }
