@@ -75,33 +75,70 @@
 //!   as it would lead the swarm (it beats the incumbent). A particle's new
 //!   value is compared with its best's mean, so a best that a re-evaluation
 //!   brought down is easy to replace.
-//! - `global` follows the incumbent (before the first one is confirmed, the
-//!   best personal best); `ring` follows the best mean among a particle and
-//!   its neighbours; [`Swarm::best`] reports the incumbent and its mean.
+//! - `global` follows the incumbent once a re-evaluation has disagreed with
+//!   its point's first value (before that, and before the first incumbent
+//!   is confirmed, the best personal best, as the classic swarm does: see
+//!   "Deterministic objectives" below); `ring` follows the best mean among
+//!   a particle and its neighbours; [`Swarm::best`] reports the incumbent
+//!   and its mean.
 //! - After the last generation, the challengers it raised are settled by
 //!   one more batch of re-evaluations.
 //!
-//! Cost: `k` evaluations per challenger plus one per generation. Why 2:
-//! on a deterministic objective (a test function, a fixed-start walk, where
-//! every re-evaluation is wasted) `k = 1` and `k = 2` cost 5–8 % and 7–11 %
-//! more evaluations for the same generations (sphere in 2, 5, 10
-//! dimensions, both topologies); on a noisy sphere (5 dimensions, noise
-//! σ = 0.1, 1000 evaluations, 100 seeds) the true value of the reported
-//! best is −0.053 with single values, −0.044, −0.034 and −0.032 with `k` =
-//! 1, 2, 3, and the report lies 0.30, 0.11, 0.10, 0.09 above the truth on
-//! average; on the trap of `tests/noise.rs` (a region with a worse mean
-//! hidden behind σ = 1 noise) 1 of 20 classic runs ends outside it, 18, 20
-//! and 19 of 20 with `k` = 1, 2, 3. Two is where the gains flatten while
-//! the cost on a clean objective stays near a tenth (Powell's `reevaluate`
-//! defaults to 2 as well). Set 0 for a deterministic objective.
+//! Cost on a noisy objective: `k` evaluations per challenger plus one per
+//! generation. Why 2: on a noisy sphere (5 dimensions, noise σ = 0.1, 1000
+//! evaluations, 100 seeds) the true value of the reported best is −0.053
+//! with single values, −0.044, −0.034 and −0.032 with `k` = 1, 2, 3, and
+//! the report lies 0.30, 0.11, 0.10, 0.09 above the truth on average; on
+//! the trap of `tests/noise.rs` (a region with a worse mean hidden behind
+//! σ = 1 noise, σ = 0.02 everywhere) 1 of 20 classic runs ends outside it,
+//! 17, 19 and 20 of 20 with `k` = 1, 2, 3. Two is where the gains flatten
+//! (Powell's `reevaluate` defaults to 2 as well); on a deterministic
+//! objective the re-evaluations stop after three rounds (below).
 //!
 //! Averaging `1 + k` walks only settles noise comparable to the differences
 //! it must resolve. Where the noise is several times the gap between a good
-//! and a bad region, lucky points still get in, only less often: with
-//! σ = 3 in that trap (a gap of 0.5, which takes on the order of a hundred
-//! walks per point to resolve) 1 of 40 classic runs ends outside it, 2, 3
-//! and 7 of 40 with `k` = 2, 4, 8. There the runtime's held-out re-walk of
-//! the finalists is the arbiter.
+//! and a bad region, lucky points still get in: with σ = 3 in that trap (a
+//! gap of 0.5, which takes on the order of a hundred walks per point to
+//! resolve) no classic run of 40 ends outside it, 1, 2 and 1 of 40 with
+//! `k` = 2, 4, 8. There the runtime's held-out re-walk of the finalists is
+//! the arbiter.
+//!
+//! **Deterministic objectives.** On a noise-free objective (a test
+//! function, a simulation from a fixed start) every re-evaluation is
+//! wasted, so the swarm detects one, with the rule of the Powell and
+//! CMA-ES plugins: a *confirmation round* is a batch's re-evaluations, and
+//! when the first [`EXACT_ROUNDS`] (3) rounds reproduce every re-evaluated
+//! value bit for bit (equal to its point's first value, or both failed)
+//! and no disagreement was ever seen, the swarm stops re-evaluating for the
+//! rest of the run and is the classic swarm (`reevaluate = 0`) from then
+//! on: no challenges, no incumbent, the best single value seen as the
+//! swarm's best ([`Swarm::deterministic`] tells). Any disagreement, in any
+//! of those rounds, keeps the re-evaluations for good. While a point's
+//! values all agree its value is the first one exactly (a mean of equal
+//! values can round off it), and `global` follows the best personal best
+//! until a disagreement is seen, so on a deterministic objective the
+//! particles are exactly the classic swarm's, generation by generation,
+//! with the three rounds' re-evaluations in between: the cost is those
+//! re-evaluations, 4 to 40 evaluations with 20 particles (`k` = 2, sphere
+//! in 2, 5, 10 dimensions, both topologies, 20 seeds). To the target (the
+//! reported best within 1e-8, 1e-6, 1e-4 of the optimum in 2, 5, 10
+//! dimensions), that is 1310.7, 1782.7, 2250.3 evaluations against 1298.0,
+//! 1763.0, 2229.0 for `reevaluate = 0` with `global` (1550.2, 2611.4,
+//! 3720.4 against 1541.0, 2601.0, 3709.0 with `ring`); before the
+//! detection the default took 15–26 % more with `global` (1499.0, 2093.2,
+//! 2807.6), whose particles followed a confirmed best a generation behind,
+//! and 10–11 % more with `ring`. An objective whose noise is everywhere
+//! disagrees in the first round and runs exactly as before the detection.
+//!
+//! Limit: values are compared only where a round re-evaluates. Noise that
+//! first shows after the third round is not seen, nor noise confined to a
+//! region that the first rounds happen not to re-evaluate: on the trap
+//! with exact values outside it (σ = 1 inside), 39 of 100 runs are judged
+//! deterministic and 66 end outside the trap, 98 before the detection.
+//! A gait walked from a random start is noisy everywhere, so its noise is
+//! seen in the first round; an objective exact in some regions and noisy
+//! in others can be misjudged (`tests/noise.rs` adds σ = 0.02 everywhere
+//! to its trap for that reason, as Powell's trap does).
 //!
 //! With `reevaluate = 0` nothing is re-evaluated and the swarm is the
 //! classic PSO, bit for bit (same proposals, tags and best as before the
@@ -112,9 +149,10 @@
 //! is drawn in a fixed order (initialisation, then per generation particle by
 //! particle, component by component); re-evaluations draw nothing. Results
 //! are buffered until the whole batch is in, then applied in slot order
-//! (re-evaluations and the promotion they earn, then personal bests by
-//! particle index, then the next challenges), so the order in which results
-//! of a batch are told does not matter, down to the bits of the means. The runtime relies on this to
+//! (re-evaluations, the round's verdict on determinism and the promotion
+//! they earn, then personal bests by particle index, then the next
+//! challenges), so the order in which results of a batch are told does not
+//! matter, down to the bits of the means. The runtime relies on this to
 //! resume a run by replaying stored results through a fresh instance.
 //!
 //! # Protocol
@@ -158,6 +196,12 @@ const INITIAL_VELOCITY: f64 = 0.1;
 
 /// The largest `reevaluate` setting.
 pub const MAX_REEVALUATE: u32 = 16;
+
+/// Confirmation rounds (batches carrying re-evaluations) that must
+/// reproduce every re-evaluated value bit for bit, before any disagreement
+/// was seen, for the swarm to call the objective deterministic and stop
+/// re-evaluating (crate docs, "Noise"; the Powell and CMA-ES plugins' rule).
+pub const EXACT_ROUNDS: u32 = 3;
 
 /// The particle swarm optimiser plugin.
 #[derive(Debug, Clone, Copy, Default)]
@@ -237,7 +281,9 @@ pub struct PsoConfig {
     /// Noisy fitness: extra evaluations a personal best gets before it may
     /// replace the incumbent (the global best), which is then judged by the
     /// mean of all its evaluations (0..=16; 0: single values, the classic
-    /// PSO). See the crate docs, "Noise".
+    /// PSO). Stops after [`EXACT_ROUNDS`] rounds that reproduced every
+    /// value exactly (a deterministic objective). See the crate docs,
+    /// "Noise".
     pub reevaluate: u32,
 }
 
@@ -380,7 +426,8 @@ fn specs() -> Vec<SettingSpec> {
             "noisy fitness: before a particle's best point replaces the swarm's best, it is \
              evaluated this many more times (with the next generation) and compared by the \
              mean of all its evaluations, the swarm's best being evaluated again too; \
-             0 believes single values (the classic PSO)",
+             stops once 3 rounds reproduced every value exactly (a deterministic \
+             objective); 0 believes single values (the classic PSO)",
             SettingKind::Integer {
                 min: 0,
                 max: i64::from(MAX_REEVALUATE),
@@ -413,12 +460,43 @@ struct Record {
     sum: f64,
     /// How many values the sum holds (at least one).
     count: u32,
+    /// Its first value (−∞: failed).
+    first: f64,
+    /// Whether every value reproduced the first bit for bit (both failed
+    /// counts).
+    exact: bool,
 }
 
 impl Record {
-    /// The mean of its evaluations (exactly the value when there is one).
+    /// A point with one value (−∞: failed).
+    fn new(id: u64, x: Vec<f64>, value: f64) -> Self {
+        Record {
+            id,
+            x,
+            sum: value,
+            count: 1,
+            first: value,
+            exact: true,
+        }
+    }
+
+    /// The mean of its evaluations; while they all agree, the first value
+    /// exactly (a mean of equal values can round off it by an ulp).
     fn mean(&self) -> f64 {
-        self.sum / f64::from(self.count)
+        if self.exact {
+            self.first
+        } else {
+            self.sum / f64::from(self.count)
+        }
+    }
+
+    /// Takes one more value in; whether it reproduced the first bit for bit.
+    fn add(&mut self, value: f64) -> bool {
+        let same = value.to_bits() == self.first.to_bits();
+        self.sum += value;
+        self.count += 1;
+        self.exact &= same;
+        same
     }
 }
 
@@ -436,7 +514,7 @@ enum Again {
 enum Guide {
     /// The personal best of this particle (itself or a neighbour).
     Best(usize),
-    /// The incumbent (the `global` topology with `reevaluate` > 0).
+    /// The incumbent (the `global` topology once noise was seen).
     Incumbent,
 }
 
@@ -460,11 +538,12 @@ pub struct Swarm {
     /// succeeded has −∞ and its latest position (no pull back into a
     /// failing region).
     best: Vec<Record>,
-    /// With `reevaluate` > 0, the swarm's best: the personal best with the
+    /// While re-evaluating, the swarm's best: the personal best with the
     /// highest mean among those evaluated `1 + reevaluate` times or more
     /// (its mean still accumulates). `None` until one is confirmed, and
-    /// always with `reevaluate` = 0, where the best personal best is the
-    /// swarm's best (the classic PSO).
+    /// always with `reevaluate` = 0 or once the objective proved
+    /// deterministic, where the best personal best is the swarm's best (the
+    /// classic PSO).
     incumbent: Option<Record>,
     /// The re-evaluations proposed after the particles in the current batch.
     again: Vec<Again>,
@@ -483,6 +562,11 @@ pub struct Swarm {
     /// Index of the current generation, from 0.
     generation: u64,
     phase: Phase,
+    /// Confirmation rounds (completed batches with re-evaluations) that
+    /// reproduced every re-evaluated value bit for bit.
+    exact_rounds: u32,
+    /// Whether a re-evaluation ever disagreed with its point's first value.
+    noise_seen: bool,
 }
 
 impl Swarm {
@@ -523,12 +607,7 @@ impl Swarm {
         let best = x
             .iter()
             .enumerate()
-            .map(|(i, x)| Record {
-                id: i as u64,
-                x: Vec::clone(x),
-                sum: f64::NEG_INFINITY,
-                count: 1,
-            })
+            .map(|(i, x)| Record::new(i as u64, Vec::clone(x), f64::NEG_INFINITY))
             .collect();
         Ok(Swarm {
             config: config.clone(),
@@ -547,6 +626,8 @@ impl Swarm {
             next_id: n as u64,
             generation: 0,
             phase: Phase::Propose,
+            exact_rounds: 0,
+            noise_seen: false,
         })
     }
 
@@ -568,10 +649,11 @@ impl Swarm {
     /// The swarm's best point and its fitness, the mean of its evaluations;
     /// `None` until some evaluation of a completed batch succeeded.
     ///
-    /// With `reevaluate` = 0 that is the best single value (ties go to the
-    /// lowest particle index). Otherwise it is the incumbent: the best mean
-    /// among points evaluated `1 + reevaluate` times or more, so not the
-    /// luckiest single value; before any point has been evaluated that
+    /// With `reevaluate` = 0, or once the objective proved deterministic
+    /// ([`Swarm::deterministic`]), that is the best single value (ties go to
+    /// the lowest particle index). Otherwise it is the incumbent: the best
+    /// mean among points evaluated `1 + reevaluate` times or more, so not
+    /// the luckiest single value; before any point has been evaluated that
     /// often, the best personal best.
     #[must_use]
     pub fn best(&self) -> Option<(&[f64], f64)> {
@@ -630,13 +712,26 @@ impl Swarm {
         self.tag_base += values.len() as u64;
         let n = self.fresh_count();
         let again = std::mem::take(&mut self.again);
+        let mut exact = true;
         for (&which, &value) in again.iter().zip(&values[n..]) {
             let id = self.record(which).id;
             for record in self.best.iter_mut().chain(self.incumbent.as_mut()) {
                 if record.id == id {
-                    record.sum += value;
-                    record.count += 1;
+                    exact &= record.add(value);
                 }
+            }
+        }
+        if !again.is_empty() {
+            if exact {
+                self.exact_rounds += 1;
+            } else {
+                self.noise_seen = true;
+            }
+            if !self.reevaluating() {
+                // Deterministic: from here on the classic swarm, whose best
+                // is the best single value seen (the best personal best,
+                // every value having reproduced its point's first).
+                self.incumbent = None;
             }
         }
         // A point the re-evaluations confirmed is promoted before its
@@ -647,12 +742,7 @@ impl Swarm {
             // failed start is no attractor to fly back to.
             let mean = self.best[i].mean();
             if f > mean || mean == f64::NEG_INFINITY {
-                self.best[i] = Record {
-                    id: self.next_id,
-                    x: self.x[i].clone(),
-                    sum: f,
-                    count: 1,
-                };
+                self.best[i] = Record::new(self.next_id, self.x[i].clone(), f);
                 self.next_id += 1;
             }
         }
@@ -674,13 +764,29 @@ impl Swarm {
         }
     }
 
-    /// With `reevaluate` > 0: the best confirmed personal best (evaluated
+    /// Whether the swarm still confirms its bests: `reevaluate` > 0 and
+    /// the objective not (yet) shown deterministic. Once false, it is the
+    /// classic swarm (`reevaluate` = 0) for the rest of the run.
+    fn reevaluating(&self) -> bool {
+        self.config.reevaluate > 0 && (self.noise_seen || self.exact_rounds < EXACT_ROUNDS)
+    }
+
+    /// Whether the swarm stopped re-evaluating because its first
+    /// [`EXACT_ROUNDS`] confirmation rounds reproduced every re-evaluated
+    /// value bit for bit (crate docs, "Noise"); always `false` with
+    /// `reevaluate` = 0.
+    #[must_use]
+    pub fn deterministic(&self) -> bool {
+        self.config.reevaluate > 0 && !self.reevaluating()
+    }
+
+    /// While re-evaluating: the best confirmed personal best (evaluated
     /// `1 + reevaluate` times) whose mean beats the incumbent's replaces it.
     fn promote(&mut self) {
-        let need = self.config.reevaluate + 1;
-        if need == 1 {
+        if !self.reevaluating() {
             return;
         }
+        let need = self.config.reevaluate + 1;
         let means = self.means();
         let above = self.incumbent_mean();
         let confirmed =
@@ -690,14 +796,14 @@ impl Swarm {
         }
     }
 
-    /// With `reevaluate` > 0: every unconfirmed personal best that beats
+    /// While re-evaluating: every unconfirmed personal best that beats
     /// the incumbent is re-evaluated until confirmed, and the incumbent
     /// once, all with the next batch.
     fn challenge(&mut self) {
-        let need = self.config.reevaluate + 1;
-        if need == 1 {
+        if !self.reevaluating() {
             return;
         }
+        let need = self.config.reevaluate + 1;
         let means = self.means();
         let above = self.incumbent_mean();
         let open = (0..self.best.len()).filter(|&i| self.best[i].count < need && means[i] > above);
@@ -726,10 +832,17 @@ impl Swarm {
 
     /// The point each particle is pulled towards besides its own best, from
     /// the bests as they stand after the whole generation (synchronous PSO).
+    ///
+    /// `global` follows the incumbent only once a re-evaluation has
+    /// disagreed: while every one so far reproduced its point's value, the
+    /// objective may be deterministic, the best personal best is then
+    /// exactly as good as its confirmed copy would be, and following it
+    /// keeps the proposals those of the classic swarm.
     fn guides(&self) -> Vec<Guide> {
         let n = self.config.particles;
         let means = self.means();
-        match (self.config.topology, &self.incumbent) {
+        let incumbent = self.incumbent.as_ref().filter(|_| self.noise_seen);
+        match (self.config.topology, incumbent) {
             (Topology::Global, Some(incumbent)) => (0..n)
                 .map(|i| {
                     if incumbent.mean() > means[i] {
@@ -740,8 +853,8 @@ impl Swarm {
                 })
                 .collect(),
             (Topology::Global, None) => {
-                // Before any point is confirmed (and always with
-                // `reevaluate` = 0), the best personal best.
+                // Before any point is confirmed or noise is seen (and
+                // always with `reevaluate` = 0), the best personal best.
                 let g = argmax(&means, 0..n).expect("at least two particles");
                 (0..n)
                     .map(|i| Guide::Best(if means[g] > means[i] { g } else { i }))
@@ -906,7 +1019,7 @@ mod tests {
             .iter_mut()
             .zip([5.0, 1.0, 2.0, 9.0, 0.0, f64::NEG_INFINITY])
         {
-            record.sum = f;
+            *record = Record::new(record.id, record.x.clone(), f);
         }
         let bests = |g: &[usize]| g.iter().map(|&i| Guide::Best(i)).collect::<Vec<_>>();
         assert_eq!(s.guides(), bests(&[0, 0, 3, 3, 3, 0]));
@@ -920,6 +1033,19 @@ mod tests {
         let own: Vec<Guide> = (0..20).map(Guide::Best).collect();
         assert_eq!(s.guides(), own);
         assert!(s.best().is_none());
+    }
+
+    #[test]
+    fn a_record_whose_values_agree_is_worth_its_first_exactly() {
+        let mut r = Record::new(0, vec![0.0], 0.1);
+        assert!(r.add(0.1) && r.add(0.1));
+        assert_ne!(r.sum / 3.0, 0.1, "the mean of equal values rounds off");
+        assert_eq!(r.mean().to_bits(), 0.1f64.to_bits());
+        assert!(!r.add(0.4));
+        assert_eq!(r.mean(), r.sum / 4.0);
+        let mut failed = Record::new(1, vec![0.0], f64::NEG_INFINITY);
+        assert!(failed.add(f64::NEG_INFINITY), "both failed agree");
+        assert!(!Record::new(2, vec![0.0], 1.0).add(f64::NEG_INFINITY));
     }
 
     #[test]

@@ -1,14 +1,16 @@
 //! The PSO on a noisy objective (`reevaluate`): one lucky value does not
 //! become the swarm's best, the incumbent is judged by its mean, and the
 //! determinism contract holds with re-evaluations in the batches;
-//! `reevaluate = 0` is the classic PSO, bit for bit.
+//! `reevaluate = 0` is the classic PSO, bit for bit; a deterministic
+//! objective is detected after three confirmation rounds and the swarm is
+//! the classic one from then on.
 
 use proptest::prelude::*;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use yamor_optimizer_api::{Bound, Candidate, Fitness, Optimizer, Plugin, Settings, Space, Step};
-use yamor_pso::{Pso, PsoConfig, Swarm, Topology};
+use yamor_pso::{EXACT_ROUNDS, Pso, PsoConfig, Swarm, Topology};
 
 fn square(lo: f64, hi: f64, dim: usize, start: f64) -> Space {
     let bounds = (0..dim)
@@ -40,11 +42,25 @@ fn trap_mean(x: &[f64]) -> f64 {
     -x.iter().map(|v| v * v).sum::<f64>() - if x[0] > 0.5 { 0.5 } else { 0.0 }
 }
 
-/// One walk of the trap: right of x₀ = 0.5 every evaluation adds fresh
-/// N(0, 1) noise, so a worse mean hides behind lucky values; left of it
-/// the value is exact.
+/// The trap's noise: a little everywhere (every walk has its own start),
+/// and right of x₀ = 0.5 a lot.
+const QUIET: f64 = 0.02;
+const LOUD: f64 = 1.0;
+
+/// One walk of the trap: every evaluation adds fresh N(0, 0.02²) noise,
+/// and right of x₀ = 0.5 fresh N(0, 1) noise too, so a worse mean hides
+/// behind lucky values. (Without the little noise outside, the first
+/// confirmation rounds may compare exact points only and call the
+/// objective deterministic: the limit `noise_confined_to_the_trap_*`
+/// measures.)
 fn trap(x: &[f64], noise: &mut impl Rng) -> f64 {
-    trap_mean(x) + if x[0] > 0.5 { normal(noise) } else { 0.0 }
+    trap_mean(x)
+        + QUIET * normal(noise)
+        + if x[0] > 0.5 {
+            LOUD * normal(noise)
+        } else {
+            0.0
+        }
 }
 
 /// Runs a swarm on the trap with fresh noise for every evaluation; the
@@ -78,10 +94,9 @@ fn one_lucky_value_does_not_trap_a_re_evaluating_swarm() {
             error[slot] += (reported - truth).abs() / SEEDS as f64;
             if reevaluate > 0 {
                 // The report is a mean over at least 1 + reevaluate
-                // evaluations, within 3 standard errors of the truth (the
-                // noise is N(0, 1) in the trap, none outside).
+                // evaluations, within 3 standard errors of the truth.
                 assert!(evaluations > reevaluate, "seed {seed}: {evaluations}");
-                let sigma = if trapped { 1.0 } else { 0.0 };
+                let sigma = if trapped { QUIET.hypot(LOUD) } else { QUIET };
                 let limit = 3.0 * sigma / f64::from(evaluations).sqrt() + 1e-12;
                 assert!(
                     (reported - truth).abs() <= limit,
@@ -91,8 +106,10 @@ fn one_lucky_value_does_not_trap_a_re_evaluating_swarm() {
         }
     }
     // Measured: single values end outside the trap in 1 of 20 seeds and
-    // report 3.0 above the truth on average; re-evaluated, in all 20 (18
-    // with reevaluate = 1, 19 with 3), exactly on the truth.
+    // report 2.9 above the truth on average; re-evaluated, in 19 (17 with
+    // reevaluate = 1, 20 with 3), 0.07 off it (the same before and after
+    // the detection of deterministic objectives: the noise outside the
+    // trap shows in the first round).
     assert!(outside[0] <= 5, "outside the trap: {outside:?}");
     assert!(outside[1] >= 18, "outside the trap: {outside:?}");
     assert!(error[0] > 1.0, "mean error: {error:?}");
@@ -374,27 +391,177 @@ fn a_failed_re_evaluation_makes_the_incumbent_worst() {
     assert_eq!(swarm.best(), Some((first[0].x.as_slice(), 0.9)));
 }
 
+/// −‖x − 1‖², maximal (0) at (1, …, 1).
+fn neg_sphere(x: &[f64]) -> f64 {
+    -x.iter().map(|v| (v - 1.0).powi(2)).sum::<f64>()
+}
+
+/// A run on the deterministic sphere until [`Swarm::best`] reaches
+/// `target` (checked after every batch) or the generations run out.
+struct SphereRun {
+    /// The particles' positions of every generation's batch, as bits.
+    particles: Vec<Vec<Vec<u64>>>,
+    /// The re-evaluations in each batch.
+    again: Vec<usize>,
+    /// Evaluations until the best reached the target.
+    to_target: Option<usize>,
+    best: (Vec<f64>, f64),
+    deterministic: bool,
+}
+
+fn sphere_run(dim: usize, topology: Topology, reevaluate: u32, seed: u64) -> SphereRun {
+    let space = square(-5.0, 5.0, dim, -3.0);
+    let config = PsoConfig {
+        topology,
+        ..config(20, 400, reevaluate)
+    };
+    let mut swarm = Swarm::new(&space, &config, seed).unwrap();
+    let mut run = SphereRun {
+        particles: Vec::new(),
+        again: Vec::new(),
+        to_target: None,
+        best: (Vec::new(), 0.0),
+        deterministic: false,
+    };
+    let mut evaluations = 0;
+    while let Step::Evaluate(batch) = swarm.ask() {
+        let fresh = batch.len().min(20);
+        run.particles.push(
+            batch[..fresh]
+                .iter()
+                .map(|c| c.x.iter().map(|v| v.to_bits()).collect())
+                .collect(),
+        );
+        run.again.push(batch.len() - fresh);
+        for c in &batch {
+            evaluations += 1;
+            swarm.tell(c.tag, Fitness::Value(neg_sphere(&c.x)));
+        }
+        if run.to_target.is_none() && swarm.best().is_some_and(|(_, f)| f >= -1e-6) {
+            run.to_target = Some(evaluations);
+        }
+    }
+    let (x, f) = swarm.best().unwrap();
+    run.best = (x.to_vec(), f);
+    run.deterministic = swarm.deterministic();
+    run
+}
+
 #[test]
-fn a_deterministic_objective_still_converges_at_a_small_cost() {
-    let space = square(-5.0, 5.0, 5, -3.0);
-    for seed in 0..5 {
-        let mut swarm = Swarm::new(&space, &config(20, 100, 2), seed).unwrap();
-        let mut evaluations = 0;
-        while let Step::Evaluate(batch) = swarm.ask() {
-            for c in &batch {
-                evaluations += 1;
-                let f = -c.x.iter().map(|v| (v - 1.0).powi(2)).sum::<f64>();
-                swarm.tell(c.tag, Fitness::Value(f));
+fn a_deterministic_objective_stops_the_re_evaluations_after_three_rounds() {
+    // Measured (20 seeds, 20 particles, evaluations until the reported
+    // best is within 1e-8, 1e-6, 1e-4 of the optimum in 2, 5, 10
+    // dimensions): before the detection, reevaluate = 2 took 15–26 % more
+    // than reevaluate = 0 with `global` (it followed a confirmed best one
+    // generation behind) and 10–11 % more with `ring`; now the particles
+    // are the classic swarm's bit for bit and the overhead is the three
+    // rounds' re-evaluations, 4 to 40.
+    for topology in [Topology::Global, Topology::Ring] {
+        for dim in [2, 5] {
+            for seed in 0..4 {
+                let case = format!("{topology:?}, {dim}-D, seed {seed}");
+                let classic = sphere_run(dim, topology, 0, seed);
+                let default = sphere_run(dim, topology, 2, seed);
+                assert!(!classic.deterministic, "{case}");
+                assert!(default.deterministic, "{case}");
+                // Re-evaluations in the three batches after the first
+                // (the first round confirms the first generation's best
+                // twice), none after them.
+                assert_eq!(default.again[0], 0, "{case}");
+                let rounds = 1..=EXACT_ROUNDS as usize;
+                assert!(rounds.clone().all(|b| default.again[b] > 0), "{case}");
+                assert_eq!(default.again[1], 2, "{case}");
+                assert!(
+                    default.again[EXACT_ROUNDS as usize + 1..]
+                        .iter()
+                        .all(|&a| a == 0),
+                    "{case}: {:?}",
+                    default.again
+                );
+                // The same particles, generation by generation, and the
+                // same best point, value and reach.
+                assert_eq!(default.particles, classic.particles, "{case}");
+                assert_eq!(default.best, classic.best, "{case}");
+                let overhead: usize = default.again.iter().sum();
+                assert!(overhead <= 60, "{case}: {overhead}");
+                let (Some(with), Some(without)) = (default.to_target, classic.to_target) else {
+                    panic!("{case}: target not reached");
+                };
+                assert_eq!(with, without + overhead, "{case}");
             }
         }
-        let (x, f) = swarm.best().unwrap();
-        assert!(f > -1e-3, "seed {seed}: {f} at {x:?}");
-        // 2000 for the generations, re-evaluations on top.
-        assert!(
-            (2000..2300).contains(&evaluations),
-            "seed {seed}: {evaluations}"
-        );
     }
+}
+
+/// Evaluates `noisy_by_tag`'s sphere without noise in the batches before
+/// `from` and with it from there on; the re-evaluations of each batch and
+/// whether the swarm ended deterministic.
+fn noise_from_batch(from: usize, reevaluate: u32) -> (Vec<usize>, bool) {
+    let space = square(-5.0, 5.0, 3, 4.0);
+    let mut swarm = Swarm::new(&space, &config(10, 20, reevaluate), 9).unwrap();
+    let mut again = Vec::new();
+    while let Step::Evaluate(batch) = swarm.ask() {
+        let noisy = again.len() >= from;
+        again.push(batch.len().saturating_sub(10));
+        for c in batch.iter().rev() {
+            let value = match noisy_by_tag(c) {
+                Fitness::Value(_) if !noisy => Fitness::Value(neg_sphere(&c.x)),
+                outcome => outcome,
+            };
+            swarm.tell(c.tag, value);
+        }
+    }
+    (again, swarm.deterministic())
+}
+
+#[test]
+fn noise_seen_in_any_of_the_first_rounds_keeps_the_re_evaluations_for_good() {
+    // Batch b > 0 carries round b. Noise in round 1, 2 or 3 keeps every
+    // later generation confirming (the incumbent at least, once per
+    // generation).
+    for from in 0..=EXACT_ROUNDS as usize {
+        let (again, deterministic) = noise_from_batch(from, 2);
+        assert!(!deterministic, "noise from batch {from}");
+        assert!(again[1..20].iter().all(|&a| a > 0), "{from}: {again:?}");
+    }
+}
+
+#[test]
+fn noise_that_first_appears_after_the_third_round_is_not_seen() {
+    // The documented limit: three exact rounds and the swarm is the
+    // classic one for good, whatever the values do later.
+    let (again, deterministic) = noise_from_batch(EXACT_ROUNDS as usize + 1, 2);
+    assert!(deterministic);
+    assert!(again[1..=3].iter().all(|&a| a > 0), "{again:?}");
+    assert!(again[4..].iter().all(|&a| a == 0), "{again:?}");
+    assert_eq!(again.len(), 20);
+}
+
+#[test]
+fn noise_confined_to_the_trap_can_hide_from_the_first_rounds() {
+    // The same limit where the noise is confined to a region: with exact
+    // values outside the trap, the first rounds compare only exact points
+    // in some runs, and those runs are the classic swarm, lured by lucky
+    // values. Measured: 39 of 100 seeds judged deterministic, 66 end
+    // outside the trap (98 before the detection); 5 of the 20 here.
+    let space = square(-1.0, 1.0, 2, -0.4);
+    let mut judged = 0;
+    for seed in 0..20 {
+        let mut swarm = Swarm::new(&space, &config(20, 40, 2), seed).unwrap();
+        let mut noise = ChaCha8Rng::seed_from_u64(seed ^ 0x5eed);
+        while let Step::Evaluate(batch) = swarm.ask() {
+            for c in &batch {
+                let loud = if c.x[0] > 0.5 {
+                    normal(&mut noise)
+                } else {
+                    0.0
+                };
+                swarm.tell(c.tag, Fitness::Value(trap_mean(&c.x) + loud));
+            }
+        }
+        judged += usize::from(swarm.deterministic());
+    }
+    assert!((1..10).contains(&judged), "judged deterministic: {judged}");
 }
 
 proptest! {
