@@ -1,5 +1,7 @@
 use std::collections::BTreeMap;
 
+mod common;
+
 use proptest::prelude::*;
 use yamor_optimizer_api::{Bound, Fitness, Plugin, SettingValue, Settings, Space, Step};
 use yamor_powell::Powell;
@@ -302,39 +304,9 @@ fn reversed_tell_order_gives_the_same_proposals() {
     }
 }
 
-/// −(x − c)ᵀ Qᵀ Λ Q (x − c) with a fixed rotation Q and conditioning 1e3.
-fn neg_rotated_quadratic(dim: usize) -> impl Fn(&[f64]) -> f64 {
-    use rand::{Rng, SeedableRng};
-    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(42);
-    let mut q: Vec<Vec<f64>> = Vec::new();
-    while q.len() < dim {
-        let mut v: Vec<f64> = (0..dim).map(|_| rng.random_range(-1.0..1.0)).collect();
-        for b in &q {
-            let dot: f64 = v.iter().zip(b).map(|(x, y)| x * y).sum();
-            v.iter_mut().zip(b).for_each(|(x, y)| *x -= dot * y);
-        }
-        let norm = v.iter().map(|x| x * x).sum::<f64>().sqrt();
-        q.push(v.iter().map(|x| x / norm).collect());
-    }
-    let centre: Vec<f64> = (0..dim).map(|_| rng.random_range(-3.0..3.0)).collect();
-    move |x: &[f64]| {
-        -q.iter()
-            .enumerate()
-            .map(|(i, row)| {
-                let y: f64 = row
-                    .iter()
-                    .zip(x.iter().zip(&centre))
-                    .map(|(r, (a, c))| r * (a - c))
-                    .sum();
-                1e3f64.powf(i as f64 / (dim - 1) as f64) * y * y
-            })
-            .sum::<f64>()
-    }
-}
-
 #[test]
 fn every_variant_solves_a_shifted_rotated_quadratic_in_10d() {
-    let f = neg_rotated_quadratic(10);
+    let f = neg_rotated_quadratic_1e3(10);
     for variant in ["classic", "stadium", "clamp", "interval"] {
         let t = drive_with(
             &space(10, -5.0, 5.0, 4.0),
@@ -401,4 +373,9 @@ fn a_parameter_without_range_neither_hangs_nor_leaves_its_value() {
             assert!(t.best > -0.04 - 1e-9, "{variant}: {}", t.best);
         }
     }
+}
+
+/// −(x − c)ᵀ Qᵀ Λ Q (x − c) with a fixed rotation Q and conditioning 1e3.
+fn neg_rotated_quadratic_1e3(dim: usize) -> impl Fn(&[f64]) -> f64 {
+    common::neg_rotated_quadratic(dim, 1e3)
 }
