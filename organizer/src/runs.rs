@@ -876,16 +876,6 @@ impl Executor<'_> {
             return Err(RunError::ToldBeforeProposed(completion.job_id));
         };
         let max_turn = self.spec.max_turn_deg_s;
-        if let Ok(o) = &completion.outcome
-            && o.stopped_early.is_none()
-            && o.velocity.is_finite()
-            && o.partial_velocities.len() == CHECKPOINT_FRACTIONS.len()
-        {
-            self.complete.push((
-                o.partial_velocities.clone(),
-                constrained_value(o.velocity, o.turn_deg_s, max_turn),
-            ));
-        }
         let velocity = match &completion.outcome {
             Ok(o) if o.velocity.is_finite() => {
                 Some(constrained_value(o.velocity, o.turn_deg_s, max_turn))
@@ -905,6 +895,12 @@ impl Executor<'_> {
                 None
             }
         };
+        if let (Some(v), Ok(o)) = (velocity, &completion.outcome)
+            && o.stopped_early.is_none()
+            && o.partial_velocities.len() == CHECKPOINT_FRACTIONS.len()
+        {
+            self.complete.push((o.partial_velocities.clone(), v));
+        }
         self.optimizer
             .as_mut()
             .ok_or_else(|| RunError::Optimizer("the optimizer was lost".into()))?
@@ -969,14 +965,20 @@ impl Executor<'_> {
     /// that is not among them (CMA-ES's averaged late means: under noise
     /// often better than any point walked).
     fn finalists(&self, count: usize) -> Vec<Vec<f64>> {
+        // Points in the order first learnt; a point's bits find its entry.
         let mut points: Vec<(&Vec<f64>, f64, usize)> = Vec::new();
+        let mut index: HashMap<Vec<u64>, usize> = HashMap::new();
         for (v, x) in &self.learnt {
-            match points.iter_mut().find(|(p, _, _)| same_point(p, x)) {
-                Some((_, sum, n)) => {
-                    *sum += v;
-                    *n += 1;
+            let key = x.iter().map(|c| c.to_bits()).collect();
+            match index.get(&key) {
+                Some(&i) => {
+                    points[i].1 += v;
+                    points[i].2 += 1;
                 }
-                None => points.push((x, *v, 1)),
+                None => {
+                    index.insert(key, points.len());
+                    points.push((x, *v, 1));
+                }
             }
         }
         let mean = |(_, sum, n): &(&Vec<f64>, f64, usize)| sum / *n as f64;
