@@ -127,6 +127,58 @@ impl EarlyStop {
     }
 }
 
+/// A walk's way through the checkpoints of [`CHECKPOINT_FRACTIONS`]: the
+/// one "stop here?" rule every walk loop (simulated or on a robot) asks, so
+/// that a walk stopped early means the same wherever it walked.
+#[derive(Debug, Clone, Default)]
+pub struct Checkpoints {
+    bounds: Option<EarlyStop>,
+    partial_velocities: Vec<f64>,
+    stopped_early: Option<u32>,
+}
+
+impl Checkpoints {
+    /// The checkpoints of a walk of `spec`, none passed yet.
+    #[must_use]
+    pub fn of(spec: &EvaluationSpec) -> Self {
+        Self {
+            bounds: spec.early_stop.clone(),
+            ..Self::default()
+        }
+    }
+
+    /// Where the next checkpoint lies, as seconds into the measured window
+    /// of `spec`; `None` once every one is passed or the walk stopped.
+    #[must_use]
+    pub fn next_into_window(&self, spec: &EvaluationSpec) -> Option<f64> {
+        if self.stopped_early.is_some() {
+            return None;
+        }
+        CHECKPOINT_FRACTIONS
+            .get(self.partial_velocities.len())
+            .map(|f| f * spec.measure)
+    }
+
+    /// Records the walk's velocity so far at the next checkpoint; true when
+    /// it is below that checkpoint's bound and the walk must stop there.
+    pub fn reached(&mut self, velocity_so_far: f64) -> bool {
+        let k = self.partial_velocities.len();
+        self.partial_velocities.push(velocity_so_far);
+        let bound = self.bounds.as_ref().and_then(|e| e.bound(k));
+        let stop = bound.is_some_and(|b| velocity_so_far < b);
+        if stop {
+            self.stopped_early = Some(k as u32);
+        }
+        stop
+    }
+
+    /// Writes what the checkpoints saw into the walk's outcome.
+    pub fn record(self, outcome: &mut Outcome) {
+        outcome.partial_velocities = self.partial_velocities;
+        outcome.stopped_early = self.stopped_early;
+    }
+}
+
 impl Default for EvaluationSpec {
     /// The thesis' protocol: 8 s warm-up, 12 s measured.
     fn default() -> Self {
@@ -630,5 +682,38 @@ mod tests {
             "spec.warmup_s must be in [0, 3600] s, got 1e300"
         );
         assert!(EvaluationSpec::default().check().is_ok());
+    }
+
+    #[test]
+    fn a_walk_stops_at_the_first_checkpoint_below_its_bound_and_never_after() {
+        let spec = EvaluationSpec {
+            measure: 12.0,
+            early_stop: Some(EarlyStop {
+                min_velocity: vec![None, Some(0.1)],
+            }),
+            ..EvaluationSpec::default()
+        };
+        let mut walk = Checkpoints::of(&spec);
+        assert_eq!(walk.next_into_window(&spec), Some(3.0));
+        // No bound at the first checkpoint: even a backward walk goes on.
+        assert!(!walk.reached(-0.5));
+        assert_eq!(walk.next_into_window(&spec), Some(6.0));
+        assert!(walk.reached(0.05));
+        assert_eq!(walk.next_into_window(&spec), None);
+        let mut outcome = Outcome::default();
+        walk.record(&mut outcome);
+        assert_eq!(outcome.partial_velocities, vec![-0.5, 0.05]);
+        assert_eq!(outcome.stopped_early, Some(1));
+
+        // Without bounds every checkpoint is read and the walk is whole.
+        let whole = EvaluationSpec::default();
+        let mut walk = Checkpoints::of(&whole);
+        while walk.next_into_window(&whole).is_some() {
+            assert!(!walk.reached(-1.0));
+        }
+        let mut outcome = Outcome::default();
+        walk.record(&mut outcome);
+        assert_eq!(outcome.partial_velocities.len(), CHECKPOINT_FRACTIONS.len());
+        assert_eq!(outcome.stopped_early, None);
     }
 }

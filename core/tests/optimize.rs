@@ -63,7 +63,7 @@ fn only_a_phase_over_one_whole_turn_is_periodic() {
     let config = with_rules(
         r#"<optimize param="phase_0_5" min="0" max="6.283185307"/>
            <optimize param="phase_0_1" min="-1.6" max="1.6"/>
-           <optimize param="amplitude_5" min="0" max="6.283185307"/>
+           <optimize param="amplitude_5" min="0" max="1.5"/>
            <optimize param="phase_1_2" min="-3.141593" max="3.141593"/>"#,
     )
     .unwrap();
@@ -373,6 +373,47 @@ fn crossed_limit_angles_are_errors() {
 }
 
 #[test]
+fn ranges_beyond_a_modules_joint_limits_are_refused() {
+    // Module 0's limits are ±0.785 rad: an amplitude reaches 0.785 at most,
+    // an offset lies within ±0.785.
+    let error = rule_error(r#"<optimize param="amplitude_0" min="0" max="1.5"/>"#, 0);
+    assert!(
+        matches!(
+            error,
+            RuleError::BeyondJointLimits {
+                param: ParamName::Amplitude(0),
+                module: 0,
+                ..
+            }
+        ),
+        "{error}"
+    );
+    assert!(error.to_string().contains("joint limits"), "{error}");
+    let error = rule_error(r#"<optimize param="offset_0" min="-1" max="0.5"/>"#, 0);
+    assert!(
+        matches!(
+            error,
+            RuleError::BeyondJointLimits {
+                param: ParamName::Offset(0),
+                ..
+            }
+        ),
+        "{error}"
+    );
+    // π/4 written as 0.785 means π/4; the limits' own range is accepted.
+    assert!(with_rules(r#"<optimize param="amplitude_0" min="0" max="0.7854"/>"#).is_ok());
+    assert!(with_rules(r#"<optimize param="offset_0" min="-0.785" max="0.785"/>"#).is_ok());
+    // Limits that are optimized too move with the range: not judged.
+    assert!(
+        with_rules(
+            r#"<optimize param="amplitude_0" min="0" max="1.5"/>
+<optimize param="maxangle_0" min="0.785" max="1.57"/>"#
+        )
+        .is_ok()
+    );
+}
+
+#[test]
 fn bad_rules_name_the_problem_and_the_line() {
     use ParamName::*;
     use RuleError::*;
@@ -428,7 +469,7 @@ fn bad_rules_name_the_problem_and_the_line() {
     );
     assert_eq!(
         rule_error(
-            r#"<optimize param="amplitude_0" min="0" max="1"/>
+            r#"<optimize param="amplitude_0" min="0" max="0.75"/>
 <optimize param="amplitude_1" expr="1"/>
 <optimize param="amplitude_0" expr="1"/>"#,
             2

@@ -312,10 +312,10 @@ impl Scenario {
         println!("gaits database: {} gaits", stored.len());
         for g in &stored {
             println!(
-                "  gait {}: {:?}, expected {:.2} cm/s, predecessors {:?}",
+                "  gait {}: {:?}, {}, predecessors {:?}",
                 g.id,
                 g.orientation,
-                g.expected_velocity * 100.0,
+                g.velocity_text(),
                 g.predecessors
             );
         }
@@ -877,8 +877,8 @@ pub async fn gaits(args: GaitsArgs) -> Result<()> {
         return Ok(());
     }
     println!(
-        "{:>4}  {:<11} {:>9}  {:>14}  predecessors (gait: symptom)",
-        "id", "orientation", "cm/s", "last used"
+        "{:>4}  {:<11} {:>32}  {:>14}  predecessors (gait: symptom)",
+        "id", "orientation", "velocity (robot's windows)", "last used"
     );
     let now = yamor_organizer::now_ms();
     for g in &gaits {
@@ -888,10 +888,10 @@ pub async fn gaits(args: GaitsArgs) -> Result<()> {
             .map(|(id, s)| format!("{id}: {}", s.as_str()))
             .collect();
         println!(
-            "{:>4}  {:<11} {:>9.2}  {:>14}  {}",
+            "{:>4}  {:<11} {:>32}  {:>14}  {}",
             g.id,
             g.orientation.as_str(),
-            g.expected_velocity * 100.0,
+            g.velocity_text(),
             format!("{:.0} s ago", (now - g.last_used_ms) as f64 / 1000.0),
             before.join(", ")
         );

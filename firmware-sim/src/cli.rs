@@ -37,6 +37,21 @@ fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> CliError {
     move |source| CliError::Io { what, source }
 }
 
+/// A line on stdout. A reader that went away (`yamor sim | head -1`) ends
+/// the command quietly, as Unix tools do, rather than in a panic.
+macro_rules! say {
+    ($($line:tt)*) => {{
+        use std::io::Write as _;
+        if let Err(e) = writeln!(std::io::stdout(), $($line)*) {
+            return if e.kind() == std::io::ErrorKind::BrokenPipe {
+                Ok(())
+            } else {
+                Err(io("writing to stdout")(e))
+            };
+        }
+    }};
+}
+
 #[derive(Args)]
 pub struct RobotArgs {
     /// An embedded example (quadruped, snake, trebuchet, dog, wheel), a morphology XML file, or a directory holding world.xml and gait.xml.
@@ -93,9 +108,9 @@ pub struct WalkArgs {
     #[arg(long, default_value_t = 20, conflicts_with = "seed",
           value_parser = clap::value_parser!(u32).range(1..=i64::from(MAX_HELD_OUT)))]
     starts: u32,
-    /// Where to write the trajectory of the central module (of the first start).
-    #[arg(long, default_value = "trajectory.csv")]
-    csv: PathBuf,
+    /// Write the trajectory of the central module (of the first start) to this CSV file.
+    #[arg(long)]
+    csv: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -108,27 +123,35 @@ pub struct BridgeArgs {
 }
 
 /// Walks a robot from the first `--starts` held-out starts, or from
-/// `--seed` alone, prints its velocity and writes the (first) trajectory as
-/// CSV.
+/// `--seed` alone, prints its velocity and, with `--csv`, writes the (first)
+/// trajectory.
 pub fn walk(args: WalkArgs) -> Result<(), CliError> {
     let (morphology, gait) = args.robot.load()?;
     let settings = args.robot.settings();
     let spec = EvaluationSpec {
         seed: settings.seed,
         sample_interval: 0.01,
-        full_trajectory: true,
+        full_trajectory: args.csv.is_some(),
         ..EvaluationSpec::lasting_after(args.warmup, args.seconds).map_err(CliError::Spec)?
     };
-    let csv = args.csv.display();
-    let write_csv = |evaluation: &Outcome| {
-        let file = std::fs::File::create(&args.csv).map_err(io(format!("creating {csv}")))?;
+    // Where the trajectory went, for the last line; nothing is written
+    // unless asked.
+    let write_csv = |evaluation: &Outcome| -> Result<Option<String>, CliError> {
+        let Some(path) = &args.csv else {
+            return Ok(None);
+        };
+        let shown = path.display().to_string();
+        let file = std::fs::File::create(path).map_err(io(format!("creating {shown}")))?;
         write_trajectory_csv(&evaluation.samples, std::io::BufWriter::new(file))
-            .map_err(io(format!("writing {csv}")))
+            .map_err(io(format!("writing {shown}")))?;
+        Ok(Some(shown))
     };
     if args.robot.seed.is_some() {
         let evaluation = evaluate(&morphology, &gait, settings, &spec)?;
-        write_csv(&evaluation)?;
-        println!(
+        let written = write_csv(&evaluation)?
+            .map(|path| format!("; trajectory in {path}"))
+            .unwrap_or_default();
+        say!(
             "velocity {:.4} m/s ({:.2} cm/s): {:.3} m from t={:.1}s to t={:.1}s, turning {:+.1}°/s",
             evaluation.velocity,
             evaluation.velocity * 100.0,
@@ -137,8 +160,8 @@ pub fn walk(args: WalkArgs) -> Result<(), CliError> {
             evaluation.end.t,
             evaluation.turn_deg_s
         );
-        println!(
-            "{} physics steps in {:.3} s wall: {:.0}x real time; trajectory in {csv}",
+        say!(
+            "{} physics steps in {:.3} s wall: {:.0}x real time{written}",
             evaluation.physics_steps,
             evaluation.wall.as_secs_f64(),
             evaluation.real_time_factor(),
@@ -149,9 +172,11 @@ pub fn walk(args: WalkArgs) -> Result<(), CliError> {
     let started = std::time::Instant::now();
     let walks = evaluate_starts(&morphology, &gait, settings, &spec, &seeds)?;
     let wall = started.elapsed().as_secs_f64();
-    write_csv(&walks[0])?;
+    let written = write_csv(&walks[0])?
+        .map(|path| format!("; trajectory of start {} in {path}", seeds[0]))
+        .unwrap_or_default();
     for (seed, evaluation) in seeds.iter().zip(&walks) {
-        println!(
+        say!(
             "start {seed}: {:.2} cm/s, turning {:+.1}°/s",
             evaluation.velocity * 100.0,
             evaluation.turn_deg_s
@@ -166,7 +191,7 @@ pub fn walk(args: WalkArgs) -> Result<(), CliError> {
     })?;
     // How straight: a fast gait that circles is not what a user asked for.
     let turns: Vec<f64> = walks.iter().map(|w| w.turn_deg_s.abs()).collect();
-    println!(
+    say!(
         "velocity {} over held-out starts; turning {:.1}°/s on average (at most {:.1})",
         spread.cm_s(),
         turns.iter().sum::<f64>() / turns.len() as f64,
@@ -175,11 +200,10 @@ pub fn walk(args: WalkArgs) -> Result<(), CliError> {
     // Robot seconds over wall seconds of the whole batch, walks side by side
     // counted together: what a user waiting for the figure gets.
     let simulated: f64 = walks.iter().map(|w| w.simulated).sum();
-    println!(
-        "{} physics steps in {wall:.3} s wall: {:.0}x real time; trajectory of start {} in {csv}",
+    say!(
+        "{} physics steps in {wall:.3} s wall: {:.0}x real time{written}",
         walks.iter().map(|w| w.physics_steps).sum::<u64>(),
         simulated / wall.max(1e-9),
-        seeds[0],
     );
     Ok(())
 }
@@ -202,7 +226,7 @@ pub async fn bridge(args: BridgeArgs, shutdown: impl Future<Output = ()>) -> Res
 pub fn robots() -> Result<(), CliError> {
     for example in EXAMPLES {
         let morphology = example.morphology()?;
-        println!(
+        say!(
             "{:<10} {} modules, central {}",
             example.name,
             morphology.modules.len(),

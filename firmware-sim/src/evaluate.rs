@@ -9,7 +9,7 @@ use std::io::Write;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Instant;
 use yamor_core::evaluation::{
-    CHECKPOINT_FRACTIONS, EvaluationSpec, Outcome, Sample, Situation, planar_velocity,
+    Checkpoints, EvaluationSpec, Outcome, Sample, Situation, planar_velocity,
 };
 use yamor_core::{Morphology, RobotConfig};
 use yamor_snp::{SnpMessage, flags};
@@ -260,9 +260,7 @@ fn walk(
     let mut trajectory = vec![sim.robot_sample()];
     let mut start = None;
     let mut next_sample = spec.sample_interval;
-    let checkpoints = CHECKPOINT_FRACTIONS.map(|f| measure_from + f * spec.measure);
-    let mut partial_velocities = Vec::new();
-    let mut stopped_early = None;
+    let mut checkpoints = Checkpoints::of(spec);
     while sim.time() + settings.dt / 2.0 <= total {
         if sim.ticks() % check_every == 0 && cancel.load(Ordering::Relaxed) {
             return Err(SimError::Cancelled(sim.time()));
@@ -280,17 +278,11 @@ fn walk(
             trajectory.push(sim.robot_sample());
             next_sample += spec.sample_interval.max(settings.dt);
         }
-        let k = partial_velocities.len();
-        if let (Some(from), Some(&at)) = (start, checkpoints.get(k))
-            && sim.time() + settings.dt / 2.0 >= at
+        if let (Some(from), Some(at)) = (start, checkpoints.next_into_window(spec))
+            && sim.time() + settings.dt / 2.0 >= measure_from + at
+            && checkpoints.reached(planar_velocity(&from, &sim.robot_sample()))
         {
-            let partial = planar_velocity(&from, &sim.robot_sample());
-            partial_velocities.push(partial);
-            let bound = spec.early_stop.as_ref().and_then(|e| e.bound(k));
-            if bound.is_some_and(|b| partial < b) {
-                stopped_early = Some(k as u32);
-                break;
-            }
+            break;
         }
     }
     let end = sim.robot_sample();
@@ -299,8 +291,7 @@ fn walk(
     }
     let start = start.unwrap_or(trajectory[0]);
     let mut outcome = Outcome::from_samples(start, end, trajectory, spec.full_trajectory);
-    outcome.partial_velocities = partial_velocities;
-    outcome.stopped_early = stopped_early;
+    checkpoints.record(&mut outcome);
     outcome.simulated = end.t;
     outcome.wall = started.elapsed();
     outcome.physics_steps = sim.ticks();
@@ -398,7 +389,7 @@ mod tests {
 
     #[test]
     fn a_hopeless_walk_stops_at_its_checkpoint_and_a_hopeful_one_walks_whole() {
-        use yamor_core::evaluation::EarlyStop;
+        use yamor_core::evaluation::{CHECKPOINT_FRACTIONS, EarlyStop};
         let (morphology, gait) = crate::robots::load("quadruped", None).unwrap();
         let spec = EvaluationSpec {
             warmup: 1.0,

@@ -62,6 +62,14 @@ pub enum LoadError {
     NoWorld { dir: std::path::PathBuf },
     #[error(transparent)]
     Xml(#[from] Box<XmlError>),
+    #[error(
+        "the gait configures module {module}, which is not in the morphology (its modules: {known}); \
+         every <module> of gait.xml must name a module of world.xml"
+    )]
+    GaitDoesNotFit {
+        module: yamor_core::ModuleId,
+        known: String,
+    },
     #[error("no gait given and {path} is unusable: {source}")]
     GaitBeside {
         path: std::path::PathBuf,
@@ -86,7 +94,9 @@ pub fn load(
             Some(g) => g,
             None => example.gait().map_err(Box::new)?,
         };
-        return Ok((example.morphology().map_err(Box::new)?, gait));
+        let morphology = example.morphology().map_err(Box::new)?;
+        fits(&morphology, &gait)?;
+        return Ok((morphology, gait));
     }
     let given_path = std::path::Path::new(robot);
     let in_dir;
@@ -118,7 +128,26 @@ pub fn load(
             })?
         }
     };
+    fits(&morphology, &gait)?;
     Ok((morphology, gait))
+}
+
+/// Every module the gait configures is one of the morphology's: checked
+/// when a robot is loaded, so a run does not start to fail every walk.
+fn fits(morphology: &Morphology, gait: &RobotConfig) -> Result<(), LoadError> {
+    let has = |id| morphology.modules.iter().any(|m| m.id == id);
+    match gait.modules.iter().find(|m| !has(m.id)) {
+        None => Ok(()),
+        Some(stray) => Err(LoadError::GaitDoesNotFit {
+            module: stray.id,
+            known: morphology
+                .modules
+                .iter()
+                .map(|m| m.id.to_string())
+                .collect::<Vec<_>>()
+                .join(", "),
+        }),
+    }
 }
 
 #[cfg(test)]
@@ -136,6 +165,16 @@ mod tests {
         let (loaded, walked) = load(dir.to_str().unwrap(), None).unwrap();
         assert_eq!(loaded.modules.len(), morphology.modules.len());
         assert_eq!(walked, gait);
+        // A gait for a module the world lacks is refused at load, by name.
+        let mut stray = gait.clone();
+        stray.modules[0].id = 99;
+        std::fs::write(dir.join("gait.xml"), stray.to_xml_string()).unwrap();
+        let error = load(dir.to_str().unwrap(), None).unwrap_err();
+        assert!(
+            matches!(error, LoadError::GaitDoesNotFit { module: 99, .. }),
+            "{error}"
+        );
+        std::fs::write(dir.join("gait.xml"), gait.to_xml_string()).unwrap();
         std::fs::remove_file(dir.join("world.xml")).unwrap();
         let missing = load(dir.to_str().unwrap(), None).unwrap_err();
         assert!(matches!(missing, LoadError::NoWorld { .. }), "{missing}");

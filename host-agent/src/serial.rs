@@ -34,7 +34,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
-use yamor_core::evaluation::{CHECKPOINT_FRACTIONS, planar_velocity};
+use yamor_core::evaluation::{Checkpoints, planar_velocity};
 use yamor_core::{ModuleId, RobotConfig};
 use yamor_snp::configuration_messages;
 use yamor_snp::{BROADCAST, Frame, FrameDecoder, HOST, SnpFrame, SnpMessage, flags};
@@ -261,12 +261,11 @@ impl SerialRobot {
             let end_at = begin + settings.wall(job.spec.measure);
             // Where the velocity so far is read, and a hopeless walk ends
             // (a person's time is what a real robot's walk costs).
-            let checkpoints =
-                CHECKPOINT_FRACTIONS.map(|f| begin + settings.wall(f * job.spec.measure));
-            let mut partial_velocities = Vec::new();
-            let mut stopped_early = None;
+            let mut checkpoints = Checkpoints::of(&job.spec);
             loop {
-                let checkpoint = checkpoints.get(partial_velocities.len()).copied();
+                let checkpoint = checkpoints
+                    .next_into_window(&job.spec)
+                    .map(|s| begin + settings.wall(s));
                 let mut next = (Instant::now() + settings.wall(interval)).min(end_at);
                 if let Some(c) = checkpoint {
                     next = next.min(c);
@@ -281,17 +280,10 @@ impl SerialRobot {
                     z: 0.0,
                 };
                 samples.push(here);
-                if let Some(c) = checkpoint
-                    && at >= c
+                if checkpoint.is_some_and(|c| at >= c)
+                    && checkpoints.reached(planar_velocity(&start, &here))
                 {
-                    let k = partial_velocities.len();
-                    let partial = planar_velocity(&start, &here);
-                    partial_velocities.push(partial);
-                    let bound = job.spec.early_stop.as_ref().and_then(|e| e.bound(k));
-                    if bound.is_some_and(|b| partial < b) {
-                        stopped_early = Some(k as u32);
-                        break;
-                    }
+                    break;
                 }
                 if at >= end_at {
                     break;
@@ -299,8 +291,7 @@ impl SerialRobot {
             }
             let end = *samples.last().expect("at least two samples");
             let mut outcome = Outcome::from_samples(start, end, samples, job.spec.full_trajectory);
-            outcome.partial_velocities = partial_velocities;
-            outcome.stopped_early = stopped_early;
+            checkpoints.record(&mut outcome);
             outcome.simulated = robot_time(Instant::now());
             Ok(outcome)
         })();

@@ -52,6 +52,8 @@ impl Gaits {
                 gait_xml: record.gait_xml,
                 orientation: record.orientation.as_str().to_owned(),
                 expected_velocity: record.expected_velocity,
+                windows: 1,
+                velocity_m2: 0.0,
                 last_used_ms: record.last_used_ms,
                 predecessors: record
                     .predecessors
@@ -63,8 +65,9 @@ impl Gaits {
         Ok(record.id)
     }
 
-    /// Gait `id` is in use again, walking at `velocity`; `switched_from` is
-    /// the gait it replaced and the symptom that made the switch.
+    /// Gait `id` is in use again, its window walked at `velocity` (which
+    /// joins the mean of its windows); `switched_from` is the gait it
+    /// replaced and the symptom that made the switch.
     pub async fn used(
         &self,
         id: u64,
@@ -75,7 +78,7 @@ impl Gaits {
             .commit(Write::GaitUsed {
                 id,
                 last_used_ms: yamor_organizer::now_ms(),
-                expected_velocity: velocity,
+                velocity,
                 predecessor: switched_from.map(|(from, s)| (from, s.as_str().to_owned())),
             })
             .await
@@ -89,6 +92,8 @@ fn record(row: &GaitRow) -> Option<GaitRecord> {
         gait_xml: row.gait_xml.clone(),
         orientation: Orientation::parse(&row.orientation)?,
         expected_velocity: row.expected_velocity,
+        windows: row.windows,
+        velocity_se: row.standard_error(),
         last_used_ms: row.last_used_ms,
         predecessors: row
             .predecessors
@@ -109,6 +114,8 @@ mod tests {
             gait_xml: format!("<yamorconfig v=\"{v}\"/>"),
             orientation: Orientation::UpsideDown,
             expected_velocity: v,
+            windows: 1,
+            velocity_se: None,
             last_used_ms: 7,
             predecessors,
         }
@@ -133,12 +140,18 @@ mod tests {
                 .used(a, 0.06, Some((b, Symptom::VelocityRise)))
                 .await
                 .unwrap();
+            gaits.used(a, 0.10, None).await.unwrap();
         }
         let gaits = Gaits::load(Store::open(&path).unwrap()).unwrap();
         let quad = gaits.list(Some("quad")).unwrap();
         assert_eq!(quad.len(), 2);
         assert_eq!(quad[0].id, a);
-        assert_eq!(quad[0].expected_velocity, 0.06);
+        // Its three windows, 0.05, 0.06 and 0.10: mean 0.07, sample
+        // standard deviation 0.0265, standard error 0.0153.
+        assert!((quad[0].expected_velocity - 0.07).abs() < 1e-12);
+        assert_eq!(quad[0].windows, 3);
+        let se = quad[0].velocity_se.unwrap();
+        assert!((se - (0.0007_f64 / 3.0).sqrt()).abs() < 1e-12, "{se}");
         assert!(quad[0].last_used_ms > 7);
         assert_eq!(quad[0].predecessors, [(b, Symptom::VelocityRise)]);
         assert_eq!(quad[1], {

@@ -59,13 +59,30 @@ pub struct GaitRecord {
     /// The gait (yamorconfig XML).
     pub gait_xml: String,
     pub orientation: Orientation,
-    /// Velocity measured when it was stored or last used (m/s).
+    /// Mean velocity of the robot's windows with this gait (m/s): the one
+    /// it was stored with and one per switch to it since.
     pub expected_velocity: f64,
+    /// Windows in that mean.
+    pub windows: u64,
+    /// Its standard error, from two windows on.
+    pub velocity_se: Option<f64>,
     /// Milliseconds since the epoch.
     pub last_used_ms: i64,
     /// Gaits that were in use before a switch to this one, and the symptom
     /// that caused each switch.
     pub predecessors: Vec<(u64, Symptom)>,
+}
+
+impl GaitRecord {
+    /// Its velocity as people read it: mean ± se over its windows.
+    #[must_use]
+    pub fn velocity_text(&self) -> String {
+        yamor_organizer::store::gait_velocity_text(
+            self.expected_velocity,
+            self.velocity_se,
+            self.windows,
+        )
+    }
 }
 
 /// A key equal for morphologies with the same modules and connections,
@@ -145,6 +162,8 @@ mod tests {
             gait_xml: String::new(),
             orientation: Orientation::Upright,
             expected_velocity: 0.05,
+            windows: 1,
+            velocity_se: None,
             last_used_ms,
             predecessors,
         }

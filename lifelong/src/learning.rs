@@ -650,6 +650,8 @@ impl Lifelong {
                 gait_xml: xml,
                 orientation: self.orientation,
                 expected_velocity: velocity,
+                windows: 1,
+                velocity_se: None,
                 last_used_ms: yamor_organizer::now_ms(),
                 predecessors: switched_from.into_iter().collect(),
             })

@@ -34,7 +34,8 @@ use yamor_organizer::model::RunVariant;
 pub use cluster::{HostTask, LocalCluster, serve_host};
 pub use problem::{dashboard_options, default_optimization, generic_optimization, run_problem};
 pub use report::{
-    Evaluation, Walks, evaluations, new_run_dir, plot_progress, register_font, write_outputs,
+    Evaluation, Failures, Walks, evaluations, failures, new_run_dir, plot_progress, register_font,
+    write_outputs,
 };
 pub use robot::RunRobot;
 
@@ -97,32 +98,7 @@ impl LocalError {
     }
 }
 
-/// `yamor run`'s evaluations for a gait unless told otherwise: about 30 s
-/// of 20-s walks on two cores (docs/benchmarks.md, time to a good gait).
-pub const GAIT_RUN_BUDGET: u64 = 2400;
-
-/// CMA-ES's population on a gait unless told otherwise. The default
-/// `4 + ⌊3 ln n⌋` (9 for the quadruped's 7 parameters) settles on a local
-/// optimum of a walking landscape, which is rugged because each walk is
-/// chaotic; 24 explores it (Hansen and Kern 2004: large populations for
-/// multimodal functions) and keeps two hosts busy. On the quadruped it
-/// reached 95 % of the best known gait within 30 s from every seed, where 9
-/// did from one seed in five.
-pub const GAIT_CMAES_POPULATION: u32 = 24;
-
-/// Adds the settings a gait run of `optimizer` gets by default to those
-/// given: CMA-ES's population (also the CMA-ES stage's of `powell-cmaes`),
-/// unless `settings` sets it.
-pub fn gait_run_settings(
-    optimizer: &str,
-    settings: &mut std::collections::BTreeMap<String, String>,
-) {
-    if optimizer == yamor_cmaes::NAME || optimizer == yamor_portfolio::NAME {
-        settings
-            .entry("population".to_owned())
-            .or_insert_with(|| GAIT_CMAES_POPULATION.to_string());
-    }
-}
+pub use yamor_organizer::model::{GAIT_CMAES_POPULATION, GAIT_RUN_BUDGET, gait_run_settings};
 
 /// One optimizer setting given on a command line as `name=value`.
 pub use yamor_organizer::model::parse_setting;
@@ -172,4 +148,15 @@ pub fn optimizers() -> Vec<Arc<dyn yamor_optimizer_api::Plugin>> {
         Arc::new(yamor_portfolio::PowellCmaes),
         Arc::new(yamor_brute_force::BruteForce),
     ]
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_gait_population_names_the_cma_es_plugins() {
+        assert_eq!(
+            yamor_organizer::model::GAIT_POPULATION_OPTIMIZERS,
+            [yamor_cmaes::NAME, yamor_portfolio::NAME]
+        );
+    }
 }

@@ -69,6 +69,34 @@ impl Walks<'_> {
     }
 }
 
+/// A run's failed evaluations (held-out re-walks included).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Failures {
+    pub count: usize,
+    /// The first one's error, as its host gave it.
+    pub first: Option<String>,
+}
+
+/// How many of run `run`'s evaluations failed, and why the first did: what
+/// a user must see before trusting the rest.
+pub async fn failures(organizer: &Organizer, run: u64) -> Result<Failures, LocalError> {
+    use yamor_organizer::model::{JobFilter, JobState};
+    let filter = JobFilter {
+        run_id: Some(run),
+        states: vec![JobState::Failed],
+        ..JobFilter::default()
+    };
+    let failed = organizer
+        .scheduler
+        .store()
+        .read_async(move |s| s.jobs(&filter))
+        .await?;
+    Ok(Failures {
+        count: failed.len(),
+        first: failed.first().map(|j| j.error.clone()),
+    })
+}
+
 /// best_gait.xml, evaluations.csv and progress.png in `out`; says how
 /// `yamor sim` re-walks the gait.
 pub fn write_outputs(

@@ -532,6 +532,90 @@ async fn the_form_refuses_big_batches_and_unknown_host_kinds() {
     assert!(organizer.runs.list().is_empty());
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_start_form_offers_and_starts_what_yamor_run_does() {
+    use std::sync::Arc;
+    use yamor_organizer::model::{GAIT_CMAES_POPULATION, GAIT_RUN_BUDGET};
+    let organizer = Organizer::open(
+        &common::temp_dir("dash-defaults").join("yamor.db"),
+        yamor_organizer::SchedulerConfig::default(),
+        yamor_proto::transport::ClientSecurity::default(),
+        vec![Arc::new(yamor_cmaes::Cmaes)],
+    )
+    .unwrap();
+    // A run of a robot needs a host that walks it.
+    let backend =
+        yamor_host_agent::sim::SimBackend::example("quadruped", yamor_sim::SimSettings::default())
+            .unwrap();
+    let host = common::serve_host("sim", Arc::new(backend)).await;
+    organizer
+        .scheduler
+        .register_host("sim", &host)
+        .await
+        .unwrap();
+    let problem = include_str!("../../examples/robots/quadruped/optimize.xml");
+    let options = Options {
+        robots: vec!["quadruped".into()],
+        problem_for_robot: Some(Arc::new(move |_: &str| Ok(problem.to_owned()))),
+        ..Default::default()
+    };
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap().to_string();
+    tokio::spawn(yamor_organizer::http::serve(
+        listener,
+        organizer.clone(),
+        options,
+        std::future::pending(),
+    ));
+    let page = get(&address, "/runs/new").await;
+    assert!(
+        page.body
+            .contains(&format!("name=budget min=0 value=\"{GAIT_RUN_BUDGET}\"")),
+        "{}",
+        page.body
+    );
+    let population = page
+        .body
+        .split("name=\"set.cmaes.population\"")
+        .nth(1)
+        .and_then(|rest| rest.split("value=\"").nth(1))
+        .and_then(|rest| rest.split('"').next())
+        .unwrap();
+    assert_eq!(population, GAIT_CMAES_POPULATION.to_string());
+
+    // A script posts the robot alone: it gets yamor run's budget and population.
+    let bare = [
+        ("optimizer", "cmaes"),
+        ("robot", "quadruped"),
+        ("on", "sim"),
+    ];
+    let started = post_form(&address, "/runs", &[], &bare).await;
+    assert_eq!(started.status, 303, "{}", started.body);
+    // The form as shown, its population set back to the plugin's own (0,
+    // the automatic size): that choice holds.
+    let shown = [
+        ("optimizer", "cmaes"),
+        ("robot", "quadruped"),
+        ("on", "sim"),
+        ("budget", "2400"),
+        ("set.cmaes.population", "0"),
+    ];
+    let started = post_form(&address, "/runs", &[], &shown).await;
+    assert_eq!(started.status, 303, "{}", started.body);
+    let mut runs = organizer.runs.list();
+    runs.sort_by_key(|r| r.id);
+    assert_eq!(runs.len(), 2);
+    assert_eq!(runs[0].max_evaluations, GAIT_RUN_BUDGET);
+    assert_eq!(
+        runs[0].settings["population"],
+        GAIT_CMAES_POPULATION.to_string()
+    );
+    assert_eq!(runs[1].settings["population"], "0");
+    for run in runs {
+        organizer.runs.stop(run.id).unwrap();
+    }
+}
+
 /// The ids of the runs a runs page lists, in order.
 fn listed_runs(body: &str) -> Vec<u64> {
     body.split("<tr data-run=")

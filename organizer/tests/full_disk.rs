@@ -160,6 +160,8 @@ async fn a_full_disk_seen_only_by_a_refused_request_clears_when_space_returns() 
         gait_xml: "x".repeat(256 * 1024),
         orientation: "up".into(),
         expected_velocity: 0.1,
+        windows: 1,
+        velocity_m2: 0.0,
         last_used_ms: 0,
         predecessors: Vec::new(),
     };

@@ -126,8 +126,58 @@ fn a_version_0_file_is_migrated_without_loss() {
         assert_eq!(gaits[0].predecessors, [(2, "stuck motor".to_owned())]);
         assert_eq!(gaits[1].predecessors, [(1, "fell over".to_owned())]);
         assert_eq!(gaits[0].expected_velocity, 0.021);
+        // The one velocity a version-0 gait kept counts as one window.
+        assert_eq!((gaits[0].windows, gaits[0].standard_error()), (1, None));
         assert_eq!(store.max_ids().unwrap(), (2, 2, 1002));
     }
+}
+
+#[tokio::test]
+async fn a_version_2_gait_keeps_its_velocity_as_one_window_and_gathers_more() {
+    use yamor_organizer::store::{GaitRow, Write};
+    let db = temp_dir("v2-gaits").join("yamor.db");
+    {
+        let store = Store::open(&db).unwrap();
+        let row = GaitRow {
+            id: 1,
+            body: "quadruped".into(),
+            gait_xml: "<yamorconfig/>".into(),
+            orientation: "up".into(),
+            expected_velocity: 0.04,
+            windows: 1,
+            velocity_m2: 0.0,
+            last_used_ms: 1,
+            predecessors: Vec::new(),
+        };
+        store.commit(Write::InsertGait(row)).await.unwrap();
+    }
+    // Back to version 2's layout: one velocity per gait.
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    conn.execute_batch(
+        "ALTER TABLE gaits DROP COLUMN windows; ALTER TABLE gaits DROP COLUMN velocity_m2; \
+         PRAGMA user_version = 2;",
+    )
+    .unwrap();
+    drop(conn);
+    let store = Store::open(&db).unwrap();
+    assert_eq!(user_version(&db), SCHEMA_VERSION);
+    let gait = &store.gaits(None).unwrap()[0];
+    assert_eq!((gait.expected_velocity, gait.windows), (0.04, 1));
+    store
+        .commit(Write::GaitUsed {
+            id: 1,
+            last_used_ms: 2,
+            velocity: 0.08,
+            predecessor: None,
+        })
+        .await
+        .unwrap();
+    let gait = &store.gaits(None).unwrap()[0];
+    assert_eq!(gait.windows, 2);
+    assert!((gait.expected_velocity - 0.06).abs() < 1e-12);
+    // Two windows 0.04 apart: standard deviation 0.0283, error 0.02.
+    assert!((gait.standard_error().unwrap() - 0.02).abs() < 1e-12);
+    assert_eq!(gait.velocity_text(), "6.00 ± 2.00 cm/s (2 windows)");
 }
 
 #[test]

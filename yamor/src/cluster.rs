@@ -229,6 +229,27 @@ pub struct RunSpecArgs {
     pub options: RunOptions,
 }
 
+/// `--budget`: a count of evaluations, said so when it is not one (clap
+/// would take `-5` for a flag and suggest `-- -5`).
+fn budget(text: &str) -> Result<u64, String> {
+    match text.trim().parse::<i64>() {
+        Ok(n) if n >= 0 => Ok(n as u64),
+        _ => Err(format!(
+            "budget must be a positive number of evaluations (0: the optimizer's own schedule), got {text}"
+        )),
+    }
+}
+
+/// `--time`: seconds, none negative.
+fn seconds(text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(s) if s >= 0.0 && s.is_finite() => Ok(s),
+        _ => Err(format!(
+            "time must be a positive number of seconds (0: unlimited), got {text}"
+        )),
+    }
+}
+
 /// What a run optimizes and how; `yamor run` shares these.
 #[derive(Args, Clone)]
 pub struct RunOptions {
@@ -256,10 +277,10 @@ pub struct RunOptions {
     pub seed: u64,
     /// Maximum evaluations (0: the optimizer's own schedule; `yamor run`:
     /// 2400, about 30 s on two cores).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true, value_parser = budget)]
     pub budget: Option<u64>,
     /// Maximum seconds (0: unlimited).
-    #[arg(long, default_value_t = 0.0)]
+    #[arg(long, default_value_t = 0.0, allow_negative_numbers = true, value_parser = seconds)]
     pub time: f64,
     /// Seconds walked before the measurement starts.
     #[arg(long, default_value_t = 8.0)]

@@ -101,7 +101,7 @@ enum Command {
         #[command(subcommand)]
         command: cluster::JobsCommand,
     },
-    /// Walk a robot with a gait, print its velocity (thesis 6.2.1) and write the trajectory as CSV.
+    /// Walk a robot with a gait from held-out starts and print its velocity (thesis 6.2.1); --csv writes the trajectory.
     Sim(yamor_sim::cli::WalkArgs),
     /// Serve the simulated robot as a YaMoR Webots Bridge over TCP (thesis 5.4).
     Bridge(yamor_sim::cli::BridgeArgs),
@@ -142,7 +142,11 @@ fn main() -> Result<()> {
     use yamor_experiments as ex;
     use yamor_experiments::lifelong as life;
     match cli.command {
-        Command::Run(args) => block_on(run::run(args)),
+        Command::Run(args) => match block_on(run::run(args))? {
+            // Everything is written and shut down; only the code is left.
+            Some(code) => std::process::exit(code),
+            None => Ok(()),
+        },
         Command::Experiment(ExperimentCommand::Surface(a)) => block_on(ex::surface::surface(a)),
         Command::Experiment(ExperimentCommand::Timeline(a)) => block_on(ex::powell::timeline(a)),
         Command::Experiment(ExperimentCommand::Compare(a)) => block_on(ex::powell::compare(a)),
@@ -177,6 +181,6 @@ fn main() -> Result<()> {
 }
 
 /// Runs an async command on a multi-threaded runtime.
-fn block_on(command: impl std::future::Future<Output = Result<()>>) -> Result<()> {
+fn block_on<T>(command: impl std::future::Future<Output = Result<T>>) -> Result<T> {
     tokio::runtime::Runtime::new()?.block_on(command)
 }

@@ -5,9 +5,10 @@
 
 use std::path::PathBuf;
 
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, bail};
 use clap::Args;
 use yamor_local::{RunRobot, write_outputs};
+use yamor_organizer::model::RunState;
 
 use crate::cluster::{RunOptions, print_run};
 
@@ -30,12 +31,15 @@ pub struct RunArgs {
     out: Option<PathBuf>,
 }
 
-pub async fn run(args: RunArgs) -> Result<()> {
-    let out = match &args.out {
-        Some(dir) => dir.clone(),
-        None => yamor_local::new_run_dir(&args.robot)?,
-    };
-    std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
+/// What `yamor run` exits with when Ctrl-C stopped the run (128 + SIGINT,
+/// as shells report an interrupted command), after writing what it found.
+pub const EXIT_STOPPED: i32 = 130;
+
+/// Runs the optimization; `Ok(Some(code))` asks the process to exit with
+/// `code` once everything is written (a run stopped by Ctrl-C).
+pub async fn run(args: RunArgs) -> Result<Option<i32>> {
+    // Everything that can refuse the run is checked before its directory
+    // exists, so a refused start leaves nothing behind.
     let hosts = yamor_local::default_hosts(args.hosts);
     let robot = RunRobot::load(&args.robot)?;
     let mut spec = args.spec.spec_on(
@@ -43,29 +47,59 @@ pub async fn run(args: RunArgs) -> Result<()> {
         || robot.default_problem(),
         yamor_local::GAIT_RUN_BUDGET,
     )?;
-    let cluster = robot.start_cluster(hosts, &out.join("yamor.db")).await?;
     if matches!(
         spec.problem,
         yamor_organizer::model::Problem::OptimizationXml(_)
     ) {
         yamor_local::gait_run_settings(&spec.optimizer, &mut spec.settings);
     }
-    let organizer = cluster.organizer.clone();
-    let run = organizer.runs.start(spec).await?;
+    let out = match &args.out {
+        Some(dir) => dir.clone(),
+        None => yamor_local::new_run_dir(&args.robot)?,
+    };
+    let made_out = !out.exists();
+    std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
+    let started = start(&robot, hosts, &out, spec).await;
+    let (cluster, run) = match started {
+        Ok(started) => started,
+        Err(e) => {
+            if made_out {
+                let _ = std::fs::remove_dir_all(&out);
+            }
+            return Err(e);
+        }
+    };
     eprintln!(
         "run {} ({}) on {hosts} local simulation host(s); Ctrl-C stops and keeps what was found\nwatch it at {}/runs/{}",
         run.id, run.optimizer, cluster.dashboard, run.id
     );
+    let organizer = cluster.organizer.clone();
     let run_id = run.id;
     let runs = organizer.runs.clone();
+    let (interrupted_tx, interrupted) = tokio::sync::oneshot::channel();
     let interrupt = tokio::spawn(async move {
         crate::net::shutdown_signal().await;
         eprintln!("\nstopping; keeping what was found");
+        let _ = interrupted_tx.send(());
         let _ = runs.stop(run_id);
     });
     let final_run = cluster.follow(run_id).await?;
     interrupt.abort();
     print_run(&final_run);
+    let failures = yamor_local::failures(&organizer, run_id).await?;
+    if final_run.state == RunState::Failed {
+        cluster.shutdown().await;
+        if made_out {
+            let _ = std::fs::remove_dir_all(&out);
+        }
+        bail!("run {run_id} failed: {}", final_run.error);
+    }
+    if let Some(first) = &failures.first {
+        eprintln!(
+            "{} of {} evaluations failed; the first: {first}",
+            failures.count, final_run.evaluations
+        );
+    }
     let walks = yamor_local::Walks {
         robot: &args.robot,
         warmup: args.spec.warmup,
@@ -74,5 +108,23 @@ pub async fn run(args: RunArgs) -> Result<()> {
     write_outputs(&organizer, &final_run, &out, walks)?;
     eprintln!("outputs in {}", out.display());
     cluster.shutdown().await;
-    Ok(())
+    let stopped = final_run.state == RunState::Stopped && interrupted.await.is_ok();
+    Ok(stopped.then_some(EXIT_STOPPED))
+}
+
+/// The local cluster and the run started on it.
+async fn start(
+    robot: &RunRobot,
+    hosts: usize,
+    out: &std::path::Path,
+    spec: yamor_organizer::model::RunSpec,
+) -> Result<(yamor_local::LocalCluster, yamor_organizer::model::Run)> {
+    let cluster = robot.start_cluster(hosts, &out.join("yamor.db")).await?;
+    match cluster.organizer.runs.start(spec).await {
+        Ok(run) => Ok((cluster, run)),
+        Err(e) => {
+            cluster.shutdown().await;
+            Err(e.into())
+        }
+    }
 }

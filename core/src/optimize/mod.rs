@@ -175,6 +175,57 @@ fn is_whole_turn(param: ParamName, min: f64, max: f64) -> bool {
     matches!(param, ParamName::Phase(..)) && ((max - min) - std::f64::consts::TAU).abs() < 1e-6
 }
 
+/// A free amplitude or offset must stay where its module's joint can go:
+/// the servo clamps at its limits, so a range beyond them only adds gaits
+/// that walk alike, and a best gait outside them is not the gait walked.
+/// An amplitude may reach half the limits' span; an offset lies between
+/// them. Limits that are themselves optimized move, so they are not judged.
+fn check_joint_limits(
+    robot: &RobotConfig,
+    rules: &[Rule],
+    param: ParamName,
+    min: f64,
+    max: f64,
+) -> Result<(), RuleError> {
+    let (ParamName::Amplitude(id) | ParamName::Offset(id)) = param else {
+        return Ok(());
+    };
+    let limits_optimized = rules
+        .iter()
+        .any(|r| matches!(r.param(), ParamName::MinAngle(m) | ParamName::MaxAngle(m) if m == id));
+    let Some(module) = robot.modules.iter().find(|m| m.id == id) else {
+        return Ok(());
+    };
+    if limits_optimized {
+        return Ok(());
+    }
+    // Limits written with three decimals (0.785 for π/4) must not refuse
+    // the π/4 they mean.
+    const SLACK: f64 = 1e-3;
+    let (beyond, hint) = match param {
+        ParamName::Amplitude(_) => (
+            max > (module.max_angle - module.min_angle) / 2.0 + SLACK,
+            "an amplitude reaches at most half their span",
+        ),
+        _ => (
+            min < module.min_angle - SLACK || max > module.max_angle + SLACK,
+            "an offset lies between them",
+        ),
+    };
+    if beyond {
+        return Err(RuleError::BeyondJointLimits {
+            param,
+            min,
+            max,
+            module: id,
+            min_angle: module.min_angle,
+            max_angle: module.max_angle,
+            hint,
+        });
+    }
+    Ok(())
+}
+
 /// A robot and the rules saying what to optimize. The fields are private
 /// because they are validated together: every rule fits the robot.
 #[derive(Debug, Clone, PartialEq)]
@@ -225,6 +276,8 @@ impl OptimizationConfig {
                         },
                     ));
                 }
+                check_joint_limits(&robot, &rules, param, min, max)
+                    .map_err(|error| fail(index, error))?;
             }
         }
         let config = OptimizationConfig { robot, rules };

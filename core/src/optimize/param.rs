@@ -111,6 +111,20 @@ pub enum RuleError {
         min: f64,
         max: f64,
     },
+    #[error(
+        "{param}: [{min}, {max}] reaches beyond module {module}'s joint limits \
+         [{min_angle}, {max_angle}] rad ({hint}); narrow the range, or optimize \
+         minangle_{module}/maxangle_{module} too"
+    )]
+    BeyondJointLimits {
+        param: ParamName,
+        min: f64,
+        max: f64,
+        module: ModuleId,
+        min_angle: f64,
+        max_angle: f64,
+        hint: &'static str,
+    },
     #[error("{0}: give either min and max (a free parameter) or expr (a constraint), not both")]
     BoundsAndExpr(ParamName),
     #[error("{0}: give min and max (a free parameter), or expr (a constraint)")]

@@ -17,7 +17,10 @@ use yamor_core::evaluation::{BackendKind, EvaluationSpec, Objective, RobotSource
 use yamor_optimizer_api::{PluginInfo, SettingKind, SettingSpec};
 
 use super::{App, esc, page};
-use crate::model::{ParameterBound, Problem, RunSpec, RunVariant, parse_setting_list};
+use crate::model::{
+    GAIT_RUN_BUDGET, ParameterBound, Problem, RunSpec, RunVariant, gait_run_default,
+    gait_run_settings, parse_setting_list,
+};
 use crate::runs::MAX_BATCH_VARIANTS;
 
 /// The form's host kinds, as `on` sends them.
@@ -94,7 +97,8 @@ fn number<T: std::str::FromStr>(fields: &Fields, name: &str, default: T) -> Resu
 fn run_spec(app: &App, plugin: &PluginInfo, fields: &Fields) -> Result<RunSpec, String> {
     let params = field(fields, "params");
     let robot = field(fields, "robot");
-    let problem = if params.is_empty() {
+    let robot_run = params.is_empty();
+    let problem = if robot_run {
         let problem_for = app
             .options
             .problem_for_robot
@@ -113,9 +117,14 @@ fn run_spec(app: &App, plugin: &PluginInfo, fields: &Fields) -> Result<RunSpec, 
     };
     let seed = number(fields, "seed", 1)?;
     let defaults = EvaluationSpec::default();
+    let mut settings = changed_settings(plugin, fields);
+    if robot_run {
+        // A script's post without the field gets what the form shows.
+        gait_run_settings(&plugin.name, &mut settings);
+    }
     Ok(RunSpec {
         name: field(fields, "name").to_owned(),
-        settings: changed_settings(plugin, fields),
+        settings,
         seed,
         robot: if params.is_empty() {
             RobotSource::Example(robot.to_owned())
@@ -138,25 +147,40 @@ fn run_spec(app: &App, plugin: &PluginInfo, fields: &Fields) -> Result<RunSpec, 
                 )
             })?),
         },
-        max_evaluations: number(fields, "budget", 0)?,
+        max_evaluations: number(
+            fields,
+            "budget",
+            if robot_run { GAIT_RUN_BUDGET } else { 0 },
+        )?,
         max_seconds: number(fields, "time", 0.0)?,
         objective: Objective::parse(field(fields, "objective")),
         ..RunSpec::new(plugin.name.clone(), problem)
     })
 }
 
-/// Settings whose field differs from the default: the run records every
-/// setting anyway, and an untouched field must not pin today's default.
+/// Settings whose field differs from the plugin's default: the run records
+/// every setting anyway, and an untouched field must not pin today's
+/// default. A field the form filled with a gait run's own default (CMA-ES's
+/// population) is given either way, so that the form starts what `yamor
+/// run` starts and a user's change back to the plugin's default holds.
 fn changed_settings(plugin: &PluginInfo, fields: &Fields) -> BTreeMap<String, String> {
     plugin
         .settings
         .iter()
         .filter_map(|s| {
             let given = field(fields, &setting_field(&plugin.name, &s.name));
-            (!given.is_empty() && given != s.default.to_string())
+            let own = s.default.to_string();
+            let filled = gait_run_default(&plugin.name, &s.name).is_some_and(|d| d != own);
+            (!given.is_empty() && (given != own || filled))
                 .then(|| (s.name.clone(), given.to_owned()))
         })
         .collect()
+}
+
+/// What the form shows in a setting's field: a gait run's default where it
+/// has its own, else the plugin's.
+fn form_default(optimizer: &str, setting: &SettingSpec) -> String {
+    gait_run_default(optimizer, &setting.name).unwrap_or_else(|| setting.default.to_string())
 }
 
 /// One variant per non-empty line `name=value, name=value`; seeds count up
@@ -267,7 +291,7 @@ fn render(app: &App, fields: &Fields, error: Option<&str>) -> Html<String> {
         objective = esc(&value("objective", "")),
         on = select("on", &HOST_KINDS, &value("on", "any")),
         name = esc(&value("name", "")),
-        budget = esc(&value("budget", "200")),
+        budget = esc(&value("budget", &GAIT_RUN_BUDGET.to_string())),
         time = esc(&value("time", "0")),
         seed = esc(&value("seed", "1")),
         warmup = esc(&value("warmup", &defaults.warmup.to_string())),
@@ -286,7 +310,7 @@ fn render(app: &App, fields: &Fields, error: Option<&str>) -> Html<String> {
                 body,
                 "<tr><th>{}</th><td>{}</td><td><small>{}</small></td></tr>",
                 esc(&s.name),
-                setting_input(&name, s, &value(&name, &s.default.to_string())),
+                setting_input(&name, s, &value(&name, &form_default(&p.name, s))),
                 esc(&s.description)
             );
         }

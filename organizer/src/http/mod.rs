@@ -1083,16 +1083,21 @@ async fn gaits_page(State(app): State<App>) -> Result<Html<String>, PageError> {
         .await
         .map_err(internal)?;
     let mut body = String::from(
-        "<table id=gaits><tr><th>id</th><th>body</th><th>orientation</th><th class=num>expected velocity</th><th>predecessors (symptom that switched)</th></tr>",
+        "<p>Lifelong learning's gaits database (thesis 7.8.2): each gait a robot \
+         learnt or switched to, for the body and orientation it walked in, with the \
+         velocity of every window the robot walked it (mean ± standard error). It \
+         fills while <code>yamor lifelong</code> runs; plain optimization runs do \
+         not write it.</p>\
+         <table id=gaits><tr><th>id</th><th>body</th><th>orientation</th><th class=num>velocity over the robot's windows</th><th>predecessors (symptom that switched)</th></tr>",
     );
     for g in gaits {
         let _ = write!(
             body,
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td class=num>{:.4}</td><td>{}</td></tr>",
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td class=num>{}</td><td>{}</td></tr>",
             g.id,
             esc(&g.body),
             esc(&g.orientation),
-            g.expected_velocity,
+            esc(&g.velocity_text()),
             g.predecessors
                 .iter()
                 .map(|(id, symptom)| format!("{id} ({})", esc(symptom)))

@@ -134,10 +134,51 @@ pub struct GaitRow {
     /// yamorconfig XML.
     pub gait_xml: String,
     pub orientation: String,
+    /// Mean velocity of the robot's measured windows with this gait (m/s):
+    /// the one it was stored with and one per later switch to it. Each
+    /// window walked from wherever the robot stood, so the mean is a
+    /// held-out figure, not the window the gait was chosen on.
     pub expected_velocity: f64,
+    /// Windows in that mean (a new row: 1, whatever the insert says).
+    pub windows: u64,
+    /// Sum of squared deviations of those windows from their mean
+    /// (Welford's running form; the standard error needs two windows).
+    pub velocity_m2: f64,
     pub last_used_ms: i64,
     /// `(gait in use before a switch to this one, symptom of the switch)`.
     pub predecessors: Vec<(u64, String)>,
+}
+
+/// A stored gait's velocity as people read it: `7.00 ± 1.53 cm/s (3
+/// windows)`, or without a standard error while there is one window.
+#[must_use]
+pub fn gait_velocity_text(mean_m_s: f64, se_m_s: Option<f64>, windows: u64) -> String {
+    let plural = if windows == 1 { "" } else { "s" };
+    match se_m_s {
+        Some(se) => format!(
+            "{:.2} ± {:.2} cm/s ({windows} window{plural})",
+            mean_m_s * 100.0,
+            se * 100.0
+        ),
+        None => format!("{:.2} cm/s ({windows} window{plural})", mean_m_s * 100.0),
+    }
+}
+
+impl GaitRow {
+    /// [`gait_velocity_text`] of this gait.
+    #[must_use]
+    pub fn velocity_text(&self) -> String {
+        gait_velocity_text(self.expected_velocity, self.standard_error(), self.windows)
+    }
+
+    /// The standard error of [`Self::expected_velocity`], from two windows on.
+    #[must_use]
+    pub fn standard_error(&self) -> Option<f64> {
+        (self.windows >= 2).then(|| {
+            let n = self.windows as f64;
+            (self.velocity_m2 / (n - 1.0) / n).sqrt()
+        })
+    }
 }
 
 /// A write; applied in submission order.
@@ -178,11 +219,12 @@ pub enum Write {
     },
     /// A new gait; its predecessors too.
     InsertGait(GaitRow),
-    /// A stored gait was taken into use again.
+    /// A stored gait was taken into use again and walked a window at
+    /// `velocity`, which joins its mean.
     GaitUsed {
         id: u64,
         last_used_ms: i64,
-        expected_velocity: f64,
+        velocity: f64,
         /// The gait it replaced and why, when a switch.
         predecessor: Option<(u64, String)>,
     },
@@ -244,10 +286,11 @@ pub struct Store {
 
 /// The schema version this code writes (`PRAGMA user_version`). Version 0
 /// is the layout before versions: protobuf blobs and proto enum numbers;
-/// version 1 had no job objectives.
-pub const SCHEMA_VERSION: i64 = 2;
+/// version 1 had no job objectives; version 2 kept one velocity per gait
+/// (its last window), not the mean of its windows.
+pub const SCHEMA_VERSION: i64 = 3;
 
-/// Version 2. States are text; a job's request is columns (the objective,
+/// Version 3. States are text; a job's request is columns (the objective,
 /// the robot, the gait XML, parameters and spec as JSON); an outcome is JSON
 /// of core's `Outcome`. Nothing here depends on the wire format.
 const SCHEMA: &str = "
@@ -305,7 +348,9 @@ CREATE TABLE IF NOT EXISTS gaits (
     gait_xml TEXT NOT NULL,
     orientation TEXT NOT NULL,
     expected_velocity REAL NOT NULL,
-    last_used_ms INTEGER NOT NULL
+    last_used_ms INTEGER NOT NULL,
+    windows INTEGER NOT NULL DEFAULT 1,
+    velocity_m2 REAL NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS gaits_by_body ON gaits (body);
 CREATE TABLE IF NOT EXISTS gait_predecessors (
@@ -331,6 +376,23 @@ fn open(path: &Path) -> Result<Connection, StoreError> {
     Ok(conn)
 }
 
+/// Gives an older file's gaits table the columns of their windows: each
+/// stored velocity counts as one window (it is all that was kept).
+fn add_gait_windows(tx: &rusqlite::Transaction<'_>) -> rusqlite::Result<()> {
+    let has: bool = tx.query_row(
+        "SELECT COUNT(*) > 0 FROM pragma_table_info('gaits') WHERE name = 'windows'",
+        [],
+        |r| r.get(0),
+    )?;
+    if !has {
+        tx.execute_batch(
+            "ALTER TABLE gaits ADD COLUMN windows INTEGER NOT NULL DEFAULT 1;
+             ALTER TABLE gaits ADD COLUMN velocity_m2 REAL NOT NULL DEFAULT 0;",
+        )?;
+    }
+    Ok(())
+}
+
 /// Brings the file to [`SCHEMA_VERSION`]: creates an empty one, migrates
 /// an older one in one transaction, refuses a newer one.
 fn upgrade(conn: &mut Connection, path: &Path) -> Result<(), StoreError> {
@@ -351,17 +413,21 @@ fn upgrade(conn: &mut Connection, path: &Path) -> Result<(), StoreError> {
         [],
         |r| r.get(0),
     )?;
-    if version == 1 {
-        // Rows without an objective are read as gaits, or as "any
-        // expression host" for bare problems (see `legacy_objective`).
-        tx.execute_batch("ALTER TABLE jobs ADD COLUMN objective TEXT NOT NULL DEFAULT ''")?;
-    } else if has_jobs {
-        v0::migrate(&tx).map_err(|why| StoreError::Migration {
-            path: path.to_owned(),
-            why,
-        })?;
-    } else {
+    if version == 0 && !has_jobs {
         tx.execute_batch(SCHEMA)?;
+    } else {
+        if version == 0 {
+            v0::migrate(&tx).map_err(|why| StoreError::Migration {
+                path: path.to_owned(),
+                why,
+            })?;
+        }
+        if version == 1 {
+            // Rows without an objective are read as gaits, or as "any
+            // expression host" for bare problems (see `legacy_objective`).
+            tx.execute_batch("ALTER TABLE jobs ADD COLUMN objective TEXT NOT NULL DEFAULT ''")?;
+        }
+        add_gait_windows(&tx)?;
     }
     tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
     tx.commit()?;
@@ -667,7 +733,7 @@ impl Store {
     pub fn gaits(&self, body: Option<&str>) -> Result<Vec<GaitRow>, StoreError> {
         self.read(|c| {
             let mut stmt = c.prepare(
-                "SELECT id, body, gait_xml, orientation, expected_velocity, last_used_ms FROM gaits WHERE ?1 IS NULL OR body = ?1 ORDER BY id",
+                "SELECT id, body, gait_xml, orientation, expected_velocity, last_used_ms, windows, velocity_m2 FROM gaits WHERE ?1 IS NULL OR body = ?1 ORDER BY id",
             )?;
             let mut rows = stmt
                 .query_map([body], |r| {
@@ -678,6 +744,8 @@ impl Store {
                         orientation: r.get(3)?,
                         expected_velocity: r.get(4)?,
                         last_used_ms: r.get(5)?,
+                        windows: r.get::<_, i64>(6)? as u64,
+                        velocity_m2: r.get(7)?,
                         predecessors: Vec::new(),
                     })
                 })?

@@ -307,7 +307,7 @@ pub(super) fn apply(conn: &mut Connection, batch: &[Envelope]) -> rusqlite::Resu
             Write::DiskFull(_) => {}
             Write::InsertGait(g) => {
                 tx.prepare_cached(
-                    "INSERT INTO gaits (id, body, gait_xml, orientation, expected_velocity, last_used_ms) VALUES (?1,?2,?3,?4,?5,?6)",
+                    "INSERT INTO gaits (id, body, gait_xml, orientation, expected_velocity, last_used_ms, windows, velocity_m2) VALUES (?1,?2,?3,?4,?5,?6,1,0)",
                 )?
                 .execute(params![
                     g.id as i64,
@@ -324,13 +324,18 @@ pub(super) fn apply(conn: &mut Connection, batch: &[Envelope]) -> rusqlite::Resu
             Write::GaitUsed {
                 id,
                 last_used_ms,
-                expected_velocity,
+                velocity,
                 predecessor,
             } => {
+                // Welford's update; every right-hand side reads the row as
+                // it was before this statement.
                 tx.prepare_cached(
-                    "UPDATE gaits SET last_used_ms = ?2, expected_velocity = ?3 WHERE id = ?1",
+                    "UPDATE gaits SET last_used_ms = ?2, windows = windows + 1, \
+                     expected_velocity = expected_velocity + (?3 - expected_velocity) / (windows + 1), \
+                     velocity_m2 = velocity_m2 + (?3 - expected_velocity) * (?3 - expected_velocity - (?3 - expected_velocity) / (windows + 1)) \
+                     WHERE id = ?1",
                 )?
-                .execute(params![*id as i64, last_used_ms, expected_velocity])?;
+                .execute(params![*id as i64, last_used_ms, velocity])?;
                 if let Some((from, symptom)) = predecessor {
                     insert_predecessor(&tx, *id, *from, symptom)?;
                 }

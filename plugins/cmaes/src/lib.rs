@@ -975,7 +975,7 @@ impl CmaEs {
         let mut sorted = g.clone();
         sorted.sort_by(f64::total_cmp);
         let mean = self.run.as_ref().expect("checked above").mean.clone();
-        self.trail.push((mean, sorted[sorted.len() / 2]));
+        self.trail.push((mean, run::median_sorted(&sorted)));
         let run = self.run.as_mut().expect("checked above");
         if let Some(stop) = stop {
             self.history.push(RunSummary {

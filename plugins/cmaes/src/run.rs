@@ -537,7 +537,9 @@ const HISTORY: usize = 20_000;
 /// pycma's `tolfacupx`: a standard deviation grew this many times `σ₀`.
 const TOL_FAC_UP_X: f64 = 1e3;
 
-fn median_sorted(v: &[f64]) -> f64 {
+/// The median of ascending `v`: the middle value, or the mean of the two
+/// middle ones.
+pub(crate) fn median_sorted(v: &[f64]) -> f64 {
     let k = v.len();
     if k % 2 == 1 {
         v[k / 2]
