@@ -167,15 +167,21 @@ pub fn job_line(j: &Job, format: Format) -> String {
     }
 }
 
-/// The command that lists the next page of jobs, older than `oldest`.
+/// The command that lists the next page of jobs, older than `oldest`, as
+/// the page itself was asked for (its run, page size and format).
 #[must_use]
-pub fn older_jobs(run: u64, oldest: u64) -> String {
+pub fn older_jobs(run: u64, oldest: u64, limit: u32, format: Format) -> String {
     let run = if run > 0 {
         format!(" --run {run}")
     } else {
         String::new()
     };
-    format!("older jobs remain: yamor jobs list{run} --before {oldest}")
+    let json = if format == Format::Json {
+        " --json"
+    } else {
+        ""
+    };
+    format!("older jobs remain: yamor jobs list{json}{run} --limit {limit} --before {oldest}")
 }
 
 fn kind(kind: Option<BackendKind>) -> &'static str {
@@ -381,4 +387,21 @@ pub fn job_json(j: &Job) -> Value {
         "started_ms": j.started_ms,
         "finished_ms": j.finished_ms,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_next_page_hint_keeps_the_pages_run_size_and_format() {
+        assert_eq!(
+            older_jobs(3, 120, 50, Format::Json),
+            "older jobs remain: yamor jobs list --json --run 3 --limit 50 --before 120"
+        );
+        assert_eq!(
+            older_jobs(0, 7, 20, Format::Text),
+            "older jobs remain: yamor jobs list --limit 20 --before 7"
+        );
+    }
 }

@@ -313,8 +313,30 @@ async fn metrics_parse_as_prometheus_text_and_count_jobs() {
     let (organizer, address) = dashboard("dash-metrics", 2, None).await;
     let run = organizer.runs.start(run_spec(24)).await.unwrap();
     until_ended(&organizer, run.id).await;
-    let reply = get(&address, "/metrics").await;
+    // A browser's request shows as text; Prometheus's gets OpenMetrics.
+    let shown = get(&address, "/metrics").await;
+    assert!(
+        shown
+            .head
+            .contains("content-type: text/plain; charset=utf-8"),
+        "{}",
+        shown.head
+    );
+    let prometheus = "application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5";
+    let reply = request(&address, "GET", "/metrics", &[("Accept", prometheus)]).await;
     assert_eq!(reply.status, 200);
+    assert!(
+        reply
+            .head
+            .contains("content-type: application/openmetrics-text; version=1.0.0"),
+        "{}",
+        reply.head
+    );
+    assert!(
+        shown.body.contains("yamor_jobs_finished_total"),
+        "{}",
+        shown.body
+    );
     let lines = reply.body.lines().map(|l| Ok(l.to_owned()));
     let scrape = prometheus_parse::Scrape::parse(lines).expect("Prometheus text");
     let value = |name: &str, label: Option<(&str, &str)>| -> f64 {

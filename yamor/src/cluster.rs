@@ -493,7 +493,10 @@ pub async fn jobs(client: ClientOpts, command: JobsCommand) -> Result<()> {
             jobs.truncate(limit as usize);
             print!("{}", text::jobs(&jobs, client.format()));
             if let (true, Some(oldest)) = (more, jobs.last()) {
-                eprintln!("{}", text::older_jobs(run, oldest.id));
+                eprintln!(
+                    "{}",
+                    text::older_jobs(run, oldest.id, limit, client.format())
+                );
             }
         }
         JobsCommand::Watch { run, job } => {

@@ -25,6 +25,13 @@ pub enum ClientError {
         "cannot reach the organizer at {url}: {reason}; start one with `yamor organizer` or pass --organizer"
     )]
     Unreachable { url: String, reason: String },
+    /// Something answers, but the TLS handshake failed: an organizer is
+    /// there, so starting one is the wrong advice.
+    #[error(
+        "{reason} with {url}: an organizer serving plain http needs an http:// URL, \
+         one serving TLS a --tls-ca that trusts its certificate"
+    )]
+    TlsFailed { url: String, reason: String },
     #[error("{url} answers, but not as a yamor organizer (is it a host's address?)")]
     NotAnOrganizer { url: String },
     #[error("the organizer at {url} refused the token: {message}")]
@@ -312,10 +319,14 @@ fn runs(runs: Vec<pb::Run>) -> Result<Vec<Run>, ClientError> {
 fn explain(url: &str, status: Status) -> ClientError {
     let url = url.to_owned();
     match status.code() {
-        Code::Unavailable | Code::Unknown if is_transport(&status) => ClientError::Unreachable {
-            reason: transport_reason(&status),
-            url,
-        },
+        Code::Unavailable | Code::Unknown if is_transport(&status) => {
+            let reason = transport_reason(&status);
+            if reason.starts_with(TLS_FAILED) {
+                ClientError::TlsFailed { url, reason }
+            } else {
+                ClientError::Unreachable { reason, url }
+            }
+        }
         Code::Unimplemented => ClientError::NotAnOrganizer { url },
         Code::Unauthenticated | Code::PermissionDenied => ClientError::Unauthenticated {
             url,
@@ -337,6 +348,9 @@ fn is_transport(status: &Status) -> bool {
 }
 
 /// The innermost cause of a transport failure, in words.
+/// How [`transport_reason`] begins a failed TLS handshake.
+const TLS_FAILED: &str = "the TLS handshake failed";
+
 fn transport_reason(status: &Status) -> String {
     let mut causes: Vec<String> = Vec::new();
     let mut source = status.source();
@@ -360,7 +374,7 @@ fn transport_reason(status: &Status) -> String {
         || all.contains("certificate")
     {
         format!(
-            "the TLS handshake failed ({})",
+            "{TLS_FAILED} ({})",
             causes.last().map_or("", |c| c.as_str())
         )
     } else if all.contains("http2") || all.contains("frame") || all.contains("h2 protocol") {

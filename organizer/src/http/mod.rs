@@ -659,8 +659,42 @@ fn run_of(runs: &Runs, id: u64) -> Result<Run, PageError> {
     runs.get(id).map_err(|_| not_found(format!("run {id}")))
 }
 
-/// Best-so-far curve over every evaluation as a point.
-fn chart(values: &[f64]) -> String {
+/// How a run's values read to people: a gait's velocity in cm/s (files
+/// keep m/s and say so in their headers), a bare problem's value as it is.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Units {
+    factor: f64,
+    title: &'static str,
+    suffix: &'static str,
+}
+
+impl Units {
+    const VELOCITY: Units = Units {
+        factor: 100.0,
+        title: "velocity (cm/s)",
+        suffix: " cm/s",
+    };
+    const VALUE: Units = Units {
+        factor: 1.0,
+        title: "value",
+        suffix: "",
+    };
+
+    /// The units of a run whose results are `jobs`: a gait's when its jobs
+    /// walk gaits.
+    fn of<'a>(mut jobs: impl Iterator<Item = &'a Job>) -> Units {
+        if jobs.next().is_some_and(|j| j.request.job.gait.is_some()) {
+            Units::VELOCITY
+        } else {
+            Units::VALUE
+        }
+    }
+}
+
+/// Best-so-far curve over every evaluation as a point, with axis titles.
+fn chart(values: &[f64], units: Units) -> String {
+    let values: Vec<f64> = values.iter().map(|v| v * units.factor).collect();
+    let values = values.as_slice();
     let (w, h, pad) = (720.0, 300.0, 40.0);
     let finite: Vec<(usize, f64)> = values
         .iter()
@@ -686,9 +720,13 @@ fn chart(values: &[f64]) -> String {
         svg,
         "<line x1=\"{pad}\" y1=\"{b}\" x2=\"{r}\" y2=\"{b}\" stroke=\"#999\"/>\
          <line x1=\"{pad}\" y1=\"{pad}\" x2=\"{pad}\" y2=\"{b}\" stroke=\"#999\"/>\
-         <text x=\"{pad}\" y=\"{t}\" font-size=\"11\">{hi:.4}</text>\
-         <text x=\"{pad}\" y=\"{bl}\" font-size=\"11\">{lo:.4}</text>\
-         <text x=\"{r}\" y=\"{bl}\" font-size=\"11\" text-anchor=\"end\">{count} evaluations</text>",
+         <text x=\"{pad}\" y=\"{t}\" font-size=\"11\">{hi:.4}{suffix}</text>\
+         <text x=\"{pad}\" y=\"{bl}\" font-size=\"11\">{lo:.4}{suffix}</text>\
+         <text x=\"12\" y=\"{mid}\" font-size=\"11\" text-anchor=\"middle\" transform=\"rotate(-90 12 {mid})\">{title}</text>\
+         <text x=\"{r}\" y=\"{bl}\" font-size=\"11\" text-anchor=\"end\">evaluation (of {count}); red: best so far</text>",
+        suffix = units.suffix,
+        title = units.title,
+        mid = h / 2.0,
         b = h - pad,
         r = w - pad,
         t = pad - 6.0,
@@ -720,12 +758,14 @@ fn chart(values: &[f64]) -> String {
 
 async fn run_chart(State(app): State<App>, Path(id): Path<u64>) -> Result<Response, PageError> {
     let run = run_of(&app.organizer.runs, id)?;
-    let values: Vec<f64> = run_values(&app.organizer.runs, &run)
-        .await?
-        .into_iter()
-        .map(|(_, v)| v)
-        .collect();
-    Ok(([(header::CONTENT_TYPE, "image/svg+xml")], chart(&values)).into_response())
+    let jobs = run_values(&app.organizer.runs, &run).await?;
+    let units = Units::of(jobs.iter().map(|(j, _)| j));
+    let values: Vec<f64> = jobs.into_iter().map(|(_, v)| v).collect();
+    Ok((
+        [(header::CONTENT_TYPE, "image/svg+xml")],
+        chart(&values, units),
+    )
+        .into_response())
 }
 
 /// One small chart per parameter: its value at every evaluation.
@@ -752,11 +792,14 @@ async fn run_page(State(app): State<App>, Path(id): Path<u64>) -> Result<Html<St
     let r = run_of(runs, id)?;
     let jobs = run_values(runs, &r).await?;
     let values: Vec<f64> = jobs.iter().map(|(_, v)| *v).collect();
+    let units = Units::of(jobs.iter().map(|(j, _)| j));
     let mut body = String::new();
+    let settings: Vec<String> = r.settings.iter().map(|(k, v)| format!("{k}={v}")).collect();
     let _ = write!(
         body,
         "<p>optimizer <b>{opt}</b> · state <b id=state>{state}</b> · <span id=progress>{progress}</span> · \
          best <b id=bestvalue>{best}</b> · elapsed {elapsed:.0} s {error}</p>\
+         <p id=setup><small>seed {seed} · settings {settings}</small></p>\
          <p><a href=/runs/{id}/best.xml>best gait (XML)</a> · <a href=/runs/{id}/evaluations.csv>evaluations (CSV)</a> · \
          <a href=\"/jobs?run={id}\">jobs</a>{stop}</p><div id=chartbox>{chart}</div>",
         opt = esc(&r.optimizer),
@@ -769,7 +812,9 @@ async fn run_page(State(app): State<App>, Path(id): Path<u64>) -> Result<Html<St
         } else {
             format!("<span class=err>{}</span>", esc(&r.error))
         },
-        chart = chart(&values),
+        chart = chart(&values, units),
+        seed = r.seed,
+        settings = esc(&settings.join(", ")),
         stop = if r.state == RunState::Running {
             format!(
                 " <form method=post action=/runs/{id}/stop style=display:inline><button id=stop>stop the run</button></form>"
@@ -1052,10 +1097,13 @@ async fn jobs_page(
             state = j.state.as_str(),
             host = esc(&j.host),
             att = j.attempts,
-            fit = j
-                .outcome
-                .as_ref()
-                .map_or("–".into(), |o| format!("{:.5}", o.velocity)),
+            fit = j.outcome.as_ref().map_or("–".into(), |o| {
+                if j.request.job.gait.is_some() {
+                    format!("{:.2} cm/s", o.velocity * Units::VELOCITY.factor)
+                } else {
+                    format!("{:.5}", o.velocity)
+                }
+            }),
             err = esc(&j.error.chars().take(120).collect::<String>()),
         );
     }
@@ -1109,12 +1157,23 @@ async fn gaits_page(State(app): State<App>) -> Result<Html<String>, PageError> {
     Ok(page("Gaits", &body))
 }
 
-async fn metrics(State(app): State<App>) -> Response {
+/// The metrics as OpenMetrics text. A scraper that asks for OpenMetrics
+/// (Prometheus does, in its `Accept`) gets that content type; anyone else,
+/// a browser above all, gets the same text as `text/plain`, which it shows
+/// instead of downloading (or, headless, hanging on).
+async fn metrics(State(app): State<App>, headers: axum::http::HeaderMap) -> Response {
+    let openmetrics = headers
+        .get_all(header::ACCEPT)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .any(|v| v.contains("application/openmetrics-text"));
+    let content_type = if openmetrics {
+        "application/openmetrics-text; version=1.0.0; charset=utf-8"
+    } else {
+        "text/plain; charset=utf-8"
+    };
     (
-        [(
-            header::CONTENT_TYPE,
-            "application/openmetrics-text; version=1.0.0; charset=utf-8",
-        )],
+        [(header::CONTENT_TYPE, content_type)],
         app.organizer.runs.metrics_text(),
     )
         .into_response()
