@@ -13,6 +13,8 @@
 //! - [`robot`]: [`RunRobot`], the robot `yamor run` walks (an example or
 //!   the user's own files), its default problem and its local cluster.
 //! - [`progress`]: a run's progress bar on the terminal.
+//! - [`shared`]: the one database every `yamor run` records into, held
+//!   by one process at a time, and what an ended one left running.
 //! - [`optimizers`]: the optimizers every organizer of this build offers;
 //!   [`default_hosts`]: one host per core; [`GAIT_RUN_BUDGET`] and
 //!   [`gait_run_settings`]: what `yamor run` gives a gait by default;
@@ -24,6 +26,7 @@ pub mod problem;
 pub mod progress;
 pub mod report;
 pub mod robot;
+pub mod shared;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -299,7 +299,7 @@ fn draw_progress<'a>(
 
 /// Where runs go when no directory is given: never the current directory,
 /// which is often a checkout.
-fn runs_home() -> PathBuf {
+pub(crate) fn runs_home() -> PathBuf {
     let env = |name| std::env::var_os(name).filter(|v| !v.is_empty());
     if let Some(dir) = env("YAMOR_RUNS") {
         return dir.into();

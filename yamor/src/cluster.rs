@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::{Result, bail};
+use anyhow::{Context, Result, bail};
 use clap::{Args, Subcommand};
 use tokio_stream::StreamExt;
 use yamor_core::evaluation::{BackendKind, EvaluationSpec, Objective, RobotSource};
@@ -56,6 +56,13 @@ pub struct OrganizerArgs {
 }
 
 pub async fn organizer(args: OrganizerArgs) -> Result<()> {
+    // Two organizers over one file would hand out the same ids.
+    let _claim = yamor_local::shared::Claim::try_hold(&args.db)?.with_context(|| {
+        format!(
+            "{} is in use by another yamor process (an organizer or yamor run); pass another --db",
+            args.db.display()
+        )
+    })?;
     let security = args.security.server()?;
     let host_security = args.security.client()?;
     let scheduler =

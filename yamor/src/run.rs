@@ -7,6 +7,7 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result, bail};
 use clap::Args;
+use yamor_local::shared::Claim;
 use yamor_local::{RunRobot, write_outputs};
 use yamor_organizer::model::RunState;
 
@@ -24,11 +25,16 @@ pub struct RunArgs {
     /// Simulation hosts to start (default: one per core).
     #[arg(long)]
     hosts: Option<usize>,
-    /// Directory for best_gait.xml, evaluations.csv, progress.png and
-    /// yamor.db (default: a new one under $YAMOR_RUNS, else
-    /// ~/.local/share/yamor/runs).
+    /// Directory for best_gait.xml, evaluations.csv and progress.png
+    /// (default: a new one under $YAMOR_RUNS, else ~/.local/share/yamor/runs).
     #[arg(long)]
     out: Option<PathBuf>,
+    /// The database the run is recorded in (default: the one every
+    /// `yamor run` shares, yamor.db under $YAMOR_RUNS or
+    /// ~/.local/share/yamor/runs; while another `yamor run` holds it, a
+    /// yamor.db of the run's own directory).
+    #[arg(long)]
+    db: Option<PathBuf>,
 }
 
 /// What `yamor run` exits with when Ctrl-C stopped the run (128 + SIGINT,
@@ -57,9 +63,24 @@ pub async fn run(args: RunArgs) -> Result<Option<i32>> {
         Some(dir) => dir.clone(),
         None => yamor_local::new_run_dir(&args.robot)?,
     };
+    if spec.name.is_empty() {
+        // The run's name in the shared database is its directory's.
+        spec.name = out
+            .file_name()
+            .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+    }
     let made_out = !out.exists();
     std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
-    let started = start(&robot, hosts, &out, spec).await;
+    let claim = match hold_database(args.db.as_deref(), &out).await {
+        Ok(claim) => claim,
+        Err(e) => {
+            if made_out {
+                let _ = std::fs::remove_dir_all(&out);
+            }
+            return Err(e);
+        }
+    };
+    let started = start(&robot, hosts, &claim.path, spec).await;
     let (cluster, run) = match started {
         Ok(started) => started,
         Err(e) => {
@@ -112,14 +133,46 @@ pub async fn run(args: RunArgs) -> Result<Option<i32>> {
     Ok(stopped.then_some(EXIT_STOPPED))
 }
 
+/// The database this run records into, held for the run: `--db`, else
+/// the shared one, else (another `yamor run` holds that) one in `out`.
+async fn hold_database(db: Option<&std::path::Path>, out: &std::path::Path) -> Result<Claim> {
+    let claim = if let Some(db) = db {
+        Claim::try_hold(db)?.with_context(|| {
+            format!(
+                "{} is in use by another yamor process; pass another --db",
+                db.display()
+            )
+        })?
+    } else {
+        let shared = yamor_local::shared::shared_database();
+        match Claim::try_hold(&shared)? {
+            Some(claim) => claim,
+            None => {
+                let own = out.join("yamor.db");
+                eprintln!(
+                    "{} is in use by another yamor run; this run records into {}",
+                    shared.display(),
+                    own.display()
+                );
+                Claim::try_hold(&own)?.context("holding the run's own database")?
+            }
+        }
+    };
+    // What an earlier `yamor run` left running there ended with it: its
+    // hosts are gone, and this process's may walk another robot.
+    yamor_local::shared::end_orphans(&claim).await?;
+    eprintln!("recording into {}", claim.path.display());
+    Ok(claim)
+}
+
 /// The local cluster and the run started on it.
 async fn start(
     robot: &RunRobot,
     hosts: usize,
-    out: &std::path::Path,
+    db: &std::path::Path,
     spec: yamor_organizer::model::RunSpec,
 ) -> Result<(yamor_local::LocalCluster, yamor_organizer::model::Run)> {
-    let cluster = robot.start_cluster(hosts, &out.join("yamor.db")).await?;
+    let cluster = robot.start_cluster(hosts, db).await?;
     match cluster.organizer.runs.start(spec).await {
         Ok(run) => Ok((cluster, run)),
         Err(e) => {

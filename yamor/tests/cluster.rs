@@ -767,7 +767,10 @@ async fn the_cli_is_scriptable_and_says_what_it_did() {
     );
     let oldest = page[4];
     assert!(
-        err.contains(&format!("yamor jobs list --before {oldest}")),
+        // The next page as this one was asked for: JSON, five at a time.
+        err.contains(&format!(
+            "yamor jobs list --json --limit 5 --before {oldest}"
+        )),
         "no pointer to the next page: {err}"
     );
     let (ok, out, err) = cli(
@@ -831,9 +834,19 @@ fn yamor_run_takes_a_robot_directory_and_writes_a_run_directory() {
     let runs: Vec<PathBuf> = std::fs::read_dir(&home)
         .unwrap()
         .map(|e| e.unwrap().path())
+        .filter(|p| p.is_dir())
         .collect();
     assert_eq!(runs.len(), 1, "{runs:?}");
     let dir = &runs[0];
+    // The run is recorded in the database every yamor run shares, under
+    // its directory's name, and not in a database of its own.
+    assert!(!dir.join("yamor.db").exists());
+    let recorded = yamor_organizer::Store::open(&home.join("yamor.db"))
+        .unwrap()
+        .runs()
+        .unwrap();
+    assert_eq!(recorded.len(), 1);
+    assert_eq!(recorded[0].name, dir.file_name().unwrap().to_string_lossy());
     assert!(
         dir.file_name()
             .unwrap()

@@ -1,7 +1,7 @@
 //! `yamor run`'s refusals and exit codes, as a script sees them: a refused
 //! start exits non-zero with the reason and leaves no run directory behind,
-//! a bad count is named as one, and Ctrl-C exits 130 after writing what
-//! was found.
+//! a bad count is named as one, Ctrl-C exits 130 after writing what was
+//! found; and runs accumulate in the one database they share.
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -73,6 +73,7 @@ fn a_range_beyond_the_joint_limits_is_refused_with_the_limits() {
         .arg(&config)
         .arg("--out")
         .arg(&out_dir)
+        .env("YAMOR_RUNS", root.join("runs"))
         .env("RUST_BACKTRACE", "0")
         .output()
         .unwrap();
@@ -86,6 +87,7 @@ fn a_range_beyond_the_joint_limits_is_refused_with_the_limits() {
 fn a_negative_budget_is_named_as_a_count_of_evaluations() {
     let out = Command::new(BIN)
         .args(["run", "--budget", "-5"])
+        .env("YAMOR_RUNS", temp_dir("negative-budget"))
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -99,7 +101,8 @@ fn a_negative_budget_is_named_as_a_count_of_evaluations() {
 
 #[test]
 fn ctrl_c_stops_the_run_writes_what_it_found_and_exits_130() {
-    let out_dir = temp_dir("interrupted").join("out");
+    let root = temp_dir("interrupted");
+    let out_dir = root.join("out");
     let mut child = Command::new(BIN)
         .args([
             "run",
@@ -115,6 +118,7 @@ fn ctrl_c_stops_the_run_writes_what_it_found_and_exits_130() {
         ])
         .arg("--out")
         .arg(&out_dir)
+        .env("YAMOR_RUNS", root.join("runs"))
         .stderr(Stdio::piped())
         .stdout(Stdio::null())
         .spawn()
@@ -153,4 +157,127 @@ fn ctrl_c_stops_the_run_writes_what_it_found_and_exits_130() {
     assert!(log.contains("stopping; keeping what was found"), "{log}");
     assert!(out_dir.join("evaluations.csv").exists(), "{log}");
     assert!(out_dir.join("best_gait.xml").exists(), "{log}");
+}
+
+/// `yamor run` with a quick walk, `YAMOR_RUNS` at `home`.
+fn quick_run(home: &Path, extra: &[&str]) -> std::process::Output {
+    Command::new(BIN)
+        .args([
+            "run",
+            "quadruped",
+            "--budget",
+            "6",
+            "--hosts",
+            "1",
+            "--warmup",
+            "0.2",
+            "--measure",
+            "0.3",
+            "--held-out",
+            "0",
+        ])
+        .args(extra)
+        .env("YAMOR_RUNS", home)
+        .env("RUST_BACKTRACE", "0")
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn runs_accumulate_in_one_database_and_one_held_elsewhere_is_not_shared() {
+    let home = temp_dir("shared-store");
+    for _ in 0..2 {
+        let out = quick_run(&home, &[]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let runs = yamor_organizer::Store::open(&home.join("yamor.db"))
+        .unwrap()
+        .runs()
+        .unwrap();
+    let ids: Vec<u64> = runs.iter().map(|r| r.id).collect();
+    assert_eq!(ids, [1, 2], "each run has its own id in the one database");
+    assert_ne!(runs[0].name, runs[1].name);
+
+    // While another process holds the shared database, a run records into
+    // its own directory and says so.
+    let held = yamor_local::shared::Claim::try_hold(&home.join("yamor.db"))
+        .unwrap()
+        .expect("free between runs");
+    let own = home.join("own");
+    let out = quick_run(&home, &["--out", own.to_str().unwrap()]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("in use by another yamor run"), "{stderr}");
+    assert!(own.join("yamor.db").exists(), "{stderr}");
+    drop(held);
+}
+
+#[test]
+fn a_run_an_ended_process_left_running_is_ended_not_resumed_on_other_hosts() {
+    use yamor_organizer::model::{JobFilter, JobState, RunState};
+    let home = temp_dir("orphan");
+    // A yamor run killed mid-run (kill -9: nothing of it ends its run).
+    let mut killed = Command::new(BIN)
+        .args(["run", "quadruped", "--budget", "100000", "--hosts", "1"])
+        .env("YAMOR_RUNS", &home)
+        .stderr(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stderr = killed.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines() {
+            let Ok(line) = line else { break };
+            // Under way: some walks done, more queued.
+            if line.contains("evaluations, best") && !line.contains(" 0/") {
+                let _ = tx.send(());
+            }
+        }
+    });
+    rx.recv_timeout(Duration::from_secs(120))
+        .expect("the first run started");
+    killed.kill().unwrap();
+    killed.wait().unwrap();
+
+    let out = quick_run(&home, &[]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let store = yamor_organizer::Store::open(&home.join("yamor.db")).unwrap();
+    let runs = store.runs().unwrap();
+    assert_eq!(runs.len(), 2);
+    assert_eq!(runs[0].state, RunState::Stopped);
+    assert!(runs[0].error.contains("interrupted"), "{}", runs[0].error);
+    assert_eq!(runs[1].state, RunState::Finished);
+    // The orphan's unfinished jobs were cancelled, none walked on the new
+    // run's host.
+    let orphan_jobs = store
+        .jobs(&JobFilter {
+            run_id: Some(runs[0].id),
+            ..JobFilter::default()
+        })
+        .unwrap();
+    assert!(!orphan_jobs.is_empty());
+    assert!(
+        orphan_jobs
+            .iter()
+            .all(|j| matches!(j.state, JobState::Cancelled | JobState::Done)),
+        "{:?}",
+        orphan_jobs.iter().map(|j| j.state).collect::<Vec<_>>()
+    );
+    assert!(orphan_jobs.iter().any(|j| j.state == JobState::Cancelled));
+    assert!(
+        orphan_jobs
+            .iter()
+            .filter(|j| j.state == JobState::Done)
+            .all(|j| j.finished_ms < runs[1].started_ms),
+        "a job of the orphan finished after the new run started"
+    );
 }

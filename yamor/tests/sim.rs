@@ -108,6 +108,9 @@ fn the_command_yamor_run_prints_walks_the_figure_it_reported() {
         ])
         .arg("--out")
         .arg(&out_dir)
+        // Its database beside it, not in the user's runs.
+        .arg("--db")
+        .arg(out_dir.with_extension("db"))
         .env("RUST_BACKTRACE", "0")
         .output()
         .unwrap();

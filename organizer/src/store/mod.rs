@@ -228,6 +228,16 @@ pub enum Write {
         /// The gait it replaced and why, when a switch.
         predecessor: Option<(u64, String)>,
     },
+    /// Another process is taking over a database shared by processes that
+    /// each bring their own hosts (`yamor run`'s store of every run): the
+    /// runs recorded as running were an ended process's, so they end as
+    /// stopped with `error`, their queued and running jobs are cancelled,
+    /// and the recorded hosts (that process's loopback addresses) are
+    /// forgotten, rather than resumed on hosts that walk another robot.
+    EndOrphans {
+        error: String,
+        finished_ms: i64,
+    },
     /// Writes nothing; its ack means everything before it is committed
     /// (or, for a write that failed other than for want of space, dropped
     /// with an error).

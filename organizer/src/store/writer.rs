@@ -340,6 +340,26 @@ pub(super) fn apply(conn: &mut Connection, batch: &[Envelope]) -> rusqlite::Resu
                     insert_predecessor(&tx, *id, *from, symptom)?;
                 }
             }
+            Write::EndOrphans { error, finished_ms } => {
+                let (running, stopped) = (RunState::Running.as_str(), RunState::Stopped.as_str());
+                tx.execute(
+                    "UPDATE jobs SET state = ?1, error = ?2, finished_ms = ?3 \
+                     WHERE state IN (?4, ?5) AND run_id IN (SELECT id FROM runs WHERE state = ?6)",
+                    params![
+                        JobState::Cancelled.as_str(),
+                        error,
+                        finished_ms,
+                        JobState::Queued.as_str(),
+                        JobState::Running.as_str(),
+                        running
+                    ],
+                )?;
+                tx.execute(
+                    "UPDATE runs SET state = ?1, error = ?2, finished_ms = ?3 WHERE state = ?4",
+                    params![stopped, error, finished_ms, running],
+                )?;
+                tx.execute("DELETE FROM hosts", [])?;
+            }
             Write::DeleteHost(id) => {
                 tx.prepare_cached("DELETE FROM hosts WHERE id = ?1")?
                     .execute([*id as i64])?;
