@@ -95,6 +95,21 @@ impl Organizer {
         .map_err(|e| ScheduleError::Invalid(format!("opening the organizer panicked: {e}")))?
     }
 
+    /// The database at `path` as it stands, for a dashboard that changes
+    /// nothing (`yamor dashboard`): its runs, jobs, hosts and gaits read
+    /// back, no run resumed, nothing dispatched, every start, stop and
+    /// write refused ([`Store::open_view`]). Another process may own the
+    /// database meanwhile; this view shows what it had recorded when opened.
+    pub fn view(path: &Path, plugins: Vec<Arc<dyn Plugin>>) -> Result<Organizer, ScheduleError> {
+        let store = Store::open_view(path)?;
+        let connector = Arc::new(grpc::GrpcConnector {
+            security: ClientSecurity::default(),
+        });
+        let scheduler = Scheduler::load(store, SchedulerConfig::default(), connector)?;
+        let runs = Runs::load_view(scheduler.clone(), plugins)?;
+        Ok(Organizer { scheduler, runs })
+    }
+
     /// Like [`Organizer::open`], over `store` and hosts reached through
     /// `connector` (a fake one in tests).
     pub fn with_hosts(

@@ -224,6 +224,23 @@ impl Runs {
         scheduler: Arc<Scheduler>,
         plugins: Vec<Arc<dyn Plugin>>,
     ) -> Result<Arc<Runs>, ScheduleError> {
+        Self::load_with(scheduler, plugins, true)
+    }
+
+    /// Loads runs from the store as they were recorded, resuming none (a
+    /// read-only view: those recorded running show as running).
+    pub fn load_view(
+        scheduler: Arc<Scheduler>,
+        plugins: Vec<Arc<dyn Plugin>>,
+    ) -> Result<Arc<Runs>, ScheduleError> {
+        Self::load_with(scheduler, plugins, false)
+    }
+
+    fn load_with(
+        scheduler: Arc<Scheduler>,
+        plugins: Vec<Arc<dyn Plugin>>,
+        resume: bool,
+    ) -> Result<Arc<Runs>, ScheduleError> {
         let (_, max_run, _) = scheduler.store().max_ids()?;
         let (events, _) = broadcast::channel(4096);
         let runs = Arc::new(Runs {
@@ -251,7 +268,7 @@ impl Runs {
                         .map(|(_, spread)| spread);
             }
             let (stop, _) = watch::channel(false);
-            let running = row.state == RunState::Running;
+            let running = resume && row.state == RunState::Running;
             runs.runs.lock().insert(row.id, RunEntry { view, stop });
             if running {
                 tracing::info!(run = row.id, "resuming run");

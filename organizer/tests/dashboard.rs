@@ -638,6 +638,55 @@ async fn the_start_form_offers_and_starts_what_yamor_run_does() {
     }
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_only_view_shows_a_database_and_changes_nothing() {
+    let (organizer, _) = dashboard("dash-view", 2, None).await;
+    let finished = organizer.runs.start(run_spec(12)).await.unwrap();
+    until_ended(&organizer, finished.id).await;
+    // A second run left running, as by a process still at it (or killed).
+    let running = organizer.runs.start(run_spec(1_000_000)).await.unwrap();
+    organizer.scheduler.store().sync().await.unwrap();
+    // The file `dashboard` opened (temp_dir would empty the directory).
+    let db = std::env::temp_dir()
+        .join(format!("yamor-test-{}-dash-view", std::process::id()))
+        .join("yamor.db");
+    let view = Organizer::view(&db, vec![std::sync::Arc::new(yamor_pso::Pso)]).unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap().to_string();
+    let options = Options {
+        read_only: true,
+        ..Default::default()
+    };
+    tokio::spawn(yamor_organizer::http::serve(
+        listener,
+        view.clone(),
+        options,
+        std::future::pending(),
+    ));
+    let runs = get(&address, "/runs").await;
+    assert_eq!(listed_runs(&runs.body), [running.id, finished.id]);
+    let page = get(&address, &format!("/runs/{}", finished.id)).await;
+    assert_eq!(page.status, 200);
+    assert!(page.body.contains("finished"), "{}", page.body);
+    // Recorded running, shown running (it is not resumed here).
+    assert_eq!(view.runs.get(running.id).unwrap().state, RunState::Running);
+    // Starting, stopping and drawing (which walks again) are refused.
+    let started = post_form(&address, "/runs", &[], &sphere_form()).await;
+    assert_eq!(started.status, 405, "{}", started.body);
+    assert!(started.body.contains("read-only view"), "{}", started.body);
+    let stop = post_form(&address, &format!("/runs/{}/stop", running.id), &[], &[]).await;
+    assert_eq!(stop.status, 405, "{}", stop.body);
+    let form = get(&address, "/runs/new").await;
+    assert!(form.body.contains("read-only view"), "{}", form.body);
+    assert_eq!(view.runs.list().len(), 2);
+    // A commit through the view is refused, not lost silently.
+    assert!(matches!(
+        view.scheduler.store().check_writable(),
+        Err(yamor_organizer::store::StoreError::ViewOnly)
+    ));
+    organizer.runs.stop(running.id).unwrap();
+}
+
 /// The ids of the runs a runs page lists, in order.
 fn listed_runs(body: &str) -> Vec<u64> {
     body.split("<tr data-run=")

@@ -520,6 +520,57 @@ pub async fn jobs(client: ClientOpts, command: JobsCommand) -> Result<()> {
 }
 
 #[derive(Args)]
+pub struct DashboardArgs {
+    /// The database to show (default: the one every `yamor run` records
+    /// into, yamor.db under $YAMOR_RUNS or ~/.local/share/yamor/runs).
+    db: Option<PathBuf>,
+    /// Address to serve the dashboard on (loopback).
+    #[arg(long, default_value = "127.0.0.1:7080")]
+    http: SocketAddr,
+}
+
+/// `yamor dashboard`: a database's dashboard, read-only, without a cluster:
+/// its runs, jobs, hosts and gaits as recorded when it was opened. Another
+/// process may be writing the database meanwhile; nothing here writes it.
+pub async fn dashboard(args: DashboardArgs) -> Result<()> {
+    let db = args.db.unwrap_or_else(yamor_local::shared::shared_database);
+    if !db.is_file() {
+        bail!(
+            "{} does not exist: no run has recorded there yet (yamor run records into the shared \
+             database; pass a database file to show another)",
+            db.display()
+        );
+    }
+    let organizer = {
+        let db = db.clone();
+        tokio::task::spawn_blocking(move || {
+            yamor_organizer::Organizer::view(&db, yamor_local::optimizers())
+        })
+        .await??
+    };
+    let listener = tokio::net::TcpListener::bind(args.http)
+        .await
+        .with_context(|| {
+            format!(
+                "serving the dashboard on {}: choose another with --http 127.0.0.1:PORT",
+                args.http
+            )
+        })?;
+    let address = listener.local_addr()?;
+    eprintln!(
+        "dashboard of {} (read-only, {} runs) on http://{address}; Ctrl-C ends it",
+        db.display(),
+        organizer.runs.list().len()
+    );
+    let options = yamor_organizer::http::Options {
+        read_only: true,
+        ..yamor_local::dashboard_options(None)
+    };
+    yamor_organizer::http::serve(listener, organizer, options, shutdown_signal()).await?;
+    Ok(())
+}
+
+#[derive(Args)]
 pub struct HealthArgs {
     /// The server's URL: an organizer or a host.
     #[arg(default_value = "http://127.0.0.1:7070")]

@@ -111,6 +111,8 @@ enum Command {
     BenchEngines(yamor_experiments::bench_engines::BenchEnginesArgs),
     /// List the embedded example robots.
     Robots,
+    /// Serve the dashboard of a database read-only, without a cluster (default: the database every yamor run records into).
+    Dashboard(cluster::DashboardArgs),
     /// Ask a yamor server whether it serves (exit 0) or not: for container health checks.
     Health(cluster::HealthArgs),
 }
@@ -177,6 +179,7 @@ fn main() -> Result<()> {
         Command::Bench(args) => ex::bench_sim::bench_sim(args),
         Command::Robots => Ok(yamor_sim::cli::robots()?),
         Command::Health(args) => block_on(cluster::health(args)),
+        Command::Dashboard(args) => block_on(cluster::dashboard(args)),
     }
 }
 

@@ -281,3 +281,67 @@ fn a_run_an_ended_process_left_running_is_ended_not_resumed_on_other_hosts() {
         "a job of the orphan finished after the new run started"
     );
 }
+
+/// One plain HTTP/1.0 GET of `path` at `address`: the whole answer.
+fn http_get(address: &str, path: &str) -> String {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(address).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    write!(stream, "GET {path} HTTP/1.0\r\nHost: {address}\r\n\r\n").unwrap();
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).unwrap();
+    answer
+}
+
+#[test]
+fn yamor_dashboard_shows_the_shared_database_without_a_cluster_and_changes_nothing() {
+    let home = temp_dir("dashboard");
+    let out = quick_run(&home, &[]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut dashboard = Command::new(BIN)
+        .args(["dashboard", "--http", "127.0.0.1:0"])
+        .env("YAMOR_RUNS", &home)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = dashboard.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines() {
+            let Ok(line) = line else { break };
+            let _ = tx.send(line);
+        }
+    });
+    let banner = rx.recv_timeout(Duration::from_secs(60)).expect("a banner");
+    assert!(banner.contains("read-only, 1 runs"), "{banner}");
+    let address = banner
+        .split("on http://")
+        .nth(1)
+        .and_then(|rest| rest.split(';').next())
+        .unwrap()
+        .to_owned();
+    let runs = http_get(&address, "/runs");
+    assert!(
+        runs.starts_with("HTTP/1.0 200") || runs.starts_with("HTTP/1.1 200"),
+        "{runs}"
+    );
+    assert!(runs.contains("/runs/1"), "{runs}");
+    let form = http_get(&address, "/runs/new");
+    assert!(form.contains("read-only view"), "{form}");
+    // The database is still the cluster's to write: a run starts while
+    // the dashboard shows it.
+    let out = quick_run(&home, &[]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    dashboard.kill().unwrap();
+    dashboard.wait().unwrap();
+}

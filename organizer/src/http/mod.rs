@@ -80,6 +80,10 @@ pub struct Options {
     pub header_read_timeout: Duration,
     /// How long a client may take to send a request's body.
     pub body_read_timeout: Duration,
+    /// A view of a database (`yamor dashboard`): pages only; starting or
+    /// stopping runs and drawing paths (which walks a gait again) are
+    /// refused.
+    pub read_only: bool,
 }
 
 impl Default for Options {
@@ -91,6 +95,7 @@ impl Default for Options {
             allowed_hosts: Vec::new(),
             header_read_timeout: Duration::from_secs(10),
             body_read_timeout: Duration::from_secs(10),
+            read_only: false,
         }
     }
 }
@@ -126,6 +131,7 @@ pub fn router(organizer: Organizer, options: Options) -> Router {
         .route("/gaits", get(gaits_page))
         .route("/metrics", get(metrics))
         .layer(middleware::from_fn_with_state(app.clone(), read_body))
+        .layer(middleware::from_fn_with_state(app.clone(), refuse_changes))
         .layer(middleware::from_fn_with_state(app.clone(), check_token))
         // Outermost: a request from elsewhere learns nothing, not even
         // whether it needs a token.
@@ -192,6 +198,28 @@ fn is_connection_error(e: &std::io::Error) -> bool {
             | std::io::ErrorKind::ConnectionAborted
             | std::io::ErrorKind::ConnectionReset
     )
+}
+
+/// A read-only dashboard answers what changes something (a form posted, a
+/// path drawn by walking the gait again) with why it cannot.
+async fn refuse_changes(State(app): State<App>, request: Request, next: Next) -> Response {
+    let changes = request.method() != axum::http::Method::GET
+        && request.method() != axum::http::Method::HEAD
+        || request.uri().path().ends_with("/trajectory.svg");
+    if app.options.read_only && changes {
+        return (
+            StatusCode::METHOD_NOT_ALLOWED,
+            page(
+                "Read-only",
+                &format!(
+                    "<p class=err id=error>{}</p>",
+                    esc(&crate::store::StoreError::ViewOnly.to_string())
+                ),
+            ),
+        )
+            .into_response();
+    }
+    next.run(request).await
 }
 
 /// Refuses requests addressed to names the dashboard does not answer to,

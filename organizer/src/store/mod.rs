@@ -90,6 +90,20 @@ pub enum StoreError {
         found: i64,
         known: i64,
     },
+    #[error(
+        "this is a read-only view of the database (yamor dashboard): it starts, stops and \
+         records nothing; use the organizer or yamor run that owns it"
+    )]
+    ViewOnly,
+    #[error(
+        "database {path} has schema version {found}, older than the {known} this yamor reads; \
+         open it once with yamor organizer --db or yamor run --db to bring it up to date"
+    )]
+    TooOld {
+        path: PathBuf,
+        found: i64,
+        known: i64,
+    },
     #[error("database {path}: migrating from version 0: {why}")]
     Migration { path: PathBuf, why: String },
     #[error("database: stored {what} is not valid: {why}")]
@@ -292,6 +306,9 @@ pub struct Store {
     /// Reads go through their own connection; WAL lets them run beside the writer.
     reader: Arc<Mutex<Connection>>,
     unwritable: Unwritable,
+    /// Opened by [`Store::open_view`]: every write is dropped, every
+    /// commit refused.
+    view_only: bool,
 }
 
 /// The schema version this code writes (`PRAGMA user_version`). Version 0
@@ -483,6 +500,60 @@ impl Store {
             commit_seconds,
             reader: Arc::new(Mutex::new(reader)),
             unwritable,
+            view_only: false,
+        })
+    }
+
+    /// The database at `path` to read only, as it stands, beside whatever
+    /// process writes it (WAL lets readers in): no migration, no writer.
+    /// Fire-and-forget writes vanish; commits are refused with
+    /// [`StoreError::ViewOnly`].
+    pub fn open_view(path: &Path) -> Result<Store, StoreError> {
+        use rusqlite::OpenFlags;
+        let wrap = |source| StoreError::Open {
+            path: path.to_owned(),
+            source,
+        };
+        let reader = Connection::open_with_flags(
+            path,
+            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )
+        .map_err(wrap)?;
+        reader
+            .busy_timeout(std::time::Duration::from_secs(10))
+            .map_err(wrap)?;
+        let version: i64 = reader
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .map_err(wrap)?;
+        let too = |found| (path.to_owned(), found, SCHEMA_VERSION);
+        if version > SCHEMA_VERSION {
+            let (path, found, known) = too(version);
+            return Err(StoreError::TooNew { path, found, known });
+        }
+        if version < SCHEMA_VERSION {
+            let (path, found, known) = too(version);
+            return Err(StoreError::TooOld { path, found, known });
+        }
+        let (tx, rx) = mpsc::channel::<Envelope>();
+        std::thread::Builder::new()
+            .name("yamor-db-view".into())
+            .spawn(move || {
+                for mut envelope in rx {
+                    // Nothing is ever pending: a barrier holds at once.
+                    let answer = match envelope.write {
+                        Write::Barrier => Ok(()),
+                        _ => Err(StoreError::ViewOnly),
+                    };
+                    envelope.answer(answer);
+                }
+            })
+            .expect("spawning the database view's writer");
+        Ok(Store {
+            writes: tx,
+            commit_seconds: crate::metrics::commit_histogram(),
+            reader: Arc::new(Mutex::new(reader)),
+            unwritable: Unwritable::default(),
+            view_only: true,
         })
     }
 
@@ -496,6 +567,9 @@ impl Store {
     /// [`StoreError::Unwritable`] while the database cannot be written:
     /// for requests that should be refused rather than wait.
     pub fn check_writable(&self) -> Result<(), StoreError> {
+        if self.view_only {
+            return Err(StoreError::ViewOnly);
+        }
         match self.unwritable() {
             Some(reason) => Err(StoreError::Unwritable { reason }),
             None => Ok(()),
