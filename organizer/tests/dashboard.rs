@@ -687,6 +687,65 @@ async fn a_read_only_view_shows_a_database_and_changes_nothing() {
     organizer.runs.stop(running.id).unwrap();
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chosen_runs_are_compared_curve_by_curve_and_setting_by_setting() {
+    let (organizer, address) = dashboard("dash-compare", 2, None).await;
+    let four = organizer.runs.start(run_spec(16)).await.unwrap();
+    let six = organizer
+        .runs
+        .start(RunSpec {
+            settings: [("particles".to_owned(), "6".to_owned())].into(),
+            ..run_spec(18)
+        })
+        .await
+        .unwrap();
+    until_ended(&organizer, four.id).await;
+    until_ended(&organizer, six.id).await;
+    let runs = get(&address, "/runs").await;
+    assert!(
+        runs.body.contains(&format!(
+            "<input type=checkbox name=run value={} form=compare>",
+            four.id
+        )),
+        "{}",
+        runs.body
+    );
+    let page = get(
+        &address,
+        &format!("/compare?run={}&run={}", four.id, six.id),
+    )
+    .await;
+    assert_eq!(page.status, 200, "{}", page.body);
+    // Each chart draws one curve per run.
+    for chart in ["by-evaluation", "by-time"] {
+        let svg = page
+            .body
+            .split(&format!("<svg id={chart} "))
+            .nth(1)
+            .and_then(|rest| rest.split("</svg>").next())
+            .unwrap_or_else(|| panic!("no {chart} chart in {}", page.body));
+        assert_eq!(svg.matches("class=curve").count(), 2, "{svg}");
+        assert!(svg.contains(&format!("data-run=\"{}\"", six.id)), "{svg}");
+    }
+    // The evaluation axis reaches the longer run's 18 evaluations.
+    assert!(page.body.contains(">18</text>"), "{}", page.body);
+    // Settings side by side, the differing one marked, the same one not.
+    assert!(
+        page.body
+            .contains("<tr class=differs><th>particles</th><td>4</td><td>6</td></tr>"),
+        "{}",
+        page.body
+    );
+    assert!(
+        page.body
+            .contains("<tr><th>optimizer</th><td>pso</td><td>pso</td></tr>"),
+        "{}",
+        page.body
+    );
+    let bad = get(&address, "/compare?run=abc").await;
+    assert_eq!(bad.status, 400, "{}", bad.body);
+}
+
 /// The ids of the runs a runs page lists, in order.
 fn listed_runs(body: &str) -> Vec<u64> {
     body.split("<tr data-run=")

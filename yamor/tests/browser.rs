@@ -350,12 +350,50 @@ async fn the_dashboard_in_a_browser_starts_and_follows_runs_and_sees_hosts_die()
         &c,
         "the batch in the runs table",
         true,
-        "return [...document.querySelectorAll('#runs tr td:nth-child(2)')].map(t=>t.textContent).join('|')",
+        "return [...document.querySelectorAll('#runs tr td:nth-child(3)')].map(t=>t.textContent).join('|')",
         |v| v.as_str().is_some_and(|s| s.contains("sweep population=6")),
     )
     .await;
     assert!(names.as_str().unwrap().contains("sweep population=4"));
     shoot(&c, "runs").await;
+
+    // The two runs of the batch, ticked and compared: their curves on
+    // shared axes, their settings side by side with the difference marked.
+    until(
+        &c,
+        "the batch to finish",
+        true,
+        "return [...document.querySelectorAll('#runs tr')].filter(r=>r.textContent.includes('sweep')&&r.textContent.includes('finished')).length",
+        |v| v.as_u64() == Some(2),
+    )
+    .await;
+    c.execute(
+        "document.querySelectorAll('#runs tr').forEach(r=>{if(r.textContent.includes('sweep'))r.querySelector('input[name=run]').click()})",
+        vec![],
+    )
+    .await
+    .unwrap();
+    click_through(&c, "compare-button").await;
+    let curves = c
+        .execute(
+            "return document.querySelectorAll('#by-evaluation .curve').length",
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert_eq!(curves.as_u64(), Some(2), "two curves compared");
+    let differs = c
+        .execute(
+            "return [...document.querySelectorAll('#settings tr.differs th')].map(t=>t.textContent).join('|')",
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert!(
+        differs.as_str().unwrap().contains("population"),
+        "marked: {differs}"
+    );
+    shoot(&c, "compare").await;
 
     // A refused form comes back with the reason and its values.
     c.goto(&format!("{web}/runs/new")).await.unwrap();

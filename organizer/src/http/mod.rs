@@ -13,6 +13,8 @@
 //! - Downloads: `/runs/{id}/best.xml`, `/runs/{id}/evaluations.csv`.
 //! - `/runs/new` and `POST /runs`: start a run or a batch ([`launch`]).
 //! - `/runs/{id}/trajectory.svg`: the best gait from above ([`trajectory`]).
+//! - `/compare?run=1&run=2`: runs' curves overlaid and settings side by
+//!   side ([`compare`]).
 //! - `POST /runs/{id}/stop`; `/metrics` (Prometheus text format).
 //! - Access: when a token is given, every request needs it, as
 //!   `Authorization: Bearer <token>`, a `yamor_token` cookie, or once as
@@ -21,6 +23,7 @@
 //!   only to the dashboard's own names and refuses state changes from other
 //!   sites' pages.
 
+mod compare;
 mod launch;
 mod trajectory;
 
@@ -127,6 +130,7 @@ pub fn router(organizer: Organizer, options: Options) -> Router {
         .route("/runs/{id}/best.xml", get(best_xml))
         .route("/runs/{id}/evaluations.csv", get(evaluations_csv))
         .route("/runs/{id}/stop", post(stop_run))
+        .route("/compare", get(compare::compare_page))
         .route("/jobs", get(jobs_page))
         .route("/gaits", get(gaits_page))
         .route("/metrics", get(metrics))
@@ -414,6 +418,7 @@ fn cookie_token(headers: &HeaderMap) -> Option<String> {
 }
 
 /// An error page with its status.
+#[derive(Debug)]
 struct PageError(StatusCode, String);
 
 impl IntoResponse for PageError {
@@ -453,7 +458,7 @@ fn esc(text: &str) -> String {
 const STYLE: &str = "body{font:14px system-ui,sans-serif;margin:0;color:#222}\
 nav{background:#234;padding:8px 16px}nav a{color:#fff;margin-right:18px;text-decoration:none}\
 main{padding:12px 16px}table{border-collapse:collapse}td,th{padding:3px 10px;border-bottom:1px solid #ddd;text-align:left}\
-th{background:#f3f3f3}.free{color:#080}.busy{color:#a60}.down{color:#c00;font-weight:bold}\
+th{background:#f3f3f3}.differs th,.differs td{background:#fff3cd}.free{color:#080}.busy{color:#a60}.down{color:#c00;font-weight:bold}\
 .err{color:#c00}.num{text-align:right;font-variant-numeric:tabular-nums}svg{background:#fafafa}";
 
 fn page(title: &str, body: &str) -> Html<String> {
@@ -628,9 +633,12 @@ async fn runs_page(
             .or_default()
             .push((tell_seq, velocity));
     }
-    let mut body = String::from(
-        "<p><a id=new href=/runs/new>start runs</a></p><table id=runs><tr><th>id</th><th>name</th><th>optimizer</th><th>settings</th><th>state</th>\
+    let mut body = format!(
+        "<p><a id=new href=/runs/new>start runs</a> · <form id=compare action=/compare method=get style=display:inline>\
+         <button id=compare-button>compare the ticked runs</button></form> <small>(at most {})</small></p>\
+         <table id=runs><tr><th></th><th>id</th><th>name</th><th>optimizer</th><th>settings</th><th>state</th>\
          <th>progress</th><th class=num>best</th><th>best so far</th><th>started</th><th class=num>elapsed</th><th></th></tr>",
+        compare::MAX_COMPARED
     );
     for r in &list {
         // What the run learnt, as Run::learnt counts it (and run_values shows).
@@ -656,7 +664,7 @@ async fn runs_page(
         };
         let _ = write!(
             body,
-            "<tr data-run={id}><td><a href=/runs/{id}>{id}</a></td><td><a href=/runs/{id}>{name}</a></td><td>{opt}</td>\
+            "<tr data-run={id}><td><input type=checkbox name=run value={id} form=compare></td><td><a href=/runs/{id}>{id}</a></td><td><a href=/runs/{id}>{name}</a></td><td>{opt}</td>\
              <td><small>{settings}</small></td><td>{state}</td><td>{progress}</td><td class=num>{best}</td>\
              <td>{spark}</td><td>{started}</td><td class=num>{elapsed:.0} s</td><td>{stop}</td></tr>",
             id = r.id,
@@ -679,7 +687,10 @@ async fn runs_page(
             "<p><a id=older href=\"/runs?before={last}\">older runs</a></p>"
         );
     }
-    body.push_str("<script>setTimeout(()=>location.reload(),3000)</script>");
+    // Reloads to follow the runs, but not while runs are being ticked.
+    body.push_str(
+        "<script>setTimeout(()=>{if(!document.querySelector('input[name=run]:checked'))location.reload()},3000)</script>",
+    );
     Ok(page("Runs", &body))
 }
 

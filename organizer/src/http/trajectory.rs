@@ -140,7 +140,7 @@ fn draw(samples: &[Sample], best: &Job) -> String {
          <circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"5\" fill=\"#2a2\"/><circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"5\" fill=\"#c33\"/>\
          <line x1=\"{pad}\" y1=\"{bar}\" x2=\"{bar_end:.1}\" y2=\"{bar}\" stroke=\"#333\" stroke-width=\"2\"/>\
          <text x=\"{pad}\" y=\"{label}\" font-size=\"11\">{bar_len} m</text>\
-         <text x=\"{right}\" y=\"16\" font-size=\"11\" text-anchor=\"end\">{t:.1} s walked, {v:.4} m/s measured</text></svg>",
+         <text x=\"{right}\" y=\"16\" font-size=\"11\" text-anchor=\"end\">{t:.1} s walked, {v:.2} cm/s measured</text></svg>",
         points.join(" "),
         px(first.x),
         py(first.y),
@@ -152,7 +152,7 @@ fn draw(samples: &[Sample], best: &Job) -> String {
         label = h - 14.0,
         right = w - pad,
         t = last.t - first.t,
-        v = outcome.velocity,
+        v = outcome.velocity * 100.0,
     );
     svg
 }
