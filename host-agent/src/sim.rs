@@ -22,6 +22,10 @@ pub struct SimBackend {
     morphology: Morphology,
     gait: yamor_core::RobotConfig,
     settings: SimSettings,
+    /// The robot the last job brought (an example, or a run's own
+    /// morphology document) and its parsed form: a run's jobs all bring
+    /// the same one, parsed once.
+    brought: Arc<parking_lot::Mutex<Option<(RobotSource, Morphology)>>>,
 }
 
 impl SimBackend {
@@ -40,6 +44,7 @@ impl SimBackend {
                 .map_err(|e| HostError::Failed(e.to_string()))?,
             gait: robot.gait().map_err(|e| HostError::Failed(e.to_string()))?,
             settings,
+            brought: Arc::default(),
         })
     }
 
@@ -56,6 +61,7 @@ impl SimBackend {
             morphology,
             gait,
             settings,
+            brought: Arc::default(),
         }
     }
 
@@ -225,6 +231,22 @@ impl SessionFactory for SimSessions {
     }
 }
 
+/// A job's robot, parsed once per run: the robot of `cache` when it is the
+/// same source, else `source` resolved (and kept).
+fn brought(
+    cache: &parking_lot::Mutex<Option<(RobotSource, Morphology)>>,
+    source: &RobotSource,
+) -> Result<Morphology, HostError> {
+    if let Some((known, morphology)) = cache.lock().as_ref()
+        && known == source
+    {
+        return Ok(morphology.clone());
+    }
+    let morphology = resolve(source)?;
+    *cache.lock() = Some((source.clone(), morphology.clone()));
+    Ok(morphology)
+}
+
 /// A non-default robot source as a morphology.
 fn resolve(source: &RobotSource) -> Result<Morphology, HostError> {
     match source {
@@ -264,12 +286,13 @@ impl Backend for SimBackend {
             let gait = job.gait.take().unwrap_or_else(|| self.gait.clone());
             let settings = self.settings;
             let flag = cancel.clone();
+            let cache = self.brought.clone();
             // Physics, and the parsing of a job's own robot, never run on the
             // async runtime: heartbeats and GetInfo answer during a walk.
             let outcome = tokio::task::spawn_blocking(move || {
                 let morphology = match own {
                     Some(morphology) => morphology,
-                    None => resolve(&job.robot)?,
+                    None => brought(&cache, &job.robot)?,
                 };
                 evaluate_cancellable(&morphology, &gait, settings, &job.spec, &flag)
                     .map_err(sim_error)

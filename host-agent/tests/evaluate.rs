@@ -336,3 +336,67 @@ async fn an_evaluation_starts_in_the_situation_its_spec_names() {
     assert!(error.message().contains("77"), "{error}");
     host.get_info(pb::GetInfoRequest {}).await.unwrap();
 }
+
+/// A job for `robot`'s gait, bringing `source` as its robot.
+fn job_bringing(robot: &str, source: Option<pb::robot::Source>) -> pb::EvaluateRequest {
+    let example = ExampleRobot::named(robot).unwrap();
+    pb::EvaluateRequest {
+        job: Some(pb::EvaluationJob {
+            gait_xml: example.gait_xml.to_owned(),
+            robot: source.map(|source| pb::Robot {
+                source: Some(source),
+            }),
+            spec: Some(pb::EvaluationSpec {
+                warmup_s: 1.0,
+                measure_s: 2.0,
+                seed: 5,
+                ..Default::default()
+            }),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+/// A run carries its own robot to any simulation host: a quadruped's host
+/// walks the snake a job brings exactly as a snake's host walks its own,
+/// again and again (parsed once), and refuses a robot it cannot build,
+/// saying why.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_host_walks_whatever_robot_a_job_brings() {
+    let snake = ExampleRobot::named("snake").unwrap();
+    let xml = snake.morphology().unwrap().to_xml_string();
+    let mut own = start(Arc::new(
+        SimBackend::example("snake", SimSettings::default()).unwrap(),
+    ))
+    .await;
+    let mut other = start(Arc::new(
+        SimBackend::example("quadruped", SimSettings::default()).unwrap(),
+    ))
+    .await;
+    let velocity = |reply: tonic::Response<pb::EvaluateResponse>| {
+        reply.into_inner().result.unwrap().velocity_m_s
+    };
+    let at_home = velocity(own.evaluate(job_bringing("snake", None)).await.unwrap());
+    for _ in 0..2 {
+        let brought = pb::robot::Source::MorphologyXml(xml.clone());
+        let away = velocity(
+            other
+                .evaluate(job_bringing("snake", Some(brought)))
+                .await
+                .unwrap(),
+        );
+        assert_eq!(away.to_bits(), at_home.to_bits(), "{away} vs {at_home}");
+    }
+    let broken = pb::robot::Source::MorphologyXml("<morphology><module".into());
+    let refused = other
+        .evaluate(job_bringing("snake", Some(broken)))
+        .await
+        .unwrap_err();
+    assert_eq!(refused.code(), Code::InvalidArgument, "{refused:?}");
+    assert!(
+        refused.message().contains("morphology"),
+        "{}",
+        refused.message()
+    );
+}

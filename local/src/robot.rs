@@ -16,8 +16,7 @@ use crate::{LocalCluster, LocalError};
 /// An embedded example, or the user's own robot read from files.
 pub enum RunRobot {
     Example(String),
-    /// Every local host walks it, so jobs name the host's robot rather
-    /// than carry the document.
+    /// Read from the user's files.
     Own {
         path: String,
         morphology: Morphology,
@@ -42,12 +41,15 @@ impl RunRobot {
         })
     }
 
-    /// The robot as a run's jobs name it.
+    /// The robot as a run's jobs name it: an example by name; the user's
+    /// own robot as its morphology document, carried by the run and each
+    /// of its jobs, so that any simulation host can walk it (and the run's
+    /// record says what was walked). The gait travels in the problem.
     #[must_use]
     pub fn source(&self) -> RobotSource {
         match self {
             RunRobot::Example(name) => RobotSource::Example(name.clone()),
-            RunRobot::Own { .. } => RobotSource::Default,
+            RunRobot::Own { morphology, .. } => RobotSource::Morphology(morphology.to_xml_string()),
         }
     }
 

@@ -1063,3 +1063,88 @@ async fn a_host_given_sigterm_is_down_at_once_and_comes_back_under_its_id() {
         "a new port, the same host"
     );
 }
+
+/// A user's own robot goes to the cluster: `optimize start --robot DIR`
+/// carries its morphology and gait to the organizer, and a host that was
+/// started for another robot walks it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_own_robot_runs_on_hosts_that_never_heard_of_it() {
+    let db = temp_db("own-robot-cluster");
+    let robot = db.with_file_name("my-snake");
+    std::fs::create_dir_all(&robot).unwrap();
+    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/robots/snake");
+    for file in ["world.xml", "gait.xml"] {
+        std::fs::copy(examples.join(file), robot.join(file)).unwrap();
+    }
+    let (_organizer, url) = start_organizer(&db, "127.0.0.1:0", None);
+    let mut host = Command::new(BIN)
+        .args([
+            "host",
+            "--sim",
+            "quadruped",
+            "--organizer",
+            &url,
+            "--name",
+            "quad",
+        ])
+        .env("RUST_LOG", "warn")
+        .env_remove("YAMOR_TOKEN")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn host");
+    wait_for_line(host.stdout.take().unwrap(), "listening on");
+    let _host = Proc { child: host };
+    let mut org = client(&url);
+    wait_free_hosts(&mut org, 1).await;
+    let (ok, out, err) = cli(
+        &url,
+        &[
+            "optimize",
+            "start",
+            "--json",
+            "--robot",
+            robot.to_str().unwrap(),
+            "--optimizer",
+            "pso",
+            "--budget",
+            "8",
+            "--warmup",
+            "0.5",
+            "--measure",
+            "1",
+            "--held-out",
+            "0",
+        ],
+    );
+    assert!(ok, "{err}");
+    let run_id = json(&out)[0]["id"].as_u64().unwrap();
+    let run = wait_run_end(&mut org, run_id).await;
+    assert_eq!(run.state, pb::RunState::Finished as i32, "{}", run.error);
+    let jobs = run_jobs(&mut org, run_id).await;
+    assert_eq!(jobs.len(), 8);
+    for job in &jobs {
+        assert_eq!(job.state, pb::JobState::Done as i32, "{}", job.error);
+    }
+    // What was walked is the snake's body, recorded with the run's jobs.
+    let full = org
+        .get_job(pb::GetJobRequest { job_id: jobs[0].id })
+        .await
+        .unwrap()
+        .into_inner();
+    let source = full
+        .request
+        .unwrap()
+        .job
+        .unwrap()
+        .robot
+        .unwrap()
+        .source
+        .unwrap();
+    let pb::robot::Source::MorphologyXml(xml) = source else {
+        panic!("the job names no morphology: {source:?}");
+    };
+    let snake = std::fs::read_to_string(robot.join("world.xml")).unwrap();
+    let modules = |text: &str| text.matches("<module ").count();
+    assert_eq!(modules(&xml), modules(&snake), "{xml}");
+}
