@@ -486,6 +486,19 @@ impl Runs {
         Ok(entry.view.clone())
     }
 
+    /// The free parameters of run `id` with their bounds, in the order its
+    /// jobs list them (what a page draws a parameter's range from).
+    pub async fn bounds(&self, id: u64) -> Result<Vec<Bound>, ScheduleError> {
+        let row = self
+            .scheduler
+            .store()
+            .read_async(move |s| s.run(id))
+            .await?
+            .ok_or_else(|| ScheduleError::NotFound(format!("run {id} does not exist")))?;
+        let prepared = prepare(&row.spec).map_err(ScheduleError::Invalid)?;
+        Ok(prepared.space.bounds)
+    }
+
     pub fn get(&self, id: u64) -> Result<Run, ScheduleError> {
         self.runs
             .lock()

@@ -250,20 +250,19 @@ async fn jobs_are_paged_newest_first() {
     let first = get(&address, "/jobs").await;
     let ids: Vec<u64> = first
         .body
-        .split("<tr><td>")
+        .split("<tr><td><a href=/jobs/")
         .skip(1)
-        .map(|row| row.split('<').next().unwrap().parse().unwrap())
+        .map(|row| row.split('>').next().unwrap().parse().unwrap())
         .collect();
     assert_eq!(ids.len(), 50);
     assert!(ids.windows(2).all(|w| w[0] > w[1]), "newest first");
     assert_eq!(ids[0], 120);
     assert!(first.body.contains("older jobs"));
     let older = get(&address, &format!("/jobs?before={}", ids[49])).await;
-    assert!(
-        older
-            .body
-            .contains(&format!("<tr><td>{}</td>", ids[49] - 1))
-    );
+    assert!(older.body.contains(&format!(
+        "<tr><td><a href=/jobs/{0}>{0}</a></td>",
+        ids[49] - 1
+    )));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -744,6 +743,91 @@ async fn chosen_runs_are_compared_curve_by_curve_and_setting_by_setting() {
     );
     let bad = get(&address, "/compare?run=abc").await;
     assert_eq!(bad.status, 400, "{}", bad.body);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_page_analyses_its_parameters() {
+    let (organizer, address) = dashboard("dash-analysis", 2, None).await;
+    let run = organizer.runs.start(run_spec(48)).await.unwrap();
+    until_ended(&organizer, run.id).await;
+    let page = get(&address, &format!("/runs/{}", run.id)).await;
+    assert_eq!(page.status, 200);
+    // Per parameter: its values with the bounds [-1, 1] drawn, and a slice.
+    for name in ["x", "y"] {
+        let param = page
+            .body
+            .split(&format!("<svg class=param data-param=\"{name}\""))
+            .nth(1)
+            .and_then(|rest| rest.split("</svg>").next())
+            .unwrap_or_else(|| panic!("no chart of {name}"));
+        assert!(
+            param.contains(">1.000</text>") && param.contains(">-1.000</text>"),
+            "{param}"
+        );
+        assert_eq!(param.matches("class=bound").count(), 2, "{param}");
+        assert_eq!(param.matches("<circle").count(), 48, "{param}");
+        assert!(
+            page.body
+                .contains(&format!("<svg class=slice data-param=\"{name}\"")),
+            "no slice of {name}"
+        );
+    }
+    let parallel = page.body.split("<svg id=parallel").nth(1).unwrap();
+    let lines = parallel
+        .split("</svg>")
+        .next()
+        .unwrap()
+        .matches("class=best-line")
+        .count();
+    assert_eq!(lines, 20);
+    // 48 results: enough for the importance estimate of both.
+    let importance = page.body.split("<table id=importance>").nth(1).unwrap();
+    let importance = importance.split("</table>").next().unwrap();
+    assert_eq!(
+        importance.matches("<td class=num>0.").count()
+            + importance.matches("<td class=num>1.").count(),
+        2,
+        "{importance}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_evaluation_is_a_row_that_links_to_its_whole_record() {
+    let (organizer, address) = dashboard("dash-trials", 2, None).await;
+    let run = organizer.runs.start(run_spec(12)).await.unwrap();
+    until_ended(&organizer, run.id).await;
+    let trials = get(&address, &format!("/runs/{}/trials", run.id)).await;
+    assert_eq!(trials.status, 200, "{}", trials.body);
+    let rows: Vec<&str> = trials.body.split("<tr data-job=").skip(1).collect();
+    assert_eq!(rows.len(), 12, "{}", trials.body);
+    // Header: evaluation, value, each parameter, host, seconds, state, error.
+    assert!(
+        trials
+            .body
+            .contains("<th class=num>x</th><th class=num>y</th><th>host</th>"),
+        "{}",
+        trials.body
+    );
+    assert!(trials.body.contains("id=filter"));
+    let job_id: u64 = rows[0].split('>').next().unwrap().parse().unwrap();
+    let job = get(&address, &format!("/jobs/{job_id}")).await;
+    assert_eq!(job.status, 200, "{}", job.body);
+    assert!(
+        job.body.contains("<th>start (oscillator seed)</th>"),
+        "{}",
+        job.body
+    );
+    assert!(job.body.contains("<pre id=spec>"), "{}", job.body);
+    assert!(
+        job.body.contains("<th>state</th><td>done</td>"),
+        "{}",
+        job.body
+    );
+    let recorded = organizer.scheduler.job(job_id, false).await.unwrap();
+    let value = format!("{:.4}", recorded.velocity().unwrap());
+    assert!(job.body.contains(&value), "{value} in {}", job.body);
+    let missing = get(&address, "/jobs/999999").await;
+    assert_eq!(missing.status, 404);
 }
 
 /// The ids of the runs a runs page lists, in order.

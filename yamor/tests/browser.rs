@@ -338,6 +338,58 @@ async fn the_dashboard_in_a_browser_starts_and_follows_runs_and_sees_hosts_die()
     .await;
     shoot(&c, "run").await;
 
+    // Every evaluation in a table: sorted by value (a click on its header,
+    // best first), filtered, each row opening its job's whole record.
+    click_through(&c, "trials-link").await;
+    c.execute(
+        "document.querySelector('#trials thead th:nth-child(2)').click()",
+        vec![],
+    )
+    .await
+    .unwrap();
+    let sorted = c
+        .execute(
+            "const v=[...document.querySelectorAll('#trials tbody tr td:nth-child(2)')].map(t=>parseFloat(t.textContent)).filter(x=>!isNaN(x));             return v.length>1&&v.every((x,i)=>i===0||v[i-1]>=x)",
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert_eq!(sorted.as_bool(), Some(true), "best first after a click");
+    shoot(&c, "trials").await;
+    c.execute(
+        "const f=document.getElementById('filter');f.value='held-out';f.dispatchEvent(new Event('input'))",
+        vec![],
+    )
+    .await
+    .unwrap();
+    let shown = c
+        .execute(
+            "return [...document.querySelectorAll('#trials tbody tr')].filter(r=>!r.hidden).length",
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        shown.as_u64(),
+        Some(0),
+        "a stopped run has no held-out rows"
+    );
+    c.execute(
+        "const f=document.getElementById('filter');f.value='';f.dispatchEvent(new Event('input'));         window.yamorOldPage=true;document.querySelector('#trials tbody tr a').click()",
+        vec![],
+    )
+    .await
+    .unwrap();
+    until(
+        &c,
+        "a job's page",
+        false,
+        "return window.yamorOldPage===undefined&&document.getElementById('spec')!==null",
+        |v| v.as_bool() == Some(true),
+    )
+    .await;
+    shoot(&c, "job").await;
+
     // A batch from the form: one run per line, named after its settings.
     c.goto(&format!("{web}/runs/new")).await.unwrap();
     set_field(&c, "name", "sweep").await;

@@ -13,8 +13,12 @@
 //! - Downloads: `/runs/{id}/best.xml`, `/runs/{id}/evaluations.csv`.
 //! - `/runs/new` and `POST /runs`: start a run or a batch ([`launch`]).
 //! - `/runs/{id}/trajectory.svg`: the best gait from above ([`trajectory`]).
+//! - A run page's parameters, slices, best in parallel coordinates and
+//!   importance ([`analysis`]).
 //! - `/compare?run=1&run=2`: runs' curves overlaid and settings side by
 //!   side ([`compare`]).
+//! - `/runs/{id}/trials`: every evaluation, sortable and filtered, each
+//!   linking to `/jobs/{id}`, its whole record ([`trials`]).
 //! - `POST /runs/{id}/stop`; `/metrics` (Prometheus text format).
 //! - Access: when a token is given, every request needs it, as
 //!   `Authorization: Bearer <token>`, a `yamor_token` cookie, or once as
@@ -23,9 +27,11 @@
 //!   only to the dashboard's own names and refuses state changes from other
 //!   sites' pages.
 
+mod analysis;
 mod compare;
 mod launch;
 mod trajectory;
+mod trials;
 
 use std::collections::HashMap;
 use std::convert::Infallible;
@@ -132,6 +138,8 @@ pub fn router(organizer: Organizer, options: Options) -> Router {
         .route("/runs/{id}/stop", post(stop_run))
         .route("/compare", get(compare::compare_page))
         .route("/jobs", get(jobs_page))
+        .route("/jobs/{id}", get(trials::job_page))
+        .route("/runs/{id}/trials", get(trials::trials_page))
         .route("/gaits", get(gaits_page))
         .route("/metrics", get(metrics))
         .layer(middleware::from_fn_with_state(app.clone(), read_body))
@@ -808,24 +816,6 @@ async fn run_chart(State(app): State<App>, Path(id): Path<u64>) -> Result<Respon
 }
 
 /// One small chart per parameter: its value at every evaluation.
-fn parameter_views(jobs: &[(Job, f64)], names: &[String]) -> String {
-    let mut out = String::from("<div id=parameters>");
-    for (k, name) in names.iter().enumerate() {
-        let xs: Vec<f64> = jobs
-            .iter()
-            .filter_map(|(j, _)| j.request.job.parameters.get(k).map(|p| p.1))
-            .collect();
-        let _ = write!(
-            out,
-            "<div style=\"display:inline-block;margin:4px\"><small>{}</small><br>{}</div>",
-            esc(name),
-            sparkline(&xs, 160.0, 40.0)
-        );
-    }
-    out.push_str("</div>");
-    out
-}
-
 async fn run_page(State(app): State<App>, Path(id): Path<u64>) -> Result<Html<String>, PageError> {
     let runs = &app.organizer.runs;
     let r = run_of(runs, id)?;
@@ -840,7 +830,7 @@ async fn run_page(State(app): State<App>, Path(id): Path<u64>) -> Result<Html<St
          best <b id=bestvalue>{best}</b> · elapsed {elapsed:.0} s {error}</p>\
          <p id=setup><small>seed {seed} · settings {settings}</small></p>\
          <p><a href=/runs/{id}/best.xml>best gait (XML)</a> · <a href=/runs/{id}/evaluations.csv>evaluations (CSV)</a> · \
-         <a href=\"/jobs?run={id}\">jobs</a>{stop}</p><div id=chartbox>{chart}</div>",
+         <a href=\"/jobs?run={id}\">jobs</a> · <a id=trials-link href=/runs/{id}/trials>every evaluation (sortable)</a>{stop}</p><div id=chartbox>{chart}</div>",
         opt = esc(&r.optimizer),
         state = r.state.as_str(),
         progress = progress(&r),
@@ -870,19 +860,11 @@ async fn run_page(State(app): State<App>, Path(id): Path<u64>) -> Result<Html<St
             esc(name)
         );
     }
-    body.push_str("</table><h2>Parameters per evaluation</h2>");
-    let names: Vec<String> = jobs
-        .first()
-        .map(|(j, _)| {
-            j.request
-                .job
-                .parameters
-                .iter()
-                .map(|p| p.0.clone())
-                .collect()
-        })
-        .unwrap_or_default();
-    body.push_str(&parameter_views(&jobs, &names));
+    body.push_str("</table>");
+    // A run whose problem no longer reads (a stored older format) is still
+    // drawn, over what its evaluations span.
+    let bounds = runs.bounds(id).await.unwrap_or_default();
+    body.push_str(&analysis::panel(&jobs, &bounds, units));
     if !r.best_gait_xml.is_empty() {
         // Drawing it walks the best gait again on a host: automatic once
         // the run is over, on request while it still needs the hosts.
@@ -1125,7 +1107,7 @@ async fn jobs_page(
     for j in &jobs {
         let _ = write!(
             body,
-            "<tr><td>{id}</td><td>{run}</td><td>{seq}</td><td>{state}</td><td>{host}</td><td class=num>{att}</td><td class=num>{fit}</td><td class=err>{err}</td></tr>",
+            "<tr><td><a href=/jobs/{id}>{id}</a></td><td>{run}</td><td>{seq}</td><td>{state}</td><td>{host}</td><td class=num>{att}</td><td class=num>{fit}</td><td class=err>{err}</td></tr>",
             id = j.id,
             run = if j.run_id > 0 {
                 format!("<a href=/runs/{0}>{0}</a>", j.run_id)

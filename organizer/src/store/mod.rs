@@ -691,6 +691,19 @@ impl Store {
         })
     }
 
+    /// Run `id`, when there is one.
+    pub fn run(&self, id: u64) -> Result<Option<RunRow>, StoreError> {
+        self.read(|c| {
+            let mut stmt =
+                c.prepare_cached(&format!("SELECT {RUN_COLUMNS} FROM runs WHERE id = ?1"))?;
+            let mut rows = stmt.query([id as i64])?;
+            match rows.next()? {
+                Some(r) => Ok(Some(run_row(r)?)),
+                None => Ok(None),
+            }
+        })
+    }
+
     /// Jobs matching a filter, by id.
     pub fn jobs(&self, filter: &JobFilter) -> Result<Vec<Job>, StoreError> {
         let mut sql =
