@@ -397,12 +397,12 @@ mod tests {
 
     #[test]
     fn a_parameter_pinned_at_a_bound_says_so() {
+        use std::f64::consts::PI;
         let xs = vec![1.0, 1.0, 1.0, 0.5, 0.2];
         let (svg, note) = over_evaluations("amplitude_0", &xs, (0.0, 1.0), false);
         assert!(note.contains("60 % at its maximum"), "{note}");
         assert_eq!(svg.matches("class=bound").count(), 2);
-        let (_, periodic) =
-            over_evaluations("phase_0_1", &[3.14159, -3.14159], (-3.14159, 3.14159), true);
+        let (_, periodic) = over_evaluations("phase_0_1", &[PI, -PI], (-PI, PI), true);
         assert!(periodic.contains("wraps"), "{periodic}");
         assert!(!periodic.contains("% at its"), "{periodic}");
     }
