@@ -16,6 +16,7 @@
 //! - [`sim`]: [`Simulation`], the device loop (read sensors → integrate
 //!   oscillators → write servos → step) and the supervisor commands.
 //! - [`evaluate`]: gait evaluation as in thesis 6.2.1 and trajectories.
+//! - [`replay`]: a walk recorded for watching, every box's pose per frame.
 //! - [`bridge`]: the TCP server playing the YaMoR Webots Bridge.
 //! - [`robots`]: the example robots of `examples/robots`, embedded.
 //! - [`serial_robot`]: the robot behind a pseudo-terminal, as the real-robot
@@ -30,6 +31,7 @@ pub mod firmware;
 pub mod geometry;
 pub mod mjcf;
 pub mod physics;
+pub mod replay;
 pub mod robots;
 pub mod serial_robot;
 pub mod sim;

@@ -98,6 +98,54 @@ pub fn dashboard_options(
         problem_for_robot: Some(std::sync::Arc::new(|robot: &str| {
             default_optimization(robot).map_err(|e| e.to_string())
         })),
+        replay: Some(std::sync::Arc::new(replay)),
         ..Default::default()
     }
+}
+
+/// Frames a second of a replay: smooth enough to watch, small enough to
+/// send (a 20-s walk of nine modules is about 300 kB of JSON).
+const REPLAY_FRAME_INTERVAL: f64 = 1.0 / 20.0;
+
+/// Walks `job` again with the default simulator and records it for the
+/// dashboard's replay.
+fn replay(
+    job: &yamor_organizer::model::Job,
+) -> Result<yamor_organizer::http::replay::Recording, String> {
+    use yamor_core::evaluation::RobotSource;
+    let request = &job.request.job;
+    let gait = request
+        .gait
+        .as_ref()
+        .ok_or("this job walks no gait (an expression or external objective)")?;
+    let morphology = match &request.robot {
+        RobotSource::Example(name) => ExampleRobot::named(name)
+            .ok_or_else(|| format!("unknown example robot {name:?}"))?
+            .morphology()
+            .map_err(|e| e.to_string())?,
+        RobotSource::Morphology(xml) => {
+            yamor_core::Morphology::from_xml_str("the job's morphology", xml)
+                .map_err(|e| e.to_string())?
+        }
+        RobotSource::Default => {
+            return Err(
+                "this job walked its host's own robot, which the job does not carry".into(),
+            );
+        }
+    };
+    let (outcome, replay) = yamor_sim::replay::record(
+        &morphology,
+        gait,
+        yamor_sim::SimSettings::default(),
+        &request.spec,
+        REPLAY_FRAME_INTERVAL,
+    )
+    .map_err(|e| e.to_string())?;
+    Ok(yamor_organizer::http::replay::Recording {
+        frame_interval: replay.frame_interval,
+        half_extents: replay.half_extents,
+        frames: replay.frames,
+        velocity: outcome.velocity,
+        recorded_velocity: None,
+    })
 }

@@ -13,7 +13,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use yamor_core::evaluation::Objective;
 use yamor_organizer::Organizer;
 use yamor_organizer::http::Options;
-use yamor_organizer::model::{RunSpec, RunState};
+use yamor_organizer::model::{JobFilter, RunSpec, RunState};
 use yamor_organizer::runs::MAX_BATCH_VARIANTS;
 use yamor_proto::transport::Token;
 
@@ -828,6 +828,55 @@ async fn every_evaluation_is_a_row_that_links_to_its_whole_record() {
     assert!(job.body.contains(&value), "{value} in {}", job.body);
     let missing = get(&address, "/jobs/999999").await;
     assert_eq!(missing.status, 404);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replay_says_why_it_cannot_be_had() {
+    use yamor_organizer::http::replay::Recording;
+    let (organizer, plain) = dashboard("dash-replay", 1, None).await;
+    let run = organizer.runs.start(run_spec(4)).await.unwrap();
+    until_ended(&organizer, run.id).await;
+    let job = organizer
+        .scheduler
+        .list_jobs(JobFilter::default(), true)
+        .await
+        .unwrap()[0]
+        .id;
+    // A dashboard without a simulator offers no replay.
+    let none = get(&plain, &format!("/jobs/{job}/replay.json")).await;
+    assert_eq!(none.status, 404, "{}", none.body);
+    // One with a replayer answers for an expression job with its reason.
+    let options = Options {
+        replay: Some(std::sync::Arc::new(
+            |job: &yamor_organizer::model::Job| match &job.request.job.gait {
+                None => Err("this job walks no gait".to_owned()),
+                Some(_) => Ok(Recording {
+                    frame_interval: 0.05,
+                    half_extents: Vec::new(),
+                    frames: Vec::new(),
+                    velocity: 0.0,
+                    recorded_velocity: None,
+                }),
+            },
+        )),
+        ..Default::default()
+    };
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap().to_string();
+    tokio::spawn(yamor_organizer::http::serve(
+        listener,
+        organizer.clone(),
+        options,
+        std::future::pending(),
+    ));
+    let refused = get(&address, &format!("/jobs/{job}/replay.json")).await;
+    assert_eq!(refused.status, 422, "{}", refused.body);
+    assert!(refused.body.contains("walks no gait"), "{}", refused.body);
+    let page = get(&address, &format!("/jobs/{job}")).await;
+    assert!(
+        !page.body.contains("id=replay"),
+        "no replay link for an expression job"
+    );
 }
 
 /// The ids of the runs a runs page lists, in order.

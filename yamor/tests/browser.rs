@@ -390,6 +390,47 @@ async fn the_dashboard_in_a_browser_starts_and_follows_runs_and_sees_hosts_die()
     .await;
     shoot(&c, "job").await;
 
+    // The job seen walking: its boxes in 3-D, replayed frame by frame.
+    click_through(&c, "replay").await;
+    let frames = until(
+        &c,
+        "the replay's frames",
+        false,
+        "return window.yamorReplayError||window.yamorReplayFrames||0",
+        |v| v.as_u64().is_some_and(|n| n > 0) || v.is_string(),
+    )
+    .await;
+    assert!(frames.as_u64().is_some_and(|n| n > 20), "replay: {frames}");
+    c.execute(
+        "const s=document.getElementById('time');s.value=Math.floor(s.max/2);s.dispatchEvent(new Event('input'))",
+        vec![],
+    )
+    .await
+    .unwrap();
+    let clock = c
+        .find(Locator::Id("clock"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(clock.contains("cm/s measured here"), "{clock}");
+    // Same engine, same step, same start: the walk its host recorded.
+    let (here, recorded) = {
+        let number = |after: &str| -> f64 {
+            let rest = clock.split(after).nth(1).unwrap_or("");
+            rest.trim_start()
+                .split(' ')
+                .next()
+                .unwrap()
+                .parse()
+                .unwrap()
+        };
+        (number("s · "), number("(recorded:"))
+    };
+    assert_eq!(here, recorded, "{clock}");
+    shoot(&c, "replay").await;
+
     // A batch from the form: one run per line, named after its settings.
     c.goto(&format!("{web}/runs/new")).await.unwrap();
     set_field(&c, "name", "sweep").await;

@@ -19,6 +19,8 @@
 //!   side ([`compare`]).
 //! - `/runs/{id}/trials`: every evaluation, sortable and filtered, each
 //!   linking to `/jobs/{id}`, its whole record ([`trials`]).
+//! - `/jobs/{id}/replay`: the evaluation seen walking, boxes in 3-D
+//!   ([`replay`]).
 //! - `POST /runs/{id}/stop`; `/metrics` (Prometheus text format).
 //! - Access: when a token is given, every request needs it, as
 //!   `Authorization: Bearer <token>`, a `yamor_token` cookie, or once as
@@ -30,6 +32,7 @@
 mod analysis;
 mod compare;
 mod launch;
+pub mod replay;
 mod trajectory;
 mod trials;
 
@@ -89,6 +92,9 @@ pub struct Options {
     pub header_read_timeout: Duration,
     /// How long a client may take to send a request's body.
     pub body_read_timeout: Duration,
+    /// Walks a job again in this process to replay it in the browser
+    /// (`/jobs/{id}/replay`); `None`: no replays.
+    pub replay: Option<replay::Replayer>,
     /// A view of a database (`yamor dashboard`): pages only; starting or
     /// stopping runs and drawing paths (which walks a gait again) are
     /// refused.
@@ -105,6 +111,7 @@ impl Default for Options {
             header_read_timeout: Duration::from_secs(10),
             body_read_timeout: Duration::from_secs(10),
             read_only: false,
+            replay: None,
         }
     }
 }
@@ -139,6 +146,8 @@ pub fn router(organizer: Organizer, options: Options) -> Router {
         .route("/compare", get(compare::compare_page))
         .route("/jobs", get(jobs_page))
         .route("/jobs/{id}", get(trials::job_page))
+        .route("/jobs/{id}/replay", get(replay::replay_page))
+        .route("/jobs/{id}/replay.json", get(replay::replay_json))
         .route("/runs/{id}/trials", get(trials::trials_page))
         .route("/gaits", get(gaits_page))
         .route("/metrics", get(metrics))
@@ -865,6 +874,17 @@ async fn run_page(State(app): State<App>, Path(id): Path<u64>) -> Result<Html<St
     // drawn, over what its evaluations span.
     let bounds = runs.bounds(id).await.unwrap_or_default();
     body.push_str(&analysis::panel(&jobs, &bounds, units));
+    let best_walk = jobs
+        .iter()
+        .filter(|(j, v)| v.is_finite() && j.request.job.gait.is_some())
+        .max_by(|a, b| a.1.total_cmp(&b.1));
+    if let (Some((best, _)), true) = (best_walk, app.options.replay.is_some()) {
+        let _ = write!(
+            body,
+            "<p><a id=replay-best href=/jobs/{}/replay>see the best walk in 3-D</a></p>",
+            best.id
+        );
+    }
     if !r.best_gait_xml.is_empty() {
         // Drawing it walks the best gait again on a host: automatic once
         // the run is over, on request while it still needs the hosts.

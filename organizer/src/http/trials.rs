@@ -183,6 +183,12 @@ pub(super) async fn job_page(
         "</table><h2>Its evaluation spec</h2><pre id=spec>{}</pre>",
         esc(&spec)
     );
+    if app.options.replay.is_some() && request.gait.is_some() {
+        let _ = write!(
+            body,
+            "<p><a id=replay href=/jobs/{id}/replay>see it walk (3-D replay)</a></p>"
+        );
+    }
     if job.run_id > 0 {
         let _ = write!(
             body,
