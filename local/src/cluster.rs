@@ -173,6 +173,11 @@ impl LocalCluster {
             }
         })
         .await;
+        // Checkpointed and closed: a normal end leaves the database file
+        // alone, without -wal and -shm beside it.
+        if let Err(e) = self.organizer.scheduler.store().close().await {
+            tracing::warn!("closing the database: {e}");
+        }
     }
 }
 

@@ -72,6 +72,7 @@ pub async fn end_orphans(claim: &Claim) -> Result<(), LocalError> {
             finished_ms: yamor_organizer::now_ms(),
         })
         .await?;
+    store.close().await?;
     Ok(())
 }
 

@@ -188,11 +188,16 @@ fn runs_accumulate_in_one_database_and_one_held_elsewhere_is_not_shared() {
     let home = temp_dir("shared-store");
     for _ in 0..2 {
         let out = quick_run(&home, &[]);
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{stderr}");
+        // A normal end checkpoints and closes the database: nothing beside it.
+        for leftover in ["yamor.db-wal", "yamor.db-shm"] {
+            assert!(
+                !home.join(leftover).exists(),
+                "{leftover} left behind: {stderr}"
+            );
+        }
+        assert!(!stderr.contains("ERROR"), "{stderr}");
     }
     let runs = yamor_organizer::Store::open(&home.join("yamor.db"))
         .unwrap()

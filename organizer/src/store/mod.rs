@@ -252,6 +252,10 @@ pub enum Write {
         error: String,
         finished_ms: i64,
     },
+    /// Ends the writer once everything before it is committed: it
+    /// checkpoints the WAL into the file and closes its connection before
+    /// the ack ([`Store::close`]).
+    Close,
     /// Writes nothing; its ack means everything before it is committed
     /// (or, for a write that failed other than for want of space, dropped
     /// with an error).
@@ -618,6 +622,19 @@ impl Store {
     /// [`StoreError::Unwritable`] returned instead.
     pub async fn commit_or_refuse(&self, write: Write) -> Result<(), StoreError> {
         self.send(write, Wait::OrRefuse).await
+    }
+
+    /// Commits everything queued, checkpoints the WAL into the database
+    /// file and closes both connections, so that a normal end leaves no
+    /// `-wal`/`-shm` files beside it. Every later write is refused and
+    /// every later read fails: call it last.
+    pub async fn close(&self) -> Result<(), StoreError> {
+        self.commit(Write::Close).await?;
+        // The file's last connection: closing it lets SQLite remove the
+        // WAL and shared-memory files.
+        let old = std::mem::replace(&mut *self.reader.lock(), Connection::open_in_memory()?);
+        old.close().map_err(|(_, e)| StoreError::Sql(e))?;
+        Ok(())
     }
 
     /// Waits until everything queued so far is committed.

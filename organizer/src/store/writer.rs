@@ -43,6 +43,10 @@ impl Writer {
             }
             let began = std::time::Instant::now();
             match apply(&mut self.conn, &pending) {
+                Ok(()) if pending.iter().any(|e| matches!(e.write, Write::Close)) => {
+                    self.close(pending);
+                    return;
+                }
                 Ok(()) => {
                     self.commit_seconds.observe(began.elapsed().as_secs_f64());
                     // Barriers alone commit an empty transaction, which
@@ -78,6 +82,27 @@ impl Writer {
             if !open && pending.is_empty() {
                 return;
             }
+        }
+    }
+
+    /// After a committed batch holding [`Write::Close`]: checkpoints the
+    /// WAL into the file, closes the connection, then acks the batch.
+    fn close(self, mut batch: Vec<Envelope>) {
+        let checkpointed = self
+            .conn
+            .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
+            .map_err(|e| StoreError::Write(e.to_string()));
+        let closed = self
+            .conn
+            .close()
+            .map_err(|(_, e)| StoreError::Write(e.to_string()));
+        let outcome = checkpointed.and(closed);
+        for mut envelope in batch.drain(..) {
+            let answer = match (&envelope.write, &outcome) {
+                (Write::Close, Err(e)) => Err(StoreError::Write(e.to_string())),
+                _ => Ok(()),
+            };
+            envelope.answer(answer);
         }
     }
 
@@ -298,7 +323,7 @@ pub(super) fn apply(conn: &mut Connection, batch: &[Envelope]) -> rusqlite::Resu
                 )?
                 .execute(params![h.id as i64, h.name, h.address])?;
             }
-            Write::Barrier => {}
+            Write::Barrier | Write::Close => {}
             Write::Probe => {
                 tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
             }
