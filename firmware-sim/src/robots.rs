@@ -134,7 +134,7 @@ pub fn load(
 
 /// Every module the gait configures is one of the morphology's: checked
 /// when a robot is loaded, so a run does not start to fail every walk.
-fn fits(morphology: &Morphology, gait: &RobotConfig) -> Result<(), LoadError> {
+pub fn fits(morphology: &Morphology, gait: &RobotConfig) -> Result<(), LoadError> {
     let has = |id| morphology.modules.iter().any(|m| m.id == id);
     match gait.modules.iter().find(|m| !has(m.id)) {
         None => Ok(()),

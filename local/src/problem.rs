@@ -99,8 +99,32 @@ pub fn dashboard_options(
             default_optimization(robot).map_err(|e| e.to_string())
         })),
         replay: Some(std::sync::Arc::new(replay)),
+        own_robot: Some(std::sync::Arc::new(own_robot)),
         ..Default::default()
     }
+}
+
+/// An uploaded robot checked as `yamor run` checks a robot directory: the
+/// files parse, the gait fits the morphology, and the problem is
+/// optimize.xml or the generic one over the gait.
+fn own_robot(world: &str, gait: &str, optimize: Option<&str>) -> Result<(String, String), String> {
+    let morphology =
+        yamor_core::Morphology::from_xml_str("world.xml", world).map_err(|e| e.to_string())?;
+    let gait =
+        yamor_core::RobotConfig::from_xml_str("gait.xml", gait).map_err(|e| e.to_string())?;
+    yamor_sim::robots::fits(&morphology, &gait).map_err(|e| e.to_string())?;
+    let problem = match optimize {
+        Some(text) => {
+            // Its own gait is the one the run walks: it must fit too.
+            let config = OptimizationConfig::from_xml_str("optimize.xml", text)
+                .map_err(|e| e.to_string())?;
+            yamor_sim::robots::fits(&morphology, config.robot())
+                .map_err(|e| format!("optimize.xml: {e}"))?;
+            text.to_owned()
+        }
+        None => generic_optimization("the uploaded robot", gait).map_err(|e| e.to_string())?,
+    };
+    Ok((morphology.to_xml_string(), problem))
 }
 
 /// Frames a second of a replay: smooth enough to watch, small enough to

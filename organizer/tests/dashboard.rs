@@ -635,6 +635,64 @@ async fn the_start_form_offers_and_starts_what_yamor_run_does() {
     for run in runs {
         organizer.runs.stop(run.id).unwrap();
     }
+
+    // A run that brought its own robot (here the snake's body, as
+    // `optimize start --robot DIR` sends it): the form offers that robot
+    // again, and starting it carries the same body and problem.
+    let snake = yamor_sim::robots::ExampleRobot::named("snake").unwrap();
+    let body = yamor_core::evaluation::RobotSource::Morphology(
+        snake.morphology().unwrap().to_xml_string(),
+    );
+    let brought = organizer
+        .runs
+        .start(RunSpec {
+            name: "my snake".into(),
+            robot: body.clone(),
+            ..RunSpec::new(
+                "cmaes",
+                yamor_organizer::model::Problem::OptimizationXml(problem.to_owned()),
+            )
+        })
+        .await
+        .unwrap();
+    organizer.runs.stop(brought.id).unwrap();
+    let page = get(&address, "/runs/new").await;
+    let offered = format!(
+        "<option value=\"run:{}\">the robot of run {} (my snake)</option>",
+        brought.id, brought.id
+    );
+    assert!(page.body.contains(&offered), "{}", page.body);
+    let again = [
+        ("optimizer", "cmaes"),
+        ("robot", &format!("run:{}", brought.id)),
+        ("on", "sim"),
+    ];
+    let started = post_form(&address, "/runs", &[], &again).await;
+    assert_eq!(started.status, 303, "{}", started.body);
+    let newest = organizer
+        .runs
+        .list()
+        .into_iter()
+        .map(|r| r.id)
+        .max()
+        .unwrap();
+    let stored = organizer.scheduler.store().run(newest).unwrap().unwrap();
+    assert_eq!(stored.spec.robot, body);
+    organizer.runs.stop(newest).unwrap();
+    // A robot no run brought is refused by name.
+    let unknown = post_form(
+        &address,
+        "/runs",
+        &[],
+        &[("optimizer", "cmaes"), ("robot", "run:999")],
+    )
+    .await;
+    assert_eq!(unknown.status, 400);
+    assert!(
+        unknown.body.contains("run 999 brought no robot"),
+        "{}",
+        unknown.body
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

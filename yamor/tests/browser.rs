@@ -488,6 +488,63 @@ async fn the_dashboard_in_a_browser_starts_and_follows_runs_and_sees_hosts_die()
     );
     shoot(&c, "compare").await;
 
+    // The user's own robot, uploaded: the snake's files walked by hosts
+    // started for the quadruped.
+    c.goto(&format!("{web}/runs/new")).await.unwrap();
+    let snake = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/robots/snake");
+    for (input, file) in [("world", "world.xml"), ("gait", "gait.xml")] {
+        let path = snake.join(file).canonicalize().unwrap();
+        c.find(Locator::Id(input))
+            .await
+            .unwrap()
+            .send_keys(path.to_str().unwrap())
+            .await
+            .unwrap();
+    }
+    until(
+        &c,
+        "the files read into the form",
+        false,
+        "return document.querySelector('textarea[name=world_xml]').value.length>0&&document.querySelector('textarea[name=gait_xml]').value.length>0",
+        |v| v.as_bool() == Some(true),
+    )
+    .await;
+    set_field(&c, "name", "uploaded-snake").await;
+    set_field(&c, "budget", "4").await;
+    set_field(&c, "warmup", "0.5").await;
+    set_field(&c, "measure", "1").await;
+    shoot(&c, "start-upload").await;
+    click_through(&c, "launch").await;
+    let heading = c
+        .find(Locator::Css("h1"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(heading.contains("uploaded-snake"), "landed on {heading:?}");
+    until(
+        &c,
+        "the uploaded robot's run to finish",
+        true,
+        "return document.getElementById('state').textContent",
+        |v| v.as_str() == Some("finished"),
+    )
+    .await;
+    // The form offers it again.
+    c.goto(&format!("{web}/runs/new")).await.unwrap();
+    let offered = c
+        .execute(
+            "return [...document.querySelectorAll('select[name=robot] option')].map(o=>o.textContent).join('|')",
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert!(
+        offered.as_str().unwrap().contains("uploaded-snake"),
+        "robots offered: {offered}"
+    );
+
     // A refused form comes back with the reason and its values.
     c.goto(&format!("{web}/runs/new")).await.unwrap();
     // (The browser itself refuses numbers out of an input's range.)

@@ -53,7 +53,8 @@ pub(super) async fn form_page(State(app): State<App>) -> Html<String> {
             ),
         );
     }
-    render(&app, &Fields::new(), None)
+    let used = used_robots(&app).await;
+    render(&app, &used, &Fields::new(), None)
 }
 
 pub(super) async fn launch(
@@ -61,11 +62,54 @@ pub(super) async fn launch(
     Form(pairs): Form<Vec<(String, String)>>,
 ) -> Response {
     let fields: Fields = pairs.into_iter().collect();
-    match start(&app, &fields).await {
+    let used = used_robots(&app).await;
+    match start(&app, &used, &fields).await {
         Ok(Started::One(id)) => Redirect::to(&format!("/runs/{id}")).into_response(),
         Ok(Started::Batch) => Redirect::to("/runs").into_response(),
-        Err(why) => (StatusCode::BAD_REQUEST, render(&app, &fields, Some(&why))).into_response(),
+        Err(why) => (
+            StatusCode::BAD_REQUEST,
+            render(&app, &used, &fields, Some(&why)),
+        )
+            .into_response(),
     }
+}
+
+/// A robot a run brought (a user's own, uploaded or sent with `optimize
+/// start --robot DIR`), offered again by the form as `run:ID`.
+pub(super) struct UsedRobot {
+    /// The latest run that brought it.
+    run: u64,
+    name: String,
+    robot: RobotSource,
+    problem: Problem,
+}
+
+/// The distinct robots earlier runs brought, newest first: each one's
+/// latest run with its problem.
+async fn used_robots(app: &App) -> Vec<UsedRobot> {
+    let rows = app
+        .organizer
+        .scheduler
+        .store()
+        .read_async(|s| s.runs())
+        .await
+        .unwrap_or_default();
+    let mut used: Vec<UsedRobot> = Vec::new();
+    for row in rows.into_iter().rev() {
+        if !matches!(row.spec.robot, RobotSource::Morphology(_)) {
+            continue;
+        }
+        if used.iter().any(|u| u.robot == row.spec.robot) {
+            continue;
+        }
+        used.push(UsedRobot {
+            run: row.id,
+            name: row.name,
+            robot: row.spec.robot,
+            problem: row.spec.problem,
+        });
+    }
+    used
 }
 
 enum Started {
@@ -73,7 +117,7 @@ enum Started {
     Batch,
 }
 
-async fn start(app: &App, fields: &Fields) -> Result<Started, String> {
+async fn start(app: &App, used: &[UsedRobot], fields: &Fields) -> Result<Started, String> {
     let runs = &app.organizer.runs;
     let optimizer = field(fields, "optimizer");
     let plugin = runs
@@ -81,7 +125,7 @@ async fn start(app: &App, fields: &Fields) -> Result<Started, String> {
         .into_iter()
         .find(|p| p.name == optimizer)
         .ok_or_else(|| format!("choose an optimizer (not {optimizer:?})"))?;
-    let spec = run_spec(app, &plugin, fields)?;
+    let spec = run_spec(app, used, &plugin, fields)?;
     let variants = variants(fields.get("variants").map_or("", String::as_str), spec.seed)?;
     if variants.is_empty() {
         let run = runs.start(spec).await.map_err(|e| e.to_string())?;
@@ -103,17 +147,58 @@ fn number<T: std::str::FromStr>(fields: &Fields, name: &str, default: T) -> Resu
     }
 }
 
-fn run_spec(app: &App, plugin: &PluginInfo, fields: &Fields) -> Result<RunSpec, String> {
-    let params = field(fields, "params");
+/// The robot a form names and the problem it brings: uploaded files
+/// (checked by the dashboard's [`super::OwnRobot`]), a robot an earlier run
+/// brought (`run:ID`), or an example by name.
+fn robot_and_problem(
+    app: &App,
+    used: &[UsedRobot],
+    fields: &Fields,
+) -> Result<(RobotSource, Problem), String> {
+    let world = field(fields, "world_xml");
+    if !world.trim().is_empty() {
+        let own = app.options.own_robot.as_ref().ok_or(
+            "this dashboard cannot read robot files: start it from yamor run or yamor organizer",
+        )?;
+        let optimize = Some(field(fields, "optimize_xml")).filter(|t| !t.trim().is_empty());
+        let (morphology, problem) = own(world, field(fields, "gait_xml"), optimize)?;
+        return Ok((
+            RobotSource::Morphology(morphology),
+            Problem::OptimizationXml(problem),
+        ));
+    }
     let robot = field(fields, "robot");
+    if let Some(id) = robot.strip_prefix("run:") {
+        let run = used
+            .iter()
+            .find(|u| u.run.to_string() == id)
+            .ok_or_else(|| format!("robot: run {id} brought no robot of its own"))?;
+        return Ok((run.robot.clone(), run.problem.clone()));
+    }
+    let problem_for = app
+        .options
+        .problem_for_robot
+        .as_ref()
+        .ok_or("this organizer knows no robots: give parameters")?;
+    Ok((
+        RobotSource::Example(robot.to_owned()),
+        Problem::OptimizationXml(problem_for(robot)?),
+    ))
+}
+
+fn run_spec(
+    app: &App,
+    used: &[UsedRobot],
+    plugin: &PluginInfo,
+    fields: &Fields,
+) -> Result<RunSpec, String> {
+    let params = field(fields, "params");
     let robot_run = params.is_empty();
+    let mut robot = RobotSource::Default;
     let problem = if robot_run {
-        let problem_for = app
-            .options
-            .problem_for_robot
-            .as_ref()
-            .ok_or("this organizer knows no robots: give parameters")?;
-        Problem::OptimizationXml(problem_for(robot)?)
+        let (source, problem) = robot_and_problem(app, used, fields)?;
+        robot = source;
+        problem
     } else {
         Problem::Space(
             params
@@ -135,11 +220,7 @@ fn run_spec(app: &App, plugin: &PluginInfo, fields: &Fields) -> Result<RunSpec, 
         name: field(fields, "name").to_owned(),
         settings,
         seed,
-        robot: if params.is_empty() {
-            RobotSource::Example(robot.to_owned())
-        } else {
-            RobotSource::Default
-        },
+        robot,
         spec: EvaluationSpec {
             warmup: number(fields, "warmup", defaults.warmup)?,
             measure: number(fields, "measure", defaults.measure)?,
@@ -255,7 +336,7 @@ fn select(name: &str, options: &[&str], chosen: &str) -> String {
 }
 
 /// The form, filled with `fields` (defaults where empty), and `error`.
-fn render(app: &App, fields: &Fields, error: Option<&str>) -> Html<String> {
+fn render(app: &App, used: &[UsedRobot], fields: &Fields, error: Option<&str>) -> Html<String> {
     let plugins = app.organizer.runs.optimizers();
     let value = |name: &str, default: &str| {
         fields
@@ -274,15 +355,55 @@ fn render(app: &App, fields: &Fields, error: Option<&str>) -> Html<String> {
         "<tr><th>optimizer</th><td>{}</td></tr>",
         select("optimizer", &names, &chosen)
     );
-    let robot = if app.options.robots.is_empty() {
+    let mut robot = if app.options.robots.is_empty() && used.is_empty() {
         format!(
             "<input name=robot value=\"{}\">",
             esc(&value("robot", "quadruped"))
         )
     } else {
-        let robots: Vec<&str> = app.options.robots.iter().map(String::as_str).collect();
-        select("robot", &robots, &value("robot", "quadruped"))
+        let chosen_robot = value("robot", "quadruped");
+        let mut options = String::new();
+        for name in &app.options.robots {
+            let _ = write!(
+                options,
+                "<option{}>{}</option>",
+                if *name == chosen_robot {
+                    " selected"
+                } else {
+                    ""
+                },
+                esc(name)
+            );
+        }
+        for u in used {
+            let key = format!("run:{}", u.run);
+            let _ = write!(
+                options,
+                "<option value=\"{key}\"{}>the robot of run {} ({})</option>",
+                if key == chosen_robot { " selected" } else { "" },
+                u.run,
+                esc(&u.name)
+            );
+        }
+        format!("<select name=robot>{options}</select>")
     };
+    if app.options.own_robot.is_some() {
+        // Files are read in the browser into hidden fields and posted with
+        // the form: no upload endpoint, no multipart.
+        let _ = write!(
+            robot,
+            "<br><small>or your own: world.xml <input type=file id=world accept=.xml> gait.xml \
+             <input type=file id=gait accept=.xml> optimize.xml (optional) <input type=file id=optimize accept=.xml></small>\
+             <textarea name=world_xml hidden>{}</textarea><textarea name=gait_xml hidden>{}</textarea>\
+             <textarea name=optimize_xml hidden>{}</textarea>\
+             <script>for(const[f,n]of[['world','world_xml'],['gait','gait_xml'],['optimize','optimize_xml']])\
+             document.getElementById(f).onchange=e=>{{const file=e.target.files[0];if(!file)return;\
+             file.text().then(t=>document.querySelector('textarea[name='+n+']').value=t)}};</script>",
+            esc(&value("world_xml", "")),
+            esc(&value("gait_xml", "")),
+            esc(&value("optimize_xml", "")),
+        );
+    }
     let defaults = EvaluationSpec::default();
     let _ = write!(
         body,

@@ -70,6 +70,13 @@ use crate::runs::Runs;
 /// XML), or why there is none.
 pub type ProblemForRobot = Arc<dyn Fn(&str) -> Result<String, String> + Send + Sync>;
 
+/// Reads a user's robot as the start form uploads it (world.xml, gait.xml
+/// and perhaps optimize.xml): checks that they fit together and answers
+/// the morphology and the run's problem (optimize.xml, or one over the
+/// gait's amplitudes, offsets and phase lags), or why not.
+pub type OwnRobot =
+    Arc<dyn Fn(&str, &str, Option<&str>) -> Result<(String, String), String> + Send + Sync>;
+
 /// How the dashboard is served.
 #[derive(Clone)]
 pub struct Options {
@@ -92,6 +99,9 @@ pub struct Options {
     pub header_read_timeout: Duration,
     /// How long a client may take to send a request's body.
     pub body_read_timeout: Duration,
+    /// Reads uploaded robot files for the start form; `None`: the form
+    /// offers examples and earlier runs' robots only.
+    pub own_robot: Option<OwnRobot>,
     /// Walks a job again in this process to replay it in the browser
     /// (`/jobs/{id}/replay`); `None`: no replays.
     pub replay: Option<replay::Replayer>,
@@ -112,6 +122,7 @@ impl Default for Options {
             body_read_timeout: Duration::from_secs(10),
             read_only: false,
             replay: None,
+            own_robot: None,
         }
     }
 }
