@@ -118,6 +118,17 @@ pub struct Job {
 }
 
 impl Job {
+    /// The names of the parameters this job sets, in its order.
+    #[must_use]
+    pub fn parameter_names(&self) -> Vec<String> {
+        self.request
+            .job
+            .parameters
+            .iter()
+            .map(|p| p.0.clone())
+            .collect()
+    }
+
     /// The fitness, when the job is done.
     #[must_use]
     pub fn velocity(&self) -> Option<f64> {

@@ -245,7 +245,7 @@ pub fn host_json(h: &Host) -> Value {
 pub fn run_header() -> String {
     format!(
         "{:>4}  {:<20} {:<8} {:<9} {:>7} {:>12} {:>9}",
-        "id", "name", "plugin", "state", "evals", "best (m/s)", "time"
+        "id", "name", "plugin", "state", "evals", "best", "time"
     )
 }
 
@@ -258,8 +258,14 @@ pub fn run_row(r: &Run) -> String {
         r.optimizer,
         r.state.as_str(),
         r.evaluations,
-        r.best_velocity
-            .map_or("-".to_owned(), |v| format!("{:.4}", v)),
+        r.best_velocity.map_or("-".to_owned(), |v| {
+            // People read a gait's velocity in cm/s (files keep m/s).
+            if r.best_gait_xml.is_empty() {
+                format!("{v:.4}")
+            } else {
+                format!("{:.2} cm/s", v * 100.0)
+            }
+        }),
         r.elapsed_s,
         r.error
     )
@@ -392,6 +398,36 @@ pub fn job_json(j: &Job) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn run(best_gait_xml: &str) -> Run {
+        Run {
+            id: 3,
+            name: "walk".into(),
+            optimizer: "cmaes".into(),
+            settings: Default::default(),
+            seed: 1,
+            state: crate::model::RunState::Finished,
+            evaluations: 10,
+            max_evaluations: 10,
+            max_seconds: 0.0,
+            best_velocity: Some(0.2046),
+            best_parameters: Vec::new(),
+            best_gait_xml: best_gait_xml.into(),
+            error: String::new(),
+            started_ms: 0,
+            finished_ms: 0,
+            elapsed_s: 1.0,
+            held_out: None,
+        }
+    }
+
+    #[test]
+    fn a_gaits_best_reads_in_cm_s_and_a_bare_problems_as_it_is() {
+        let gait = run_row(&run("<yamorconfig/>"));
+        assert!(gait.contains("20.46 cm/s"), "{gait}");
+        let bare = run_row(&run(""));
+        assert!(bare.contains("0.2046") && !bare.contains("cm/s"), "{bare}");
+    }
 
     #[test]
     fn the_next_page_hint_keeps_the_pages_run_size_and_format() {

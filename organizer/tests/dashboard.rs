@@ -34,6 +34,13 @@ async fn dashboard(name: &str, hosts: usize, token: Option<&str>) -> (Organizer,
 async fn dashboard_with(name: &str, hosts: usize, options: Options) -> (Organizer, String) {
     let organizer = common::open_organizer(name);
     common::add_expression_hosts(&organizer, hosts, "-(x*x + y*y)", Duration::from_millis(2)).await;
+    let address = serve_dashboard(&organizer, options).await;
+    (organizer, address)
+}
+
+/// Serves `organizer`'s dashboard with `options` on 127.0.0.1:0 until the
+/// test's runtime ends; returns its address.
+async fn serve_dashboard(organizer: &Organizer, options: Options) -> String {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let address = listener.local_addr().unwrap().to_string();
     tokio::spawn(yamor_organizer::http::serve(
@@ -42,7 +49,7 @@ async fn dashboard_with(name: &str, hosts: usize, options: Options) -> (Organize
         options,
         std::future::pending(),
     ));
-    (organizer, address)
+    address
 }
 
 /// A response: status code, headers (lower-cased names) and body.
@@ -580,14 +587,7 @@ async fn the_start_form_offers_and_starts_what_yamor_run_does() {
         problem_for_robot: Some(Arc::new(move |_: &str| Ok(problem.to_owned()))),
         ..Default::default()
     };
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let address = listener.local_addr().unwrap().to_string();
-    tokio::spawn(yamor_organizer::http::serve(
-        listener,
-        organizer.clone(),
-        options,
-        std::future::pending(),
-    ));
+    let address = serve_dashboard(&organizer, options).await;
     let page = get(&address, "/runs/new").await;
     assert!(
         page.body
@@ -708,18 +708,11 @@ async fn a_read_only_view_shows_a_database_and_changes_nothing() {
         .join(format!("yamor-test-{}-dash-view", std::process::id()))
         .join("yamor.db");
     let view = Organizer::view(&db, vec![std::sync::Arc::new(yamor_pso::Pso)]).unwrap();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let address = listener.local_addr().unwrap().to_string();
     let options = Options {
         read_only: true,
         ..Default::default()
     };
-    tokio::spawn(yamor_organizer::http::serve(
-        listener,
-        view.clone(),
-        options,
-        std::future::pending(),
-    ));
+    let address = serve_dashboard(&view, options).await;
     let runs = get(&address, "/runs").await;
     assert_eq!(listed_runs(&runs.body), [running.id, finished.id]);
     let page = get(&address, &format!("/runs/{}", finished.id)).await;
@@ -919,14 +912,7 @@ async fn a_replay_says_why_it_cannot_be_had() {
         )),
         ..Default::default()
     };
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let address = listener.local_addr().unwrap().to_string();
-    tokio::spawn(yamor_organizer::http::serve(
-        listener,
-        organizer.clone(),
-        options,
-        std::future::pending(),
-    ));
+    let address = serve_dashboard(&organizer, options).await;
     let refused = get(&address, &format!("/jobs/{job}/replay.json")).await;
     assert_eq!(refused.status, 422, "{}", refused.body);
     assert!(refused.body.contains("walks no gait"), "{}", refused.body);

@@ -94,8 +94,18 @@ fn start_organizer(db: &Path, listen: &str, token: Option<&str>) -> (Proc, Strin
 }
 
 fn start_host(organizer: &str, name: &str, delay_ms: u64) -> Proc {
+    start_host_of(
+        organizer,
+        name,
+        &["--expr", EXPR, "--delay-ms", &delay_ms.to_string()],
+    )
+}
+
+/// A `yamor host` of `kind` (`--expr …`, `--sim ROBOT`) registered as `name`.
+fn start_host_of(organizer: &str, name: &str, kind: &[&str]) -> Proc {
     let mut child = Command::new(BIN)
-        .args(["host", "--expr", EXPR, "--delay-ms", &delay_ms.to_string()])
+        .arg("host")
+        .args(kind)
         .args(["--organizer", organizer, "--name", name])
         .env("RUST_LOG", "warn")
         .env_remove("YAMOR_TOKEN")
@@ -1077,24 +1087,7 @@ async fn an_own_robot_runs_on_hosts_that_never_heard_of_it() {
         std::fs::copy(examples.join(file), robot.join(file)).unwrap();
     }
     let (_organizer, url) = start_organizer(&db, "127.0.0.1:0", None);
-    let mut host = Command::new(BIN)
-        .args([
-            "host",
-            "--sim",
-            "quadruped",
-            "--organizer",
-            &url,
-            "--name",
-            "quad",
-        ])
-        .env("RUST_LOG", "warn")
-        .env_remove("YAMOR_TOKEN")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn host");
-    wait_for_line(host.stdout.take().unwrap(), "listening on");
-    let _host = Proc { child: host };
+    let _host = start_host_of(&url, "quad", &["--sim", "quadruped"]);
     let mut org = client(&url);
     wait_free_hosts(&mut org, 1).await;
     let (ok, out, err) = cli(

@@ -290,16 +290,9 @@ fn parallel(
 /// The analysis section of a run's page, from its results in proposal
 /// order and its free parameters' bounds (empty when unknown).
 pub(super) fn panel(jobs: &[(Job, f64)], bounds: &[Bound], units: Units) -> String {
-    let names: Vec<String> = jobs
+    let names = jobs
         .first()
-        .map(|(j, _)| {
-            j.request
-                .job
-                .parameters
-                .iter()
-                .map(|p| p.0.clone())
-                .collect()
-        })
+        .map(|(j, _)| j.parameter_names())
         .unwrap_or_default();
     if names.is_empty() {
         return "<div id=parameters><p>no evaluations yet</p></div>".into();

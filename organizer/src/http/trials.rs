@@ -55,17 +55,7 @@ pub(super) async fn trials_page(
         .map_err(internal)?;
     jobs.sort_by_key(|j| j.seq);
     let units = Units::of(jobs.iter());
-    let names: Vec<String> = jobs
-        .first()
-        .map(|j| {
-            j.request
-                .job
-                .parameters
-                .iter()
-                .map(|p| p.0.clone())
-                .collect()
-        })
-        .unwrap_or_default();
+    let names = jobs.first().map(Job::parameter_names).unwrap_or_default();
     let mut body = format!(
         "<p><a href=/runs/{id}>run {id}</a> ({name}): {n} evaluations, held-out re-walks marked. \
          Click a column to sort; type to filter.</p><p><input id=filter placeholder=\"filter rows\" size=40></p>\
