@@ -331,11 +331,11 @@ fn host_kind() -> impl clap::builder::TypedValueParser<Value = BackendKind> {
 }
 
 impl RunOptions {
-    /// The run on the example `robot`, with `budget` unless one was given.
     /// The run on `robot`: an embedded example, which every simulation
     /// host knows, or the user's own files (a directory with world.xml and
     /// gait.xml, or a morphology file with gait.xml beside it), which the
-    /// run carries to the organizer so that any simulation host walks it.
+    /// run carries to the organizer so that any simulation host walks it;
+    /// `budget` unless one was given.
     pub fn spec(&self, robot: &str, budget: u64) -> Result<RunSpec> {
         let robot = yamor_local::RunRobot::load(robot)?;
         self.spec_on(robot.source(), || robot.default_problem(), budget)

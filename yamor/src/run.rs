@@ -134,16 +134,22 @@ pub async fn run(args: RunArgs) -> Result<Option<i32>> {
 }
 
 /// The database this run records into, held for the run: `--db`, else
-/// the shared one, else (another `yamor run` holds that) one in `out`.
+/// the shared one, else (another `yamor run` holds that) one in `out`;
+/// in those two, what an ended `yamor run` left running is ended first.
 async fn hold_database(db: Option<&std::path::Path>, out: &std::path::Path) -> Result<Claim> {
-    let claim = if let Some(db) = db {
-        Claim::try_hold(db)?.with_context(|| {
+    if let Some(db) = db {
+        // A database chosen by name may be an organizer's: what it recorded
+        // running resumes when that organizer starts again, so it is left.
+        let claim = Claim::try_hold(db)?.with_context(|| {
             format!(
                 "{} is in use by another yamor process; pass another --db",
                 db.display()
             )
-        })?
-    } else {
+        })?;
+        eprintln!("recording into {}", claim.path.display());
+        return Ok(claim);
+    }
+    let claim = {
         let shared = yamor_local::shared::shared_database();
         match Claim::try_hold(&shared)? {
             Some(claim) => claim,

@@ -211,7 +211,7 @@ fn run_spec(
     };
     let seed = number(fields, "seed", 1)?;
     let defaults = EvaluationSpec::default();
-    let mut settings = changed_settings(plugin, fields);
+    let mut settings = changed_settings(plugin, fields, robot_run);
     if robot_run {
         // A script's post without the field gets what the form shows.
         gait_run_settings(&plugin.name, &mut settings);
@@ -253,14 +253,19 @@ fn run_spec(
 /// default. A field the form filled with a gait run's own default (CMA-ES's
 /// population) is given either way, so that the form starts what `yamor
 /// run` starts and a user's change back to the plugin's default holds.
-fn changed_settings(plugin: &PluginInfo, fields: &Fields) -> BTreeMap<String, String> {
+fn changed_settings(
+    plugin: &PluginInfo,
+    fields: &Fields,
+    robot_run: bool,
+) -> BTreeMap<String, String> {
     plugin
         .settings
         .iter()
         .filter_map(|s| {
             let given = field(fields, &setting_field(&plugin.name, &s.name));
             let own = s.default.to_string();
-            let filled = gait_run_default(&plugin.name, &s.name).is_some_and(|d| d != own);
+            let filled =
+                robot_run && gait_run_default(&plugin.name, &s.name).is_some_and(|d| d != own);
             (!given.is_empty() && (given != own || filled))
                 .then(|| (s.name.clone(), given.to_owned()))
         })

@@ -835,7 +835,8 @@ async fn run_chart(State(app): State<App>, Path(id): Path<u64>) -> Result<Respon
         .into_response())
 }
 
-/// One small chart per parameter: its value at every evaluation.
+/// A run's page: its summary, live chart, best parameters, their analysis
+/// and the best gait's path.
 async fn run_page(State(app): State<App>, Path(id): Path<u64>) -> Result<Html<String>, PageError> {
     let runs = &app.organizer.runs;
     let r = run_of(runs, id)?;
@@ -896,7 +897,7 @@ async fn run_page(State(app): State<App>, Path(id): Path<u64>) -> Result<Html<St
             best.id
         );
     }
-    if !r.best_gait_xml.is_empty() {
+    if !r.best_gait_xml.is_empty() && !app.options.read_only {
         // Drawing it walks the best gait again on a host: automatic once
         // the run is over, on request while it still needs the hosts.
         let _ = write!(

@@ -16,6 +16,16 @@ fn shown(units: Units, v: Option<f64>) -> String {
         .map_or("–".into(), |v| format!("{:.4}", v * units.factor))
 }
 
+/// Which evaluation of its run a job is: its number, or its held-out
+/// re-walk's.
+fn evaluation(job: &Job) -> String {
+    if job.seq >= HELD_OUT_SEQ {
+        format!("held-out {}", job.seq - HELD_OUT_SEQ)
+    } else {
+        (job.seq + 1).to_string()
+    }
+}
+
 fn seconds(job: &Job) -> String {
     if job.started_ms > 0 && job.finished_ms >= job.started_ms {
         format!("{:.2}", (job.finished_ms - job.started_ms) as f64 / 1000.0)
@@ -46,11 +56,11 @@ pub(super) async fn trials_page(
         run_id: Some(id),
         ..JobFilter::default()
     };
+    // Through the scheduler: running jobs show their live state.
     let mut jobs = app
         .organizer
         .scheduler
-        .store()
-        .read_async(move |s| s.jobs(&filter))
+        .list_jobs(filter, false)
         .await
         .map_err(internal)?;
     jobs.sort_by_key(|j| j.seq);
@@ -71,11 +81,7 @@ pub(super) async fn trials_page(
         "<th>host</th><th class=num>seconds</th><th>state</th><th>error</th></tr></thead><tbody>",
     );
     for job in &jobs {
-        let evaluation = if job.seq >= HELD_OUT_SEQ {
-            format!("held-out {}", job.seq - HELD_OUT_SEQ)
-        } else {
-            (job.seq + 1).to_string()
-        };
+        let evaluation = evaluation(job);
         let _ = write!(
             body,
             "<tr data-job={jid}><td><a href=/jobs/{jid}>{evaluation}</a></td><td class=num>{value}</td>",
@@ -113,7 +119,7 @@ pub(super) async fn job_page(
     let request = &job.request.job;
     let mut rows: Vec<(&str, String)> = vec![
         ("run", job.run_id.to_string()),
-        ("evaluation", (job.seq + 1).to_string()),
+        ("evaluation", evaluation(&job)),
         ("state", job.state.as_str().to_owned()),
         ("host", job.host.clone()),
         ("attempts", job.attempts.to_string()),

@@ -631,10 +631,14 @@ impl Store {
     pub async fn close(&self) -> Result<(), StoreError> {
         self.commit(Write::Close).await?;
         // The file's last connection: closing it lets SQLite remove the
-        // WAL and shared-memory files.
-        let old = std::mem::replace(&mut *self.reader.lock(), Connection::open_in_memory()?);
-        old.close().map_err(|(_, e)| StoreError::Sql(e))?;
-        Ok(())
+        // WAL and shared-memory files (disk work, off the async workers).
+        let reader = self.reader.clone();
+        tokio::task::spawn_blocking(move || {
+            let old = std::mem::replace(&mut *reader.lock(), Connection::open_in_memory()?);
+            old.close().map_err(|(_, e)| StoreError::Sql(e))
+        })
+        .await
+        .map_err(|e| StoreError::Task(e.to_string()))?
     }
 
     /// Waits until everything queued so far is committed.

@@ -91,15 +91,12 @@ impl Writer {
         let checkpointed = self
             .conn
             .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
-            .map_err(|e| StoreError::Write(e.to_string()));
-        let closed = self
-            .conn
-            .close()
-            .map_err(|(_, e)| StoreError::Write(e.to_string()));
+            .map_err(|e| e.to_string());
+        let closed = self.conn.close().map_err(|(_, e)| e.to_string());
         let outcome = checkpointed.and(closed);
         for mut envelope in batch.drain(..) {
             let answer = match (&envelope.write, &outcome) {
-                (Write::Close, Err(e)) => Err(StoreError::Write(e.to_string())),
+                (Write::Close, Err(why)) => Err(StoreError::Write(why.clone())),
                 _ => Ok(()),
             };
             envelope.answer(answer);
