@@ -164,6 +164,16 @@ async fn until(
 }
 
 /// Clicks the button `id` and waits for the page it leads to.
+/// The page's heading.
+async fn heading_of(c: &Client) -> String {
+    c.find(Locator::Css("h1"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap()
+}
+
 async fn click_through(c: &Client, id: &str) {
     // A mark on the old page: gone once the browser shows the new one.
     c.execute("window.yamorOldPage = true", vec![])
@@ -258,13 +268,7 @@ async fn the_dashboard_in_a_browser_starts_and_follows_runs_and_sees_hosts_die()
     set_field(&c, "measure", "2").await;
     set_field(&c, "set.cmaes.population", "6").await;
     click_through(&c, "launch").await;
-    let heading = c
-        .find(Locator::Css("h1"))
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let heading = heading_of(&c).await;
     assert!(heading.contains("browser-run"), "landed on {heading:?}");
     let run_url = c.current_url().await.unwrap().to_string();
 
@@ -515,13 +519,7 @@ async fn the_dashboard_in_a_browser_starts_and_follows_runs_and_sees_hosts_die()
     set_field(&c, "measure", "1").await;
     shoot(&c, "start-upload").await;
     click_through(&c, "launch").await;
-    let heading = c
-        .find(Locator::Css("h1"))
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let heading = heading_of(&c).await;
     assert!(heading.contains("uploaded-snake"), "landed on {heading:?}");
     until(
         &c,

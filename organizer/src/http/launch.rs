@@ -45,13 +45,7 @@ fn setting_field(optimizer: &str, setting: &str) -> String {
 
 pub(super) async fn form_page(State(app): State<App>) -> Html<String> {
     if app.options.read_only {
-        return page(
-            "Start runs",
-            &format!(
-                "<p class=err id=error>{}</p>",
-                esc(&crate::store::StoreError::ViewOnly.to_string())
-            ),
-        );
+        return super::read_only_page("Start runs");
     }
     let used = used_robots(&app).await;
     render(&app, &used, &Fields::new(), None)

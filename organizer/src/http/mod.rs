@@ -232,6 +232,17 @@ fn is_connection_error(e: &std::io::Error) -> bool {
     )
 }
 
+/// The page titled `title` that says a read-only dashboard changes nothing.
+fn read_only_page(title: &str) -> Html<String> {
+    page(
+        title,
+        &format!(
+            "<p class=err id=error>{}</p>",
+            esc(&crate::store::StoreError::ViewOnly.to_string())
+        ),
+    )
+}
+
 /// A read-only dashboard answers what changes something (a form posted, a
 /// path drawn by walking the gait again) with why it cannot.
 async fn refuse_changes(State(app): State<App>, request: Request, next: Next) -> Response {
@@ -239,17 +250,7 @@ async fn refuse_changes(State(app): State<App>, request: Request, next: Next) ->
         && request.method() != axum::http::Method::HEAD
         || request.uri().path().ends_with("/trajectory.svg");
     if app.options.read_only && changes {
-        return (
-            StatusCode::METHOD_NOT_ALLOWED,
-            page(
-                "Read-only",
-                &format!(
-                    "<p class=err id=error>{}</p>",
-                    esc(&crate::store::StoreError::ViewOnly.to_string())
-                ),
-            ),
-        )
-            .into_response();
+        return (StatusCode::METHOD_NOT_ALLOWED, read_only_page("Read-only")).into_response();
     }
     next.run(request).await
 }
@@ -1151,11 +1152,10 @@ async fn jobs_page(
             host = esc(&j.host),
             att = j.attempts,
             fit = j.outcome.as_ref().map_or("–".into(), |o| {
-                if j.request.job.gait.is_some() {
-                    format!("{:.2} cm/s", o.velocity * Units::VELOCITY.factor)
-                } else {
-                    format!("{:.5}", o.velocity)
-                }
+                let units = Units::of(std::iter::once(j));
+                // cm/s to the hundredth; a bare value as precise as before.
+                let digits = if units == Units::VELOCITY { 2 } else { 5 };
+                format!("{:.digits$}{}", o.velocity * units.factor, units.suffix)
             }),
             err = esc(&j.error.chars().take(120).collect::<String>()),
         );
