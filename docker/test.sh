@@ -83,15 +83,19 @@ import json, sys
 jobs = json.load(sys.stdin)
 # Proposal numbers from 2**40 on are the held-out re-walks of the finalists
 # (5 finalists by mean, and the optimizer's recommendation when it is not
-# one of them, x 20 starts by default), each walked once as well.
+# one of them, x 20 starts by default), each walked once as well; from
+# 2**40 + 2**30 on, the gait as given walks the same 20 starts (the
+# run's reference).
 indices = sorted(j['index'] for j in jobs if j['index'] < 2**40)
-rewalks = [j['index'] for j in jobs if j['index'] >= 2**40]
+reference = sorted(j['index'] for j in jobs if j['index'] >= 2**40 + 2**30)
+rewalks = [j['index'] for j in jobs if 2**40 <= j['index'] < 2**40 + 2**30]
 assert indices == list(range($budget)), f'proposals: {len(indices)} of $budget, {len(set(indices))} distinct'
 assert len(rewalks) == len(set(rewalks)) in (100, 120), f're-walks: {len(rewalks)}, {len(set(rewalks))} distinct'
 assert sorted(rewalks) == [2**40 + k for k in range(len(rewalks))], 're-walk numbers have gaps'
+assert reference == [2**40 + 2**30 + k for k in range(20)], f'reference walks: {len(reference)}'
 assert all(j['state'] == 'done' for j in jobs), [j for j in jobs if j['state'] != 'done']
 retried = sum(j['attempts'] > 1 for j in jobs)
-print(f'$fault: {len(indices)} of $budget proposals and {len(rewalks)} held-out re-walks evaluated once each, none lost, {retried} retried; run took ${took} s')
+print(f'$fault: {len(indices)} of $budget proposals, {len(rewalks)} held-out re-walks and {len(reference)} of the given gait evaluated once each, none lost, {retried} retried; run took ${took} s')
 "
     test "$(evaluations "$run")" -eq "$budget"
 }

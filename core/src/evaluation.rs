@@ -540,6 +540,9 @@ pub struct Outcome {
     /// Wall-clock time the evaluation took (not part of its identity).
     pub wall: Duration,
     pub physics_steps: u64,
+    /// The physics engine that simulated the walk (`rapier`,
+    /// `articulated`); empty for a real robot or an expression.
+    pub engine: String,
 }
 
 impl Outcome {

@@ -295,6 +295,7 @@ fn walk(
     outcome.simulated = end.t;
     outcome.wall = started.elapsed();
     outcome.physics_steps = sim.ticks();
+    outcome.engine = settings.engine.name().to_owned();
     Ok(outcome)
 }
 

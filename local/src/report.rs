@@ -117,6 +117,12 @@ pub fn write_outputs(
             ),
         };
         eprintln!("best gait: {} ({figure})", path.display());
+        if let Some(reference) = run.reference {
+            eprintln!(
+                "the gait as given walks {} over the same starts",
+                reference.cm_s()
+            );
+        }
         if let Some(spread) = run.held_out {
             eprintln!("re-walk it: {}", walks.command(&path, spread.n));
         }

@@ -273,14 +273,30 @@ pub fn run_to_pb(run: &Run) -> pb::Run {
         started_ms: run.started_ms,
         finished_ms: run.finished_ms,
         elapsed_s: run.elapsed_s,
-        held_out: run.held_out.map(|s| pb::Spread {
-            n: u32::try_from(s.n).unwrap_or(u32::MAX),
-            mean: s.mean,
-            se: s.se,
-            p10: s.p10,
-            min: s.min,
-            max: s.max,
-        }),
+        held_out: run.held_out.map(spread_to_pb),
+        reference: run.reference.map(spread_to_pb),
+    }
+}
+
+fn spread_to_pb(s: Spread) -> pb::Spread {
+    pb::Spread {
+        n: u32::try_from(s.n).unwrap_or(u32::MAX),
+        mean: s.mean,
+        se: s.se,
+        p10: s.p10,
+        min: s.min,
+        max: s.max,
+    }
+}
+
+fn spread_from_pb(s: pb::Spread) -> Spread {
+    Spread {
+        n: s.n as usize,
+        mean: s.mean,
+        se: s.se,
+        p10: s.p10,
+        min: s.min,
+        max: s.max,
     }
 }
 
@@ -319,14 +335,8 @@ pub fn run_from_pb(run: pb::Run) -> Result<Run, String> {
         started_ms: run.started_ms,
         finished_ms: run.finished_ms,
         elapsed_s: run.elapsed_s,
-        held_out: run.held_out.map(|s| Spread {
-            n: s.n as usize,
-            mean: s.mean,
-            se: s.se,
-            p10: s.p10,
-            min: s.min,
-            max: s.max,
-        }),
+        held_out: run.held_out.map(spread_from_pb),
+        reference: run.reference.map(spread_from_pb),
     })
 }
 

@@ -414,6 +414,12 @@ impl HeldOut {
 /// run, never told to its optimizer.
 pub const HELD_OUT_SEQ: u64 = 1 << 40;
 
+/// Held-out re-walks from here on walk the reference: the gait as the run
+/// was given it (its problem's start point), from the same held-out
+/// starts as the finalists, so that what the run learnt reads against
+/// where it began. Finalists' re-walks never reach it.
+pub const REFERENCE_SEQ: u64 = HELD_OUT_SEQ + (1 << 30);
+
 impl RunSpec {
     /// A run of `optimizer` on `problem`, everything else at its default:
     /// the host's own robot, the thesis' evaluation, seed 0, no budget.
@@ -556,6 +562,10 @@ pub struct Run {
     /// `None` while `best_velocity` is still the best single walk
     /// (provisional), and for runs without a re-walk.
     pub held_out: Option<yamor_core::starts::Spread>,
+    /// The gait as given (the problem's start point) over the same
+    /// held-out starts: what the run's answer improves on. `None` before the
+    /// re-walk and for runs without one or without a gait.
+    pub reference: Option<yamor_core::starts::Spread>,
 }
 
 impl Run {

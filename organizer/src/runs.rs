@@ -31,8 +31,8 @@ use yamor_core::starts::{Spread, candidate_seed, held_out_seeds};
 use yamor_optimizer_api::{Bound, Fitness, Optimizer, Plugin, PluginInfo, Settings, Space, Step};
 
 use crate::model::{
-    HELD_OUT_SEQ, JobRequest, Problem, Run, RunEvaluation, RunEvent, RunSpec, RunState, RunVariant,
-    Starts, constrained_value,
+    HELD_OUT_SEQ, JobRequest, Problem, REFERENCE_SEQ, Run, RunEvaluation, RunEvent, RunSpec,
+    RunState, RunVariant, Starts, constrained_value,
 };
 use crate::model::{JobState, now_ms};
 use crate::scheduler::{Completion, ScheduleError, Scheduler};
@@ -262,10 +262,15 @@ impl Runs {
                 .max(recorded.get(&row.id).copied().unwrap_or(0));
             if row.spec.held_out.is_on() {
                 let walks = runs.scheduler.store().held_out_jobs(row.id)?;
-                let walks = walks.iter().map(|j| (j.seq, j.walked()));
-                view.held_out =
-                    re_walk_winner(row.spec.held_out.starts, row.spec.max_turn_deg_s, walks)
-                        .map(|(_, spread)| spread);
+                let walks: Vec<(u64, Option<(f64, f64)>)> =
+                    walks.iter().map(|j| (j.seq, j.walked())).collect();
+                view.held_out = re_walk_winner(
+                    row.spec.held_out.starts,
+                    row.spec.max_turn_deg_s,
+                    walks.iter().copied(),
+                )
+                .map(|(_, spread)| spread);
+                view.reference = reference_spread(walks);
             }
             let (stop, _) = watch::channel(false);
             let running = resume && row.state == RunState::Running;
@@ -1049,9 +1054,18 @@ impl Executor<'_> {
         let mut fresh = Vec::new();
         // Proposal number → velocity (`None`: the walk failed).
         let mut walked = HashMap::new();
-        for (k, x) in finalists.iter().enumerate() {
+        // The finalists' blocks of walks, then the reference gait's (a
+        // gait's start point; a bare problem's start is no reference).
+        let reference = matches!(self.prepared.blueprint, Blueprint::Gait(_))
+            .then(|| (REFERENCE_SEQ, &self.prepared.space.start));
+        let blocks = finalists
+            .iter()
+            .enumerate()
+            .map(|(k, x)| (HELD_OUT_SEQ + k as u64 * u64::from(plan.starts), x))
+            .chain(reference);
+        for (first, x) in blocks {
             for (i, seed) in held_out_seeds(plan.starts).enumerate() {
-                let seq = HELD_OUT_SEQ + (k * plan.starts as usize + i) as u64;
+                let seq = first + i as u64;
                 match self.re_walked.get(&seq) {
                     Some(job) if matches!(job.state, JobState::Queued | JobState::Running) => {
                         waiting.insert(job.id, seq);
@@ -1099,8 +1113,12 @@ impl Executor<'_> {
                 }
             }
         }
+        let walked: Vec<(u64, Option<(f64, f64)>)> = walked.into_iter().collect();
+        let reference = reference_spread(walked.iter().copied());
+        runs.update(self.id, |v| v.reference = reference);
         let Some((k, spread)) = re_walk_winner(plan.starts, self.spec.max_turn_deg_s, walked)
         else {
+            runs.persist(self.id);
             return Ok(());
         };
         let x = &finalists[k];
@@ -1164,7 +1182,10 @@ fn re_walk_winner(
 ) -> Option<(usize, Spread)> {
     let starts = u64::from(starts.max(1));
     let mut by_finalist: BTreeMap<u64, Vec<(f64, f64)>> = BTreeMap::new();
-    for (seq, walk) in walks.into_iter().filter(|(seq, _)| *seq >= HELD_OUT_SEQ) {
+    for (seq, walk) in walks
+        .into_iter()
+        .filter(|(seq, _)| (HELD_OUT_SEQ..REFERENCE_SEQ).contains(seq))
+    {
         let values = by_finalist
             .entry((seq - HELD_OUT_SEQ) / starts)
             .or_default();
@@ -1188,6 +1209,19 @@ fn re_walk_winner(
         .filter(|(_, _, keeps)| *keeps || !any_keeps)
         .map(|(k, spread, _)| (k, spread))
         .max_by(|a, b| a.1.mean.total_cmp(&b.1.mean))
+}
+
+/// The reference gait's spread over its held-out re-walks (seq from
+/// [`REFERENCE_SEQ`]; failed walks left out, two needed).
+fn reference_spread(walks: impl IntoIterator<Item = (u64, Option<(f64, f64)>)>) -> Option<Spread> {
+    let velocities: Vec<f64> = walks
+        .into_iter()
+        .filter(|(seq, _)| *seq >= REFERENCE_SEQ)
+        .filter_map(|(_, walk)| walk.map(|(v, _)| v).filter(|v| v.is_finite()))
+        .collect();
+    (velocities.len() >= 2)
+        .then(|| Spread::of(&velocities))
+        .flatten()
 }
 
 fn row_view(row: &RunRow) -> Run {
@@ -1221,6 +1255,7 @@ fn row_view(row: &RunRow) -> Run {
         started_ms: row.started_ms,
         finished_ms: row.finished_ms,
         held_out: None,
+        reference: None,
         elapsed_s: row.elapsed_s,
     }
 }

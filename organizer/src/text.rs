@@ -289,6 +289,8 @@ pub fn run_json(r: &Run) -> Value {
         "started_ms": r.started_ms,
         "finished_ms": r.finished_ms,
         "elapsed_s": r.elapsed_s,
+        "held_out": r.held_out,
+        "reference": r.reference,
     })
 }
 
@@ -325,6 +327,12 @@ pub fn run_details(r: &Run) -> Vec<String> {
         format!("  settings {}", settings.join(" ")),
         best_line(r),
     ];
+    if let Some(reference) = r.reference {
+        lines.push(format!(
+            "  the gait as given: {} held out",
+            reference.cm_s()
+        ));
+    }
     lines.extend(
         r.best_parameters
             .iter()
@@ -418,6 +426,7 @@ mod tests {
             finished_ms: 0,
             elapsed_s: 1.0,
             held_out: None,
+            reference: None,
         }
     }
 

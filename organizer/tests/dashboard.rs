@@ -257,9 +257,9 @@ async fn jobs_are_paged_newest_first() {
     let first = get(&address, "/jobs").await;
     let ids: Vec<u64> = first
         .body
-        .split("<tr><td><a href=/jobs/")
+        .split("<tr><td><a href=\"/jobs/")
         .skip(1)
-        .map(|row| row.split('>').next().unwrap().parse().unwrap())
+        .map(|row| row.split('"').next().unwrap().parse().unwrap())
         .collect();
     assert_eq!(ids.len(), 50);
     assert!(ids.windows(2).all(|w| w[0] > w[1]), "newest first");
@@ -267,7 +267,7 @@ async fn jobs_are_paged_newest_first() {
     assert!(first.body.contains("older jobs"));
     let older = get(&address, &format!("/jobs?before={}", ids[49])).await;
     assert!(older.body.contains(&format!(
-        "<tr><td><a href=/jobs/{0}>{0}</a></td>",
+        "<tr><td><a href=\"/jobs/{0}\">{0}</a></td>",
         ids[49] - 1
     )));
 }
@@ -590,8 +590,9 @@ async fn the_start_form_offers_and_starts_what_yamor_run_does() {
     let address = serve_dashboard(&organizer, options).await;
     let page = get(&address, "/runs/new").await;
     assert!(
-        page.body
-            .contains(&format!("name=budget min=0 value=\"{GAIT_RUN_BUDGET}\"")),
+        page.body.contains(&format!(
+            "name=\"budget\" min=\"0\" value=\"{GAIT_RUN_BUDGET}\""
+        )),
         "{}",
         page.body
     );
@@ -754,7 +755,7 @@ async fn chosen_runs_are_compared_curve_by_curve_and_setting_by_setting() {
     let runs = get(&address, "/runs").await;
     assert!(
         runs.body.contains(&format!(
-            "<input type=checkbox name=run value={} form=compare>",
+            "<input type=\"checkbox\" name=\"run\" value=\"{}\" form=\"compare\">",
             four.id
         )),
         "{}",
@@ -770,11 +771,11 @@ async fn chosen_runs_are_compared_curve_by_curve_and_setting_by_setting() {
     for chart in ["by-evaluation", "by-time"] {
         let svg = page
             .body
-            .split(&format!("<svg id={chart} "))
+            .split(&format!("<svg id=\"{chart}\" "))
             .nth(1)
             .and_then(|rest| rest.split("</svg>").next())
             .unwrap_or_else(|| panic!("no {chart} chart in {}", page.body));
-        assert_eq!(svg.matches("class=curve").count(), 2, "{svg}");
+        assert_eq!(svg.matches("class=\"curve\"").count(), 2, "{svg}");
         assert!(svg.contains(&format!("data-run=\"{}\"", six.id)), "{svg}");
     }
     // The evaluation axis reaches the longer run's 18 evaluations.
@@ -782,7 +783,7 @@ async fn chosen_runs_are_compared_curve_by_curve_and_setting_by_setting() {
     // Settings side by side, the differing one marked, the same one not.
     assert!(
         page.body
-            .contains("<tr class=differs><th>particles</th><td>4</td><td>6</td></tr>"),
+            .contains("<tr class=\"differs\"><th>particles</th><td>4</td><td>6</td></tr>"),
         "{}",
         page.body
     );
@@ -807,7 +808,7 @@ async fn a_run_page_analyses_its_parameters() {
     for name in ["x", "y"] {
         let param = page
             .body
-            .split(&format!("<svg class=param data-param=\"{name}\""))
+            .split(&format!("<svg class=\"param\" data-param=\"{name}\""))
             .nth(1)
             .and_then(|rest| rest.split("</svg>").next())
             .unwrap_or_else(|| panic!("no chart of {name}"));
@@ -815,28 +816,28 @@ async fn a_run_page_analyses_its_parameters() {
             param.contains(">1.000</text>") && param.contains(">-1.000</text>"),
             "{param}"
         );
-        assert_eq!(param.matches("class=bound").count(), 2, "{param}");
+        assert_eq!(param.matches("class=\"bound\"").count(), 2, "{param}");
         assert_eq!(param.matches("<circle").count(), 48, "{param}");
         assert!(
             page.body
-                .contains(&format!("<svg class=slice data-param=\"{name}\"")),
+                .contains(&format!("<svg class=\"slice\" data-param=\"{name}\"")),
             "no slice of {name}"
         );
     }
-    let parallel = page.body.split("<svg id=parallel").nth(1).unwrap();
+    let parallel = page.body.split("<svg id=\"parallel\"").nth(1).unwrap();
     let lines = parallel
         .split("</svg>")
         .next()
         .unwrap()
-        .matches("class=best-line")
+        .matches("class=\"best-line\"")
         .count();
     assert_eq!(lines, 20);
     // 48 results: enough for the importance estimate of both.
-    let importance = page.body.split("<table id=importance>").nth(1).unwrap();
+    let importance = page.body.split("<table id=\"importance\">").nth(1).unwrap();
     let importance = importance.split("</table>").next().unwrap();
     assert_eq!(
-        importance.matches("<td class=num>0.").count()
-            + importance.matches("<td class=num>1.").count(),
+        importance.matches("<td class=\"num\">0.").count()
+            + importance.matches("<td class=\"num\">1.").count(),
         2,
         "{importance}"
     );
@@ -855,12 +856,18 @@ async fn every_evaluation_is_a_row_that_links_to_its_whole_record() {
     assert!(
         trials
             .body
-            .contains("<th class=num>x</th><th class=num>y</th><th>host</th>"),
+            .contains("<th class=\"num\">x</th><th class=\"num\">y</th><th>host</th>"),
         "{}",
         trials.body
     );
-    assert!(trials.body.contains("id=filter"));
-    let job_id: u64 = rows[0].split('>').next().unwrap().parse().unwrap();
+    assert!(trials.body.contains("id=\"filter\""));
+    let job_id: u64 = rows[0]
+        .trim_start_matches('"')
+        .split('"')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
     let job = get(&address, &format!("/jobs/{job_id}")).await;
     assert_eq!(job.status, 200, "{}", job.body);
     assert!(
@@ -868,7 +875,7 @@ async fn every_evaluation_is_a_row_that_links_to_its_whole_record() {
         "{}",
         job.body
     );
-    assert!(job.body.contains("<pre id=spec>"), "{}", job.body);
+    assert!(job.body.contains("<pre id=\"spec\">"), "{}", job.body);
     assert!(
         job.body.contains("<th>state</th><td>done</td>"),
         "{}",
@@ -918,16 +925,16 @@ async fn a_replay_says_why_it_cannot_be_had() {
     assert!(refused.body.contains("walks no gait"), "{}", refused.body);
     let page = get(&address, &format!("/jobs/{job}")).await;
     assert!(
-        !page.body.contains("id=replay"),
+        !page.body.contains("id=\"replay\""),
         "no replay link for an expression job"
     );
 }
 
 /// The ids of the runs a runs page lists, in order.
 fn listed_runs(body: &str) -> Vec<u64> {
-    body.split("<tr data-run=")
+    body.split("<tr data-run=\"")
         .skip(1)
-        .map(|row| row.split('>').next().unwrap().parse().unwrap())
+        .map(|row| row.split('"').next().unwrap().parse().unwrap())
         .collect()
 }
 
@@ -959,7 +966,7 @@ async fn runs_are_paged_newest_first() {
         listed_runs(&last.body),
         (1..=20).rev().collect::<Vec<u64>>()
     );
-    assert!(!last.body.contains("id=older"), "no older runs");
+    assert!(!last.body.contains("id=\"older\""), "no older runs");
 }
 
 /// Reads from `stream` until it closes or `enough` holds of what came;

@@ -9,11 +9,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio_stream::StreamExt;
-use yamor_core::starts::{candidate_seed, held_out_seeds, is_held_out};
+use yamor_core::starts::{Spread, candidate_seed, held_out_seeds, is_held_out};
 use yamor_host_agent::sim::SimBackend;
 use yamor_organizer::Organizer;
 use yamor_organizer::model::{
-    HELD_OUT_SEQ, HeldOut, JobFilter, JobState, Problem, Run, RunSpec, RunState, Starts,
+    HELD_OUT_SEQ, HeldOut, JobFilter, JobState, Problem, REFERENCE_SEQ, Run, RunSpec, RunState,
+    Starts,
 };
 use yamor_sim::SimSettings;
 
@@ -94,8 +95,33 @@ async fn each_candidate_walks_from_its_own_recorded_start_and_the_answer_is_held
         assert!(!is_held_out(seed));
     }
 
-    let re_walks = store.held_out_jobs(run.id).unwrap();
+    let (re_walks, reference): (Vec<_>, Vec<_>) = store
+        .held_out_jobs(run.id)
+        .unwrap()
+        .into_iter()
+        .partition(|j| j.seq < REFERENCE_SEQ);
     assert_eq!(re_walks.len(), 2 * 3);
+    // The gait as given (the amplitude it starts at) walks the same
+    // held-out starts; its figure is the run's reference.
+    assert_eq!(reference.len(), 3);
+    let Problem::OptimizationXml(problem) = gait_run(Starts::Fresh, plan).problem else {
+        unreachable!("a gait run")
+    };
+    let given = yamor_core::optimize::OptimizationConfig::from_xml_str("problem", &problem)
+        .unwrap()
+        .free_parameters()[0]
+        .start;
+    let reference_seeds: Vec<u64> = reference.iter().map(|j| j.request.job.spec.seed).collect();
+    assert_eq!(reference_seeds, held_out_seeds(3).collect::<Vec<_>>());
+    assert!(
+        reference
+            .iter()
+            .all(|j| j.request.job.parameters == [("amplitude_0".to_owned(), given)]),
+        "{given}: {:?}",
+        reference[0].request.job.parameters
+    );
+    let reference_velocities: Vec<f64> = reference.iter().map(|j| j.velocity().unwrap()).collect();
+    assert_eq!(run.reference, Spread::of(&reference_velocities));
     assert!(re_walks.iter().all(|j| j.state == JobState::Done));
     let held_out: Vec<u64> = held_out_seeds(3).collect();
     for (k, finalist) in re_walks.chunks(3).enumerate() {
@@ -136,6 +162,7 @@ async fn each_candidate_walks_from_its_own_recorded_start_and_the_answer_is_held
     .unwrap();
     let reread = reopened.runs.get(run.id).unwrap();
     assert_eq!(reread.held_out, run.held_out);
+    assert_eq!(reread.reference, run.reference);
     assert_eq!(reread.best_velocity, run.best_velocity);
     assert_eq!(reread.evaluations, BUDGET);
 }

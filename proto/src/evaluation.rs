@@ -312,6 +312,7 @@ pub fn outcome(result: Option<pb::EvaluationResult>) -> Result<Outcome, ConvertE
         simulated: timings.simulated_s,
         wall: Duration::try_from_secs_f64(timings.wall_s).unwrap_or_default(),
         physics_steps: timings.physics_steps,
+        engine: timings.engine,
     })
 }
 
@@ -338,6 +339,7 @@ pub fn outcome_to_pb(o: &Outcome) -> pb::EvaluationResult {
             wall_s: wall,
             real_time_factor: o.real_time_factor(),
             physics_steps: o.physics_steps,
+            engine: o.engine.clone(),
         }),
     }
 }

@@ -492,6 +492,36 @@ async fn the_dashboard_in_a_browser_starts_and_follows_runs_and_sees_hosts_die()
     );
     shoot(&c, "compare").await;
 
+    // A finished run's page: its chart marks the gait as given (walked from
+    // the same held-out starts as the finalists) and its setup line names
+    // the engine that walked it.
+    c.execute(
+        "[...document.querySelectorAll('#legend a')].find(a=>a.textContent.includes('population=4')).click()",
+        vec![],
+    )
+    .await
+    .unwrap();
+    until(
+        &c,
+        "the reference line on the finished run's chart",
+        false,
+        "return document.querySelectorAll('#chart #reference').length",
+        |v| v.as_u64() == Some(1),
+    )
+    .await;
+    let setup = c
+        .find(Locator::Id("setup"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        setup.contains("walked by articulated") && setup.contains("the given gait walks"),
+        "{setup}"
+    );
+    shoot(&c, "run-finished").await;
+
     // The user's own robot, uploaded: the snake's files walked by hosts
     // started for the quadruped.
     c.goto(&format!("{web}/runs/new")).await.unwrap();

@@ -13,11 +13,11 @@
 //! an optimizer's samples, which crowd near its optimum, it says which
 //! parameters moved the value over what the run tried, not over the box.
 
-use std::fmt::Write as _;
-
+use maud::{Markup, html};
 use yamor_optimizer_api::Bound;
 
-use super::{Units, esc};
+use super::Units;
+use super::plot::{points, px};
 use crate::model::Job;
 
 /// Evaluations drawn in the parallel-coordinates view: the best ones.
@@ -54,27 +54,17 @@ const H: f64 = 130.0;
 const PAD: f64 = 44.0;
 
 /// Small chart frame: axes, y labels `lo`/`hi`, an x title.
-fn frame(svg: &mut String, lo: &str, hi: &str, x_title: &str, x_lo: &str, x_hi: &str) {
-    let _ = write!(
-        svg,
-        "<line x1=\"{PAD}\" y1=\"{b}\" x2=\"{r}\" y2=\"{b}\" stroke=\"#999\"/>\
-         <line x1=\"{PAD}\" y1=\"8\" x2=\"{PAD}\" y2=\"{b}\" stroke=\"#999\"/>\
-         <text x=\"{t}\" y=\"14\" font-size=\"9\" text-anchor=\"end\">{hi}</text>\
-         <text x=\"{t}\" y=\"{b}\" font-size=\"9\" text-anchor=\"end\">{lo}</text>\
-         <text x=\"{PAD}\" y=\"{xl}\" font-size=\"9\">{x_lo}</text>\
-         <text x=\"{r}\" y=\"{xl}\" font-size=\"9\" text-anchor=\"end\">{x_hi}</text>\
-         <text x=\"{mid}\" y=\"{xl}\" font-size=\"9\" text-anchor=\"middle\">{x_title}</text>",
-        b = H - 20.0,
-        r = W - 6.0,
-        t = PAD - 3.0,
-        xl = H - 8.0,
-        mid = (PAD + W) / 2.0,
-        hi = esc(hi),
-        lo = esc(lo),
-        x_title = esc(x_title),
-        x_lo = esc(x_lo),
-        x_hi = esc(x_hi),
-    );
+fn frame(lo: &str, hi: &str, x_title: &str, x_lo: &str, x_hi: &str) -> Markup {
+    let (bottom, right, label_x, label_y) = (H - 20.0, W - 6.0, PAD - 3.0, H - 8.0);
+    html! {
+        line x1=(PAD) y1=(bottom) x2=(right) y2=(bottom) stroke="#999" {}
+        line x1=(PAD) y1="8" x2=(PAD) y2=(bottom) stroke="#999" {}
+        text x=(label_x) y="14" font-size="9" text-anchor="end" { (hi) }
+        text x=(label_x) y=(bottom) font-size="9" text-anchor="end" { (lo) }
+        text x=(PAD) y=(label_y) font-size="9" { (x_lo) }
+        text x=(right) y=(label_y) font-size="9" text-anchor="end" { (x_hi) }
+        text x=((PAD + W) / 2.0) y=(label_y) font-size="9" text-anchor="middle" { (x_title) }
+    }
 }
 
 fn scale(v: f64, lo: f64, hi: f64, from: f64, to: f64) -> f64 {
@@ -88,37 +78,21 @@ fn over_evaluations(
     xs: &[f64],
     (lo, hi): (f64, f64),
     periodic: bool,
-) -> (String, String) {
-    let mut svg = format!(
-        "<svg class=param data-param=\"{}\" width=\"{W}\" height=\"{H}\" viewBox=\"0 0 {W} {H}\">",
-        esc(name)
-    );
-    frame(
-        &mut svg,
-        &format!("{lo:.3}"),
-        &format!("{hi:.3}"),
-        "evaluation",
-        "1",
-        &xs.len().to_string(),
-    );
+) -> (Markup, Option<String>) {
     let (top, bottom) = (8.0, H - 20.0);
-    for y in [top, bottom] {
-        let _ = write!(
-            svg,
-            "<line class=bound x1=\"{PAD}\" y1=\"{y}\" x2=\"{}\" y2=\"{y}\" stroke=\"#c33\" stroke-dasharray=\"3 3\"/>",
-            W - 6.0
-        );
-    }
     let n = xs.len().max(2) as f64 - 1.0;
-    for (i, &x) in xs.iter().enumerate().filter(|(_, x)| x.is_finite()) {
-        let _ = write!(
-            svg,
-            "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"1.5\" fill=\"#36c\"/>",
-            scale(i as f64, 0.0, n, PAD, W - 6.0),
-            scale(x.clamp(lo, hi), lo, hi, bottom, top)
-        );
-    }
-    svg.push_str("</svg>");
+    let svg = html! {
+        svg.param data-param=(name) width=(W) height=(H) viewBox={ "0 0 " (W) " " (H) } {
+            (frame(&format!("{lo:.3}"), &format!("{hi:.3}"), "evaluation", "1", &xs.len().to_string()))
+            @for y in [top, bottom] {
+                line.bound x1=(PAD) y1=(y) x2=(W - 6.0) y2=(y) stroke="#c33" stroke-dasharray="3 3" {}
+            }
+            @for (i, &x) in xs.iter().enumerate().filter(|(_, x)| x.is_finite()) {
+                circle cx=(px(scale(i as f64, 0.0, n, PAD, W - 6.0)))
+                    cy=(px(scale(x.clamp(lo, hi), lo, hi, bottom, top))) r="1.5" fill="#36c" {}
+            }
+        }
+    };
     let (at_lo, at_hi) = pinned(xs, lo, hi);
     let mut notes = Vec::new();
     if periodic {
@@ -131,52 +105,34 @@ fn over_evaluations(
     if !periodic && share(at_hi) >= 10.0 {
         notes.push(format!("{:.0} % at its maximum", share(at_hi)));
     }
-    let note = if notes.is_empty() {
-        String::new()
-    } else {
-        format!("<small class=pinned>{}</small>", esc(&notes.join("; ")))
-    };
-    (svg, note)
+    (svg, (!notes.is_empty()).then(|| notes.join("; ")))
 }
 
 /// The run's value against one parameter.
-fn slice(name: &str, xs: &[f64], values: &[f64], (lo, hi): (f64, f64), units: Units) -> String {
+fn slice(name: &str, xs: &[f64], values: &[f64], (lo, hi): (f64, f64), units: Units) -> Markup {
     let finite: Vec<(f64, f64)> = xs
         .iter()
         .zip(values)
         .filter(|(x, v)| x.is_finite() && v.is_finite())
         .map(|(&x, &v)| (x, v * units.factor))
         .collect();
-    let mut svg = format!(
-        "<svg class=slice data-param=\"{}\" width=\"{W}\" height=\"{H}\" viewBox=\"0 0 {W} {H}\">",
-        esc(name)
-    );
     let (v_lo, v_hi) = finite
         .iter()
         .fold((f64::MAX, f64::MIN), |(a, b), &(_, v)| (a.min(v), b.max(v)));
-    if v_lo > v_hi {
-        svg.push_str("<text x=\"10\" y=\"40\" font-size=\"10\">no results</text></svg>");
-        return svg;
+    html! {
+        svg.slice data-param=(name) width=(W) height=(H) viewBox={ "0 0 " (W) " " (H) } {
+            @if v_lo > v_hi {
+                text x="10" y="40" font-size="10" { "no results" }
+            } @else {
+                // The unit is in the section's title: labels stay inside the margin.
+                (frame(&format!("{v_lo:.2}"), &format!("{v_hi:.2}"), name, &format!("{lo:.2}"), &format!("{hi:.2}")))
+                @for &(x, v) in &finite {
+                    circle cx=(px(scale(x.clamp(lo, hi), lo, hi, PAD, W - 6.0)))
+                        cy=(px(scale(v, v_lo, v_hi, H - 20.0, 8.0))) r="1.5" fill="#2a7" {}
+                }
+            }
+        }
     }
-    // The unit is in the section's title: labels stay inside the margin.
-    frame(
-        &mut svg,
-        &format!("{v_lo:.2}"),
-        &format!("{v_hi:.2}"),
-        name,
-        &format!("{lo:.2}"),
-        &format!("{hi:.2}"),
-    );
-    for (x, v) in finite {
-        let _ = write!(
-            svg,
-            "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"1.5\" fill=\"#2a7\"/>",
-            scale(x.clamp(lo, hi), lo, hi, PAD, W - 6.0),
-            scale(v, v_lo, v_hi, H - 20.0, 8.0)
-        );
-    }
-    svg.push_str("</svg>");
-    svg
 }
 
 /// The first-order share of the variance of `values` that `xs` explains:
@@ -218,7 +174,7 @@ fn parallel(
     values: &[f64],
     ranges: &[(f64, f64)],
     units: Units,
-) -> String {
+) -> Markup {
     let mut best: Vec<usize> = (0..values.len())
         .filter(|&i| values[i].is_finite())
         .collect();
@@ -226,76 +182,65 @@ fn parallel(
     best.truncate(PARALLEL_BEST);
     let axes = names.len() + 1;
     let (w, h, pad) = ((axes as f64 * 110.0).max(300.0), 260.0, 30.0);
-    let mut svg = format!("<svg id=parallel width=\"{w}\" height=\"{h}\" viewBox=\"0 0 {w} {h}\">");
-    if best.is_empty() {
-        svg.push_str("<text x=\"10\" y=\"40\">no results yet</text></svg>");
-        return svg;
-    }
     let x = |k: usize| pad + k as f64 * (w - 2.0 * pad) / (axes - 1).max(1) as f64;
     let (v_lo, v_hi) = best.iter().fold((f64::MAX, f64::MIN), |(a, b), &i| {
         (a.min(values[i]), b.max(values[i]))
     });
-    for (k, name) in names
+    let two = |v: f64| format!("{v:.2}");
+    let axis_labels: Vec<(&str, String, String)> = names
         .iter()
-        .map(String::as_str)
-        .chain([units.title])
-        .enumerate()
-    {
-        let (lo, hi) = if k < names.len() {
-            (format!("{:.2}", ranges[k].0), format!("{:.2}", ranges[k].1))
-        } else {
-            (
-                format!("{:.2}", v_lo * units.factor),
-                format!("{:.2}", v_hi * units.factor),
-            )
-        };
-        let _ = write!(
-            svg,
-            "<line x1=\"{x:.1}\" y1=\"{pad}\" x2=\"{x:.1}\" y2=\"{b}\" stroke=\"#999\"/>\
-             <text x=\"{x:.1}\" y=\"14\" font-size=\"10\" text-anchor=\"middle\">{name}</text>\
-             <text x=\"{x:.1}\" y=\"{top}\" font-size=\"9\" text-anchor=\"middle\">{hi}</text>\
-             <text x=\"{x:.1}\" y=\"{bl}\" font-size=\"9\" text-anchor=\"middle\">{lo}</text>",
-            x = x(k),
-            b = h - pad,
-            top = pad - 3.0,
-            bl = h - pad + 12.0,
-            name = esc(name),
-        );
+        .zip(ranges)
+        .map(|(name, &(lo, hi))| (name.as_str(), two(lo), two(hi)))
+        .chain([(
+            units.title,
+            two(v_lo * units.factor),
+            two(v_hi * units.factor),
+        )])
+        .collect();
+    let line = |i: usize| {
+        points(
+            (0..names.len())
+                .map(|k| {
+                    let (lo, hi) = ranges[k];
+                    (
+                        x(k),
+                        scale(columns[k][i].clamp(lo, hi), lo, hi, h - pad, pad),
+                    )
+                })
+                .chain([(x(names.len()), scale(values[i], v_lo, v_hi, h - pad, pad))]),
+        )
+    };
+    html! {
+        svg #parallel width=(w) height=(h) viewBox={ "0 0 " (w) " " (h) } {
+            @if best.is_empty() {
+                text x="10" y="40" { "no results yet" }
+            } @else {
+                @for (k, (name, lo, hi)) in axis_labels.iter().enumerate() {
+                    line x1=(px(x(k))) y1=(pad) x2=(px(x(k))) y2=(h - pad) stroke="#999" {}
+                    text x=(px(x(k))) y="14" font-size="10" text-anchor="middle" { (name) }
+                    text x=(px(x(k))) y=(pad - 3.0) font-size="9" text-anchor="middle" { (hi) }
+                    text x=(px(x(k))) y=(h - pad + 12.0) font-size="9" text-anchor="middle" { (lo) }
+                }
+                @for (rank, &i) in best.iter().enumerate() {
+                    // The best darkest.
+                    polyline.best-line fill="none" stroke="#c33"
+                        stroke-opacity=(format!("{:.2}", 1.0 - 0.8 * rank as f64 / best.len() as f64))
+                        points=(line(i)) {}
+                }
+            }
+        }
     }
-    for (rank, &i) in best.iter().enumerate() {
-        let mut points: Vec<String> = (0..names.len())
-            .map(|k| {
-                let (lo, hi) = ranges[k];
-                let v = columns[k][i].clamp(lo, hi);
-                format!("{:.1},{:.1}", x(k), scale(v, lo, hi, h - pad, pad))
-            })
-            .collect();
-        points.push(format!(
-            "{:.1},{:.1}",
-            x(names.len()),
-            scale(values[i], v_lo, v_hi, h - pad, pad)
-        ));
-        // The best darkest.
-        let opacity = 1.0 - 0.8 * rank as f64 / best.len() as f64;
-        let _ = write!(
-            svg,
-            "<polyline class=best-line fill=\"none\" stroke=\"#c33\" stroke-opacity=\"{opacity:.2}\" points=\"{}\"/>",
-            points.join(" ")
-        );
-    }
-    svg.push_str("</svg>");
-    svg
 }
 
 /// The analysis section of a run's page, from its results in proposal
 /// order and its free parameters' bounds (empty when unknown).
-pub(super) fn panel(jobs: &[(Job, f64)], bounds: &[Bound], units: Units) -> String {
+pub(super) fn panel(jobs: &[(Job, f64)], bounds: &[Bound], units: Units) -> Markup {
     let names = jobs
         .first()
         .map(|(j, _)| j.parameter_names())
         .unwrap_or_default();
     if names.is_empty() {
-        return "<div id=parameters><p>no evaluations yet</p></div>".into();
+        return html! { div #parameters { p { "no evaluations yet" } } };
     }
     let values: Vec<f64> = jobs.iter().map(|(_, v)| *v).collect();
     let columns: Vec<Vec<f64>> = (0..names.len())
@@ -311,62 +256,53 @@ pub(super) fn panel(jobs: &[(Job, f64)], bounds: &[Bound], units: Units) -> Stri
         .zip(&columns)
         .map(|(name, xs)| range(bound_of(name), xs))
         .collect();
-    let mut out = String::from(
-        "<h2>Parameters</h2><p><small>Left: each parameter over the evaluations, its bounds \
-         dashed; right: the run's {} against it (a slice through what the run tried).</small></p>\
-         <div id=parameters>",
-    )
-    .replace("{}", &esc(units.title));
-    for (k, name) in names.iter().enumerate() {
-        let periodic = bound_of(name).is_some_and(|b| b.periodic);
-        let (chart, note) = over_evaluations(name, &columns[k], ranges[k], periodic);
-        let _ = write!(
-            out,
-            "<div class=parameter style=\"display:inline-block;margin:6px;vertical-align:top;white-space:nowrap\">\
-             <b>{}</b> {note}<br>{chart}{}</div>",
-            esc(name),
-            slice(name, &columns[k], &values, ranges[k], units),
-        );
-    }
-    out.push_str("</div>");
-    let _ = write!(
-        out,
-        "<h2>Best {PARALLEL_BEST} in parallel coordinates</h2>{}",
-        parallel(&names, &columns, &values, &ranges, units)
-    );
-    out.push_str(
-        "<h2>Which parameters matter</h2><p><small>Each parameter's first-order share of \
-         the value's variance over the evaluations (correlation ratio η² over ten \
-         equal-count bins, fANOVA's main effect estimated by binning); interactions are \
-         not counted.</small></p><table id=importance><tr><th>parameter</th><th class=num>share</th><th></th></tr>",
-    );
     let mut shares: Vec<(&String, Option<f64>)> = names
         .iter()
         .zip(&columns)
         .map(|(name, xs)| (name, importance(xs, &values)))
         .collect();
     shares.sort_by(|a, b| b.1.unwrap_or(-1.0).total_cmp(&a.1.unwrap_or(-1.0)));
-    for (name, share) in shares {
-        match share {
-            Some(s) => {
-                let _ = write!(
-                    out,
-                    "<tr><td>{}</td><td class=num>{s:.2}</td><td><svg width=\"160\" height=\"10\"><rect width=\"{:.1}\" height=\"10\" fill=\"#36c\"/></svg></td></tr>",
-                    esc(name),
-                    160.0 * s
-                );
+    html! {
+        h2 { "Parameters" }
+        p { small {
+            "Left: each parameter over the evaluations, its bounds dashed; right: the run's "
+            (units.title) " against it (a slice through what the run tried)."
+        } }
+        div #parameters {
+            @for (k, name) in names.iter().enumerate() {
+                @let periodic = bound_of(name).is_some_and(|b| b.periodic);
+                @let (chart, note) = over_evaluations(name, &columns[k], ranges[k], periodic);
+                div.parameter style="display:inline-block;margin:6px;vertical-align:top;white-space:nowrap" {
+                    b { (name) }
+                    @if let Some(note) = note { " " small.pinned { (note) } }
+                    br;
+                    (chart)
+                    (slice(name, &columns[k], &values, ranges[k], units))
+                }
             }
-            None => {
-                let _ = write!(
-                    out,
-                    "<tr><td>{}</td><td class=num>–</td><td><small>needs {MIN_FOR_IMPORTANCE} results that vary</small></td></tr>",
-                    esc(name)
-                );
+        }
+        h2 { "Best " (PARALLEL_BEST) " in parallel coordinates" }
+        (parallel(&names, &columns, &values, &ranges, units))
+        h2 { "Which parameters matter" }
+        p { small {
+            "Each parameter's first-order share of the value's variance over the evaluations              (correlation ratio η² over ten equal-count bins, fANOVA's main effect estimated              by binning); interactions are not counted."
+        } }
+        table #importance {
+            tr { th { "parameter" } th.num { "share" } th {} }
+            @for (name, share) in shares {
+                tr {
+                    td { (name) }
+                    @if let Some(s) = share {
+                        td.num { (format!("{s:.2}")) }
+                        td { svg width="160" height="10" { rect width=(px(160.0 * s)) height="10" fill="#36c" {} } }
+                    } @else {
+                        td.num { "–" }
+                        td { small { "needs " (MIN_FOR_IMPORTANCE) " results that vary" } }
+                    }
+                }
             }
         }
     }
-    out.push_str("</table>");
-    out
 }
 
 #[cfg(test)]
@@ -393,9 +329,11 @@ mod tests {
         use std::f64::consts::PI;
         let xs = vec![1.0, 1.0, 1.0, 0.5, 0.2];
         let (svg, note) = over_evaluations("amplitude_0", &xs, (0.0, 1.0), false);
+        let note = note.unwrap();
         assert!(note.contains("60 % at its maximum"), "{note}");
-        assert_eq!(svg.matches("class=bound").count(), 2);
+        assert_eq!(svg.into_string().matches("class=\"bound\"").count(), 2);
         let (_, periodic) = over_evaluations("phase_0_1", &[PI, -PI], (-PI, PI), true);
+        let periodic = periodic.unwrap();
         assert!(periodic.contains("wraps"), "{periodic}");
         assert!(!periodic.contains("% at its"), "{periodic}");
     }

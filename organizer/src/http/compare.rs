@@ -5,12 +5,13 @@
 //! marked.
 
 use std::collections::BTreeSet;
-use std::fmt::Write as _;
 
 use axum::extract::{RawQuery, State};
 use axum::response::Html;
+use maud::{Markup, html};
 
-use super::{App, PageError, Units, best_so_far, esc, page, run_of, run_values};
+use super::plot::{Axes, points};
+use super::{App, PageError, Units, best_so_far, page, run_of, run_values};
 use crate::model::Run;
 
 /// Runs one page compares at most: beyond it the curves cannot be told apart.
@@ -90,87 +91,70 @@ fn curves(run: &Run, results: &[(crate::model::Job, f64)], units: Units) -> Curv
 }
 
 /// Step curves of several series on shared axes, with titles.
-fn overlay(id: &str, series: &[(&str, &[(f64, f64)])], x_title: &str, y_title: &str) -> String {
+fn overlay(id: &str, series: &[(&str, &[(f64, f64)])], x_title: &str, y_title: &str) -> Markup {
     let (w, h, pad) = (720.0, 300.0, 48.0);
-    let points = series.iter().flat_map(|(_, s)| s.iter());
     let (mut x_max, mut y_lo, mut y_hi) = (0.0_f64, f64::MAX, f64::MIN);
-    for &(x, y) in points {
+    for &(x, y) in series.iter().flat_map(|(_, s)| s.iter()) {
         x_max = x_max.max(x);
         y_lo = y_lo.min(y);
         y_hi = y_hi.max(y);
     }
-    let mut svg = format!(
-        "<svg id={id} xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" viewBox=\"0 0 {w} {h}\">"
-    );
-    if y_lo > y_hi {
-        svg.push_str("<text x=\"20\" y=\"40\">no results yet</text></svg>");
-        return svg;
-    }
     let span = (y_hi - y_lo).max(1e-12);
     let x = |v: f64| pad + v / x_max.max(1e-12) * (w - 2.0 * pad);
     let y = |v: f64| h - pad - (v - y_lo) / span * (h - 2.0 * pad);
-    let _ = write!(
-        svg,
-        "<line x1=\"{pad}\" y1=\"{b}\" x2=\"{r}\" y2=\"{b}\" stroke=\"#999\"/>\
-         <line x1=\"{pad}\" y1=\"{pad}\" x2=\"{pad}\" y2=\"{b}\" stroke=\"#999\"/>\
-         <text x=\"{pad}\" y=\"{t}\" font-size=\"11\">{y_hi:.4}</text>\
-         <text x=\"{pad}\" y=\"{bl}\" font-size=\"11\">{y_lo:.4}</text>\
-         <text x=\"{r}\" y=\"{bl}\" font-size=\"11\" text-anchor=\"end\">{x_end}</text>\
-         <text x=\"{mid_x}\" y=\"{bottom}\" font-size=\"11\" text-anchor=\"middle\">{x_title}</text>\
-         <text x=\"12\" y=\"{mid_y}\" font-size=\"11\" text-anchor=\"middle\" transform=\"rotate(-90 12 {mid_y})\">{y_title}</text>",
-        b = h - pad,
-        r = w - pad,
-        t = pad - 6.0,
-        bl = h - pad + 14.0,
-        bottom = h - 8.0,
-        mid_x = w / 2.0,
-        mid_y = h / 2.0,
+    // A step curve: the best so far holds until the next improvement.
+    let steps = |curve: &[(f64, f64)]| {
+        let mut path = Vec::with_capacity(curve.len() * 2);
+        let mut last_y = None;
+        for &(px, py) in curve {
+            if let Some(ly) = last_y {
+                path.push((x(px), y(ly)));
+            }
+            path.push((x(px), y(py)));
+            last_y = Some(py);
+        }
+        points(path)
+    };
+    let axes = Axes {
+        width: w,
+        height: h,
+        pad,
+        y_lo: format!("{y_lo:.4}"),
+        y_hi: format!("{y_hi:.4}"),
         // Seconds of a short run would all read 0.
-        x_end = if x_max < 10.0 {
+        x_end: if x_max < 10.0 {
             format!("{x_max:.1}")
         } else {
             format!("{x_max:.0}")
         },
-        x_title = esc(x_title),
-        y_title = esc(y_title),
-    );
-    for (k, (label, points)) in series.iter().enumerate() {
-        // A step curve: the best so far holds until the next improvement.
-        let mut path: Vec<String> = Vec::with_capacity(points.len() * 2);
-        let mut last_y = None;
-        for &(px, py) in points.iter() {
-            if let Some(ly) = last_y {
-                path.push(format!("{:.1},{:.1}", x(px), y(ly)));
+        x_title,
+        y_title,
+    };
+    html! {
+        svg id=(id) xmlns="http://www.w3.org/2000/svg" width=(w) height=(h) viewBox={ "0 0 " (w) " " (h) } {
+            @if y_lo > y_hi {
+                text x="20" y="40" { "no results yet" }
+            } @else {
+                (axes.draw())
+                @for (k, (label, curve)) in series.iter().enumerate() {
+                    polyline.curve data-run=(label) fill="none" stroke=(COLOURS[k % COLOURS.len()])
+                        stroke-width="2" points=(steps(curve)) {}
+                }
             }
-            path.push(format!("{:.1},{:.1}", x(px), y(py)));
-            last_y = Some(py);
         }
-        let colour = COLOURS[k % COLOURS.len()];
-        let _ = write!(
-            svg,
-            "<polyline class=curve data-run=\"{label}\" fill=\"none\" stroke=\"{colour}\" stroke-width=\"2\" points=\"{}\"/>",
-            path.join(" "),
-            label = esc(label),
-        );
     }
-    svg.push_str("</svg>");
-    svg
 }
 
 /// One row of the settings table: a setting and each run's value of it;
 /// the row is marked when the runs differ.
-fn setting_row(body: &mut String, name: &str, values: &[String]) {
+fn setting_row(name: &str, values: &[String]) -> Markup {
     let differs = values.windows(2).any(|w| w[0] != w[1]);
-    let _ = write!(
-        body,
-        "<tr{}><th>{}</th>",
-        if differs { " class=differs" } else { "" },
-        esc(name)
-    );
-    for v in values {
-        let _ = write!(body, "<td>{}</td>", esc(v));
+    html! {
+        tr class=[differs.then_some("differs")] {
+            th { (name) }
+            @for v in values { td { (v) } }
+        }
     }
-    body.push_str("</tr>");
 }
 
 pub(super) async fn compare_page(
@@ -181,8 +165,12 @@ pub(super) async fn compare_page(
     if ids.is_empty() {
         return Ok(page(
             "Compare runs",
-            "<p>Tick the runs to compare on the <a href=/runs>runs page</a>, then \
-             <em>compare</em> (or ask for <code>/compare?run=1&amp;run=2</code>).</p>",
+            html! {
+                p {
+                    "Tick the runs to compare on the " a href="/runs" { "runs page" } ", then "
+                    em { "compare" } " (or ask for " code { "/compare?run=1&run=2" } ")."
+                }
+            },
         ));
     }
     let runs = &app.organizer.runs;
@@ -210,57 +198,50 @@ pub(super) async fn compare_page(
         .map(|(id, c)| (id.as_str(), c.by_time.as_slice()))
         .collect();
     let title = format!("best so far, {}", units.title);
-    let mut body = String::from("<p id=legend>");
-    for (k, (run, _)) in chosen_runs.iter().enumerate() {
-        let _ = write!(
-            body,
-            "<span style=\"color:{}\">■</span> <a href=/runs/{id}>run {id} {name}</a> &nbsp; ",
-            COLOURS[k % COLOURS.len()],
-            id = run.id,
-            name = esc(&run.name),
-        );
-    }
-    let _ = write!(
-        body,
-        "</p><p><small>Curves: the best single walk so far (provisional); \
-         <em>best</em> below: each run's reported figure (held-out, once earned).</small></p>\
-         <h2>Against evaluations</h2>{}<h2>Against wall time</h2>{}",
-        overlay("by-evaluation", &by_evaluation, "evaluation", &title),
-        overlay("by-time", &by_time, "seconds since the run started", &title),
-    );
-    body.push_str("<h2>Settings</h2><table id=settings><tr><th></th>");
-    for (run, _) in &chosen_runs {
-        let _ = write!(body, "<th>run {}</th>", run.id);
-    }
-    body.push_str("</tr>");
     let each = |f: &dyn Fn(&Run) -> String| -> Vec<String> {
         chosen_runs.iter().map(|(run, _)| f(run)).collect()
     };
-    setting_row(&mut body, "name", &each(&|r| r.name.clone()));
-    setting_row(&mut body, "optimizer", &each(&|r| r.optimizer.clone()));
-    setting_row(&mut body, "seed", &each(&|r| r.seed.to_string()));
-    setting_row(&mut body, "state", &each(&|r| r.state.as_str().to_owned()));
-    setting_row(
-        &mut body,
-        "evaluations",
-        &each(&|r| format!("{} of {}", r.evaluations, r.max_evaluations)),
-    );
-    setting_row(&mut body, "best", &each(&|r| r.best_text()));
-    setting_row(
-        &mut body,
-        "elapsed",
-        &each(&|r| format!("{:.0} s", r.elapsed_s)),
-    );
     let names: BTreeSet<&String> = chosen_runs
         .iter()
         .flat_map(|(run, _)| run.settings.keys())
         .collect();
-    for name in names {
-        let values = each(&|r| r.settings.get(name).cloned().unwrap_or_else(|| "–".into()));
-        setting_row(&mut body, name, &values);
-    }
-    body.push_str("</table><p><small>Rows where the runs differ are marked.</small></p>");
-    Ok(page("Compare runs", &body))
+    let body = html! {
+        p #legend {
+            @for (k, (run, _)) in chosen_runs.iter().enumerate() {
+                span style={ "color:" (COLOURS[k % COLOURS.len()]) } { "■" } " "
+                a href={ "/runs/" (run.id) } { "run " (run.id) " " (run.name) }
+                "  "
+            }
+        }
+        p { small {
+            "Curves: the best single walk so far (provisional); " em { "best" }
+            " below: each run's reported figure (held-out, once earned)."
+        } }
+        h2 { "Against evaluations" }
+        (overlay("by-evaluation", &by_evaluation, "evaluation", &title))
+        h2 { "Against wall time" }
+        (overlay("by-time", &by_time, "seconds since the run started", &title))
+        h2 { "Settings" }
+        table #settings {
+            tr {
+                th {}
+                @for (run, _) in &chosen_runs { th { "run " (run.id) } }
+            }
+            (setting_row("name", &each(&|r| r.name.clone())))
+            (setting_row("optimizer", &each(&|r| r.optimizer.clone())))
+            (setting_row("seed", &each(&|r| r.seed.to_string())))
+            (setting_row("state", &each(&|r| r.state.as_str().to_owned())))
+            (setting_row("evaluations", &each(&|r| format!("{} of {}", r.evaluations, r.max_evaluations))))
+            (setting_row("best", &each(&|r| r.best_text())))
+            (setting_row("the given gait", &each(&|r| r.reference.map_or("–".into(), |s| s.cm_s()))))
+            (setting_row("elapsed", &each(&|r| format!("{:.0} s", r.elapsed_s))))
+            @for name in names {
+                (setting_row(name, &each(&|r| r.settings.get(name).cloned().unwrap_or_else(|| "–".into()))))
+            }
+        }
+        p { small { "Rows where the runs differ are marked." } }
+    };
+    Ok(page("Compare runs", body))
 }
 
 #[cfg(test)]

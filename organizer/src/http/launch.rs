@@ -7,16 +7,16 @@
 //! values and the organizer's reason.
 
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
 
 use axum::Form;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{Html, IntoResponse, Redirect, Response};
+use maud::{Markup, html};
 use yamor_core::evaluation::{BackendKind, EvaluationSpec, Objective, RobotSource};
 use yamor_optimizer_api::{PluginInfo, SettingKind, SettingSpec};
 
-use super::{App, esc, page};
+use super::{App, page, script};
 use crate::model::{
     GAIT_RUN_BUDGET, ParameterBound, Problem, RunSpec, RunVariant, gait_run_default,
     gait_run_settings, parse_setting_list,
@@ -293,46 +293,45 @@ fn variants(text: &str, seed: u64) -> Result<Vec<RunVariant>, String> {
 }
 
 /// An input for one typed setting, holding `value`.
-fn setting_input(name: &str, spec: &SettingSpec, value: &str) -> String {
-    let value = esc(value);
+fn setting_input(name: &str, spec: &SettingSpec, value: &str) -> Markup {
+    // An unbounded float leaves its bound empty.
+    let bound = |b: f64| b.is_finite().then(|| b.to_string());
     match &spec.kind {
-        SettingKind::Integer { min, max } => {
-            format!(
-                "<input type=number name=\"{name}\" step=1 min={min} max={max} value=\"{value}\">"
-            )
-        }
-        SettingKind::Float { min, max } => {
-            let bound = |b: f64| {
-                if b.is_finite() {
-                    b.to_string()
-                } else {
-                    String::new()
-                }
-            };
-            format!(
-                "<input type=number name=\"{name}\" step=any min=\"{}\" max=\"{}\" value=\"{value}\">",
-                bound(*min),
-                bound(*max)
-            )
-        }
-        SettingKind::Bool => select(name, &["true", "false"], &value),
+        SettingKind::Integer { min, max } => html! {
+            input type="number" name=(name) step="1" min=(min) max=(max) value=(value);
+        },
+        SettingKind::Float { min, max } => html! {
+            input type="number" name=(name) step="any" min=[bound(*min)] max=[bound(*max)] value=(value);
+        },
+        SettingKind::Bool => select(name, &["true", "false"], value),
         SettingKind::Choice { options } => {
             let options: Vec<&str> = options.iter().map(String::as_str).collect();
-            select(name, &options, &value)
+            select(name, &options, value)
         }
-        SettingKind::File => format!("<input name=\"{name}\" size=30 value=\"{value}\">"),
+        SettingKind::File => html! { input name=(name) size="30" value=(value); },
     }
 }
 
-fn select(name: &str, options: &[&str], chosen: &str) -> String {
-    let mut out = format!("<select name=\"{name}\">");
-    for o in options {
-        let selected = if *o == chosen { " selected" } else { "" };
-        let _ = write!(out, "<option{selected}>{}</option>", esc(o));
+fn select(name: &str, options: &[&str], chosen: &str) -> Markup {
+    html! {
+        select name=(name) {
+            @for o in options { option selected[*o == chosen] { (o) } }
+        }
     }
-    out.push_str("</select>");
-    out
 }
+
+/// Reads the chosen robot files in the browser into the form's hidden
+/// fields, which post with it: no upload endpoint, no multipart.
+const OWN_ROBOT_SCRIPT: &str = "for(const[f,n]of[['world','world_xml'],['gait','gait_xml'],['optimize','optimize_xml']])\
+document.getElementById(f).onchange=e=>{const file=e.target.files[0];if(!file)return;\
+file.text().then(t=>document.querySelector('textarea[name='+n+']').value=t)};";
+
+/// Shows the chosen optimizer's settings only (the others are disabled, so
+/// they do not post).
+const SETTINGS_SCRIPT: &str = "const pick=document.querySelector('select[name=optimizer]');\
+const show=()=>document.querySelectorAll('fieldset.settings').forEach(f=>{\
+const on=f.dataset.optimizer===pick.value;f.hidden=!on;f.disabled=!on});\
+pick.addEventListener('change',show);show();";
 
 /// The form, filled with `fields` (defaults where empty), and `error`.
 fn render(app: &App, used: &[UsedRobot], fields: &Fields, error: Option<&str>) -> Html<String> {
@@ -343,118 +342,94 @@ fn render(app: &App, used: &[UsedRobot], fields: &Fields, error: Option<&str>) -
             .map_or_else(|| default.to_owned(), Clone::clone)
     };
     let chosen = value("optimizer", "cmaes");
-    let mut body = String::new();
-    if let Some(why) = error {
-        let _ = write!(body, "<p class=err id=error>{}</p>", esc(why));
-    }
-    body.push_str("<form id=start method=post action=/runs><table>");
     let names: Vec<&str> = plugins.iter().map(|p| p.name.as_str()).collect();
-    let _ = write!(
-        body,
-        "<tr><th>optimizer</th><td>{}</td></tr>",
-        select("optimizer", &names, &chosen)
-    );
-    let mut robot = if app.options.robots.is_empty() && used.is_empty() {
-        format!(
-            "<input name=robot value=\"{}\">",
-            esc(&value("robot", "quadruped"))
-        )
-    } else {
-        let chosen_robot = value("robot", "quadruped");
-        let mut options = String::new();
-        for name in &app.options.robots {
-            let _ = write!(
-                options,
-                "<option{}>{}</option>",
-                if *name == chosen_robot {
-                    " selected"
-                } else {
-                    ""
-                },
-                esc(name)
-            );
-        }
-        for u in used {
-            let key = format!("run:{}", u.run);
-            let _ = write!(
-                options,
-                "<option value=\"{key}\"{}>the robot of run {} ({})</option>",
-                if key == chosen_robot { " selected" } else { "" },
-                u.run,
-                esc(&u.name)
-            );
-        }
-        format!("<select name=robot>{options}</select>")
-    };
-    if app.options.own_robot.is_some() {
-        // Files are read in the browser into hidden fields and posted with
-        // the form: no upload endpoint, no multipart.
-        let _ = write!(
-            robot,
-            "<br><small>or your own: world.xml <input type=file id=world accept=.xml> gait.xml \
-             <input type=file id=gait accept=.xml> optimize.xml (optional) <input type=file id=optimize accept=.xml></small>\
-             <textarea name=world_xml hidden>{}</textarea><textarea name=gait_xml hidden>{}</textarea>\
-             <textarea name=optimize_xml hidden>{}</textarea>\
-             <script>for(const[f,n]of[['world','world_xml'],['gait','gait_xml'],['optimize','optimize_xml']])\
-             document.getElementById(f).onchange=e=>{{const file=e.target.files[0];if(!file)return;\
-             file.text().then(t=>document.querySelector('textarea[name='+n+']').value=t)}};</script>",
-            esc(&value("world_xml", "")),
-            esc(&value("gait_xml", "")),
-            esc(&value("optimize_xml", "")),
-        );
-    }
+    let chosen_robot = value("robot", "quadruped");
     let defaults = EvaluationSpec::default();
-    let _ = write!(
-        body,
-        "<tr><th>robot</th><td>{robot} <small>its own optimization rules; or bare parameters below</small></td></tr>\
-         <tr><th>parameters</th><td><textarea name=params rows=2 cols=40 placeholder=\"x=-5:5 (one name=min:max[:start] per line)\">{params}</textarea></td></tr>\
-         <tr><th>objective</th><td><input name=objective size=40 placeholder=\"expr:... for expression hosts\" value=\"{objective}\"></td></tr>\
-         <tr><th>hosts</th><td>{on}</td></tr>\
-         <tr><th>name</th><td><input name=name value=\"{name}\"></td></tr>\
-         <tr><th>budget</th><td><input type=number name=budget min=0 value=\"{budget}\"> evaluations (0: the optimizer's own)</td></tr>\
-         <tr><th>time</th><td><input type=number name=time min=0 step=any value=\"{time}\"> s (0: unlimited)</td></tr>\
-         <tr><th>seed</th><td><input type=number name=seed min=0 value=\"{seed}\"></td></tr>\
-         <tr><th>walk</th><td><input type=number name=warmup min=0 step=any value=\"{warmup}\"> s warm-up, \
-         <input type=number name=measure min=0 step=any value=\"{measure}\"> s measured</td></tr></table>",
-        params = esc(&value("params", "")),
-        objective = esc(&value("objective", "")),
-        on = select("on", &HOST_KINDS, &value("on", "any")),
-        name = esc(&value("name", "")),
-        budget = esc(&value("budget", &GAIT_RUN_BUDGET.to_string())),
-        time = esc(&value("time", "0")),
-        seed = esc(&value("seed", "1")),
-        warmup = esc(&value("warmup", &defaults.warmup.to_string())),
-        measure = esc(&value("measure", &defaults.measure.to_string())),
-    );
-    for p in &plugins {
-        let shown = if p.name == chosen { "" } else { " hidden" };
-        let _ = write!(
-            body,
-            "<fieldset class=settings data-optimizer=\"{n}\"{shown}><legend>{n} settings</legend><table>",
-            n = esc(&p.name)
-        );
-        for s in &p.settings {
-            let name = setting_field(&p.name, &s.name);
-            let _ = write!(
-                body,
-                "<tr><th>{}</th><td>{}</td><td><small>{}</small></td></tr>",
-                esc(&s.name),
-                setting_input(&name, s, &value(&name, &form_default(&p.name, s))),
-                esc(&s.description)
-            );
+    let robot = html! {
+        @if app.options.robots.is_empty() && used.is_empty() {
+            input name="robot" value=(chosen_robot);
+        } @else {
+            select name="robot" {
+                @for name in &app.options.robots {
+                    option selected[*name == chosen_robot] { (name) }
+                }
+                @for u in used {
+                    @let key = format!("run:{}", u.run);
+                    option value=(key) selected[key == chosen_robot] {
+                        "the robot of run " (u.run) " (" (u.name) ")"
+                    }
+                }
+            }
         }
-        body.push_str("</table></fieldset>");
-    }
-    let _ = write!(
-        body,
-        "<p>batch: one run per line of settings, e.g. <code>population=12, sigma0=0.1</code>; seeds count up from the seed; \
-         at most {MAX_BATCH_VARIANTS} lines<br>\
-         <textarea name=variants rows=4 cols=60>{}</textarea></p><button id=launch>start</button></form>\
-         <script>const pick=document.querySelector('select[name=optimizer]');\
-         const show=()=>document.querySelectorAll('fieldset.settings').forEach(f=>{{\
-         const on=f.dataset.optimizer===pick.value;f.hidden=!on;f.disabled=!on}});\
-         pick.addEventListener('change',show);show();</script>",
-        esc(&value("variants", ""))
-    );
-    page("Start runs", &body)
+        @if app.options.own_robot.is_some() {
+            br;
+            small {
+                "or your own: world.xml " input #world type="file" accept=".xml";
+                " gait.xml " input #gait type="file" accept=".xml";
+                " optimize.xml (optional) " input #optimize type="file" accept=".xml";
+            }
+            textarea name="world_xml" hidden { (value("world_xml", "")) }
+            textarea name="gait_xml" hidden { (value("gait_xml", "")) }
+            textarea name="optimize_xml" hidden { (value("optimize_xml", "")) }
+            (script(OWN_ROBOT_SCRIPT))
+        }
+    };
+    let body = html! {
+        @if let Some(why) = error { p.err #error { (why) } }
+        form #start method="post" action="/runs" {
+            table {
+                tr { th { "optimizer" } td { (select("optimizer", &names, &chosen)) } }
+                tr { th { "robot" } td { (robot) " " small { "its own optimization rules; or bare parameters below" } } }
+                tr { th { "parameters" } td {
+                    textarea name="params" rows="2" cols="40"
+                        placeholder="x=-5:5 (one name=min:max[:start] per line)" { (value("params", "")) }
+                } }
+                tr { th { "objective" } td {
+                    input name="objective" size="40" placeholder="expr:... for expression hosts"
+                        value=(value("objective", ""));
+                } }
+                tr { th { "hosts" } td { (select("on", &HOST_KINDS, &value("on", "any"))) } }
+                tr { th { "name" } td { input name="name" value=(value("name", "")); } }
+                tr { th { "budget" } td {
+                    input type="number" name="budget" min="0" value=(value("budget", &GAIT_RUN_BUDGET.to_string()));
+                    " evaluations (0: the optimizer's own)"
+                } }
+                tr { th { "time" } td {
+                    input type="number" name="time" min="0" step="any" value=(value("time", "0"));
+                    " s (0: unlimited)"
+                } }
+                tr { th { "seed" } td { input type="number" name="seed" min="0" value=(value("seed", "1")); } }
+                tr { th { "walk" } td {
+                    input type="number" name="warmup" min="0" step="any" value=(value("warmup", &defaults.warmup.to_string()));
+                    " s warm-up, "
+                    input type="number" name="measure" min="0" step="any" value=(value("measure", &defaults.measure.to_string()));
+                    " s measured"
+                } }
+            }
+            @for p in &plugins {
+                fieldset.settings data-optimizer=(p.name) hidden[p.name != chosen] {
+                    legend { (p.name) " settings" }
+                    table {
+                        @for s in &p.settings {
+                            @let name = setting_field(&p.name, &s.name);
+                            tr {
+                                th { (s.name) }
+                                td { (setting_input(&name, s, &value(&name, &form_default(&p.name, s)))) }
+                                td { small { (s.description) } }
+                            }
+                        }
+                    }
+                }
+            }
+            p {
+                "batch: one run per line of settings, e.g. " code { "population=12, sigma0=0.1" }
+                "; seeds count up from the seed; at most " (MAX_BATCH_VARIANTS) " lines"
+                br;
+                textarea name="variants" rows="4" cols="60" { (value("variants", "")) }
+            }
+            button #launch { "start" }
+        }
+        (script(SETTINGS_SCRIPT))
+    };
+    page("Start runs", body)
 }

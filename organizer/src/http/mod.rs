@@ -32,6 +32,7 @@
 mod analysis;
 mod compare;
 mod launch;
+mod plot;
 pub mod replay;
 mod trajectory;
 mod trials;
@@ -58,6 +59,7 @@ use futures_util::stream::Stream;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
+use maud::{DOCTYPE, Markup, PreEscaped, html};
 use serde::Deserialize;
 use tokio::net::TcpListener;
 use yamor_proto::transport::Token;
@@ -236,10 +238,7 @@ fn is_connection_error(e: &std::io::Error) -> bool {
 fn read_only_page(title: &str) -> Html<String> {
     page(
         title,
-        &format!(
-            "<p class=err id=error>{}</p>",
-            esc(&crate::store::StoreError::ViewOnly.to_string())
-        ),
+        html! { p.err #error { (crate::store::StoreError::ViewOnly) } },
     )
 }
 
@@ -452,11 +451,7 @@ struct PageError(StatusCode, String);
 
 impl IntoResponse for PageError {
     fn into_response(self) -> Response {
-        (
-            self.0,
-            page("error", &format!("<p class=err>{}</p>", esc(&self.1))),
-        )
-            .into_response()
+        (self.0, page("error", html! { p.err { (self.1) } })).into_response()
     }
 }
 
@@ -468,36 +463,45 @@ fn internal(e: impl std::fmt::Display) -> PageError {
     PageError(StatusCode::INTERNAL_SERVER_ERROR, e.to_string())
 }
 
-/// HTML-escapes `text`.
-fn esc(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
-
 const STYLE: &str = "body{font:14px system-ui,sans-serif;margin:0;color:#222}\
 nav{background:#234;padding:8px 16px}nav a{color:#fff;margin-right:18px;text-decoration:none}\
 main{padding:12px 16px}table{border-collapse:collapse}td,th{padding:3px 10px;border-bottom:1px solid #ddd;text-align:left}\
 th{background:#f3f3f3}.differs th,.differs td{background:#fff3cd}.free{color:#080}.busy{color:#a60}.down{color:#c00;font-weight:bold}\
 .err{color:#c00}.num{text-align:right;font-variant-numeric:tabular-nums}svg{background:#fafafa}";
 
-fn page(title: &str, body: &str) -> Html<String> {
-    Html(format!(
-        "<!doctype html><html><head><meta charset=utf-8><title>yamor · {t}</title>\
-         <style>{STYLE}</style></head><body><nav><a href=/runs>Runs</a><a href=/hosts>Hosts</a>\
-         <a href=/jobs>Jobs</a><a href=/gaits>Gaits</a><a href=/metrics>Metrics</a></nav>\
-         <main><h1>{t}</h1>{body}</main></body></html>",
-        t = esc(title)
-    ))
+/// A dashboard page: the navigation, `title` as its heading, then `body`.
+fn page(title: &str, body: Markup) -> Html<String> {
+    Html(
+        html! {
+            (DOCTYPE)
+            html {
+                head {
+                    meta charset="utf-8";
+                    title { "yamor · " (title) }
+                    style { (PreEscaped(STYLE)) }
+                }
+                body {
+                    nav {
+                        a href="/runs" { "Runs" }
+                        a href="/hosts" { "Hosts" }
+                        a href="/jobs" { "Jobs" }
+                        a href="/gaits" { "Gaits" }
+                        a href="/metrics" { "Metrics" }
+                    }
+                    main {
+                        h1 { (title) }
+                        (body)
+                    }
+                }
+            }
+        }
+        .into_string(),
+    )
+}
+
+/// A script of the page's own (its text is ours, not a user's).
+fn script(code: &str) -> Markup {
+    html! { script { (PreEscaped(code)) } }
 }
 
 fn ago(ms: i64) -> String {
@@ -513,78 +517,68 @@ fn ago(ms: i64) -> String {
 }
 
 async fn hosts_page(State(app): State<App>) -> Html<String> {
-    let mut body = String::from(
-        "<table id=hosts><tr><th>id</th><th>name</th><th>address</th><th>backend</th><th>state</th>\
-         <th>current job</th><th>last heartbeat</th><th class=num>evaluations</th>\
-         <th class=num>failures</th><th class=num>per minute</th></tr>",
-    );
     let since = app.organizer.scheduler.started();
-    for h in app.organizer.scheduler.hosts() {
-        let minutes = since.elapsed().as_secs_f64() / 60.0;
-        let rate = if minutes > 0.0 {
-            h.evaluations as f64 / minutes
-        } else {
-            0.0
-        };
-        let _ = write!(
-            body,
-            "<tr data-host=\"{name}\"><td>{id}</td><td>{name}</td><td>{addr}</td><td>{backend}{robot}</td>\
-             <td class={state}>{state}</td><td>{job}</td><td>{seen:.1} s ago</td><td class=num>{ev}</td>\
-             <td class=num>{fail}</td><td class=num>{rate:.1}</td></tr>",
-            id = h.id,
-            name = esc(&h.name),
-            addr = esc(&h.address),
-            backend = h.backend.map_or("unknown", |k| k.as_str()),
-            robot = if h.robot.is_empty() {
-                String::new()
-            } else {
-                format!(" ({})", esc(&h.robot))
-            },
-            state = h.state.as_str(),
-            job = if h.current_job > 0 {
-                format!(
-                    "<a href=/jobs?before={}>{}</a>",
-                    h.current_job + 1,
-                    h.current_job
-                )
-            } else {
-                "–".into()
-            },
-            seen = h.last_seen.as_secs_f64(),
-            ev = h.evaluations,
-            fail = h.failures,
-        );
-    }
-    body.push_str("</table><script>setTimeout(()=>location.reload(),2000)</script>");
-    page("Hosts", &body)
+    let minutes = since.elapsed().as_secs_f64() / 60.0;
+    let hosts = app.organizer.scheduler.hosts();
+    page(
+        "Hosts",
+        html! {
+            table #hosts {
+                tr {
+                    th { "id" } th { "name" } th { "address" } th { "backend" } th { "state" }
+                    th { "current job" } th { "last heartbeat" } th.num { "evaluations" }
+                    th.num { "failures" } th.num { "per minute" }
+                }
+                @for h in &hosts {
+                    tr data-host=(h.name) {
+                        td { (h.id) }
+                        td { (h.name) }
+                        td { (h.address) }
+                        td {
+                            (h.backend.map_or("unknown", |k| k.as_str()))
+                            @if !h.robot.is_empty() { " (" (h.robot) ")" }
+                        }
+                        td class=(h.state.as_str()) { (h.state.as_str()) }
+                        td {
+                            @if h.current_job > 0 {
+                                a href={ "/jobs/" (h.current_job) } { (h.current_job) }
+                            } @else { "–" }
+                        }
+                        td { (format!("{:.1} s ago", h.last_seen.as_secs_f64())) }
+                        td.num { (h.evaluations) }
+                        td.num { (h.failures) }
+                        td.num {
+                            (format!("{:.1}", if minutes > 0.0 { h.evaluations as f64 / minutes } else { 0.0 }))
+                        }
+                    }
+                }
+            }
+            (script("setTimeout(()=>location.reload(),2000)"))
+        },
+    )
 }
 
 /// A small SVG polyline of best-so-far values.
-fn sparkline(values: &[f64], width: f64, height: f64) -> String {
+fn sparkline(values: &[f64], width: f64, height: f64) -> Markup {
     let finite: Vec<f64> = values.iter().copied().filter(|v| v.is_finite()).collect();
-    if finite.len() < 2 {
-        return format!("<svg width={width} height={height}></svg>");
-    }
     let (lo, hi) = finite
         .iter()
         .fold((f64::MAX, f64::MIN), |(a, b), &v| (a.min(v), b.max(v)));
     let span = (hi - lo).max(1e-12);
-    let n = finite.len() as f64 - 1.0;
-    let points: Vec<String> = finite
-        .iter()
-        .enumerate()
-        .map(|(i, v)| {
-            format!(
-                "{:.1},{:.1}",
-                i as f64 / n * width,
-                height - 2.0 - (v - lo) / span * (height - 4.0)
-            )
-        })
-        .collect();
-    format!(
-        "<svg width={width} height={height}><polyline fill=none stroke=#36c stroke-width=1.5 points=\"{}\"/></svg>",
-        points.join(" ")
-    )
+    let n = finite.len().max(2) as f64 - 1.0;
+    let line = plot::points(finite.iter().enumerate().map(|(i, v)| {
+        (
+            i as f64 / n * width,
+            height - 2.0 - (v - lo) / span * (height - 4.0),
+        )
+    }));
+    html! {
+        svg width=(width) height=(height) {
+            @if finite.len() >= 2 {
+                polyline fill="none" stroke="#36c" stroke-width="1.5" points=(line) {}
+            }
+        }
+    }
 }
 
 /// Fitness values of the results `run` learnt ([`Run::learnt`], so pages
@@ -662,65 +656,59 @@ async fn runs_page(
             .or_default()
             .push((tell_seq, velocity));
     }
-    let mut body = format!(
-        "<p><a id=new href=/runs/new>start runs</a> · <form id=compare action=/compare method=get style=display:inline>\
-         <button id=compare-button>compare the ticked runs</button></form> <small>(at most {})</small></p>\
-         <table id=runs><tr><th></th><th>id</th><th>name</th><th>optimizer</th><th>settings</th><th>state</th>\
-         <th>progress</th><th class=num>best</th><th>best so far</th><th>started</th><th class=num>elapsed</th><th></th></tr>",
-        compare::MAX_COMPARED
-    );
-    for r in &list {
-        // What the run learnt, as Run::learnt counts it (and run_values shows).
-        let learnt: Vec<f64> = told_by_run
+    // What a run learnt, as Run::learnt counts it (and run_values shows).
+    let learnt = |r: &Run| -> Vec<f64> {
+        told_by_run
             .get(&r.id)
             .into_iter()
             .flatten()
             .filter(|(tell_seq, _)| r.has_learnt(*tell_seq))
             .map(|(_, v)| *v)
-            .collect();
-        let settings: Vec<String> = r
-            .settings
-            .iter()
-            .map(|(k, v)| format!("{}={}", esc(k), esc(v)))
-            .collect();
-        let stop = if r.state == RunState::Running {
-            format!(
-                "<form method=post action=/runs/{}/stop><button>stop</button></form>",
-                r.id
-            )
-        } else {
-            String::new()
-        };
-        let _ = write!(
-            body,
-            "<tr data-run={id}><td><input type=checkbox name=run value={id} form=compare></td><td><a href=/runs/{id}>{id}</a></td><td><a href=/runs/{id}>{name}</a></td><td>{opt}</td>\
-             <td><small>{settings}</small></td><td>{state}</td><td>{progress}</td><td class=num>{best}</td>\
-             <td>{spark}</td><td>{started}</td><td class=num>{elapsed:.0} s</td><td>{stop}</td></tr>",
-            id = r.id,
-            name = esc(&r.name),
-            opt = esc(&r.optimizer),
-            settings = settings.join(" "),
-            state = r.state.as_str(),
-            progress = progress(r),
-            best = esc(&r.best_text()),
-            spark = sparkline(&best_so_far(&learnt), 120.0, 24.0),
-            started = ago(r.started_ms),
-            elapsed = r.elapsed_s,
-        );
-    }
-    body.push_str("</table>");
-    if more {
-        let last = list.last().map_or(0, |r| r.id);
-        let _ = write!(
-            body,
-            "<p><a id=older href=\"/runs?before={last}\">older runs</a></p>"
-        );
-    }
-    // Reloads to follow the runs, but not while runs are being ticked.
-    body.push_str(
-        "<script>setTimeout(()=>{if(!document.querySelector('input[name=run]:checked'))location.reload()},3000)</script>",
-    );
-    Ok(page("Runs", &body))
+            .collect()
+    };
+    let body = html! {
+        p {
+            a #new href="/runs/new" { "start runs" }
+            " · "
+            form #compare action="/compare" method="get" style="display:inline" {
+                button #compare-button { "compare the ticked runs" }
+            }
+            " " small { "(at most " (compare::MAX_COMPARED) ")" }
+        }
+        table #runs {
+            tr {
+                th {} th { "id" } th { "name" } th { "optimizer" } th { "settings" } th { "state" }
+                th { "progress" } th.num { "best" } th { "best so far" } th { "started" }
+                th.num { "elapsed" } th {}
+            }
+            @for r in &list {
+                tr data-run=(r.id) {
+                    td { input type="checkbox" name="run" value=(r.id) form="compare"; }
+                    td { a href={ "/runs/" (r.id) } { (r.id) } }
+                    td { a href={ "/runs/" (r.id) } { (r.name) } }
+                    td { (r.optimizer) }
+                    td { small { @for (k, v) in &r.settings { (k) "=" (v) " " } } }
+                    td { (r.state.as_str()) }
+                    td { (progress(r)) }
+                    td.num { (r.best_text()) }
+                    td { (sparkline(&best_so_far(&learnt(r)), 120.0, 24.0)) }
+                    td { (ago(r.started_ms)) }
+                    td.num { (format!("{:.0} s", r.elapsed_s)) }
+                    td {
+                        @if r.state == RunState::Running {
+                            form method="post" action={ "/runs/" (r.id) "/stop" } { button { "stop" } }
+                        }
+                    }
+                }
+            }
+        }
+        @if more {
+            p { a #older href={ "/runs?before=" (list.last().map_or(0, |r| r.id)) } { "older runs" } }
+        }
+        // Reloads to follow the runs, but not while runs are being ticked.
+        (script("setTimeout(()=>{if(!document.querySelector('input[name=run]:checked'))location.reload()},3000)"))
+    };
+    Ok(page("Runs", body))
 }
 
 fn run_of(runs: &Runs, id: u64) -> Result<Run, PageError> {
@@ -759,69 +747,65 @@ impl Units {
     }
 }
 
-/// Best-so-far curve over every evaluation as a point, with axis titles.
-fn chart(values: &[f64], units: Units) -> String {
+/// Best-so-far curve over every evaluation as a point, with axis titles,
+/// and the reference gait's held-out velocity as a dashed line when known.
+fn chart(values: &[f64], units: Units, reference: Option<f64>) -> Markup {
     let values: Vec<f64> = values.iter().map(|v| v * units.factor).collect();
-    let values = values.as_slice();
-    let (w, h, pad) = (720.0, 300.0, 40.0);
+    let reference = reference.map(|v| v * units.factor);
+    let (w, h, pad) = (720.0, 300.0, 44.0);
     let finite: Vec<(usize, f64)> = values
         .iter()
         .copied()
         .enumerate()
         .filter(|(_, v)| v.is_finite())
         .collect();
-    let mut svg = format!(
-        "<svg id=chart xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" viewBox=\"0 0 {w} {h}\">"
-    );
-    if finite.is_empty() {
-        svg.push_str("<text x=\"20\" y=\"40\">no evaluations yet</text></svg>");
-        return svg;
-    }
     let (lo, hi) = finite
         .iter()
-        .fold((f64::MAX, f64::MIN), |(a, b), &(_, v)| (a.min(v), b.max(v)));
+        .map(|&(_, v)| v)
+        .chain(reference)
+        .fold((f64::MAX, f64::MIN), |(a, b), v| (a.min(v), b.max(v)));
     let span = (hi - lo).max(1e-12);
     let n = (values.len().max(2) - 1) as f64;
     let x = |i: usize| pad + i as f64 / n * (w - 2.0 * pad);
     let y = |v: f64| h - pad - (v - lo) / span * (h - 2.0 * pad);
-    let _ = write!(
-        svg,
-        "<line x1=\"{pad}\" y1=\"{b}\" x2=\"{r}\" y2=\"{b}\" stroke=\"#999\"/>\
-         <line x1=\"{pad}\" y1=\"{pad}\" x2=\"{pad}\" y2=\"{b}\" stroke=\"#999\"/>\
-         <text x=\"{pad}\" y=\"{t}\" font-size=\"11\">{hi:.4}{suffix}</text>\
-         <text x=\"{pad}\" y=\"{bl}\" font-size=\"11\">{lo:.4}{suffix}</text>\
-         <text x=\"12\" y=\"{mid}\" font-size=\"11\" text-anchor=\"middle\" transform=\"rotate(-90 12 {mid})\">{title}</text>\
-         <text x=\"{r}\" y=\"{bl}\" font-size=\"11\" text-anchor=\"end\">evaluation (of {count}); red: best so far</text>",
-        suffix = units.suffix,
-        title = units.title,
-        mid = h / 2.0,
-        b = h - pad,
-        r = w - pad,
-        t = pad - 6.0,
-        bl = h - pad + 16.0,
-        count = values.len(),
+    let axes = plot::Axes {
+        width: w,
+        height: h,
+        pad,
+        y_lo: format!("{lo:.4}{}", units.suffix),
+        y_hi: format!("{hi:.4}{}", units.suffix),
+        x_end: values.len().to_string(),
+        x_title: "evaluation; dots: each result, red: best so far",
+        y_title: units.title,
+    };
+    let best = plot::points(
+        best_so_far(&values)
+            .into_iter()
+            .enumerate()
+            .filter(|(_, v)| v.is_finite())
+            .map(|(i, v)| (x(i), y(v))),
     );
-    for &(i, v) in &finite {
-        let _ = write!(
-            svg,
-            "<circle class=\"eval\" cx=\"{:.1}\" cy=\"{:.1}\" r=\"2\" fill=\"#9ab\"/>",
-            x(i),
-            y(v)
-        );
+    html! {
+        svg #chart xmlns="http://www.w3.org/2000/svg" width=(w) height=(h)
+            viewBox={ "0 0 " (w) " " (h) } {
+            @if finite.is_empty() {
+                text x="20" y="40" { "no evaluations yet" }
+            } @else {
+                (axes.draw())
+                @for &(i, v) in &finite {
+                    circle.eval cx=(plot::px(x(i))) cy=(plot::px(y(v))) r="2" fill="#9ab" {}
+                }
+                polyline #best fill="none" stroke="#c33" stroke-width="2" points=(best) {}
+                @if let Some(v) = reference {
+                    line #reference x1=(pad) y1=(plot::px(y(v))) x2=(w - pad) y2=(plot::px(y(v)))
+                        stroke="#2a7" stroke-width="1.5" stroke-dasharray="6 4" {}
+                    text x=(w - pad) y=(plot::px(y(v) - 4.0)) font-size="11" text-anchor="end" fill="#2a7" {
+                        (format!("the given gait, held out: {v:.2}{}", units.suffix))
+                    }
+                }
+            }
+        }
     }
-    let best = best_so_far(values);
-    let points: Vec<String> = best
-        .iter()
-        .enumerate()
-        .filter(|(_, v)| v.is_finite())
-        .map(|(i, &v)| format!("{:.1},{:.1}", x(i), y(v)))
-        .collect();
-    let _ = write!(
-        svg,
-        "<polyline id=\"best\" fill=\"none\" stroke=\"#c33\" stroke-width=\"2\" points=\"{}\"/></svg>",
-        points.join(" ")
-    );
-    svg
 }
 
 async fn run_chart(State(app): State<App>, Path(id): Path<u64>) -> Result<Response, PageError> {
@@ -831,10 +815,22 @@ async fn run_chart(State(app): State<App>, Path(id): Path<u64>) -> Result<Respon
     let values: Vec<f64> = jobs.into_iter().map(|(_, v)| v).collect();
     Ok((
         [(header::CONTENT_TYPE, "image/svg+xml")],
-        chart(&values, units),
+        chart(&values, units, run.reference.map(|s| s.mean)).into_string(),
     )
         .into_response())
 }
+
+/// Rerenders the chart when the run changes (at most every 300 ms) and
+/// keeps the summary line live, from the run's event stream.
+const RUN_PAGE_SCRIPT: &str = "const id=document.currentScript.dataset.run;\
+const es=new EventSource('/runs/'+id+'/events');let due=false;\
+es.onmessage=e=>{const d=JSON.parse(e.data);\
+document.getElementById('state').textContent=d.state;\
+document.getElementById('progress').textContent=d.progress;\
+document.getElementById('bestvalue').textContent=d.best;\
+if(!due){due=true;setTimeout(()=>{due=false;fetch('/runs/'+id+'/chart.svg').then(r=>r.text())\
+.then(t=>document.getElementById('chartbox').innerHTML=t)},300)}\
+if(d.state!=='running')es.close()};";
 
 /// A run's page: its summary, live chart, best parameters, their analysis
 /// and the best gait's path.
@@ -844,90 +840,81 @@ async fn run_page(State(app): State<App>, Path(id): Path<u64>) -> Result<Html<St
     let jobs = run_values(runs, &r).await?;
     let values: Vec<f64> = jobs.iter().map(|(_, v)| *v).collect();
     let units = Units::of(jobs.iter().map(|(j, _)| j));
-    let mut body = String::new();
     let settings: Vec<String> = r.settings.iter().map(|(k, v)| format!("{k}={v}")).collect();
-    let _ = write!(
-        body,
-        "<p>optimizer <b>{opt}</b> · state <b id=state>{state}</b> · <span id=progress>{progress}</span> · \
-         best <b id=bestvalue>{best}</b> · elapsed {elapsed:.0} s {error}</p>\
-         <p id=setup><small>seed {seed} · settings {settings}</small></p>\
-         <p><a href=/runs/{id}/best.xml>best gait (XML)</a> · <a href=/runs/{id}/evaluations.csv>evaluations (CSV)</a> · \
-         <a href=\"/jobs?run={id}\">jobs</a> · <a id=trials-link href=/runs/{id}/trials>every evaluation (sortable)</a>{stop}</p><div id=chartbox>{chart}</div>",
-        opt = esc(&r.optimizer),
-        state = r.state.as_str(),
-        progress = progress(&r),
-        best = esc(&r.best_text()),
-        elapsed = r.elapsed_s,
-        error = if r.error.is_empty() {
-            String::new()
-        } else {
-            format!("<span class=err>{}</span>", esc(&r.error))
-        },
-        chart = chart(&values, units),
-        seed = r.seed,
-        settings = esc(&settings.join(", ")),
-        stop = if r.state == RunState::Running {
-            format!(
-                " <form method=post action=/runs/{id}/stop style=display:inline><button id=stop>stop the run</button></form>"
-            )
-        } else {
-            String::new()
-        },
-    );
-    body.push_str("<h2>Best parameters</h2><table id=best><tr><th>parameter</th><th class=num>value</th></tr>");
-    for (name, v) in &r.best_parameters {
-        let _ = write!(
-            body,
-            "<tr><td>{}</td><td class=num>{v:.6}</td></tr>",
-            esc(name)
-        );
-    }
-    body.push_str("</table>");
     // A run whose problem no longer reads (a stored older format) is still
     // drawn, over what its evaluations span.
     let bounds = runs.bounds(id).await.unwrap_or_default();
-    body.push_str(&analysis::panel(&jobs, &bounds, units));
     let best_walk = jobs
         .iter()
         .filter(|(j, v)| v.is_finite() && j.request.job.gait.is_some())
-        .max_by(|a, b| a.1.total_cmp(&b.1));
-    if let (Some((best, _)), true) = (best_walk, app.options.replay.is_some()) {
-        let _ = write!(
-            body,
-            "<p><a id=replay-best href=/jobs/{}/replay>see the best walk in 3-D</a></p>",
-            best.id
-        );
-    }
-    if !r.best_gait_xml.is_empty() && !app.options.read_only {
-        // Drawing it walks the best gait again on a host: automatic once
-        // the run is over, on request while it still needs the hosts.
-        let _ = write!(
-            body,
-            "<h2>Best gait, seen from above</h2><div id=trajectorybox>{}</div>",
-            if r.state == RunState::Running {
-                format!(
-                    "<a href=# onclick=\"this.outerHTML='<img src=/runs/{id}/trajectory.svg>';return false\">walk the best gait so far again and draw it</a>"
-                )
-            } else {
-                format!(
-                    "<img id=trajectory src=/runs/{id}/trajectory.svg alt=\"the best gait's path\">"
-                )
+        .max_by(|a, b| a.1.total_cmp(&b.1))
+        .filter(|_| app.options.replay.is_some());
+    // The engines the run's walks were simulated with (hosts choose theirs).
+    let mut engines: Vec<&str> = jobs
+        .iter()
+        .filter_map(|(j, _)| j.outcome.as_ref().map(|o| o.engine.as_str()))
+        .filter(|e| !e.is_empty())
+        .collect();
+    engines.sort_unstable();
+    engines.dedup();
+    let body = html! {
+        p {
+            "optimizer " b { (r.optimizer) }
+            " · state " b #state { (r.state.as_str()) }
+            " · " span #progress { (progress(&r)) }
+            " · best " b #bestvalue { (r.best_text()) }
+            " · elapsed " (format!("{:.0} s", r.elapsed_s))
+            @if !r.error.is_empty() { " " span.err { (r.error) } }
+        }
+        p #setup {
+            small {
+                "seed " (r.seed) " · settings " (settings.join(", "))
+                @if !engines.is_empty() { " · walked by " (engines.join(", ")) }
+                @if let Some(reference) = r.reference {
+                    " · the given gait walks " span #reference-value { (reference.cm_s()) } " held out"
+                }
             }
-        );
-    }
-    let _ = write!(
-        body,
-        "<script>\
-         const es=new EventSource('/runs/{id}/events');let due=false;\
-         es.onmessage=e=>{{const d=JSON.parse(e.data);\
-         document.getElementById('state').textContent=d.state;\
-         document.getElementById('progress').textContent=d.progress;\
-         document.getElementById('bestvalue').textContent=d.best;\
-         if(!due){{due=true;setTimeout(()=>{{due=false;fetch('/runs/{id}/chart.svg').then(r=>r.text())\
-         .then(t=>document.getElementById('chartbox').innerHTML=t)}},300)}}\
-         if(d.state!=='running')es.close()}};</script>"
-    );
-    Ok(page(&format!("Run {id}: {}", r.name), &body))
+        }
+        p {
+            a href={ "/runs/" (id) "/best.xml" } { "best gait (XML)" }
+            " · " a href={ "/runs/" (id) "/evaluations.csv" } { "evaluations (CSV)" }
+            " · " a href={ "/jobs?run=" (id) } { "jobs" }
+            " · " a #trials-link href={ "/runs/" (id) "/trials" } { "every evaluation (sortable)" }
+            @if r.state == RunState::Running {
+                " " form method="post" action={ "/runs/" (id) "/stop" } style="display:inline" {
+                    button #stop { "stop the run" }
+                }
+            }
+        }
+        div #chartbox { (chart(&values, units, r.reference.map(|s| s.mean))) }
+        h2 { "Best parameters" }
+        table #best {
+            tr { th { "parameter" } th.num { "value" } }
+            @for (name, v) in &r.best_parameters {
+                tr { td { (name) } td.num { (format!("{v:.6}")) } }
+            }
+        }
+        (analysis::panel(&jobs, &bounds, units))
+        @if let Some((best, _)) = best_walk {
+            p { a #replay-best href={ "/jobs/" (best.id) "/replay" } { "see the best walk in 3-D" } }
+        }
+        @if !r.best_gait_xml.is_empty() && !app.options.read_only {
+            // Drawing it walks the best gait again on a host: automatic once
+            // the run is over, on request while it still needs the hosts.
+            h2 { "Best gait, seen from above" }
+            div #trajectorybox {
+                @if r.state == RunState::Running {
+                    a href="#" onclick={ "this.outerHTML='<img src=/runs/" (id) "/trajectory.svg>';return false" } {
+                        "walk the best gait so far again and draw it"
+                    }
+                } @else {
+                    img #trajectory src={ "/runs/" (id) "/trajectory.svg" } alt="the best gait's path";
+                }
+            }
+        }
+        script data-run=(id) { (PreEscaped(RUN_PAGE_SCRIPT)) }
+    };
+    Ok(page(&format!("Run {id}: {}", r.name), body))
 }
 
 fn run_event_json(r: &Run) -> String {
@@ -1101,7 +1088,8 @@ async fn jobs_page(
     State(app): State<App>,
     Query(q): Query<JobsQuery>,
 ) -> Result<Html<String>, PageError> {
-    let states = match q.state.as_deref().filter(|s| !s.is_empty()) {
+    let state = q.state.as_deref().filter(|s| !s.is_empty());
+    let states = match state {
         None => Vec::new(),
         Some(s) => vec![JobState::parse(s).ok_or_else(|| {
             PageError(StatusCode::BAD_REQUEST, format!("unknown job state {s:?}"))
@@ -1123,58 +1111,58 @@ async fn jobs_page(
         .map_err(internal)?;
     let more = jobs.len() > JOBS_PAGE;
     jobs.truncate(JOBS_PAGE);
-    let mut body = String::from("<form method=get>run <input name=run size=5 value=\"");
+    let fitness = |j: &Job| {
+        j.outcome.as_ref().map_or("–".into(), |o| {
+            let units = Units::of(std::iter::once(j));
+            // cm/s to the hundredth; a bare value as precise as before.
+            let digits = if units == Units::VELOCITY { 2 } else { 5 };
+            format!("{:.digits$}{}", o.velocity * units.factor, units.suffix)
+        })
+    };
+    let mut older = format!("/jobs?before={}", jobs.last().map_or(0, |j| j.id));
     if let Some(run) = q.run {
-        let _ = write!(body, "{run}");
+        let _ = write!(older, "&run={run}");
     }
-    body.push_str("\"> state <select name=state><option value=\"\">any</option>");
-    for s in JobState::ALL {
-        let selected = if q.state.as_deref() == Some(s.as_str()) {
-            " selected"
-        } else {
-            ""
-        };
-        let _ = write!(body, "<option{selected}>{}</option>", s.as_str());
+    if let Some(state) = state {
+        let _ = write!(older, "&state={state}");
     }
-    body.push_str("</select> <button>filter</button></form><table id=jobs><tr><th>id</th><th>run</th><th>index</th><th>state</th><th>host</th><th class=num>attempts</th><th class=num>fitness</th><th>error</th></tr>");
-    for j in &jobs {
-        let _ = write!(
-            body,
-            "<tr><td><a href=/jobs/{id}>{id}</a></td><td>{run}</td><td>{seq}</td><td>{state}</td><td>{host}</td><td class=num>{att}</td><td class=num>{fit}</td><td class=err>{err}</td></tr>",
-            id = j.id,
-            run = if j.run_id > 0 {
-                format!("<a href=/runs/{0}>{0}</a>", j.run_id)
-            } else {
-                "–".into()
-            },
-            seq = j.seq,
-            state = j.state.as_str(),
-            host = esc(&j.host),
-            att = j.attempts,
-            fit = j.outcome.as_ref().map_or("–".into(), |o| {
-                let units = Units::of(std::iter::once(j));
-                // cm/s to the hundredth; a bare value as precise as before.
-                let digits = if units == Units::VELOCITY { 2 } else { 5 };
-                format!("{:.digits$}{}", o.velocity * units.factor, units.suffix)
-            }),
-            err = esc(&j.error.chars().take(120).collect::<String>()),
-        );
-    }
-    body.push_str("</table>");
-    if more {
-        let last = jobs.last().map_or(0, |j| j.id);
-        let _ = write!(
-            body,
-            "<p><a id=older href=\"/jobs?before={last}{run}{state}\">older jobs</a></p>",
-            run = q.run.map_or(String::new(), |r| format!("&run={r}")),
-            state = q
-                .state
-                .as_deref()
-                .filter(|s| !s.is_empty())
-                .map_or(String::new(), |s| format!("&state={}", esc(s))),
-        );
-    }
-    Ok(page("Jobs", &body))
+    let body = html! {
+        form method="get" {
+            "run " input name="run" size="5" value=[q.run];
+            " state "
+            select name="state" {
+                option value="" { "any" }
+                @for s in JobState::ALL {
+                    option selected[state == Some(s.as_str())] { (s.as_str()) }
+                }
+            }
+            " " button { "filter" }
+        }
+        table #jobs {
+            tr {
+                th { "id" } th { "run" } th { "index" } th { "state" } th { "host" }
+                th.num { "attempts" } th.num { "fitness" } th { "error" }
+            }
+            @for j in &jobs {
+                tr {
+                    td { a href={ "/jobs/" (j.id) } { (j.id) } }
+                    td {
+                        @if j.run_id > 0 { a href={ "/runs/" (j.run_id) } { (j.run_id) } } @else { "–" }
+                    }
+                    td { (j.seq) }
+                    td { (j.state.as_str()) }
+                    td { (j.host) }
+                    td.num { (j.attempts) }
+                    td.num { (fitness(j)) }
+                    td.err { (j.error.chars().take(120).collect::<String>()) }
+                }
+            }
+        }
+        @if more {
+            p { a #older href=(older) { "older jobs" } }
+        }
+    };
+    Ok(page("Jobs", body))
 }
 
 async fn gaits_page(State(app): State<App>) -> Result<Html<String>, PageError> {
@@ -1183,31 +1171,37 @@ async fn gaits_page(State(app): State<App>) -> Result<Html<String>, PageError> {
         .read_async(move |s| s.gaits(None))
         .await
         .map_err(internal)?;
-    let mut body = String::from(
-        "<p>Lifelong learning's gaits database (thesis 7.8.2): each gait a robot \
-         learnt or switched to, for the body and orientation it walked in, with the \
-         velocity of every window the robot walked it (mean ± standard error). It \
-         fills while <code>yamor lifelong</code> runs; plain optimization runs do \
-         not write it.</p>\
-         <table id=gaits><tr><th>id</th><th>body</th><th>orientation</th><th class=num>velocity over the robot's windows</th><th>predecessors (symptom that switched)</th></tr>",
-    );
-    for g in gaits {
-        let _ = write!(
-            body,
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td class=num>{}</td><td>{}</td></tr>",
-            g.id,
-            esc(&g.body),
-            esc(&g.orientation),
-            esc(&g.velocity_text()),
-            g.predecessors
-                .iter()
-                .map(|(id, symptom)| format!("{id} ({})", esc(symptom)))
-                .collect::<Vec<_>>()
-                .join(", "),
-        );
-    }
-    body.push_str("</table>");
-    Ok(page("Gaits", &body))
+    let body = html! {
+        p {
+            "Lifelong learning's gaits database (thesis 7.8.2): each gait a robot \
+             learnt or switched to, for the body and orientation it walked in, with the \
+             velocity of every window the robot walked it (mean ± standard error). It \
+             fills while " code { "yamor lifelong" } " runs; plain optimization runs do \
+             not write it."
+        }
+        table #gaits {
+            tr {
+                th { "id" } th { "body" } th { "orientation" }
+                th.num { "velocity over the robot's windows" }
+                th { "predecessors (symptom that switched)" }
+            }
+            @for g in &gaits {
+                tr {
+                    td { (g.id) }
+                    td { (g.body) }
+                    td { (g.orientation) }
+                    td.num { (g.velocity_text()) }
+                    td {
+                        @for (k, (id, symptom)) in g.predecessors.iter().enumerate() {
+                            @if k > 0 { ", " }
+                            (id) " (" (symptom) ")"
+                        }
+                    }
+                }
+            }
+        }
+    };
+    Ok(page("Gaits", body))
 }
 
 /// The metrics as OpenMetrics text. A scraper that asks for OpenMetrics

@@ -11,6 +11,8 @@ use axum::http::{StatusCode, header};
 use axum::response::{Html, IntoResponse, Response};
 use serde::Serialize;
 
+use maud::{PreEscaped, html};
+
 use super::{App, PageError, internal, not_found, page};
 use crate::model::Job;
 
@@ -73,24 +75,32 @@ pub(super) async fn replay_page(
             "this dashboard has no simulator to replay walks with".into(),
         ));
     }
-    let body = format!(
-        "<p><a href=/jobs/{id}>job {id}</a>, walked again here from its own start with this \
-         dashboard's simulator (its default engine and step): the velocity measured here beside \
-         the job's recorded one says whether it is the walk its host saw. Drag the slider or \
-         play; the camera follows the robot.</p>\
-         <p><button id=play>play</button> <input id=time type=range min=0 value=0 style=width:360px> \
-         <span id=clock>loading…</span></p>\
-         <canvas id=scene width=640 height=420 style=\"background:#f4f6f8;border:1px solid #ccc\"></canvas> \
-         <canvas id=path width=300 height=300 style=\"background:#fafafa;border:1px solid #ccc\"></canvas>\
-         <script>const REPLAY='/jobs/{id}/replay.json';{REPLAY_SCRIPT}</script>"
-    );
-    Ok(page(&format!("Job {id}: the walk"), &body))
+    let body = html! {
+        p {
+            a href={ "/jobs/" (id) } { "job " (id) }
+            ", walked again here from its own start with this dashboard's simulator (its default \
+             engine and step): the velocity measured here beside the job's recorded one says \
+             whether it is the walk its host saw. Drag the slider or play; the camera follows \
+             the robot."
+        }
+        p {
+            button #play { "play" } " "
+            input #time type="range" min="0" value="0" style="width:360px"; " "
+            span #clock { "loading…" }
+        }
+        canvas #scene width="640" height="420" style="background:#f4f6f8;border:1px solid #ccc" {}
+        " "
+        canvas #path width="300" height="300" style="background:#fafafa;border:1px solid #ccc" {}
+        script data-replay={ "/jobs/" (id) "/replay.json" } { (PreEscaped(REPLAY_SCRIPT)) }
+    };
+    Ok(page(&format!("Job {id}: the walk"), body))
 }
 
 /// The renderer: perspective projection of each box's eight corners, faces
 /// drawn far to near (painter's order) and shaded by their tilt to a light;
 /// a ground grid; and the path of the robot's centre from above.
 const REPLAY_SCRIPT: &str = r#"
+const REPLAY=document.currentScript.dataset.replay;
 const scene=document.getElementById('scene'),g=scene.getContext('2d');
 const pathc=document.getElementById('path'),pg=pathc.getContext('2d');
 const slider=document.getElementById('time'),clock=document.getElementById('clock');

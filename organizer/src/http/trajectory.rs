@@ -5,15 +5,16 @@
 //! resubmitted once, as owner `dashboard`, asking for the full trajectory,
 //! and the drawing is kept until the run finds a better gait.
 
-use std::fmt::Write as _;
 use std::time::Duration;
 
 use axum::extract::{Path, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use maud::html;
 use tokio::sync::broadcast::error::RecvError;
 use yamor_core::evaluation::Sample;
 
+use super::plot::{points, px};
 use super::{App, PageError, internal, run_of, run_values};
 use crate::model::Job;
 
@@ -109,13 +110,6 @@ async fn replay(app: &App, best: &Job) -> Result<Job, PageError> {
 /// The path in the ground plane, to scale, start green, end red.
 fn draw(samples: &[Sample], best: &Job) -> String {
     let (w, h, pad) = (420.0, 420.0, 30.0);
-    let mut svg = format!(
-        "<svg id=\"trajectory\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" viewBox=\"0 0 {w} {h}\" font-family=\"sans-serif\">"
-    );
-    if samples.len() < 2 {
-        svg.push_str("<text x=\"20\" y=\"40\">the host returned no trajectory</text></svg>");
-        return svg;
-    }
     let (mut x0, mut x1, mut y0, mut y1) = (f64::MAX, f64::MIN, f64::MAX, f64::MIN);
     for s in samples {
         x0 = x0.min(s.x);
@@ -126,35 +120,29 @@ fn draw(samples: &[Sample], best: &Job) -> String {
     // One scale for both axes: a path seen from above keeps its shape.
     let span = (x1 - x0).max(y1 - y0).max(0.05);
     let scale = (w - 2.0 * pad) / span;
-    let px = |x: f64| pad + (x - x0) * scale;
-    let py = |y: f64| h - pad - (y - y0) * scale;
-    let points: Vec<String> = samples
-        .iter()
-        .map(|s| format!("{:.1},{:.1}", px(s.x), py(s.y)))
-        .collect();
-    let (first, last) = (samples[0], samples[samples.len() - 1]);
+    let sx = |x: f64| pad + (x - x0) * scale;
+    let sy = |y: f64| h - pad - (y - y0) * scale;
     let outcome = best.outcome.clone().unwrap_or_default();
-    let _ = write!(
-        svg,
-        "<polyline fill=\"none\" stroke=\"#36c\" stroke-width=\"1.5\" points=\"{}\"/>\
-         <circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"5\" fill=\"#2a2\"/><circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"5\" fill=\"#c33\"/>\
-         <line x1=\"{pad}\" y1=\"{bar}\" x2=\"{bar_end:.1}\" y2=\"{bar}\" stroke=\"#333\" stroke-width=\"2\"/>\
-         <text x=\"{pad}\" y=\"{label}\" font-size=\"11\">{bar_len} m</text>\
-         <text x=\"{right}\" y=\"16\" font-size=\"11\" text-anchor=\"end\">{t:.1} s walked, {v:.2} cm/s measured</text></svg>",
-        points.join(" "),
-        px(first.x),
-        py(first.y),
-        px(last.x),
-        py(last.y),
-        bar = h - 10.0,
-        bar_len = scale_bar(span),
-        bar_end = pad + scale_bar(span) * scale,
-        label = h - 14.0,
-        right = w - pad,
-        t = last.t - first.t,
-        v = outcome.velocity * 100.0,
-    );
-    svg
+    let bar = scale_bar(span);
+    html! {
+        svg #trajectory xmlns="http://www.w3.org/2000/svg" width=(w) height=(h)
+            viewBox={ "0 0 " (w) " " (h) } font-family="sans-serif" {
+            @if let [first, .., last] = samples {
+                polyline fill="none" stroke="#36c" stroke-width="1.5"
+                    points=(points(samples.iter().map(|s| (sx(s.x), sy(s.y))))) {}
+                circle cx=(px(sx(first.x))) cy=(px(sy(first.y))) r="5" fill="#2a2" {}
+                circle cx=(px(sx(last.x))) cy=(px(sy(last.y))) r="5" fill="#c33" {}
+                line x1=(pad) y1=(h - 10.0) x2=(px(pad + bar * scale)) y2=(h - 10.0) stroke="#333" stroke-width="2" {}
+                text x=(pad) y=(h - 14.0) font-size="11" { (bar) " m" }
+                text x=(w - pad) y="16" font-size="11" text-anchor="end" {
+                    (format!("{:.1} s walked, {:.2} cm/s measured", last.t - first.t, outcome.velocity * 100.0))
+                }
+            } @else {
+                text x="20" y="40" { "the host returned no trajectory" }
+            }
+        }
+    }
+    .into_string()
 }
 
 /// A round length near a fifth of `span`.

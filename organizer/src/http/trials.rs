@@ -2,13 +2,12 @@
 //! any column, filtered by any text), each row linking to its job's whole
 //! record (`/jobs/{id}`: request, start, what was measured, error).
 
-use std::fmt::Write as _;
-
 use axum::extract::{Path, State};
 use axum::response::Html;
+use maud::html;
 
-use super::{App, PageError, Units, esc, internal, page, run_of};
-use crate::model::{HELD_OUT_SEQ, Job, JobFilter};
+use super::{App, PageError, Units, internal, page, run_of, script};
+use crate::model::{HELD_OUT_SEQ, Job, JobFilter, REFERENCE_SEQ};
 
 /// A value as the table shows it: in the run's units, `–` when absent.
 fn shown(units: Units, v: Option<f64>) -> String {
@@ -19,7 +18,9 @@ fn shown(units: Units, v: Option<f64>) -> String {
 /// Which evaluation of its run a job is: its number, or its held-out
 /// re-walk's.
 fn evaluation(job: &Job) -> String {
-    if job.seq >= HELD_OUT_SEQ {
+    if job.seq >= REFERENCE_SEQ {
+        format!("the given gait, held-out {}", job.seq - REFERENCE_SEQ)
+    } else if job.seq >= HELD_OUT_SEQ {
         format!("held-out {}", job.seq - HELD_OUT_SEQ)
     } else {
         (job.seq + 1).to_string()
@@ -36,7 +37,7 @@ fn seconds(job: &Job) -> String {
 
 /// Sorting by a header's column (numbers as numbers) and filtering rows by
 /// text: a few lines of plain JavaScript, nothing fetched.
-const TABLE_SCRIPT: &str = "<script>\
+const TABLE_SCRIPT: &str = "\
 const t=document.getElementById('trials');\
 document.getElementById('filter').oninput=e=>{const q=e.target.value.toLowerCase();\
 for(const r of t.tBodies[0].rows)r.hidden=!r.textContent.toLowerCase().includes(q)};\
@@ -45,7 +46,7 @@ const down=h.dataset.dir!=='down';t.tHead.querySelectorAll('th').forEach(o=>dele
 const key=r=>{const s=r.cells[i].textContent;const n=parseFloat(s);return isNaN(n)?s:n};\
 const rows=[...t.tBodies[0].rows].sort((a,b)=>{const x=key(a),y=key(b);\
 const c=typeof x==='number'&&typeof y==='number'?x-y:String(x).localeCompare(String(y));return down?-c:c});\
-rows.forEach(r=>t.tBodies[0].appendChild(r))}});</script>";
+rows.forEach(r=>t.tBodies[0].appendChild(r))}});";
 
 pub(super) async fn trials_page(
     State(app): State<App>,
@@ -66,43 +67,38 @@ pub(super) async fn trials_page(
     jobs.sort_by_key(|j| j.seq);
     let units = Units::of(jobs.iter());
     let names = jobs.first().map(Job::parameter_names).unwrap_or_default();
-    let mut body = format!(
-        "<p><a href=/runs/{id}>run {id}</a> ({name}): {n} evaluations, held-out re-walks marked. \
-         Click a column to sort; type to filter.</p><p><input id=filter placeholder=\"filter rows\" size=40></p>\
-         <table id=trials><thead><tr><th>evaluation</th><th class=num>{title}</th>",
-        name = esc(&run.name),
-        n = jobs.len(),
-        title = esc(units.title),
-    );
-    for name in &names {
-        let _ = write!(body, "<th class=num>{}</th>", esc(name));
-    }
-    body.push_str(
-        "<th>host</th><th class=num>seconds</th><th>state</th><th>error</th></tr></thead><tbody>",
-    );
-    for job in &jobs {
-        let evaluation = evaluation(job);
-        let _ = write!(
-            body,
-            "<tr data-job={jid}><td><a href=/jobs/{jid}>{evaluation}</a></td><td class=num>{value}</td>",
-            jid = job.id,
-            value = shown(units, job.velocity()),
-        );
-        for (_, v) in &job.request.job.parameters {
-            let _ = write!(body, "<td class=num>{v:.4}</td>");
+    let body = html! {
+        p {
+            a href={ "/runs/" (id) } { "run " (id) } " (" (run.name) "): " (jobs.len())
+            " evaluations, held-out re-walks marked. Click a column to sort; type to filter."
         }
-        let _ = write!(
-            body,
-            "<td>{}</td><td class=num>{}</td><td>{}</td><td class=err>{}</td></tr>",
-            esc(&job.host),
-            seconds(job),
-            job.state.as_str(),
-            esc(&job.error),
-        );
-    }
-    body.push_str("</tbody></table>");
-    body.push_str(TABLE_SCRIPT);
-    Ok(page(&format!("Run {id}: every evaluation"), &body))
+        p { input #filter placeholder="filter rows" size="40"; }
+        table #trials {
+            thead {
+                tr {
+                    th { "evaluation" }
+                    th.num { (units.title) }
+                    @for name in &names { th.num { (name) } }
+                    th { "host" } th.num { "seconds" } th { "state" } th { "error" }
+                }
+            }
+            tbody {
+                @for job in &jobs {
+                    tr data-job=(job.id) {
+                        td { a href={ "/jobs/" (job.id) } { (evaluation(job)) } }
+                        td.num { (shown(units, job.velocity())) }
+                        @for (_, v) in &job.request.job.parameters { td.num { (format!("{v:.4}")) } }
+                        td { (job.host) }
+                        td.num { (seconds(job)) }
+                        td { (job.state.as_str()) }
+                        td.err { (job.error) }
+                    }
+                }
+            }
+        }
+        (script(TABLE_SCRIPT))
+    };
+    Ok(page(&format!("Run {id}: every evaluation"), body))
 }
 
 pub(super) async fn job_page(
@@ -164,33 +160,19 @@ pub(super) async fn job_page(
     if !job.error.is_empty() {
         rows.push(("error", job.error.clone()));
     }
-    let mut body = String::from("<table id=job>");
-    for (name, value) in rows {
-        let _ = write!(
-            body,
-            "<tr><th>{}</th><td>{}</td></tr>",
-            esc(name),
-            esc(&value)
-        );
-    }
     let spec = serde_json::to_string_pretty(&request.spec).map_err(internal)?;
-    let _ = write!(
-        body,
-        "</table><h2>Its evaluation spec</h2><pre id=spec>{}</pre>",
-        esc(&spec)
-    );
-    if app.options.replay.is_some() && request.gait.is_some() {
-        let _ = write!(
-            body,
-            "<p><a id=replay href=/jobs/{id}/replay>see it walk (3-D replay)</a></p>"
-        );
-    }
-    if job.run_id > 0 {
-        let _ = write!(
-            body,
-            "<p><a href=/runs/{0}/trials>every evaluation of run {0}</a></p>",
-            job.run_id
-        );
-    }
-    Ok(page(&format!("Job {id}"), &body))
+    let body = html! {
+        table #job {
+            @for (name, value) in &rows { tr { th { (name) } td { (value) } } }
+        }
+        h2 { "Its evaluation spec" }
+        pre #spec { (spec) }
+        @if app.options.replay.is_some() && request.gait.is_some() {
+            p { a #replay href={ "/jobs/" (id) "/replay" } { "see it walk (3-D replay)" } }
+        }
+        @if job.run_id > 0 {
+            p { a href={ "/runs/" (job.run_id) "/trials" } { "every evaluation of run " (job.run_id) } }
+        }
+    };
+    Ok(page(&format!("Job {id}"), body))
 }
