@@ -23,6 +23,7 @@ enum LogFormat {
 mod cluster;
 mod net;
 mod robot;
+mod roombots;
 mod run;
 
 #[derive(Subcommand)]
@@ -69,6 +70,9 @@ enum Command {
     /// Reproduce thesis experiments on this machine.
     #[command(subcommand)]
     Experiment(ExperimentCommand),
+    /// Roombot modules (seeds 002 and 003): kinematics experiments.
+    #[command(subcommand)]
+    Roombots(roombots::RoombotsCommand),
     /// Measure the scheduler: throughput and PSO speed-up with expression hosts.
     BenchCluster(yamor_experiments::bench_cluster::BenchClusterArgs),
     /// The LED tracker: watch, calibrate, or emulate a CamApp.
@@ -126,7 +130,8 @@ fn main() -> Result<()> {
         | Command::Experiment(_)
         | Command::BenchSerial(_)
         | Command::BenchPeers(_)
-        | Command::Lifelong(_) => "warn",
+        | Command::Lifelong(_)
+        | Command::Roombots(_) => "warn",
         _ => "info",
     };
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
@@ -164,6 +169,7 @@ fn main() -> Result<()> {
         }
         Command::Lifelong(LifelongCommand::Gaits(a)) => block_on(life::gaits(a)),
         Command::Emulate(args) => robot::emulate(args),
+        Command::Roombots(command) => roombots::roombots(command),
         Command::BenchSerial(args) => ex::bench_serial::bench_serial(args),
         Command::BenchEngines(args) => ex::bench_engines::bench_engines(args),
         Command::BenchPeers(args) => block_on(ex::bench_peers::bench_peers(args)),

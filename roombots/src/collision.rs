@@ -1,0 +1,238 @@
+//! Whether a posed meta-module runs into itself or the floor, checked
+//! against the module's shape: each submodule is half of a cube of side
+//! [`CELL`] cut from a sphere of radius [`RADIUS`], halved by the plane
+//! through the cube's centre perpendicular to its diagonal (002 §1.1.3).
+//!
+//! Each half is a convex polyhedron: the hull of points sampled on its
+//! surface (faces, the rounded edges, the cut disc), which lies inside the
+//! true shape by at most [`SAMPLING_GAP`]. Two submodules collide when
+//! they overlap by more than [`TOLERANCE`] (parry's contact query);
+//! neighbours in the chain touch by design and are not compared.
+
+use std::sync::OnceLock;
+
+use nalgebra::{Isometry3, Vector3};
+use parry3d::math::{Pose3, Rot3, Vec3};
+use parry3d::shape::ConvexPolyhedron;
+
+use crate::module::{CELL, HALF, ModulePose, RADIUS};
+
+/// Overlap allowed between two submodules (m): faces that touch on the
+/// lattice meet at 0, within floating-point noise.
+pub const TOLERANCE: f64 = 1e-4;
+/// How far inside the true shape the sampled hull may lie (m), at most.
+pub const SAMPLING_GAP: f64 = 1e-3;
+/// Samples per face edge: the gap between samples on the rounded rim is
+/// about `CELL / SAMPLES` and the hull's chord sag (`gap² / 8r`) below
+/// [`SAMPLING_GAP`].
+const SAMPLES: usize = 10;
+
+/// The `+++` half of a cube in its `M` frame, as hull points.
+fn half_points() -> Vec<Vector3<f64>> {
+    let inside = |p: Vector3<f64>| p.x + p.y + p.z >= -1e-12;
+    // A point of the cube's surface pulled onto the sphere where it lies
+    // beyond it: on the boundary of cube ∩ sphere.
+    let onto_shape = |p: Vector3<f64>| {
+        if p.norm() > RADIUS {
+            p * (RADIUS / p.norm())
+        } else {
+            p
+        }
+    };
+    let mut points = Vec::new();
+    let step = CELL / SAMPLES as f64;
+    for axis in 0..3 {
+        for sign in [-1.0, 1.0] {
+            for i in 0..=SAMPLES {
+                for j in 0..=SAMPLES {
+                    let (u, v) = (-HALF + i as f64 * step, -HALF + j as f64 * step);
+                    let mut p = Vector3::zeros();
+                    p[axis] = sign * HALF;
+                    p[(axis + 1) % 3] = u;
+                    p[(axis + 2) % 3] = v;
+                    let p = onto_shape(p);
+                    if inside(p) {
+                        points.push(p);
+                    }
+                }
+            }
+        }
+    }
+    // The cut: the rim of the shape in the plane x + y + z = 0.
+    let u = Vector3::new(1.0, -1.0, 0.0).normalize();
+    let v = Vector3::new(1.0, 1.0, -2.0).normalize();
+    for k in 0..(8 * SAMPLES) {
+        let a = k as f64 / (8 * SAMPLES) as f64 * std::f64::consts::TAU;
+        let d = u * a.cos() + v * a.sin();
+        // The cube's boundary along d, then the sphere's.
+        let to_cube = HALF / d.abs().max();
+        points.push(d * to_cube.min(RADIUS));
+    }
+    points
+}
+
+fn half_shape() -> &'static (ConvexPolyhedron, Vec<Vector3<f64>>) {
+    static SHAPE: OnceLock<(ConvexPolyhedron, Vec<Vector3<f64>>)> = OnceLock::new();
+    SHAPE.get_or_init(|| {
+        let points = half_points();
+        let glam: Vec<Vec3> = points
+            .iter()
+            .map(|p| Vec3::new(p.x as f32, p.y as f32, p.z as f32))
+            .collect();
+        let hull = ConvexPolyhedron::from_convex_hull(&glam).expect("a half cube has a hull");
+        let vertices = hull
+            .points()
+            .iter()
+            .map(|p| Vector3::new(f64::from(p.x), f64::from(p.y), f64::from(p.z)))
+            .collect();
+        (hull, vertices)
+    })
+}
+
+fn pose(m: &Isometry3<f64>) -> Pose3 {
+    let t = m.translation.vector;
+    let q = m.rotation.coords;
+    Pose3::from_parts(
+        Vec3::new(t.x as f32, t.y as f32, t.z as f32),
+        Rot3::from_xyzw(q.x as f32, q.y as f32, q.z as f32, q.w as f32).normalize(),
+    )
+}
+
+/// Whether two submodules, their `M` frames given, overlap.
+#[must_use]
+pub fn submodules_overlap(a: &Isometry3<f64>, b: &Isometry3<f64>) -> bool {
+    // Too far apart to touch: each lies within RADIUS of its centre.
+    if (a.translation.vector - b.translation.vector).norm() > 2.0 * RADIUS {
+        return false;
+    }
+    let (shape, _) = half_shape();
+    match parry3d::query::contact(&pose(a), shape, &pose(b), shape, 0.0) {
+        Ok(Some(contact)) => f64::from(contact.dist) < -TOLERANCE,
+        Ok(None) => false,
+        // Convex polyhedra are supported; refuse rather than pass.
+        Err(_) => true,
+    }
+}
+
+/// The submodules of posed modules in chain order: modules in order, each
+/// from submodule 0 to 3.
+fn chain(modules: &[ModulePose]) -> Vec<Isometry3<f64>> {
+    modules.iter().flat_map(|m| m.middles).collect()
+}
+
+/// Whether a submodule's frame sits on the grid: axes along the grid's,
+/// centre on a cell centre (of the frame the poses are given in).
+fn on_grid(m: &Isometry3<f64>) -> bool {
+    let r = m.rotation.to_rotation_matrix();
+    let axes = r
+        .matrix()
+        .iter()
+        .all(|x| (x.abs() - x.abs().round()).abs() < 1e-9);
+    let cell = m.translation.vector / CELL;
+    axes && (cell - cell.map(f64::round)).amax() < 1e-9
+}
+
+/// The first pair of cubes (chain indices, two per module) of `modules`,
+/// joined in one chain end to end, that overlap.
+///
+/// Cubes next to each other in the chain never do: within a module they
+/// turn about their shared face's normal, across modules they are locked
+/// face to face. Of the others: cubes further apart than two radii cannot
+/// touch; cubes whose halves all sit on the grid are whole cubes in cells
+/// (a half turned a third of a turn is the other half's twin) and overlap
+/// only in the same cell; the rest are compared half by half with parry.
+#[must_use]
+pub fn self_collision(modules: &[ModulePose]) -> Option<(usize, usize)> {
+    let halves = chain(modules);
+    let cubes: Vec<&[Isometry3<f64>]> = halves.chunks(2).collect();
+    for k in 0..cubes.len() {
+        for l in k + 2..cubes.len() {
+            let (a, b) = (cubes[k], cubes[l]);
+            let apart = (a[0].translation.vector - b[0].translation.vector).norm();
+            if apart > 2.0 * RADIUS {
+                continue;
+            }
+            let overlap = if a.iter().chain(b).all(on_grid) {
+                apart < CELL / 2.0
+            } else {
+                a.iter().any(|x| b.iter().any(|y| submodules_overlap(x, y)))
+            };
+            if overlap {
+                return Some((k, l));
+            }
+        }
+    }
+    None
+}
+
+/// How deep the lowest point of `modules` lies below the plane `z =
+/// floor` of their frame (0 when nothing does).
+#[must_use]
+pub fn below(modules: &[ModulePose], floor: &Isometry3<f64>) -> f64 {
+    let (_, vertices) = half_shape();
+    let to_floor = floor.inverse();
+    let mut deepest = 0.0_f64;
+    for m in chain(modules) {
+        let in_floor = to_floor * m;
+        let height = in_floor.translation.vector.z;
+        // A half lies within RADIUS of its centre, and within its cell
+        // when it sits on the grid: only the rest is looked at closely.
+        if height - RADIUS >= 0.0 || (on_grid(&in_floor) && height - HALF >= -1e-9) {
+            continue;
+        }
+        for v in vertices {
+            deepest = deepest.max(-in_floor.transform_point(&(*v).into()).z);
+        }
+    }
+    deepest
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::chain::{ConnectionType, MetaModule};
+
+    #[test]
+    fn the_sampled_half_stays_inside_the_true_shape_and_close_to_it() {
+        let points = half_points();
+        for p in &points {
+            assert!(p.norm() <= RADIUS + 1e-12);
+            assert!(p.abs().max() <= HALF + 1e-12);
+            assert!(p.x + p.y + p.z >= -1e-9);
+        }
+        // The face discs reach √(R² − h²) = 43.3 mm from their centre.
+        let disc = (RADIUS * RADIUS - HALF * HALF).sqrt();
+        let widest = points
+            .iter()
+            .filter(|p| (p.x - HALF).abs() < 1e-12)
+            .map(|p| (p.y * p.y + p.z * p.z).sqrt())
+            .fold(0.0, f64::max);
+        assert!(disc - widest < SAMPLING_GAP, "{widest} vs {disc}");
+    }
+
+    #[test]
+    fn a_straight_meta_module_is_free_and_a_folded_one_that_overlaps_is_not() {
+        for t in ConnectionType::ALL {
+            let meta = MetaModule::new(t);
+            assert_eq!(self_collision(&meta.poses([0.0; 6])), None, "{t}");
+        }
+        // Two halves of the same pose overlap; a cell apart, face to face,
+        // they touch and do not; the two halves of one cube meet on the cut.
+        let at = |x: f64| Isometry3::translation(x, 0.0, 0.0);
+        assert!(submodules_overlap(&at(0.0), &at(0.05)));
+        assert!(!submodules_overlap(&at(0.0), &at(CELL)));
+        let home = crate::module::home_middle_frames();
+        assert!(!submodules_overlap(&home[0], &home[1]));
+        assert!(submodules_overlap(&home[0], &home[0]));
+    }
+
+    #[test]
+    fn a_module_on_the_floor_touches_it_and_one_pushed_into_it_is_below() {
+        let meta = MetaModule::new(ConnectionType::Parallel);
+        let poses = meta.poses([0.0; 6]);
+        let floor = Isometry3::translation(0.0, 0.0, -HALF);
+        assert!(below(&poses, &floor) < 1e-6);
+        let lower = Isometry3::translation(0.0, 0.0, -HALF + 0.01);
+        assert!((below(&poses, &lower) - 0.01).abs() < 1e-6);
+    }
+}

@@ -1,0 +1,24 @@
+//! Roombots: the three-joint modules that walk and rebuild themselves into
+//! furniture (seeds 002 and 003), beside YaMoR's one-servo modules.
+//!
+//! # Layout
+//! - [`module`]: one module's geometry, connectors, frames and forward
+//!   kinematics.
+//! - [`chain`]: modules joined connector to connector — the four
+//!   connection types, the meta-module, any tree of modules.
+//! - [`collision`]: whether a pose runs the modules into each other or the
+//!   floor, against their shape.
+//! - [`ik`]: inverse kinematics of a meta-module (ours, and the variants
+//!   the seed tried).
+//! - [`reach`]: the reachability of grid targets by exhaustive enumeration
+//!   of the joint space, and the seed's §5.3 experiment.
+//! - [`experiment`]: 002 §5.3 rebuilt, every IK variant over the plane.
+//! - [`bounding`]: the reactive servo controller of 002 §4.1.1.
+
+pub mod bounding;
+pub mod chain;
+pub mod collision;
+pub mod experiment;
+pub mod ik;
+pub mod module;
+pub mod reach;
