@@ -274,6 +274,26 @@ mod tests {
     }
 
     #[test]
+    fn seen_from_its_far_end_a_meta_module_is_the_same_chain_reversed() {
+        // What reachbw relies on: the second module's M3 holding, the
+        // first module's C0X is the end, and the angles run backwards.
+        let q = [0.3, -1.2, 2.0, 0.7, 4.0, -0.4];
+        let mut reversed = q;
+        reversed.reverse();
+        for t in ConnectionType::ALL {
+            let meta = MetaModule::new(t);
+            let [first, second] = meta.poses(q);
+            let seen = second.middles[3].inverse() * first.connector(Connector::C0X);
+            let same = meta.end(reversed);
+            assert!(
+                (seen.translation.vector - same.translation.vector).norm() < 1e-12,
+                "{t}"
+            );
+            assert!(seen.rotation.angle_to(&same.rotation) < 1e-9, "{t}");
+        }
+    }
+
+    #[test]
     fn a_tree_of_two_is_the_meta_module() {
         let q = [0.3, -1.2, 2.0, 0.7, 4.0, -0.4];
         for t in ConnectionType::ALL {

@@ -13,6 +13,10 @@
 //! - [`reach`]: the reachability of grid targets by exhaustive enumeration
 //!   of the joint space, and the seed's §5.3 experiment.
 //! - [`experiment`]: 002 §5.3 rebuilt, every IK variant over the plane.
+//! - [`supervisor`]: the supervisor language of 002 App. B, read with
+//!   clear errors.
+//! - [`play`]: supervisor commands played kinematically on a floor of
+//!   connectors (locks, the inchworm hand-over, every pose checked).
 //! - [`bounding`]: the reactive servo controller of 002 §4.1.1.
 
 pub mod bounding;
@@ -21,4 +25,6 @@ pub mod collision;
 pub mod experiment;
 pub mod ik;
 pub mod module;
+pub mod play;
 pub mod reach;
+pub mod supervisor;

@@ -10,6 +10,18 @@ pub enum RoombotsCommand {
     /// 002 §5.3: a meta-module on a floor of connectors reaches the plane
     /// around it with each IK variant the seed tried and with ours.
     IkTargets(IkTargetsArgs),
+    /// Play a supervisor command file (002 App. B) on a meta-module lying
+    /// on a floor of connectors, kinematically, and report each command.
+    Play(PlayArgs),
+}
+
+#[derive(Args)]
+pub struct PlayArgs {
+    /// The command file: one App. B command per line, `#` comments.
+    file: std::path::PathBuf,
+    /// How the meta-module's two modules are joined.
+    #[arg(long, default_value = "parallel")]
+    connection: ConnectionType,
 }
 
 #[derive(Args)]
@@ -27,7 +39,52 @@ pub struct IkTargetsArgs {
 pub fn roombots(command: RoombotsCommand) -> Result<()> {
     match command {
         RoombotsCommand::IkTargets(args) => ik_targets(&args),
+        RoombotsCommand::Play(args) => play(&args),
     }
+}
+
+fn play(args: &PlayArgs) -> Result<()> {
+    use anyhow::Context;
+    let text = std::fs::read_to_string(&args.file)
+        .with_context(|| format!("reading {}", args.file.display()))?;
+    // The whole file is read before anything moves.
+    yamor_roombots::supervisor::parse(&text)
+        .with_context(|| format!("{} is not a command file", args.file.display()))?;
+    let mut stage = yamor_roombots::play::Stage::new(args.connection);
+    let locks = |stage: &yamor_roombots::play::Stage| -> String {
+        let held: Vec<String> = stage
+            .locks()
+            .iter()
+            .map(|(m, c)| format!("{m}:{c}"))
+            .collect();
+        held.join(" ")
+    };
+    println!(
+        "a {} meta-module lying on the floor: cubes at {:?}, locked {}",
+        args.connection,
+        stage.cells(),
+        locks(&stage)
+    );
+    for (k, line) in text.lines().enumerate() {
+        let Ok(Some(command)) = yamor_roombots::supervisor::parse_line(line) else {
+            continue;
+        };
+        let line = line.split('#').next().unwrap_or("").trim();
+        match stage.apply(&command) {
+            Ok(what) => println!("line {:>3} {line}: {what}", k + 1),
+            Err(why) => {
+                anyhow::bail!("line {} ({line}) refused, nothing changed: {why}", k + 1)
+            }
+        }
+    }
+    println!(
+        "end: cubes at {:?}, held by its {} end, locked {}, {} ms waited",
+        stage.cells(),
+        stage.held_by(),
+        locks(&stage),
+        stage.clock_ms
+    );
+    Ok(())
 }
 
 fn ik_targets(args: &IkTargetsArgs) -> Result<()> {

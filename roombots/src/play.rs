@@ -1,0 +1,328 @@
+//! Supervisor commands played on a meta-module over a floor of connectors,
+//! kinematically: joints move to their goals at once, `reach` solves the
+//! inverse kinematics from the end the meta-module is held by, locks hold
+//! an end to the floor, and unlocking the held end while the other is
+//! locked hands the meta-module over to it (the inchworm step: the base
+//! changes ends, 002 §2.1.2).
+//!
+//! Every command is checked: a pose through the floor or the meta-module
+//! itself, a lock with nothing under the connector, an unlock that would
+//! drop the meta-module, a reach from the end that is not held. A refused
+//! command changes nothing. The physics of the moves (torques, the
+//! bounding trial on a blocked joint) is not played here.
+
+use std::collections::BTreeSet;
+
+use nalgebra::{Isometry3, Vector3};
+
+use crate::chain::{ConnectionType, MetaModule};
+use crate::collision;
+use crate::ik::{MetaJoints, Solver};
+use crate::module::{CELL, Connector, HALF, ModulePose};
+use crate::supervisor::{Command, End};
+
+/// A meta-module on a floor of connectors (the plane `z = 0`, a connector
+/// at every cell face's centre).
+#[derive(Debug, Clone)]
+pub struct Stage {
+    solver: Solver,
+    /// Which end holds the meta-module.
+    held_by: End,
+    /// The world pose of the holding end's cube frame (`M0` of module 0,
+    /// or `M3` of module 1).
+    base: Isometry3<f64>,
+    /// Angles in forward chain order.
+    q: MetaJoints,
+    locks: BTreeSet<(u8, Connector)>,
+    /// Simulated milliseconds waited.
+    pub clock_ms: u64,
+    /// Boxes dropped (world positions).
+    pub boxes: Vec<Vector3<f64>>,
+}
+
+/// What a command did, or why it changed nothing.
+pub type Outcome = Result<String, String>;
+
+impl Stage {
+    /// Lying straight on the floor along `-x` from the origin's cell, held
+    /// by module 0's bottom connector there.
+    #[must_use]
+    pub fn new(connection: ConnectionType) -> Self {
+        let meta = MetaModule::new(connection);
+        let mut solver = Solver::new(meta);
+        // The floor in the holding frame is set before each solve.
+        solver.floor = None;
+        let mut stage = Stage {
+            solver,
+            held_by: End::Forward,
+            base: Isometry3::translation(0.0, 0.0, HALF),
+            q: [0.0; 6],
+            locks: BTreeSet::new(),
+            clock_ms: 0,
+            boxes: Vec::new(),
+        };
+        let under = stage
+            .connectors()
+            .into_iter()
+            .find(|(m, c, f)| *m == 0 && c.submodule < 2 && on_floor(f).is_some())
+            .map(|(m, c, _)| (m, c));
+        stage.locks.extend(under);
+        stage
+    }
+
+    /// Both modules' frames in the world.
+    #[must_use]
+    pub fn modules(&self) -> [ModulePose; 2] {
+        let poses = self.solver.meta().poses(self.q);
+        let held = match self.held_by {
+            End::Forward => self.base,
+            End::Backward => self.base * poses[1].middles[3].inverse(),
+        };
+        poses.map(|p| ModulePose {
+            middles: p.middles.map(|m| held * m),
+        })
+    }
+
+    /// Every connector of both modules with its world frame.
+    fn connectors(&self) -> Vec<(u8, Connector, Isometry3<f64>)> {
+        let modules = self.modules();
+        (0..2u8)
+            .flat_map(|m| Connector::ALL.map(|c| (m, c, modules[usize::from(m)].connector(c))))
+            .collect()
+    }
+
+    /// The four cubes' cells, in chain order.
+    #[must_use]
+    pub fn cells(&self) -> [[i64; 3]; 4] {
+        let modules = self.modules();
+        let centre = |m: usize, cube: usize| {
+            let c = modules[m].cube_centre(cube).coords / CELL;
+            [
+                c.x.round() as i64,
+                c.y.round() as i64,
+                (c.z - 0.5).round() as i64,
+            ]
+        };
+        [centre(0, 0), centre(0, 1), centre(1, 0), centre(1, 1)]
+    }
+
+    #[must_use]
+    pub fn locks(&self) -> &BTreeSet<(u8, Connector)> {
+        &self.locks
+    }
+
+    #[must_use]
+    pub fn held_by(&self) -> End {
+        self.held_by
+    }
+
+    /// The world floor in the holding end's frame.
+    fn floor_in_holding_frame(&self) -> Isometry3<f64> {
+        self.base.inverse()
+    }
+
+    /// Whether the meta-module at `q` (held as now) is free.
+    fn check(&self, q: MetaJoints) -> Result<(), String> {
+        let mut moved = self.clone();
+        moved.q = q;
+        let modules = moved.modules();
+        if let Some((a, b)) = collision::self_collision(&modules) {
+            return Err(format!("the pose runs cube {a} into cube {b}"));
+        }
+        let depth = collision::below(&modules, &Isometry3::identity());
+        if depth > collision::TOLERANCE {
+            return Err(format!(
+                "the pose reaches {:.1} mm into the floor",
+                depth * 1e3
+            ));
+        }
+        Ok(())
+    }
+
+    /// Plays one command.
+    pub fn apply(&mut self, command: &Command) -> Outcome {
+        match *command {
+            Command::Move { end, angles } => {
+                let q = Command::forward_angles(end, angles);
+                self.check(q)?;
+                self.q = q;
+                Ok(format!("moved; cubes at {:?}", self.cells()))
+            }
+            Command::Reach { end, target } => {
+                if end != self.held_by {
+                    return Err(format!(
+                        "the meta-module is held by its {} end: reach{} from there",
+                        self.held_by, self.held_by
+                    ));
+                }
+                let mut solver = self.solver.clone();
+                solver.floor = Some(self.floor_in_holding_frame());
+                let current = match end {
+                    End::Forward => self.q,
+                    End::Backward => Command::forward_angles(End::Backward, self.q),
+                };
+                let solution = solver
+                    .solve(&target.frame(), current)
+                    .map_err(|e| format!("cannot reach {target:?}: {e}"))?;
+                let q = Command::forward_angles(end, solution.q);
+                self.check(q)?;
+                self.q = q;
+                Ok(format!(
+                    "reached in {} iterations; cubes at {:?}",
+                    solution.iterations,
+                    self.cells()
+                ))
+            }
+            Command::Lock { module, connector } => {
+                let frame = self
+                    .connectors()
+                    .into_iter()
+                    .find(|(m, c, _)| *m == module && *c == connector)
+                    .map(|(_, _, f)| f)
+                    .expect("every connector has a frame");
+                let cell = on_floor(&frame).ok_or_else(|| {
+                    format!("nothing to lock {module}:{connector} onto: it does not face a floor connector")
+                })?;
+                self.locks.insert((module, connector));
+                Ok(format!(
+                    "locked {module}:{connector} onto the floor at cell {cell:?}"
+                ))
+            }
+            Command::Unlock { module, connector } => {
+                if !self.locks.contains(&(module, connector)) {
+                    return Err(format!("{module}:{connector} is not locked"));
+                }
+                let others: Vec<(u8, Connector)> = self
+                    .locks
+                    .iter()
+                    .copied()
+                    .filter(|l| *l != (module, connector))
+                    .collect();
+                if others.is_empty() {
+                    return Err(format!(
+                        "unlocking {module}:{connector} would drop the meta-module: lock the other end first"
+                    ));
+                }
+                self.locks.remove(&(module, connector));
+                let holding_module = match self.held_by {
+                    End::Forward => 0,
+                    End::Backward => 1,
+                };
+                if others.iter().all(|(m, _)| *m != holding_module) {
+                    // The other end holds it now: its cube frame is the base.
+                    let modules = self.modules();
+                    (self.held_by, self.base) = match self.held_by {
+                        End::Forward => (End::Backward, modules[1].middles[3]),
+                        End::Backward => (End::Forward, modules[0].middles[0]),
+                    };
+                    return Ok(format!(
+                        "unlocked {module}:{connector}; the meta-module is held by its {} end now",
+                        self.held_by
+                    ));
+                }
+                Ok(format!("unlocked {module}:{connector}"))
+            }
+            Command::Step { milliseconds } => {
+                self.clock_ms += milliseconds;
+                Ok(format!("waited {milliseconds} ms"))
+            }
+            Command::DropBox { end } => {
+                let modules = self.modules();
+                let at = match end {
+                    End::Forward => modules[1].connector(Connector::C3X),
+                    End::Backward => modules[0].connector(Connector::C0X),
+                };
+                self.boxes.push(at.translation.vector);
+                Ok("dropped a box".to_owned())
+            }
+            Command::Terminal | Command::File => {
+                Ok("terminal input is not read while playing a file; skipped".to_owned())
+            }
+        }
+    }
+}
+
+/// The floor cell a connector faces, when it lies on the floor facing
+/// down onto a connector there.
+fn on_floor(frame: &Isometry3<f64>) -> Option<[i64; 2]> {
+    let z = frame.rotation * Vector3::z();
+    let p = frame.translation.vector;
+    let cell = (p / CELL).map(f64::round);
+    let centred = (p.x / CELL - cell.x).abs() < 1e-6 && (p.y / CELL - cell.y).abs() < 1e-6;
+    (centred && p.z.abs() < 1e-6 && (z + Vector3::z()).norm() < 1e-6)
+        .then(|| [cell.x as i64, cell.y as i64])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::supervisor::parse;
+
+    fn play(stage: &mut Stage, text: &str) -> Vec<Outcome> {
+        parse(text)
+            .unwrap()
+            .iter()
+            .map(|c| stage.apply(c))
+            .collect()
+    }
+
+    #[test]
+    fn the_held_end_is_the_base_and_an_inchworm_step_hands_it_over() {
+        let mut stepped = 0;
+        for t in ConnectionType::ALL {
+            let mut stage = Stage::new(t);
+            assert_eq!(stage.held_by(), End::Forward);
+            assert_eq!(stage.locks().len(), 1, "{t}");
+            // Reach the floor cell at the far end with the free end facing
+            // down (in whichever quarter-turn it can), lock it, let go of
+            // the first: the meta-module is held by its other end.
+            let reached =
+                (0..4).any(|o| play(&mut stage, &format!("reachfw -3 0 0 0 0 -1 {o}"))[0].is_ok());
+            if !reached {
+                continue;
+            }
+            stepped += 1;
+            let free_end = Connector::C3X;
+            let lock = stage.apply(&Command::Lock {
+                module: 1,
+                connector: free_end,
+            });
+            assert!(lock.is_ok(), "{t}: {lock:?}");
+            let held = *stage.locks().iter().next().unwrap();
+            let cells_before = stage.cells();
+            let unlocked = stage.apply(&Command::Unlock {
+                module: held.0,
+                connector: held.1,
+            });
+            assert!(unlocked.unwrap().contains("held by its bw end"));
+            assert_eq!(stage.held_by(), End::Backward);
+            // Handing over moves nothing.
+            assert_eq!(stage.cells(), cells_before);
+        }
+        assert!(stepped >= 2, "{stepped} connection types stepped");
+    }
+
+    #[test]
+    fn a_refused_command_changes_nothing() {
+        let mut stage = Stage::new(ConnectionType::Parallel);
+        let before = (stage.cells(), stage.locks().clone());
+        let outcomes = play(
+            &mut stage,
+            "unlock 0 C1Y\nlock 1 C0X\nreachbw 1 0 0\nreachfw 0 0 -2 0 0 -1\nunlock 1 C2Y",
+        );
+        for o in &outcomes {
+            assert!(o.is_err(), "{outcomes:?}");
+        }
+        assert_eq!((stage.cells(), stage.locks().clone()), before);
+        // The only lock cannot go: the meta-module would fall.
+        assert!(outcomes[0].as_ref().unwrap_err().contains("would drop"));
+        // A pose into the floor is refused: the first module's cube B
+        // swung down a third of a turn.
+        let into_floor = stage.apply(&Command::Move {
+            end: End::Forward,
+            angles: [crate::module::OUTER_STEP, 0.0, 0.0, 0.0, 0.0, 0.0],
+        });
+        assert!(into_floor.unwrap_err().contains("into the floor"));
+        assert_eq!(stage.cells(), before.0);
+    }
+}
