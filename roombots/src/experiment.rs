@@ -12,6 +12,9 @@
 
 use std::time::Instant;
 
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
 use crate::chain::{ConnectionType, MetaModule};
 use crate::ik::{SeedVariant, Solver};
 use crate::reach::{GridTarget, plane_floor, plane_targets, reach_map};
@@ -148,13 +151,8 @@ pub const RANDOM_TARGETS: usize = 200;
 /// fixed sequence), from the home pose: how many solved free, and each
 /// solve's time (µs), sorted.
 fn random_reachable(solver: &Solver, count: usize) -> (usize, Vec<f64>) {
-    let mut state = 0x2545_f491_4f6c_dd1d_u64;
-    let mut next = || {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        ((state >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0) * std::f64::consts::PI
-    };
+    let mut rng = ChaCha8Rng::seed_from_u64(4);
+    let mut next = || rng.random_range(-std::f64::consts::PI..std::f64::consts::PI);
     let (mut solved, mut micros) = (0, Vec::with_capacity(count));
     while micros.len() < count {
         let q: crate::ik::MetaJoints = std::array::from_fn(|_| next());

@@ -23,6 +23,8 @@
 use std::f64::consts::{FRAC_PI_6, PI};
 
 use nalgebra::{Isometry3, Matrix6, SVD, Vector6};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
 
 use crate::chain::MetaModule;
 use crate::collision;
@@ -303,21 +305,14 @@ impl Solver {
 
 /// `count` starts spread over the joint space, drawn from `target`'s bits.
 fn random_starts(target: &Isometry3<f64>, count: usize) -> impl Iterator<Item = MetaJoints> {
-    let bits = target
+    let seed = target
         .translation
         .vector
         .iter()
-        .chain(target.rotation.coords.iter());
-    let mut state = bits.fold(0x9e37_79b9_7f4a_7c15_u64, |h, x| {
-        (h ^ x.to_bits()).wrapping_mul(0x1000_0000_01b3)
-    }) | 1;
-    let mut next = move || {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        ((state >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0) * PI
-    };
-    (0..count).map(move |_| std::array::from_fn(|_| next()))
+        .chain(target.rotation.coords.iter())
+        .fold(0_u64, |h, x| h.rotate_left(7) ^ x.to_bits());
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    (0..count).map(move |_| std::array::from_fn(|_| rng.random_range(-PI..PI)))
 }
 
 /// The modifications 002 §5.3.1 tried on KDL's Newton–Raphson solver.
@@ -452,13 +447,8 @@ mod tests {
 
     #[test]
     fn random_reachable_targets_are_solved_exactly_and_freely() {
-        let mut rng = 0x9e37_79b9_7f4a_7c15_u64;
-        let mut next = || {
-            rng ^= rng << 13;
-            rng ^= rng >> 7;
-            rng ^= rng << 17;
-            ((rng >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0) * PI
-        };
+        let mut rng = ChaCha8Rng::seed_from_u64(3);
+        let mut next = || rng.random_range(-PI..PI);
         for t in ConnectionType::ALL {
             let solver = Solver::new(MetaModule::new(t));
             let mut solved = 0;

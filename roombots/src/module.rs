@@ -313,6 +313,9 @@ pub fn wrap(a: f64) -> f64 {
 
 #[cfg(test)]
 mod tests {
+    use rand::{Rng, SeedableRng};
+    use rand_chacha::ChaCha8Rng;
+
     use super::*;
 
     fn close(a: &Isometry3<f64>, b: &Isometry3<f64>) -> bool {
@@ -390,13 +393,8 @@ mod tests {
 
     #[test]
     fn seen_from_m3_the_module_is_the_same_chain_with_its_angles_reversed() {
-        let mut rng = 0x2545_f491_4f6c_dd1d_u64;
-        let mut next = || {
-            rng ^= rng << 13;
-            rng ^= rng >> 7;
-            rng ^= rng << 17;
-            (rng >> 11) as f64 / (1u64 << 53) as f64 * 8.0 - 4.0
-        };
+        let mut rng = ChaCha8Rng::seed_from_u64(1);
+        let mut next = || rng.random_range(-4.0..4.0);
         for _ in 0..100 {
             let q = [next(), next(), next()];
             // M0 seen from M3 is M3 seen from M0 with the angles reversed.
@@ -442,13 +440,8 @@ mod tests {
 
     #[test]
     fn the_product_of_joint_rotations_agrees_with_the_denavit_hartenberg_chain() {
-        let mut rng = 0x5851_f42d_4c95_7f2d_u64;
-        let mut next = || {
-            rng ^= rng << 13;
-            rng ^= rng >> 7;
-            rng ^= rng << 17;
-            (rng >> 11) as f64 / (1u64 << 53) as f64 * 20.0 - 10.0
-        };
+        let mut rng = ChaCha8Rng::seed_from_u64(2);
+        let mut next = || rng.random_range(-10.0..10.0);
         for _ in 0..1000 {
             let q = [next(), next(), next()];
             let poe = ModulePose::of(q).middles[3];
