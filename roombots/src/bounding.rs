@@ -6,8 +6,11 @@
 //! motion while the goal is not reached, counts as a bad step; after
 //! [`BAD_STEPS`] bad steps the goal moves by a whole turn to the other
 //! side (the same angle, reached the other way round), and the count
-//! starts again. After [`RETARGETS`] such changes, alternating forward,
-//! backward, forward, the servo gives up and reports itself stuck.
+//! starts again. Each change reverses the direction of travel, so the
+//! servo tries one way, the other, the first again (002 §4.1.1: "up to
+//! three times, moving first forward, then backward, then forward",
+//! counted from the way it was going); after [`RETARGETS`] changes it
+//! gives up and reports itself stuck.
 
 use std::f64::consts::TAU;
 
@@ -68,6 +71,7 @@ impl BoundingTrial {
     }
 
     /// Takes the servo's position and says what to do.
+    #[must_use = "the verdict says where to drive, or that the servo is done"]
     pub fn observe(&mut self, position: f64) -> Verdict {
         if (self.goal - position).abs() <= self.tolerance {
             return Verdict::Reached;
@@ -97,8 +101,8 @@ impl BoundingTrial {
 mod tests {
     use super::*;
 
-    /// A servo moving at most `speed` per step towards its goal, unable to
-    /// enter `[wall_lo, wall_hi]` (an obstacle) or leave `[lo, hi]`.
+    /// A servo moving at most 0.05 rad per observation towards its goal,
+    /// not into the positions `blocked` names (obstacles).
     fn run(start: f64, goal: f64, blocked: impl Fn(f64) -> bool) -> (Verdict, f64, u32) {
         let mut trial = BoundingTrial::new(goal, 1e-3, 1e-4);
         let mut position = start;

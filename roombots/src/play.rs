@@ -5,15 +5,19 @@
 //! locked hands the meta-module over to it (the inchworm step: the base
 //! changes ends, 002 §2.1.2).
 //!
-//! Every command is checked: a pose through the floor or the meta-module
-//! itself, a lock with nothing under the connector, an unlock that would
-//! drop the meta-module, a reach from the end that is not held. A refused
-//! command changes nothing. The physics of the moves (torques, the
-//! bounding trial on a blocked joint) is not played here.
+//! Only the two active connectors lock (003 §1.5): `C0X` of module 0 and
+//! `C3X` of module 1, each on the submodule the meta-module is held by, so
+//! holding an end and being locked by it are the same. Every command is
+//! checked: a pose through the floor or the meta-module itself, a pose that
+//! would carry a locked connector off its floor connector, a lock with
+//! nothing under the connector, an unlock that would drop the meta-module,
+//! a reach from the end that is not held. A refused command changes
+//! nothing. The path between two poses, the physics of the moves (torques,
+//! the bounding trial on a blocked joint) are not played here.
 
 use std::collections::BTreeSet;
 
-use nalgebra::{Isometry3, Vector3};
+use nalgebra::{Isometry3, Matrix3, Rotation3, Translation3, UnitQuaternion, Vector3};
 
 use crate::chain::{ConnectionType, MetaModule};
 use crate::collision;
@@ -44,31 +48,35 @@ pub struct Stage {
 pub type Outcome = Result<String, String>;
 
 impl Stage {
-    /// Lying straight on the floor along `-x` from the origin's cell, held
-    /// by module 0's bottom connector there.
+    /// Standing upright on the floor cell (0, 0), module 0's `C0X` locked
+    /// onto the floor connector there (its `M0` turned so that `x` points
+    /// down, `y` along the world's `y`, `z` along the world's `x`).
     #[must_use]
     pub fn new(connection: ConnectionType) -> Self {
         let meta = MetaModule::new(connection);
-        let mut solver = Solver::new(meta);
         // The floor in the holding frame is set before each solve.
-        solver.floor = None;
-        let mut stage = Stage {
+        let solver = Solver::new(meta);
+        let standing = Rotation3::from_matrix_unchecked(Matrix3::from_columns(&[
+            -Vector3::z(),
+            Vector3::y(),
+            Vector3::x(),
+        ]));
+        Stage {
             solver,
             held_by: End::Forward,
-            base: Isometry3::translation(0.0, 0.0, HALF),
+            base: Isometry3::from_parts(
+                Translation3::new(0.0, 0.0, HALF),
+                UnitQuaternion::from_rotation_matrix(&standing),
+            ),
             q: [0.0; 6],
-            locks: BTreeSet::new(),
+            locks: BTreeSet::from([(0, Connector::C0X)]),
             clock_ms: 0,
             boxes: Vec::new(),
-        };
-        let under = stage
-            .connectors()
-            .into_iter()
-            .find(|(m, c, f)| *m == 0 && c.submodule < 2 && on_floor(f).is_some())
-            .map(|(m, c, _)| (m, c));
-        stage.locks.extend(under);
-        stage
+        }
     }
+
+    /// The connectors that lock: one active connector per end.
+    const ACTIVE: [(u8, Connector); 2] = [(0, Connector::C0X), (1, Connector::C3X)];
 
     /// Both modules' frames in the world.
     #[must_use]
@@ -121,10 +129,20 @@ impl Stage {
         self.base.inverse()
     }
 
-    /// Whether the meta-module at `q` (held as now) is free.
+    /// Whether the meta-module at `q` (held as now) is free and leaves
+    /// every locked connector where it is.
     fn check(&self, q: MetaJoints) -> Result<(), String> {
         let mut moved = self.clone();
         moved.q = q;
+        for ((m, c, before), (_, _, after)) in self.connectors().iter().zip(moved.connectors()) {
+            let stays = (before.translation.vector - after.translation.vector).norm() < 1e-6
+                && before.rotation.angle_to(&after.rotation) < 1e-6;
+            if self.locks.contains(&(*m, *c)) && !stays {
+                return Err(format!(
+                    "the pose would tear the locked {m}:{c} off the floor"
+                ));
+            }
+        }
         let modules = moved.modules();
         if let Some((a, b)) = collision::self_collision(&modules) {
             return Err(format!("the pose runs cube {a} into cube {b}"));
@@ -174,6 +192,11 @@ impl Stage {
                 ))
             }
             Command::Lock { module, connector } => {
+                if !Self::ACTIVE.contains(&(module, connector)) {
+                    return Err(format!(
+                        "only the active connectors lock (0:C0X and 1:C3X, 003 §1.5), not {module}:{connector}"
+                    ));
+                }
                 let frame = self
                     .connectors()
                     .into_iter()
@@ -223,7 +246,7 @@ impl Stage {
                 Ok(format!("unlocked {module}:{connector}"))
             }
             Command::Step { milliseconds } => {
-                self.clock_ms += milliseconds;
+                self.clock_ms = self.clock_ms.saturating_add(milliseconds);
                 Ok(format!("waited {milliseconds} ms"))
             }
             Command::DropBox { end } => {
@@ -266,6 +289,29 @@ mod tests {
             .collect()
     }
 
+    /// Reaches some floor cell within two cells of the root with the free
+    /// end facing down (`x` of `M0` points down), whichever one and
+    /// quarter-turn it can.
+    fn reach_the_floor(stage: &mut Stage) -> bool {
+        for (dy, dz) in [
+            (0, 1),
+            (0, -1),
+            (1, 0),
+            (-1, 0),
+            (0, 2),
+            (2, 0),
+            (1, 1),
+            (0, 3),
+        ] {
+            for o in 0..4 {
+                if play(stage, &format!("reachfw 0 {dy} {dz} 1 0 0 {o}"))[0].is_ok() {
+                    return true;
+                }
+            }
+        }
+        false
+    }
+
     #[test]
     fn the_held_end_is_the_base_and_an_inchworm_step_hands_it_over() {
         let mut stepped = 0;
@@ -273,31 +319,34 @@ mod tests {
             let mut stage = Stage::new(t);
             assert_eq!(stage.held_by(), End::Forward);
             assert_eq!(stage.locks().len(), 1, "{t}");
-            // Reach the floor cell at the far end with the free end facing
-            // down (in whichever quarter-turn it can), lock it, let go of
-            // the first: the meta-module is held by its other end.
-            let reached =
-                (0..4).any(|o| play(&mut stage, &format!("reachfw -3 0 0 0 0 -1 {o}"))[0].is_ok());
-            if !reached {
+            if !reach_the_floor(&mut stage) {
                 continue;
             }
             stepped += 1;
-            let free_end = Connector::C3X;
             let lock = stage.apply(&Command::Lock {
                 module: 1,
-                connector: free_end,
+                connector: Connector::C3X,
             });
             assert!(lock.is_ok(), "{t}: {lock:?}");
-            let held = *stage.locks().iter().next().unwrap();
-            let cells_before = stage.cells();
+            // Held by both ends, no joint may move: either end would tear.
+            for k in 0..6 {
+                let mut q = stage.q;
+                q[k] += 0.3;
+                let moved = stage.apply(&Command::Move {
+                    end: End::Forward,
+                    angles: q,
+                });
+                assert!(moved.unwrap_err().contains("tear"), "{t}: joint {k}");
+            }
+            let before = (stage.cells(), stage.q);
             let unlocked = stage.apply(&Command::Unlock {
-                module: held.0,
-                connector: held.1,
+                module: 0,
+                connector: Connector::C0X,
             });
             assert!(unlocked.unwrap().contains("held by its bw end"));
             assert_eq!(stage.held_by(), End::Backward);
             // Handing over moves nothing.
-            assert_eq!(stage.cells(), cells_before);
+            assert_eq!((stage.cells(), stage.q), before);
         }
         assert!(stepped >= 2, "{stepped} connection types stepped");
     }
@@ -305,24 +354,35 @@ mod tests {
     #[test]
     fn a_refused_command_changes_nothing() {
         let mut stage = Stage::new(ConnectionType::Parallel);
-        let before = (stage.cells(), stage.locks().clone());
+        assert_eq!(stage.cells(), [[0, 0, 0], [0, 0, 1], [0, 0, 2], [0, 0, 3]]);
+        let before = (stage.cells(), stage.q, stage.locks().clone());
         let outcomes = play(
             &mut stage,
-            "unlock 0 C1Y\nlock 1 C0X\nreachbw 1 0 0\nreachfw 0 0 -2 0 0 -1\nunlock 1 C2Y",
+            "unlock 0 C0X\nlock 1 C0Y\nlock 1 C3X\nreachbw 1 0 0\nreachfw -2 0 0 1 0 0\nunlock 1 C3X",
         );
         for o in &outcomes {
             assert!(o.is_err(), "{outcomes:?}");
         }
-        assert_eq!((stage.cells(), stage.locks().clone()), before);
+        assert_eq!((stage.cells(), stage.q, stage.locks().clone()), before);
         // The only lock cannot go: the meta-module would fall.
         assert!(outcomes[0].as_ref().unwrap_err().contains("would drop"));
-        // A pose into the floor is refused: the first module's cube B
-        // swung down a third of a turn.
-        let into_floor = stage.apply(&Command::Move {
-            end: End::Forward,
-            angles: [crate::module::OUTER_STEP, 0.0, 0.0, 0.0, 0.0, 0.0],
-        });
-        assert!(into_floor.unwrap_err().contains("into the floor"));
-        assert_eq!(stage.cells(), before.0);
+        assert!(
+            outcomes[1]
+                .as_ref()
+                .unwrap_err()
+                .contains("only the active connectors")
+        );
+        assert!(
+            outcomes[2]
+                .as_ref()
+                .unwrap_err()
+                .contains("nothing to lock")
+        );
+        assert!(
+            outcomes[3]
+                .as_ref()
+                .unwrap_err()
+                .contains("held by its fw end")
+        );
     }
 }

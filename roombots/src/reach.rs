@@ -50,7 +50,7 @@ impl Direction {
     pub fn from_components(d: [i32; 3]) -> Option<Direction> {
         let nonzero: Vec<usize> = (0..3).filter(|&k| d[k] != 0).collect();
         match nonzero.as_slice() {
-            [k] if d[*k].abs() == 1 => Some(Direction::new(*k as u8, d[*k] > 0)),
+            [k] if d[*k].unsigned_abs() == 1 => Some(Direction::new(*k as u8, d[*k] > 0)),
             _ => None,
         }
     }
@@ -267,10 +267,14 @@ mod tests {
 
     #[test]
     fn the_lattice_end_lands_on_grid_targets_within_three_cells() {
-        let meta = MetaModule::new(ConnectionType::Parallel);
-        for q in lattice() {
-            let target = GridTarget::of_frame(&meta.end(q)).expect("a grid frame");
-            assert!(target.cell.iter().all(|c| c.abs() <= 3), "{target:?}");
+        for t in ConnectionType::ALL {
+            let meta = MetaModule::new(t);
+            let mut farthest = 0;
+            for q in lattice() {
+                let target = GridTarget::of_frame(&meta.end(q)).expect("a grid frame");
+                farthest = target.cell.iter().map(|c| c.abs()).fold(farthest, i32::max);
+            }
+            assert_eq!(farthest, 3, "{t}");
         }
     }
 }

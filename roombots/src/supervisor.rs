@@ -139,7 +139,7 @@ fn reach(end: End, tokens: &[&str]) -> Result<Command, String> {
             dir[0], dir[1], dir[2]
         )
     })?;
-    if cell.iter().any(|c| c.abs() > 3) {
+    if cell.iter().any(|c| c.unsigned_abs() > 3) {
         return Err(format!(
             "cell {} {} {} is beyond a meta-module's reach of three cells",
             cell[0], cell[1], cell[2]
@@ -150,7 +150,10 @@ fn reach(end: End, tokens: &[&str]) -> Result<Command, String> {
         target: GridTarget {
             cell,
             direction,
-            orientation: u8::try_from(orientation.rem_euclid(4)).unwrap_or(0),
+            orientation: u8::try_from(orientation)
+                .ok()
+                .filter(|o| *o < 4)
+                .ok_or_else(|| format!("orientation {orientation}: quarter-turns 0, 1, 2 or 3"))?,
         },
     })
 }
@@ -167,6 +170,19 @@ fn moving(end: End, tokens: &[&str]) -> Result<Command, String> {
         let units: f64 = number(token, &format!("angle {}", k + 1))?;
         if !units.is_finite() {
             return Err(format!("angle {}: {token:?} is not finite", k + 1));
+        }
+        // App. B's angles are whole thirds and quarters of a turn: the
+        // lattice poses a move command names.
+        if units.fract() != 0.0 {
+            return Err(format!(
+                "angle {}: {token} is not a whole number of {}",
+                k + 1,
+                if k % 3 == 1 {
+                    "quarter-turns"
+                } else {
+                    "thirds of a turn"
+                }
+            ));
         }
         angles[k] = units * if k % 3 == 1 { FRAC_PI_2 } else { OUTER_STEP };
     }
@@ -352,6 +368,19 @@ file
             ("reachfw 1 0", "3, 4, 6 or 7 numbers, got 2"),
             ("reachfw 5 0 0 1 0 0", "beyond a meta-module's reach"),
             ("reachfw a 0 0", "\"a\" is not a number"),
+            (
+                "reachfw 0 0 1 4",
+                "orientation 4: quarter-turns 0, 1, 2 or 3",
+            ),
+            ("reachfw 0 0 1 -1", "orientation -1"),
+            (
+                "reachfw -2147483648 0 0 1 0 0",
+                "beyond a meta-module's reach",
+            ),
+            (
+                "movefw 0.5 0 0 0 0 0",
+                "angle 1: 0.5 is not a whole number of thirds of a turn",
+            ),
             ("dropBoxFw 3", "takes no arguments"),
             ("cmd now", "takes no arguments"),
         ];

@@ -10,7 +10,7 @@ pub enum RoombotsCommand {
     /// 002 §5.3: a meta-module on a floor of connectors reaches the plane
     /// around it with each IK variant the seed tried and with ours.
     IkTargets(IkTargetsArgs),
-    /// Play a supervisor command file (002 App. B) on a meta-module lying
+    /// Play a supervisor command file (002 App. B) on a meta-module standing
     /// on a floor of connectors, kinematically, and report each command.
     Play(PlayArgs),
 }
@@ -60,7 +60,7 @@ fn play(args: &PlayArgs) -> Result<()> {
         held.join(" ")
     };
     println!(
-        "a {} meta-module lying on the floor: cubes at {:?}, locked {}",
+        "a {} meta-module standing on the floor: cubes at {:?}, locked {}",
         args.connection,
         stage.cells(),
         locks(&stage)
