@@ -54,20 +54,23 @@ impl Stage {
     #[must_use]
     pub fn new(connection: ConnectionType) -> Self {
         let meta = MetaModule::new(connection);
-        // The floor in the holding frame is set before each solve.
-        let solver = Solver::new(meta);
+        let mut solver = Solver::new(meta);
         let standing = Rotation3::from_matrix_unchecked(Matrix3::from_columns(&[
             -Vector3::z(),
             Vector3::y(),
             Vector3::x(),
         ]));
+        let base = Isometry3::from_parts(
+            Translation3::new(0.0, 0.0, HALF),
+            UnitQuaternion::from_rotation_matrix(&standing),
+        );
+        // The solver sees the floor in the holding frame; set again whenever
+        // the base changes ends.
+        solver.floor = Some(base.inverse());
         Stage {
             solver,
             held_by: End::Forward,
-            base: Isometry3::from_parts(
-                Translation3::new(0.0, 0.0, HALF),
-                UnitQuaternion::from_rotation_matrix(&standing),
-            ),
+            base,
             q: [0.0; 6],
             locks: BTreeSet::from([(0, Connector::C0X)]),
             clock_ms: 0,
@@ -81,7 +84,12 @@ impl Stage {
     /// Both modules' frames in the world.
     #[must_use]
     pub fn modules(&self) -> [ModulePose; 2] {
-        let poses = self.solver.meta().poses(self.q);
+        self.modules_at(self.q)
+    }
+
+    /// Both modules' frames in the world at `q`, held as now.
+    fn modules_at(&self, q: MetaJoints) -> [ModulePose; 2] {
+        let poses = self.solver.meta().poses(q);
         let held = match self.held_by {
             End::Forward => self.base,
             End::Backward => self.base * poses[1].middles[3].inverse(),
@@ -93,7 +101,11 @@ impl Stage {
 
     /// Every connector of both modules with its world frame.
     fn connectors(&self) -> Vec<(u8, Connector, Isometry3<f64>)> {
-        let modules = self.modules();
+        self.connectors_at(self.q)
+    }
+
+    fn connectors_at(&self, q: MetaJoints) -> Vec<(u8, Connector, Isometry3<f64>)> {
+        let modules = self.modules_at(q);
         (0..2u8)
             .flat_map(|m| Connector::ALL.map(|c| (m, c, modules[usize::from(m)].connector(c))))
             .collect()
@@ -132,9 +144,7 @@ impl Stage {
     /// Whether the meta-module at `q` (held as now) is free and leaves
     /// every locked connector where it is.
     fn check(&self, q: MetaJoints) -> Result<(), String> {
-        let mut moved = self.clone();
-        moved.q = q;
-        for ((m, c, before), (_, _, after)) in self.connectors().iter().zip(moved.connectors()) {
+        for ((m, c, before), (_, _, after)) in self.connectors().iter().zip(self.connectors_at(q)) {
             let stays = (before.translation.vector - after.translation.vector).norm() < 1e-6
                 && before.rotation.angle_to(&after.rotation) < 1e-6;
             if self.locks.contains(&(*m, *c)) && !stays {
@@ -143,7 +153,7 @@ impl Stage {
                 ));
             }
         }
-        let modules = moved.modules();
+        let modules = self.modules_at(q);
         if let Some((a, b)) = collision::self_collision(&modules) {
             return Err(format!("the pose runs cube {a} into cube {b}"));
         }
@@ -173,13 +183,12 @@ impl Stage {
                         self.held_by, self.held_by
                     ));
                 }
-                let mut solver = self.solver.clone();
-                solver.floor = Some(self.floor_in_holding_frame());
                 let current = match end {
                     End::Forward => self.q,
                     End::Backward => Command::forward_angles(End::Backward, self.q),
                 };
-                let solution = solver
+                let solution = self
+                    .solver
                     .solve(&target.frame(), current)
                     .map_err(|e| format!("cannot reach {target:?}: {e}"))?;
                 let q = Command::forward_angles(end, solution.q);
@@ -238,6 +247,7 @@ impl Stage {
                         End::Forward => (End::Backward, modules[1].middles[3]),
                         End::Backward => (End::Forward, modules[0].middles[0]),
                     };
+                    self.solver.floor = Some(self.floor_in_holding_frame());
                     return Ok(format!(
                         "unlocked {module}:{connector}; the meta-module is held by its {} end now",
                         self.held_by
