@@ -8,10 +8,13 @@
 //! laws with a torque limit, integrated implicitly; hinges stop at their
 //! limits; box corners touch the ground with Coulomb friction; a hinge
 //! that closes a kinematic loop is five stiff constraint rows plus its servo
-//! and stops. Boxes of the robot do not collide with each other.
+//! and stops; a weld (a lock added while the world runs) is six. A body may
+//! touch the ground with sampled surface points instead of its boxes'
+//! corners. Boxes of the robot do not collide with each other.
 //!
 //! # Layout
-//! - [`model`]: bodies, boxes, hinges and loop hinges; mass properties.
+//! - [`model`]: bodies, boxes, hinges, loop hinges and welds; mass
+//!   properties.
 //! - [`world`]: the state and the step (see its docs for the algorithm).
 //! - `spatial`: 6-D vectors and inertias in world axes.
 
@@ -19,5 +22,5 @@ pub mod model;
 mod spatial;
 pub mod world;
 
-pub use model::{BodySpec, Hinge, LoopHinge, Model, ModelError, SolidBox};
-pub use world::{BodyState, Servo, Settings, World};
+pub use model::{Anchor, BodySpec, Hinge, LoopHinge, Model, ModelError, SolidBox, Weld};
+pub use world::{BodyState, Servo, Settings, WeldId, World};

@@ -37,12 +37,37 @@ pub struct LoopHinge {
     pub limits: [f64; 2],
 }
 
+/// What a weld holds a body's frame to.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Anchor {
+    /// A fixed frame of the world.
+    Ground(Isometry3<f64>),
+    /// A frame of another body (body frame).
+    Body(usize, Isometry3<f64>),
+}
+
+/// A rigid lock added to a running world: six stiff rows that hold a
+/// frame of `body` onto its anchor (a Roombot connector locked onto the
+/// ground or onto another module). Welds come and go without rebuilding
+/// anything, so the trees and their angles survive a lock or an unlock.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Weld {
+    pub body: usize,
+    /// The held frame, in `body`'s frame.
+    pub frame: Isometry3<f64>,
+    pub anchor: Anchor,
+}
+
 /// One body as given.
 #[derive(Debug, Clone, PartialEq)]
 pub struct BodySpec {
     pub boxes: Vec<SolidBox>,
     /// `None` for the floating root of a tree.
     pub hinge: Option<Hinge>,
+    /// What touches the ground: the corners of the boxes when `None`; these
+    /// points (body frame) when given, for a body whose boxes only carry
+    /// its mass (a rounded shape sampled on its surface).
+    pub contact_points: Option<Vec<Vector3<f64>>>,
 }
 
 /// Why a set of bodies is not a model.
@@ -56,6 +81,8 @@ pub enum ModelError {
     Invalid { body: usize, what: &'static str },
     #[error("loop hinge {index} joins body {body}, which is not a distinct body of the model")]
     LoopBody { index: usize, body: usize },
+    #[error("a weld holds body {0}, which is not a distinct body of the model")]
+    WeldBody(usize),
 }
 
 /// A body with its mass properties and place in the generalized coordinates.
@@ -63,6 +90,10 @@ pub enum ModelError {
 pub(crate) struct Body {
     pub boxes: Vec<SolidBox>,
     pub hinge: Option<Hinge>,
+    pub contact_points: Option<Vec<Vector3<f64>>>,
+    /// The farthest contact point from the body's origin (m), so a body
+    /// well above the ground is skipped at once.
+    pub reach: f64,
     pub mass: f64,
     /// Centre of mass in the body frame.
     pub com: Vector3<f64>,
@@ -130,11 +161,27 @@ impl Model {
                 inertia += r * own * r.transpose()
                     + b.mass * (Matrix3::identity() * d.norm_squared() - d * d.transpose());
             }
+            if let Some(points) = &spec.contact_points
+                && !points.iter().all(|p| p.iter().all(|x| x.is_finite()))
+            {
+                return Err(ModelError::Invalid {
+                    body: i,
+                    what: "a contact point",
+                });
+            }
+            let reach = spec
+                .contact_points
+                .iter()
+                .flatten()
+                .map(|p| p.norm())
+                .fold(0.0, f64::max);
             let dof = dofs;
             dofs += if spec.hinge.is_some() { 1 } else { 6 };
             bodies.push(Body {
                 boxes: spec.boxes,
                 hinge: spec.hinge,
+                contact_points: spec.contact_points,
+                reach,
                 mass,
                 com,
                 inertia,

@@ -21,7 +21,7 @@
 
 use nalgebra::{Isometry3, Matrix6, Point3, Translation3, UnitQuaternion, Vector3};
 
-use crate::model::Model;
+use crate::model::{Anchor, Model, ModelError, Weld};
 use crate::spatial::{Spatial, apply, inertia_matrix};
 
 /// Physical and solver settings.
@@ -134,10 +134,17 @@ pub struct World {
     loop_servo: Vec<Servo>,
     /// Root of the tree of every body.
     root: Vec<usize>,
+    /// The welds in force, by id.
+    welds: Vec<(WeldId, Weld)>,
+    next_weld: u64,
     scratch: Scratch,
     /// Last step's impulses by contact, for warm starts.
     warm: Vec<(ContactKey, [f64; 3])>,
 }
+
+/// A weld of a world, as [`World::weld`] returned it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct WeldId(u64);
 
 /// A tree's centre of mass and its velocity.
 type Centroid = (Vector3<f64>, Vector3<f64>);
@@ -165,6 +172,9 @@ struct Scratch {
     contacts: Vec<Contact>,
     /// Centre of mass and its velocity of every tree before positions move.
     centroids: Vec<(usize, Centroid)>,
+    /// Every weld row that carries linear momentum: its row, the held
+    /// body, the anchor's body (none for the ground) and its direction.
+    weld_pushes: Vec<(usize, usize, Option<usize>, Vector3<f64>)>,
 }
 
 impl World {
@@ -206,6 +216,8 @@ impl World {
             q,
             u,
             root,
+            welds: Vec::new(),
+            next_weld: 0,
             scratch: Scratch::default(),
             warm: Vec::new(),
         };
@@ -230,6 +242,61 @@ impl World {
     /// Drives loop hinge `k` (its index in the model).
     pub fn set_loop_servo(&mut self, k: usize, servo: Servo) {
         self.loop_servo[k] = servo;
+    }
+
+    /// Locks `weld.frame` of its body onto its anchor from the next step,
+    /// pulling it there as a stiff spring if it is not there yet.
+    pub fn weld(&mut self, weld: Weld) -> Result<WeldId, ModelError> {
+        let n = self.model.bodies.len();
+        let other = match weld.anchor {
+            Anchor::Ground(_) => None,
+            Anchor::Body(b, _) => Some(b),
+        };
+        if weld.body >= n {
+            return Err(ModelError::WeldBody(weld.body));
+        }
+        if let Some(b) = other
+            && (b >= n || b == weld.body)
+        {
+            return Err(ModelError::WeldBody(b));
+        }
+        let id = WeldId(self.next_weld);
+        self.next_weld += 1;
+        self.welds.push((id, weld));
+        Ok(id)
+    }
+
+    /// Releases a weld; false if it was not in force.
+    pub fn release(&mut self, id: WeldId) -> bool {
+        let before = self.welds.len();
+        self.welds.retain(|(w, _)| *w != id);
+        self.welds.len() < before
+    }
+
+    /// The held frame and its anchor's frame of a weld, in the world; the
+    /// gap between them is how far the lock gives.
+    #[must_use]
+    pub fn weld_frames(&self, id: WeldId) -> Option<[Isometry3<f64>; 2]> {
+        let (_, w) = self.welds.iter().find(|(w, _)| *w == id)?;
+        Some(self.weld_world_frames(w))
+    }
+
+    fn weld_world_frames(&self, w: &Weld) -> [Isometry3<f64>; 2] {
+        let anchor = match w.anchor {
+            Anchor::Ground(frame) => frame,
+            Anchor::Body(b, frame) => self.pose[b] * frame,
+        };
+        [anchor, self.pose[w.body] * w.frame]
+    }
+
+    /// Sets the angle of `body`'s hinge (rad) and moves its subtree with
+    /// it, velocities unchanged: a pose to start from, or a check of the
+    /// model's kinematics against another.
+    pub fn set_hinge(&mut self, body: usize, angle: f64) {
+        if self.model.bodies[body].hinge.is_some() {
+            self.q[body] = angle;
+            self.forward_kinematics();
+        }
     }
 
     /// Angle and rate of loop hinge `k`, read from its bodies.
@@ -298,14 +365,24 @@ impl World {
         (frame.rotation * Vector3::x(), frame.translation.vector)
     }
 
-    /// Lowest corner of any box (m).
+    /// Lowest point that touches the ground: a box's corner or a contact
+    /// point (m).
     #[must_use]
     pub fn lowest_point(&self) -> f64 {
         let mut lowest = f64::INFINITY;
         for (i, body) in self.model.bodies.iter().enumerate() {
-            for b in &body.boxes {
-                for c in corners(&b.half) {
-                    lowest = lowest.min((self.pose[i] * b.pose * Point3::from(c)).z);
+            match &body.contact_points {
+                Some(points) => {
+                    for p in points {
+                        lowest = lowest.min((self.pose[i] * Point3::from(*p)).z);
+                    }
+                }
+                None => {
+                    for b in &body.boxes {
+                        for c in corners(&b.half) {
+                            lowest = lowest.min((self.pose[i] * b.pose * Point3::from(c)).z);
+                        }
+                    }
                 }
             }
         }
@@ -510,6 +587,14 @@ impl World {
                     impulse +=
                         Vector3::new(s.impulse[c.row + 1], s.impulse[c.row + 2], s.impulse[c.row]);
                 }
+                for &(row, body, other, d) in &s.weld_pushes {
+                    if self.root[body] == i {
+                        impulse += d * s.impulse[row];
+                    }
+                    if other.is_some_and(|b| self.root[b] == i) {
+                        impulse -= d * s.impulse[row];
+                    }
+                }
                 let mass = self.tree_mass(i);
                 let target = velocity + h * self.settings.gravity + impulse / mass;
                 s.centroids.push((i, (com, target)));
@@ -656,7 +741,7 @@ impl World {
     /// origins together and two that keep their axes aligned (free
     /// impulses, stiff springs), then its servo and its stops as for a
     /// tree hinge.
-    fn collect_loops(&self, s: &mut Scratch, mut rows: usize) {
+    fn collect_loops(&self, s: &mut Scratch, mut rows: usize) -> usize {
         let h = self.settings.dt;
         let n = self.model.dofs;
         let hw = h * self.settings.joint_frequency;
@@ -736,6 +821,64 @@ impl World {
                 push(s, 0.0, softness, Bound::Push, min_velocity);
             }
         }
+        rows
+    }
+
+    /// The six rows of every weld: three that hold the frames' origins
+    /// together and three that hold their axes, stiff springs as for a
+    /// loop hinge; each row's linear part is noted so the trees' momentum
+    /// counts the weld's impulses.
+    fn collect_welds(&self, s: &mut Scratch, mut rows: usize) {
+        let h = self.settings.dt;
+        let n = self.model.dofs;
+        let hw = h * self.settings.joint_frequency;
+        let bias = hw / (2.0 + hw) / h;
+        let softness = 1.0 / (hw * (2.0 + hw));
+        s.weld_pushes.clear();
+        for (id, w) in &self.welds {
+            let [anchor, held] = self.weld_world_frames(w);
+            let other = match w.anchor {
+                Anchor::Ground(_) => None,
+                Anchor::Body(b, _) => Some(b),
+            };
+            let x = 0.5 * (anchor.translation.vector + held.translation.vector);
+            let gap = held.translation.vector - anchor.translation.vector;
+            // The turn that brings the anchor's axes onto the held frame's.
+            let tilt = (held.rotation * anchor.rotation.inverse()).scaled_axis();
+            let axes = [Vector3::x(), Vector3::y(), Vector3::z()];
+            for (k, d) in axes.iter().enumerate() {
+                for linear in [true, false] {
+                    let start = s.jacobian.len();
+                    s.jacobian.resize(start + n, 0.0);
+                    let error = if linear {
+                        self.add_point(s, start, w.body, &x, d, 1.0);
+                        if let Some(b) = other {
+                            self.add_point(s, start, b, &x, d, -1.0);
+                        }
+                        s.weld_pushes.push((rows, w.body, other, *d));
+                        gap.dot(d)
+                    } else {
+                        self.add_turn(s, start, w.body, d, 1.0);
+                        if let Some(b) = other {
+                            self.add_turn(s, start, b, d, -1.0);
+                        }
+                        tilt.dot(d)
+                    };
+                    s.contacts.push(Contact {
+                        body: w.body,
+                        key: ContactKey(
+                            (3 << 62) | (1 << 61) | (id.0 << 3) | (k as u64) << 1 | u64::from(linear),
+                        ),
+                        row: rows,
+                        rows: 1,
+                        min_velocity: -bias * error,
+                        softness,
+                        bound: Bound::Free,
+                    });
+                    rows += 1;
+                }
+            }
+        }
     }
 
     fn collect_constraints(&self, s: &mut Scratch) {
@@ -747,33 +890,50 @@ impl World {
         let normal = Vector3::z();
         let tangents = [Vector3::x(), Vector3::y()];
         for (i, body) in self.model.bodies.iter().enumerate() {
-            for (k, b) in body.boxes.iter().enumerate() {
-                let frame = self.pose[i] * b.pose;
-                // Skip a box whose centre is farther up than its half diagonal.
-                if frame.translation.vector.z > b.half.norm() + self.settings.margin {
-                    continue;
+            let mut touch = |s: &mut Scratch, key: u64, x: Vector3<f64>| {
+                let depth = x.z;
+                if depth >= self.settings.margin {
+                    return;
                 }
-                for (c, corner) in corners(&b.half).into_iter().enumerate() {
-                    let x = (frame * Point3::from(corner)).coords;
-                    let depth = x.z;
-                    if depth >= self.settings.margin {
-                        continue;
+                self.point_row(s, i, &x, &normal);
+                for t in &tangents {
+                    self.point_row(s, i, &x, t);
+                }
+                let (min_velocity, softness) = self.gap_law(depth, h);
+                s.contacts.push(Contact {
+                    body: i,
+                    key: ContactKey(((i as u64) << 20) | key),
+                    row: rows,
+                    rows: 3,
+                    min_velocity,
+                    softness,
+                    bound: Bound::Push,
+                });
+                rows += 3;
+            };
+            match &body.contact_points {
+                // Skip a body whose every point is well above the ground.
+                Some(points)
+                    if self.pose[i].translation.vector.z <= body.reach + self.settings.margin =>
+                {
+                    for (k, p) in points.iter().enumerate() {
+                        // Keys above the corners' (box index < 2^16).
+                        touch(s, (1 << 19) | k as u64, (self.pose[i] * Point3::from(*p)).coords);
                     }
-                    self.point_row(s, i, &x, &normal);
-                    for t in &tangents {
-                        self.point_row(s, i, &x, t);
+                }
+                Some(_) => {}
+                None => {
+                    for (k, b) in body.boxes.iter().enumerate() {
+                        let frame = self.pose[i] * b.pose;
+                        // Skip a box whose centre is farther up than its half diagonal.
+                        if frame.translation.vector.z > b.half.norm() + self.settings.margin {
+                            continue;
+                        }
+                        for (c, corner) in corners(&b.half).into_iter().enumerate() {
+                            let x = (frame * Point3::from(corner)).coords;
+                            touch(s, ((k as u64) << 3) | c as u64, x);
+                        }
                     }
-                    let (min_velocity, softness) = self.gap_law(depth, h);
-                    s.contacts.push(Contact {
-                        body: i,
-                        key: ContactKey(((i as u64) << 20) | ((k as u64) << 3) | c as u64),
-                        row: rows,
-                        rows: 3,
-                        min_velocity,
-                        softness,
-                        bound: Bound::Push,
-                    });
-                    rows += 3;
                 }
             }
             if body.hinge.is_some()
@@ -818,7 +978,8 @@ impl World {
                 }
             }
         }
-        self.collect_loops(s, rows);
+        let rows = self.collect_loops(s, rows);
+        self.collect_welds(s, rows);
     }
 
     /// The least velocity along a constraint's normal at a gap `depth`

@@ -3,7 +3,8 @@
 
 use nalgebra::{Isometry3, Point3, Vector3};
 use yamor_dynamics::{
-    BodySpec, BodyState, Hinge, LoopHinge, Model, Servo, Settings, SolidBox, World,
+    Anchor, BodySpec, BodyState, Hinge, LoopHinge, Model, ModelError, Servo, Settings, SolidBox,
+    Weld, World,
 };
 
 fn solid(half: [f64; 3], mass: f64, at: Vector3<f64>) -> SolidBox {
@@ -26,6 +27,7 @@ fn one_box(settings: Settings, start: BodyState) -> World {
     let model = Model::new(vec![BodySpec {
         boxes: vec![solid([0.05, 0.05, 0.05], 1.0, Vector3::zeros())],
         hinge: None,
+        contact_points: None,
     }])
     .unwrap();
     World::new(model, settings, &[start])
@@ -37,6 +39,7 @@ fn two_links(settings: Settings, z: f64) -> World {
         BodySpec {
             boxes: vec![solid([0.05, 0.05, 0.05], 0.5, Vector3::zeros())],
             hinge: None,
+            contact_points: None,
         },
         BodySpec {
             boxes: vec![solid([0.05, 0.02, 0.02], 0.2, Vector3::new(0.05, 0.0, 0.0))],
@@ -50,6 +53,7 @@ fn two_links(settings: Settings, z: f64) -> World {
                 frame_in_child: Isometry3::rotation(Vector3::z() * std::f64::consts::FRAC_PI_2),
                 limits: [-1.5, 1.5],
             }),
+            contact_points: None,
         },
     ])
     .unwrap();
@@ -240,12 +244,14 @@ fn bodies_must_hang_from_earlier_bodies() {
             frame_in_child: Isometry3::identity(),
             limits: [-1.0, 1.0],
         }),
+        contact_points: None,
     }])
     .unwrap_err();
     assert!(e.to_string().contains("does not come before"), "{e}");
     let e = Model::new(vec![BodySpec {
         boxes: vec![solid([0.1, 0.1, 0.1], -1.0, Vector3::zeros())],
         hinge: None,
+        contact_points: None,
     }])
     .unwrap_err();
     assert!(e.to_string().contains("mass"), "{e}");
@@ -274,18 +280,22 @@ fn parallelogram() -> World {
         BodySpec {
             boxes: vec![bar_x(0.5)],
             hinge: None,
+            contact_points: None,
         },
         BodySpec {
             boxes: vec![bar_y()],
             hinge: hinge(0, at(0.0, 0.0)),
+            contact_points: None,
         },
         BodySpec {
             boxes: vec![bar_y()],
             hinge: hinge(0, at(L, 0.0)),
+            contact_points: None,
         },
         BodySpec {
             boxes: vec![bar_x(0.2)],
             hinge: hinge(1, at(0.0, H)),
+            contact_points: None,
         },
     ])
     .unwrap()
@@ -377,6 +387,7 @@ fn a_loop_hinge_needs_two_bodies_of_the_model() {
         Model::new(vec![BodySpec {
             boxes: vec![solid([0.1, 0.1, 0.1], 1.0, Vector3::zeros())],
             hinge: None,
+            contact_points: None,
         }])
         .unwrap()
     };
@@ -390,4 +401,141 @@ fn a_loop_hinge_needs_two_bodies_of_the_model() {
             .unwrap_err();
         assert!(e.to_string().contains("loop hinge 0"), "{e}");
     }
+}
+
+/// Two free boxes side by side, 0.1 m apart, their bottoms at `z`.
+fn two_boxes(z: f64) -> World {
+    let spec = || BodySpec {
+        boxes: vec![solid([0.05, 0.05, 0.05], 0.5, Vector3::zeros())],
+        hinge: None,
+        contact_points: None,
+    };
+    let model = Model::new(vec![spec(), spec()]).unwrap();
+    World::new(
+        model,
+        Settings::default(),
+        &[at_rest(0.0, 0.0, z + 0.05), at_rest(0.1, 0.0, z + 0.05)],
+    )
+}
+
+#[test]
+fn a_box_welded_in_the_air_hangs_there_until_released() {
+    let mut world = two_boxes(0.3);
+    let held = Isometry3::translation(0.0, 0.0, 0.35);
+    let id = world
+        .weld(Weld {
+            body: 0,
+            frame: Isometry3::identity(),
+            anchor: Anchor::Ground(held),
+        })
+        .unwrap();
+    for _ in 0..480 {
+        world.step();
+    }
+    let hanging = world.body_state(0).pose.translation.vector;
+    assert!(
+        (hanging - held.translation.vector).norm() < 1e-3,
+        "the weld gives {hanging:?}"
+    );
+    // The other box, not welded, has fallen onto the ground meanwhile.
+    assert!(world.body_state(1).pose.translation.vector.z < 0.06);
+    assert!(world.release(id));
+    assert!(!world.release(id), "a weld is released once");
+    for _ in 0..480 {
+        world.step();
+    }
+    let landed = world.body_state(0).pose.translation.vector.z;
+    assert!((landed - 0.05).abs() < 3e-3, "released, it lands: {landed}");
+}
+
+#[test]
+fn two_welded_boxes_fall_and_land_as_one() {
+    let mut world = two_boxes(0.2);
+    // One box starts spinning and sliding: the weld must carry it all to
+    // the other box.
+    world = {
+        let model = world.model().clone();
+        let mut spun = [world.body_state(0), world.body_state(1)];
+        spun[1].angvel = Vector3::new(0.0, 2.0, 1.0);
+        spun[1].linvel = Vector3::new(0.3, 0.0, 0.0);
+        World::new(model, Settings::default(), &spun)
+    };
+    let relative = world.body_state(0).pose.inverse() * world.body_state(1).pose;
+    world
+        .weld(Weld {
+            body: 1,
+            frame: Isometry3::identity(),
+            anchor: Anchor::Body(0, relative),
+        })
+        .unwrap();
+    let mut worst: f64 = 0.0;
+    for _ in 0..960 {
+        world.step();
+        let now = world.body_state(0).pose.inverse() * world.body_state(1).pose;
+        worst = worst.max((now.translation.vector - relative.translation.vector).norm());
+    }
+    assert!(worst < 1e-3, "the weld gave {worst} m");
+    // Landed flat and at rest, the pair's momentum is gone: the weld's
+    // impulses were counted in each box's tree.
+    let (a, b) = (world.body_state(0), world.body_state(1));
+    assert!((a.pose.translation.z - 0.05).abs() < 3e-3);
+    assert!((b.pose.translation.z - 0.05).abs() < 3e-3);
+    assert!(a.linvel.norm() < 1e-2 && b.linvel.norm() < 1e-2);
+}
+
+#[test]
+fn a_weld_needs_two_distinct_bodies_of_the_model() {
+    let mut world = two_boxes(0.0);
+    let weld = |body, anchor| Weld {
+        body,
+        frame: Isometry3::identity(),
+        anchor,
+    };
+    assert_eq!(
+        world.weld(weld(2, Anchor::Ground(Isometry3::identity()))),
+        Err(ModelError::WeldBody(2))
+    );
+    assert_eq!(
+        world.weld(weld(0, Anchor::Body(0, Isometry3::identity()))),
+        Err(ModelError::WeldBody(0))
+    );
+    assert_eq!(
+        world.weld(weld(0, Anchor::Body(7, Isometry3::identity()))),
+        Err(ModelError::WeldBody(7))
+    );
+}
+
+#[test]
+fn a_body_touches_the_ground_with_its_contact_points_not_its_box() {
+    // A ball's mass in a small box, its surface as points of radius 0.07.
+    let points: Vec<Vector3<f64>> = (0..64)
+        .map(|k| {
+            // A Fibonacci sphere: points spread evenly.
+            let z = 1.0 - (2 * k + 1) as f64 / 64.0;
+            let a = k as f64 * 2.399_963_229_728_653;
+            let r = (1.0 - z * z).sqrt();
+            Vector3::new(r * a.cos(), r * a.sin(), z) * 0.07
+        })
+        .collect();
+    let model = Model::new(vec![BodySpec {
+        boxes: vec![solid([0.01, 0.01, 0.01], 1.0, Vector3::zeros())],
+        hinge: None,
+        contact_points: Some(points),
+    }])
+    .unwrap();
+    let mut world = World::new(model, Settings::default(), &[at_rest(0.0, 0.0, 0.2)]);
+    for _ in 0..720 {
+        world.step();
+    }
+    let lowest = world.lowest_point();
+    assert!(lowest.abs() < 3e-3, "rests on its points: {lowest}");
+    // The box alone would sink to 0.01; the points hold it near 0.07.
+    let centre = world.body_state(0).pose.translation.z;
+    assert!(centre > 0.06, "held up by its points: {centre}");
+    let bad = Model::new(vec![BodySpec {
+        boxes: vec![solid([0.01, 0.01, 0.01], 1.0, Vector3::zeros())],
+        hinge: None,
+        contact_points: Some(vec![Vector3::new(f64::NAN, 0.0, 0.0)]),
+    }]);
+    assert!(matches!(bad, Err(ModelError::Invalid { .. })));
 }

@@ -123,6 +123,7 @@ impl ArticulatedWorld {
                     })
                     .collect(),
                 hinge: hinge_to[b].map(|(_, h)| h),
+                contact_points: None,
             });
             initial.push(BodyState {
                 pose: isometry(cluster.state.pose),
