@@ -17,14 +17,20 @@
 //!   clear errors.
 //! - [`play`]: supervisor commands played kinematically on a floor of
 //!   connectors (locks, the inchworm hand-over, every pose checked).
+//! - [`enact`]: the same commands on the simulated meta-module, the
+//!   bounding trial driving its servos.
 //! - [`bounding`]: the reactive servo controller of 002 §4.1.1.
+//! - [`physics`]: modules in the articulated engine: continuous servos,
+//!   connectors that lock and unlock while the world runs.
 
 pub mod bounding;
 pub mod chain;
 pub mod collision;
+pub mod enact;
 pub mod experiment;
 pub mod ik;
 pub mod module;
+pub mod physics;
 pub mod play;
 pub mod reach;
 pub mod supervisor;

@@ -126,6 +126,12 @@ impl Stage {
         [centre(0, 0), centre(0, 1), centre(1, 0), centre(1, 1)]
     }
 
+    /// The six joint angles in forward chain order.
+    #[must_use]
+    pub fn angles(&self) -> MetaJoints {
+        self.q
+    }
+
     #[must_use]
     pub fn locks(&self) -> &BTreeSet<(u8, Connector)> {
         &self.locks

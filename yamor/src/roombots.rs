@@ -11,7 +11,8 @@ pub enum RoombotsCommand {
     /// around it with each IK variant the seed tried and with ours.
     IkTargets(IkTargetsArgs),
     /// Play a supervisor command file (002 App. B) on a meta-module standing
-    /// on a floor of connectors, kinematically, and report each command.
+    /// on a floor of connectors, simulated (servos, bounding trial, locks),
+    /// and report each command.
     Play(PlayArgs),
 }
 
@@ -22,6 +23,10 @@ pub struct PlayArgs {
     /// How the meta-module's two modules are joined.
     #[arg(long, default_value = "parallel")]
     connection: ConnectionType,
+    /// Only plan: check each command and move the joints at once, without
+    /// simulating the servos, the locks and the floor.
+    #[arg(long)]
+    kinematic: bool,
 }
 
 #[derive(Args)]
@@ -45,13 +50,21 @@ pub fn roombots(command: RoombotsCommand) -> Result<()> {
 
 fn play(args: &PlayArgs) -> Result<()> {
     use anyhow::Context;
+    use yamor_roombots::enact::Enactment;
+    use yamor_roombots::play::Stage;
+    use yamor_roombots::supervisor::Command;
     let text = std::fs::read_to_string(&args.file)
         .with_context(|| format!("reading {}", args.file.display()))?;
     // The whole file is read before anything moves.
     yamor_roombots::supervisor::parse(&text)
         .with_context(|| format!("{} is not a command file", args.file.display()))?;
-    let mut stage = yamor_roombots::play::Stage::new(args.connection);
-    let locks = |stage: &yamor_roombots::play::Stage| -> String {
+    let mut simulated = if args.kinematic {
+        None
+    } else {
+        Some(Enactment::new(args.connection).context("building the simulated meta-module")?)
+    };
+    let mut planned = Stage::new(args.connection);
+    let locks = |stage: &Stage| -> String {
         let held: Vec<String> = stage
             .locks()
             .iter()
@@ -60,29 +73,71 @@ fn play(args: &PlayArgs) -> Result<()> {
         held.join(" ")
     };
     println!(
-        "a {} meta-module standing on the floor: cubes at {:?}, locked {}",
+        "a {} meta-module standing on the floor{}: cubes at {:?}, locked {}",
         args.connection,
-        stage.cells(),
-        locks(&stage)
+        if simulated.is_some() {
+            ", simulated"
+        } else {
+            ", kinematically"
+        },
+        planned.cells(),
+        locks(&planned)
     );
     for (k, line) in text.lines().enumerate() {
         let Ok(Some(command)) = yamor_roombots::supervisor::parse_line(line) else {
             continue;
         };
         let line = line.split('#').next().unwrap_or("").trim();
-        match stage.apply(&command) {
-            Ok(what) => println!("line {:>3} {line}: {what}", k + 1),
-            Err(why) => {
-                anyhow::bail!("line {} ({line}) refused, nothing changed: {why}", k + 1)
+        let refused = |why: String| {
+            anyhow::anyhow!("line {} ({line}) refused, nothing changed: {why}", k + 1)
+        };
+        match &mut simulated {
+            None => {
+                let what = planned.apply(&command).map_err(refused)?;
+                println!("line {:>3} {line}: {what}", k + 1);
+            }
+            Some(enactment) => {
+                let report = enactment.apply(&command).map_err(refused)?;
+                println!(
+                    "line {:>3} {line}: {}\n          simulated {:.2} s: {}, {} retarget(s), {} overlap(s), locks give ≤ {:.2} mm, {:.2} mm from the plan",
+                    k + 1,
+                    report.plan,
+                    report.seconds,
+                    match (&command, report.reached) {
+                        (_, false) => "STUCK",
+                        (Command::Move { .. } | Command::Reach { .. }, true) => {
+                            "every joint reached its goal"
+                        }
+                        _ => "the servos held",
+                    },
+                    report.retargets,
+                    report.overlaps,
+                    report.lock_gap * 1e3,
+                    report.plan_error * 1e3,
+                );
+                anyhow::ensure!(
+                    report.reached,
+                    "line {} ({line}): the meta-module got stuck (the bounding trial gave up after {} goal changes); stopped here",
+                    k + 1,
+                    report.retargets
+                );
+                planned = enactment.stage().clone();
             }
         }
     }
+    let clock = simulated.as_ref().map_or(String::new(), |e| {
+        format!(
+            ", {:.2} s simulated, the simulation's cubes at {:?}",
+            e.clock(),
+            e.cells()
+        )
+    });
     println!(
-        "end: cubes at {:?}, held by its {} end, locked {}, {} ms waited",
-        stage.cells(),
-        stage.held_by(),
-        locks(&stage),
-        stage.clock_ms
+        "end: cubes at {:?}, held by its {} end, locked {}, {} ms waited{clock}",
+        planned.cells(),
+        planned.held_by(),
+        locks(&planned),
+        planned.clock_ms
     );
     Ok(())
 }

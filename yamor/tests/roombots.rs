@@ -33,7 +33,26 @@ fn the_inchworm_example_plays_to_its_end_held_by_the_other_end_twice() {
                 && last.contains("locked 0:C0X"),
             "{connection}: {stdout}"
         );
+        // Simulated by default: the engine's cubes end where the plan's do.
+        assert!(
+            last.contains(
+                "the simulation's cubes at [[-3, -3, 0], [-2, -3, 0], [-1, -3, 0], [0, -3, 0]]"
+            ),
+            "{connection}: {stdout}"
+        );
+        assert!(!stdout.contains("STUCK"), "{connection}: {stdout}");
     }
+    let planned = Command::new(BIN)
+        .args(["roombots", "play", "--kinematic"])
+        .arg(example("inchworm.txt"))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&planned.stdout);
+    assert!(planned.status.success());
+    assert!(
+        stdout.contains("kinematically") && !stdout.contains("simulated"),
+        "{stdout}"
+    );
 }
 
 #[test]

@@ -867,7 +867,11 @@ impl World {
                     s.contacts.push(Contact {
                         body: w.body,
                         key: ContactKey(
-                            (3 << 62) | (1 << 61) | (id.0 << 3) | (k as u64) << 1 | u64::from(linear),
+                            (3 << 62)
+                                | (1 << 61)
+                                | (id.0 << 3)
+                                | (k as u64) << 1
+                                | u64::from(linear),
                         ),
                         row: rows,
                         rows: 1,
@@ -918,7 +922,11 @@ impl World {
                 {
                     for (k, p) in points.iter().enumerate() {
                         // Keys above the corners' (box index < 2^16).
-                        touch(s, (1 << 19) | k as u64, (self.pose[i] * Point3::from(*p)).coords);
+                        touch(
+                            s,
+                            (1 << 19) | k as u64,
+                            (self.pose[i] * Point3::from(*p)).coords,
+                        );
                     }
                 }
                 Some(_) => {}

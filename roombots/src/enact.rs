@@ -1,0 +1,342 @@
+//! Supervisor commands enacted on a simulated meta-module: the kinematic
+//! [`Stage`] checks each command and gives the joint goals, then the
+//! engine ([`Robot`]) moves there with its servos, the bounding trial of
+//! 002 §4.1.1 watching every joint, and locks become welds onto the floor.
+//!
+//! A move drives all six joints along one straight line in joint space,
+//! each at most [`MAX_SPEED`], so they arrive together; a joint turns to
+//! the nearest angle equal to its goal modulo a turn, and the bounding
+//! trial sends it round the other way when it is blocked. What each
+//! command did is a [`Report`]: how long it took, whether every joint
+//! reached its goal, how often the cubes overlapped on the way (the engine
+//! lets them pass through each other, so overlaps are counted, not
+//! prevented), how far the locks gave, and how far the simulated
+//! connectors ended from the kinematic plan.
+
+use std::collections::BTreeMap;
+
+use nalgebra::Isometry3;
+use yamor_dynamics::WeldId;
+
+use crate::bounding::{BoundingTrial, Verdict};
+use crate::chain::{ConnectionType, MetaModule};
+use crate::ik::MetaJoints;
+use crate::module::{Connector, wrap};
+use crate::physics::{MAX_SPEED, PhysicsError, Robot, RobotSettings};
+use crate::play::Stage;
+use crate::supervisor::Command;
+
+/// How often the bounding trial looks at the joints (s).
+pub const OBSERVATION: f64 = 0.1;
+/// A joint within this of its goal has reached it (rad).
+pub const GOAL_TOLERANCE: f64 = 0.03;
+/// The longest one command may take (s).
+pub const COMMAND_TIMEOUT: f64 = 30.0;
+/// How long the world settles before the first command (s).
+const SETTLE: f64 = 0.5;
+
+/// What one command did in the simulation.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Report {
+    /// The kinematic stage's account.
+    pub plan: String,
+    /// Simulated time the command took (s).
+    pub seconds: f64,
+    /// Every joint reached its goal (false: a joint was stuck, or time ran
+    /// out).
+    pub reached: bool,
+    /// Goal changes of the bounding trial, over all joints.
+    pub retargets: u32,
+    /// Observations at which two cubes overlapped.
+    pub overlaps: usize,
+    /// How far the locks gave at worst during the command (m).
+    pub lock_gap: f64,
+    /// The farthest any connector ended from where the plan puts it (m).
+    pub plan_error: f64,
+}
+
+/// A meta-module standing on a floor of connectors, simulated.
+pub struct Enactment {
+    stage: Stage,
+    robot: Robot,
+    locks: BTreeMap<(u8, Connector), WeldId>,
+    settings: RobotSettings,
+    /// Simulated time (s).
+    clock: f64,
+}
+
+impl Enactment {
+    /// Standing as [`Stage::new`] stands, module 0's `C0X` locked onto the
+    /// floor, settled.
+    pub fn new(connection: ConnectionType) -> Result<Self, PhysicsError> {
+        let stage = Stage::new(connection);
+        let mut tree = MetaModule::new(connection).tree();
+        tree.root_pose = stage.modules()[0].middles[0];
+        let settings = RobotSettings::default();
+        let mut robot = Robot::build(&tree, &[[0.0; 3]; 2], &settings)?;
+        let mut locks = BTreeMap::new();
+        for &(m, c) in stage.locks() {
+            let floor = floor_under(&stage.modules()[usize::from(m)].connector(c));
+            locks.insert((m, c), robot.lock_to_floor(usize::from(m), c, &floor)?);
+        }
+        let mut enactment = Enactment {
+            stage,
+            robot,
+            locks,
+            settings,
+            clock: 0.0,
+        };
+        enactment.hold();
+        enactment.run_for(SETTLE);
+        Ok(enactment)
+    }
+
+    #[must_use]
+    pub fn stage(&self) -> &Stage {
+        &self.stage
+    }
+
+    #[must_use]
+    pub fn robot(&self) -> &Robot {
+        &self.robot
+    }
+
+    /// Simulated time so far (s).
+    #[must_use]
+    pub fn clock(&self) -> f64 {
+        self.clock
+    }
+
+    /// Plays one command: refused by the plan (nothing moves), or enacted.
+    pub fn apply(&mut self, command: &Command) -> Result<Report, String> {
+        let plan = self.stage.apply(command)?;
+        let start = self.clock;
+        let mut report = Report {
+            plan,
+            seconds: 0.0,
+            reached: true,
+            retargets: 0,
+            overlaps: 0,
+            lock_gap: self.worst_lock_gap(),
+            plan_error: 0.0,
+        };
+        match *command {
+            Command::Move { .. } | Command::Reach { .. } => {
+                self.drive(self.stage.angles(), &mut report);
+            }
+            Command::Lock { module, connector } => {
+                let frame = self.stage.modules()[usize::from(module)].connector(connector);
+                let weld = self
+                    .robot
+                    .lock_to_floor(usize::from(module), connector, &floor_under(&frame))
+                    .map_err(|e| e.to_string())?;
+                self.locks.insert((module, connector), weld);
+                // The weld pulls the connector home within a few steps.
+                self.observe_for(OBSERVATION, &mut report);
+            }
+            Command::Unlock { module, connector } => {
+                if let Some(weld) = self.locks.remove(&(module, connector)) {
+                    self.robot.unlock(weld);
+                }
+                self.observe_for(OBSERVATION, &mut report);
+            }
+            Command::Step { milliseconds } => {
+                self.observe_for(milliseconds as f64 / 1e3, &mut report);
+            }
+            Command::DropBox { .. } | Command::Terminal | Command::File => {}
+        }
+        report.seconds = self.clock - start;
+        report.plan_error = self.plan_error();
+        Ok(report)
+    }
+
+    /// Every servo holds the angle it is at.
+    fn hold(&mut self) {
+        for m in 0..2 {
+            for j in 0..3 {
+                let (angle, _) = self.robot.joint(m, j);
+                self.robot.command(m, j, angle, 0.0);
+            }
+        }
+    }
+
+    fn run_for(&mut self, seconds: f64) {
+        let steps = (seconds / self.settings.dt).round() as usize;
+        for _ in 0..steps {
+            self.robot.step();
+        }
+        self.clock += steps as f64 * self.settings.dt;
+    }
+
+    /// Runs `seconds`, noting overlaps and lock gaps every observation.
+    fn observe_for(&mut self, seconds: f64, report: &mut Report) {
+        let mut left = seconds;
+        while left > 1e-9 {
+            let chunk = left.min(OBSERVATION);
+            self.run_for(chunk);
+            left -= chunk;
+            self.note(report);
+        }
+    }
+
+    fn note(&self, report: &mut Report) {
+        if self.robot.self_collision().is_some() {
+            report.overlaps += 1;
+        }
+        report.lock_gap = report.lock_gap.max(self.worst_lock_gap());
+    }
+
+    fn worst_lock_gap(&self) -> f64 {
+        self.locks
+            .values()
+            .filter_map(|w| self.robot.lock_gap(*w))
+            .map(|(d, _)| d)
+            .fold(0.0, f64::max)
+    }
+
+    /// Drives the joints to `goal` (forward chain order).
+    fn drive(&mut self, goal: MetaJoints, report: &mut Report) {
+        let dt = self.settings.dt;
+        let mut joints: Vec<Profile> = (0..6)
+            .map(|k| {
+                let (now, _) = self.robot.joint(k / 3, k % 3);
+                Profile::new(now, now + wrap(goal[k] - now), 0.0)
+            })
+            .collect();
+        // One duration for all: they travel together.
+        let duration = joints
+            .iter()
+            .map(|p| (p.goal - p.from).abs() / MAX_SPEED)
+            .fold(OBSERVATION, f64::max);
+        for p in &mut joints {
+            p.duration = duration;
+        }
+        let mut trials: Vec<BoundingTrial> = joints
+            .iter()
+            .map(|p| {
+                // Less than a fifth of the planned travel per observation is
+                // standing still.
+                let expected = (p.goal - p.from).abs() / p.duration * OBSERVATION;
+                BoundingTrial::new(p.goal, GOAL_TOLERANCE, (0.2 * expected).max(1e-3))
+            })
+            .collect();
+        let mut done = [false; 6];
+        let mut t = 0.0;
+        let mut next_look = OBSERVATION;
+        while t < COMMAND_TIMEOUT {
+            for (k, p) in joints.iter().enumerate() {
+                let (angle, velocity) = p.at(t);
+                self.robot.command(k / 3, k % 3, angle, velocity);
+            }
+            self.robot.step();
+            self.clock += dt;
+            t += dt;
+            if t + 1e-9 < next_look {
+                continue;
+            }
+            next_look += OBSERVATION;
+            self.note(report);
+            // A joint still on its way is not judged by the bounding trial:
+            // it moves as fast as it was told to.
+            for k in 0..6 {
+                if done[k] || t < joints[k].start + joints[k].duration {
+                    continue;
+                }
+                let (position, _) = self.robot.joint(k / 3, k % 3);
+                match trials[k].observe(position) {
+                    Verdict::Reached => done[k] = true,
+                    Verdict::Moving { goal } => {
+                        if goal != joints[k].goal {
+                            // Round the other way, at full speed.
+                            report.retargets += 1;
+                            let mut p = Profile::new(position, goal, t);
+                            p.duration = ((goal - position).abs() / MAX_SPEED).max(OBSERVATION);
+                            joints[k] = p;
+                        }
+                    }
+                    Verdict::Stuck { .. } => {
+                        report.reached = false;
+                        self.hold();
+                        return;
+                    }
+                }
+            }
+            if done.iter().all(|d| *d) {
+                return;
+            }
+        }
+        report.reached = false;
+        self.hold();
+    }
+
+    /// The farthest any connector of the simulation is from the plan (m).
+    fn plan_error(&self) -> f64 {
+        let planned = self.stage.modules();
+        let mut worst: f64 = 0.0;
+        for (m, module) in planned.iter().enumerate() {
+            for c in Connector::ALL {
+                let sim = self.robot.connector(m, c).translation.vector;
+                worst = worst.max((sim - module.connector(c).translation.vector).norm());
+            }
+        }
+        worst
+    }
+
+    /// Every cube's cell as the simulation has it (centres rounded to the
+    /// grid), in chain order.
+    #[must_use]
+    pub fn cells(&self) -> [[i64; 3]; 4] {
+        let modules = self.robot.module_poses();
+        let cell = |m: usize, cube: usize| {
+            let c = modules[m].cube_centre(cube).coords / crate::module::CELL;
+            [
+                c.x.round() as i64,
+                c.y.round() as i64,
+                (c.z - 0.5).round() as i64,
+            ]
+        };
+        [cell(0, 0), cell(0, 1), cell(1, 0), cell(1, 1)]
+    }
+}
+
+/// A joint's straight run from `from` to `goal`, started at `start` (s).
+#[derive(Debug, Clone, Copy)]
+struct Profile {
+    from: f64,
+    goal: f64,
+    start: f64,
+    duration: f64,
+}
+
+impl Profile {
+    fn new(from: f64, goal: f64, start: f64) -> Self {
+        Profile {
+            from,
+            goal,
+            start,
+            duration: OBSERVATION,
+        }
+    }
+
+    /// The commanded angle and rate at time `t`.
+    fn at(&self, t: f64) -> (f64, f64) {
+        let s = ((t - self.start) / self.duration).clamp(0.0, 1.0);
+        let rate = if s < 1.0 {
+            (self.goal - self.from) / self.duration
+        } else {
+            0.0
+        };
+        (self.from + (self.goal - self.from) * s, rate)
+    }
+}
+
+/// The floor connector under a connector that faces the floor: the cell's
+/// centre on the floor, `Z` up.
+fn floor_under(connector: &Isometry3<f64>) -> Isometry3<f64> {
+    let p = connector.translation.vector / crate::module::CELL;
+    Isometry3::translation(
+        p.x.round() * crate::module::CELL,
+        p.y.round() * crate::module::CELL,
+        0.0,
+    )
+}

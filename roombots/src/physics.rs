@@ -1,0 +1,557 @@
+//! Roombot modules in the articulated engine (`yamor-dynamics`): every
+//! submodule a rigid body (submodules locked to each other by a [`Tree`]'s
+//! links one body), every joint a continuous hinge, every connector lock a
+//! weld that comes and goes while the world runs.
+//!
+//! What is modelled, and where the figures come from:
+//! - the shape: each submodule's mass is spread over its true shape (half
+//!   of a cube ∩ sphere, integrated on a grid) and it touches the ground
+//!   with points of its surface (the face discs' rims, the cut's rim and the
+//!   rounded corners), not with a box;
+//! - the servos: position controlled (002 §1.1.3) with the torque of the
+//!   seed's Webots worlds (`setMaxForce(12)`, 002 App. A);
+//! - the module's mass, 1.4 kg, and the joints' speed, a third of a turn
+//!   per second, are not in the seeds: they are the published hardware's
+//!   order of magnitude, settings rather than facts;
+//! - locks: a connector locked onto the floor or onto another module's
+//!   connector is a weld (six stiff rows) between the two frames, so an
+//!   inchworm step that hands the base to the other end keeps the same
+//!   world and its joint angles;
+//! - not modelled: the modules' bodies colliding with each other (the
+//!   engine's bodies touch only the ground). [`Robot::self_collision`]
+//!   reports overlaps instead, against the same shape as the kinematics.
+
+use std::f64::consts::TAU;
+use std::sync::OnceLock;
+
+use nalgebra::{Isometry3, Matrix3, Point3, Rotation3, SymmetricEigen, UnitQuaternion, Vector3};
+use yamor_dynamics::{
+    Anchor, BodySpec, BodyState, Hinge, Model, ModelError, Servo, Settings, SolidBox, Weld, WeldId,
+    World,
+};
+
+use crate::chain::{Tree, joined};
+use crate::collision;
+use crate::module::{
+    CELL, Connector, HALF, Joints, ModulePose, RADIUS, home_joint_axes, home_middle_frames,
+};
+
+/// Mass of one module (kg): four submodules of a quarter each.
+pub const MODULE_MASS: f64 = 1.4;
+/// Largest servo torque (N·m): the seed's worlds (`setMaxForce(12)`).
+pub const MAX_TORQUE: f64 = 12.0;
+/// Fastest a joint turns under [`Robot::drive`] (rad/s).
+pub const MAX_SPEED: f64 = TAU / 3.0;
+/// Position servo gains: a module lifting another stretched out (about
+/// 7 N·m) sags by about 0.02 rad.
+pub const STIFFNESS: f64 = 400.0;
+pub const DAMPING: f64 = 8.0;
+
+/// The physical settings of a Roombot world.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RobotSettings {
+    /// One control step (s).
+    pub dt: f64,
+    /// Engine substeps per control step.
+    pub substeps: usize,
+    pub friction: f64,
+}
+
+impl Default for RobotSettings {
+    fn default() -> Self {
+        RobotSettings {
+            dt: 1.0 / 240.0,
+            substeps: 2,
+            friction: 0.8,
+        }
+    }
+}
+
+/// Why a robot cannot be built or locked.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum PhysicsError {
+    #[error("{expected} modules need {expected} sets of joint angles, not {given}")]
+    Angles { expected: usize, given: usize },
+    #[error("the robot is not a valid model: {0}")]
+    Model(#[from] ModelError),
+    #[error("module {0} does not exist")]
+    UnknownModule(usize),
+}
+
+/// Where a module's joint lives in the engine.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Joint {
+    /// The hinge of this body; `sign` is −1 when the tree enters the joint
+    /// from its far side, which turns it the other way.
+    Tree { body: usize, sign: f64 },
+    /// Not (yet) a hinge of the tree.
+    Rigid,
+}
+
+/// A robot of Roombot modules in the engine.
+pub struct Robot {
+    world: World,
+    substeps: usize,
+    /// For every module and submodule: its body and its `M` frame in the
+    /// body's frame.
+    places: Vec<[(usize, Isometry3<f64>); 4]>,
+    joints: Vec<[Joint; 3]>,
+}
+
+/// A submodule's mass spread as a box with the same centre and inertia,
+/// and the points it touches the ground with, in its `M` frame.
+struct Submodule {
+    mass_box: SolidBox,
+    contact_points: Vec<Vector3<f64>>,
+}
+
+/// Whether a point of an `M` frame lies in its submodule: the `+++` half
+/// of the cube ∩ sphere.
+fn in_half(p: &Vector3<f64>) -> bool {
+    p.amax() <= HALF && p.norm() <= RADIUS && p.x + p.y + p.z >= 0.0
+}
+
+fn submodule() -> &'static Submodule {
+    static SUBMODULE: OnceLock<Submodule> = OnceLock::new();
+    SUBMODULE.get_or_init(|| {
+        // Mass properties by a midpoint grid over the cube: exact to a
+        // fraction of a percent at 48 cells a side.
+        const N: usize = 48;
+        let h = CELL / N as f64;
+        let mut inside = Vec::new();
+        for i in 0..N {
+            for j in 0..N {
+                for k in 0..N {
+                    let p = Vector3::new(i as f64 + 0.5, j as f64 + 0.5, k as f64 + 0.5) * h
+                        - Vector3::repeat(HALF);
+                    if in_half(&p) {
+                        inside.push(p);
+                    }
+                }
+            }
+        }
+        let mass = MODULE_MASS / 4.0;
+        let dm = mass / inside.len() as f64;
+        let com = inside.iter().sum::<Vector3<f64>>() / inside.len() as f64;
+        let mut inertia = Matrix3::zeros();
+        for p in &inside {
+            let d = p - com;
+            inertia += dm * (Matrix3::identity() * d.norm_squared() - d * d.transpose());
+        }
+        // The box with these principal moments: sides² from
+        // I₁ = m(b² + c²)/12 and its two cyclic companions.
+        let eigen = SymmetricEigen::new(inertia);
+        let s = eigen.eigenvalues * (12.0 / mass);
+        let side = |a: usize, b: usize, c: usize| ((s[b] + s[c] - s[a]) / 2.0).max(1e-8).sqrt();
+        let half = Vector3::new(side(0, 1, 2), side(1, 2, 0), side(2, 0, 1)) / 2.0;
+        let mut axes = eigen.eigenvectors;
+        if axes.determinant() < 0.0 {
+            axes.set_column(2, &(-axes.column(2)));
+        }
+        let rotation = UnitQuaternion::from_rotation_matrix(&Rotation3::from_matrix(&axes));
+        let mass_box = SolidBox {
+            pose: Isometry3::from_parts(com.into(), rotation),
+            half,
+            mass,
+        };
+        Submodule {
+            mass_box,
+            contact_points: contact_points(),
+        }
+    })
+}
+
+/// The points of a half that may touch the ground: eight on each face
+/// disc's rim, eight on the cut's rim, and the sphere at the cube's corners
+/// and edge midpoints (the rounded parts), each kept if it lies on the half.
+fn contact_points() -> Vec<Vector3<f64>> {
+    let mut points = Vec::new();
+    let disc = (RADIUS * RADIUS - HALF * HALF).sqrt();
+    let on_half = |p: Vector3<f64>| p.x + p.y + p.z >= -1e-12;
+    for axis in 0..3 {
+        for sign in [-1.0, 1.0] {
+            for k in 0..8 {
+                let a = f64::from(k) * TAU / 8.0;
+                let mut p = Vector3::zeros();
+                p[axis] = sign * HALF;
+                p[(axis + 1) % 3] = disc * a.cos();
+                p[(axis + 2) % 3] = disc * a.sin();
+                if on_half(p) {
+                    points.push(p);
+                }
+            }
+        }
+    }
+    let u = Vector3::new(1.0, -1.0, 0.0).normalize();
+    let v = Vector3::new(1.0, 1.0, -2.0).normalize();
+    for k in 0..8 {
+        let a = f64::from(k) * TAU / 8.0;
+        let d = u * a.cos() + v * a.sin();
+        points.push(d * (HALF / d.amax()).min(RADIUS));
+    }
+    for x in [-1.0, 0.0, 1.0] {
+        for y in [-1.0, 0.0, 1.0] {
+            for z in [-1.0f64, 0.0, 1.0] {
+                let d = Vector3::new(x, y, z);
+                let zeros = d.iter().filter(|c| **c == 0.0).count();
+                // Corners and edge midpoints only: face centres are the discs.
+                if zeros <= 1 && on_half(d) && d.norm() > 0.0 {
+                    points.push(d.normalize() * RADIUS);
+                }
+            }
+        }
+    }
+    points
+}
+
+/// Joint `j`'s axis as a hinge frame (x along the axis) in submodule `j`'s
+/// `M` frame, and the same frame in submodule `j + 1`'s at angle 0.
+fn hinge_frames(j: usize) -> [Isometry3<f64>; 2] {
+    static FRAMES: OnceLock<[[Isometry3<f64>; 2]; 3]> = OnceLock::new();
+    FRAMES.get_or_init(|| {
+        let middles = home_middle_frames();
+        let axes = home_joint_axes();
+        std::array::from_fn(|j| {
+            let carried = axes[j].transformed(&middles[j].inverse());
+            let x = carried.direction.into_inner();
+            let helper = if x.x.abs() < 0.9 {
+                Vector3::x()
+            } else {
+                Vector3::y()
+            };
+            let y = x.cross(&helper).normalize();
+            let z = x.cross(&y);
+            let rotation = Rotation3::from_matrix_unchecked(Matrix3::from_columns(&[x, y, z]));
+            let on_near = Isometry3::from_parts(
+                carried.point.coords.into(),
+                UnitQuaternion::from_rotation_matrix(&rotation),
+            );
+            let on_far = middles[j + 1].inverse() * middles[j] * on_near;
+            [on_near, on_far]
+        })
+    })[j]
+}
+
+impl Robot {
+    /// The modules of `tree` posed by `q` (one set of angles per module),
+    /// at rest.
+    pub fn build(
+        tree: &Tree,
+        q: &[Joints],
+        settings: &RobotSettings,
+    ) -> Result<Self, PhysicsError> {
+        let modules = tree.links.len() + 1;
+        if q.len() != modules {
+            return Err(PhysicsError::Angles {
+                expected: modules,
+                given: q.len(),
+            });
+        }
+        let poses = tree.poses(q);
+        // Submodules locked together by links are one body.
+        let node = |m: usize, s: u8| m * 4 + usize::from(s);
+        let mut parent: Vec<usize> = (0..modules * 4).collect();
+        fn find(parent: &mut [usize], mut x: usize) -> usize {
+            while parent[x] != x {
+                parent[x] = parent[parent[x]];
+                x = parent[x];
+            }
+            x
+        }
+        for (k, link) in tree.links.iter().enumerate() {
+            let a = find(
+                &mut parent,
+                node(link.parent, link.parent_connector.submodule),
+            );
+            let b = find(&mut parent, node(k + 1, link.connector.submodule));
+            parent[a.max(b)] = a.min(b);
+        }
+        let cluster: Vec<usize> = (0..modules * 4).map(|n| find(&mut parent, n)).collect();
+        let middle = |n: usize| poses[n / 4].middles[n % 4];
+
+        // Bodies breadth-first from module 0's cluster along the joints.
+        let mut body_of = vec![usize::MAX; modules * 4];
+        let mut order: Vec<usize> = Vec::new();
+        let mut hinges: Vec<Option<Hinge>> = Vec::new();
+        let mut joints = vec![[Joint::Rigid; 3]; modules];
+        let mut visit = |root: usize,
+                         body_of: &mut Vec<usize>,
+                         order: &mut Vec<usize>,
+                         hinges: &mut Vec<Option<Hinge>>| {
+            body_of[root] = order.len();
+            order.push(root);
+            hinges.push(None);
+            let mut next = order.len() - 1;
+            while next < order.len() {
+                let c = order[next];
+                next += 1;
+                for m in 0..modules {
+                    for j in 0..3 {
+                        let (near, far) =
+                            (cluster[node(m, j as u8)], cluster[node(m, j as u8 + 1)]);
+                        if near == far || (near != c && far != c) {
+                            continue;
+                        }
+                        let (other, sign) = if near == c { (far, 1.0) } else { (near, -1.0) };
+                        if body_of[other] != usize::MAX {
+                            continue;
+                        }
+                        let [on_near, on_far] = hinge_frames(j);
+                        let offset = |n: usize| middle(cluster[n]).inverse() * middle(n);
+                        let near_frame = offset(node(m, j as u8)) * on_near;
+                        let far_frame = offset(node(m, j as u8 + 1)) * on_far;
+                        let (frame_in_parent, frame_in_child) = if sign > 0.0 {
+                            (near_frame, far_frame)
+                        } else {
+                            (far_frame, near_frame)
+                        };
+                        body_of[other] = order.len();
+                        joints[m][j] = Joint::Tree {
+                            body: order.len(),
+                            sign,
+                        };
+                        order.push(other);
+                        hinges.push(Some(Hinge {
+                            parent: body_of[c],
+                            frame_in_parent,
+                            frame_in_child,
+                            limits: [f64::NEG_INFINITY, f64::INFINITY],
+                        }));
+                    }
+                }
+            }
+        };
+        // The tree's root first, so that turning a joint in the engine moves
+        // what the chain of transforms moves.
+        let root = cluster[node(0, tree.root_submodule)];
+        visit(root, &mut body_of, &mut order, &mut hinges);
+        for n in 0..modules * 4 {
+            if body_of[cluster[n]] == usize::MAX {
+                visit(cluster[n], &mut body_of, &mut order, &mut hinges);
+            }
+        }
+        // Links only join a module to an earlier one, so the joints form a
+        // tree of bodies and every joint became a hinge above.
+        let shape = submodule();
+        let mut specs: Vec<BodySpec> = order
+            .iter()
+            .zip(&hinges)
+            .map(|(_, hinge)| BodySpec {
+                boxes: Vec::new(),
+                hinge: *hinge,
+                contact_points: Some(Vec::new()),
+            })
+            .collect();
+        let mut places = vec![[(0, Isometry3::identity()); 4]; modules];
+        for n in 0..modules * 4 {
+            let b = body_of[cluster[n]];
+            let offset = middle(cluster[n]).inverse() * middle(n);
+            places[n / 4][n % 4] = (b, offset);
+            let mut mass_box = shape.mass_box;
+            mass_box.pose = offset * mass_box.pose;
+            specs[b].boxes.push(mass_box);
+            specs[b].contact_points.as_mut().expect("set above").extend(
+                shape
+                    .contact_points
+                    .iter()
+                    .map(|p| offset * Point3::from(*p))
+                    .map(|p| p.coords),
+            );
+        }
+        let initial: Vec<BodyState> = order
+            .iter()
+            .map(|&c| BodyState {
+                pose: middle(c),
+                angvel: Vector3::zeros(),
+                linvel: Vector3::zeros(),
+            })
+            .collect();
+        let model = Model::new(specs)?;
+        let engine = Settings {
+            dt: settings.dt / settings.substeps.max(1) as f64,
+            friction: settings.friction,
+            ..Settings::default()
+        };
+        let mut world = World::new(model, engine, &initial);
+        // The engine read each angle wrapped from the poses; the joints turn
+        // continuously, so give them the angles as given.
+        for (m, module) in joints.iter().enumerate() {
+            for (j, joint) in module.iter().enumerate() {
+                if let Joint::Tree { body, sign } = *joint {
+                    world.set_hinge(body, sign * q[m][j]);
+                }
+            }
+        }
+        Ok(Robot {
+            world,
+            substeps: settings.substeps.max(1),
+            places,
+            joints,
+        })
+    }
+
+    #[must_use]
+    pub fn module_count(&self) -> usize {
+        self.places.len()
+    }
+
+    /// Every module's submodule frames in the world, as the engine has them.
+    #[must_use]
+    pub fn module_poses(&self) -> Vec<ModulePose> {
+        self.places
+            .iter()
+            .map(|module| ModulePose {
+                middles: module.map(|(b, offset)| self.world.body_state(b).pose * offset),
+            })
+            .collect()
+    }
+
+    /// A connector's frame in the world.
+    #[must_use]
+    pub fn connector(&self, module: usize, c: Connector) -> Isometry3<f64> {
+        let (b, offset) = self.places[module][usize::from(c.submodule)];
+        self.world.body_state(b).pose * offset * c.in_middle_frame()
+    }
+
+    /// Joint `j` of `module`: angle (rad, unwrapped) and rate (rad/s).
+    #[must_use]
+    pub fn joint(&self, module: usize, j: usize) -> (f64, f64) {
+        match self.joints[module][j] {
+            Joint::Tree { body, sign } => {
+                let (q, u) = self.world.hinge(body);
+                (sign * q, sign * u)
+            }
+            Joint::Rigid => (0.0, 0.0),
+        }
+    }
+
+    /// Every module's joint angles.
+    #[must_use]
+    pub fn angles(&self) -> Vec<Joints> {
+        (0..self.module_count())
+            .map(|m| std::array::from_fn(|j| self.joint(m, j).0))
+            .collect()
+    }
+
+    /// Puts joint `j` of `module` at `angle` at once, the rest of the
+    /// robot following the tree: a start pose, or a kinematic check.
+    pub fn set_joint(&mut self, module: usize, j: usize, angle: f64) {
+        if let Joint::Tree { body, sign } = self.joints[module][j] {
+            self.world.set_hinge(body, sign * angle);
+        }
+    }
+
+    /// Drives joint `j` of `module` towards `angle` at `velocity` with the
+    /// position servo, until the next command.
+    pub fn command(&mut self, module: usize, j: usize, angle: f64, velocity: f64) {
+        if let Joint::Tree { body, sign } = self.joints[module][j] {
+            self.world.set_servo(
+                body,
+                Servo {
+                    angle: sign * angle,
+                    velocity: sign * velocity,
+                    stiffness: STIFFNESS,
+                    damping: DAMPING,
+                    max_torque: MAX_TORQUE,
+                },
+            );
+        }
+    }
+
+    /// Locks `module`'s connector onto the floor connector whose frame is
+    /// `floor` (origin on the floor, Z up), in whichever of its four
+    /// quarter-turns is nearest the connector's orientation now.
+    pub fn lock_to_floor(
+        &mut self,
+        module: usize,
+        c: Connector,
+        floor: &Isometry3<f64>,
+    ) -> Result<WeldId, PhysicsError> {
+        let now = self.connector(module, c);
+        let anchor = (0..4u8)
+            .map(|k| joined(floor, k))
+            .min_by(|a, b| {
+                let da = a.rotation.angle_to(&now.rotation);
+                let db = b.rotation.angle_to(&now.rotation);
+                da.total_cmp(&db)
+            })
+            .expect("four turns");
+        self.weld_connector(module, c, Anchor::Ground(anchor))
+    }
+
+    /// Locks `module`'s connector onto `other`'s connector `onto`, turned
+    /// by `quarter_turns` as in a [`Tree`]'s link.
+    pub fn lock_to_module(
+        &mut self,
+        module: usize,
+        c: Connector,
+        other: usize,
+        onto: Connector,
+        quarter_turns: u8,
+    ) -> Result<WeldId, PhysicsError> {
+        if other >= self.module_count() {
+            return Err(PhysicsError::UnknownModule(other));
+        }
+        let (b, offset) = self.places[other][usize::from(onto.submodule)];
+        let frame = joined(&(offset * onto.in_middle_frame()), quarter_turns);
+        self.weld_connector(module, c, Anchor::Body(b, frame))
+    }
+
+    fn weld_connector(
+        &mut self,
+        module: usize,
+        c: Connector,
+        anchor: Anchor,
+    ) -> Result<WeldId, PhysicsError> {
+        if module >= self.module_count() {
+            return Err(PhysicsError::UnknownModule(module));
+        }
+        let (body, offset) = self.places[module][usize::from(c.submodule)];
+        Ok(self.world.weld(Weld {
+            body,
+            frame: offset * c.in_middle_frame(),
+            anchor,
+        })?)
+    }
+
+    /// Unlocks a lock; false if it was not locked.
+    pub fn unlock(&mut self, lock: WeldId) -> bool {
+        self.world.release(lock)
+    }
+
+    /// How far a lock gives: the distance (m) and angle (rad) between the
+    /// connector and what it is locked onto.
+    #[must_use]
+    pub fn lock_gap(&self, lock: WeldId) -> Option<(f64, f64)> {
+        let [anchor, held] = self.world.weld_frames(lock)?;
+        Some((
+            (anchor.translation.vector - held.translation.vector).norm(),
+            anchor.rotation.angle_to(&held.rotation),
+        ))
+    }
+
+    /// Advances one control step.
+    pub fn step(&mut self) {
+        for _ in 0..self.substeps {
+            self.world.step();
+        }
+    }
+
+    #[must_use]
+    pub fn kinetic_energy(&self) -> f64 {
+        self.world.kinetic_energy()
+    }
+
+    /// Lowest point touching the ground (m).
+    #[must_use]
+    pub fn lowest_point(&self) -> f64 {
+        self.world.lowest_point()
+    }
+
+    /// Two cubes of the robot that overlap, by their shape (the engine
+    /// lets them pass through each other).
+    #[must_use]
+    pub fn self_collision(&self) -> Option<(usize, usize)> {
+        collision::self_collision(&self.module_poses())
+    }
+}
