@@ -20,10 +20,13 @@
 //! - [`enact`]: the same commands on the simulated meta-module, the
 //!   bounding trial driving its servos.
 //! - [`bounding`]: the reactive servo controller of 002 §4.1.1.
+//! - [`bridge`]: the supervisor language as a line protocol over TCP, on
+//!   a simulated meta-module.
 //! - [`physics`]: modules in the articulated engine: continuous servos,
 //!   connectors that lock and unlock while the world runs.
 
 pub mod bounding;
+pub mod bridge;
 pub mod chain;
 pub mod collision;
 pub mod enact;

@@ -14,6 +14,19 @@ pub enum RoombotsCommand {
     /// on a floor of connectors, simulated (servos, bounding trial, locks),
     /// and report each command.
     Play(PlayArgs),
+    /// Serve a simulated meta-module to a supervisor over TCP: one App. B
+    /// command per line, one answer per line (`ok …` or `error …`).
+    Bridge(BridgeArgs),
+}
+
+#[derive(Args)]
+pub struct BridgeArgs {
+    /// Address to listen on (the YaMoR bridge's port plus one).
+    #[arg(long, default_value = "127.0.0.1:2224")]
+    listen: String,
+    /// How the meta-module's two modules are joined.
+    #[arg(long, default_value = "parallel")]
+    connection: ConnectionType,
 }
 
 #[derive(Args)]
@@ -45,7 +58,25 @@ pub fn roombots(command: RoombotsCommand) -> Result<()> {
     match command {
         RoombotsCommand::IkTargets(args) => ik_targets(&args),
         RoombotsCommand::Play(args) => play(&args),
+        RoombotsCommand::Bridge(args) => crate::block_on(bridge(args)),
     }
+}
+
+async fn bridge(args: BridgeArgs) -> Result<()> {
+    use anyhow::Context;
+    let listener = tokio::net::TcpListener::bind(&args.listen)
+        .await
+        .with_context(|| format!("binding {}", args.listen))?;
+    if let Ok(address) = listener.local_addr() {
+        println!(
+            "a {} meta-module served on {address}: one command per line",
+            args.connection
+        );
+    }
+    yamor_roombots::bridge::serve(listener, args.connection, crate::net::shutdown_signal())
+        .await
+        .context("serving the Roombot bridge")?;
+    Ok(())
 }
 
 fn play(args: &PlayArgs) -> Result<()> {
