@@ -15,6 +15,9 @@
 //! The schema of C.4.1 names the identifier `realid`, the example of C.4.2
 //! writes `id`; both are accepted and the one that was read is written back.
 //! `speed` is the oscillator frequency ω in rad/s (Tables A.1, A.2).
+//! `motion="rotate"` (not in the thesis; for the Roombots' continuous
+//! joints) makes the joint turn round at the oscillator's phase instead of
+//! swinging about its offset; absent, the joint oscillates.
 //! A `cpglink` on module *i* pointing `to` *j* is the coupling term of *i*'s
 //! phase equation, so in steady state φ_j − φ_i = phase.
 
@@ -61,6 +64,30 @@ pub struct ModuleConfig {
     /// The module this one opens a Bluetooth link to, if any.
     pub bluetooth_to: Option<ModuleId>,
     pub cpg_links: Vec<CpgLink>,
+    /// How the joint follows its oscillator.
+    pub motion: Motion,
+}
+
+/// How a joint follows its oscillator (`crate::cpg`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Hash)]
+pub enum Motion {
+    /// θ = x + r cos φ: a swing about the offset (the thesis' CPG).
+    #[default]
+    Oscillate,
+    /// θ = x + φ: the joint turns round continuously at the oscillator's
+    /// frequency, the offset shifting where the turn starts; only a joint
+    /// without stops can follow it (a Roombot's, not a YaMoR servo's).
+    Rotate,
+}
+
+impl Motion {
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Motion::Oscillate => "oscillate",
+            Motion::Rotate => "rotate",
+        }
+    }
 }
 
 impl ModuleConfig {
@@ -76,6 +103,7 @@ impl ModuleConfig {
             max_angle: std::f64::consts::FRAC_PI_2,
             bluetooth_to: None,
             cpg_links: Vec::new(),
+            motion: Motion::Oscillate,
         }
     }
 }
@@ -182,6 +210,12 @@ impl RobotConfig {
                 ("minangle", number(module.min_angle)),
                 ("maxangle", number(module.max_angle)),
             ];
+            let rotate = [("motion", Motion::Rotate.as_str().to_owned())];
+            let attributes: Vec<(&str, String)> = if module.motion == Motion::Rotate {
+                attributes.into_iter().chain(rotate).collect()
+            } else {
+                attributes.into_iter().collect()
+            };
             if module.bluetooth_to.is_none() && module.cpg_links.is_empty() {
                 out.empty("module", &attributes);
                 continue;
@@ -262,6 +296,20 @@ fn read_module(
         max_angle,
         bluetooth_to: None,
         cpg_links: Vec::new(),
+        motion: match node.attribute("motion") {
+            None | Some("oscillate") => Motion::Oscillate,
+            Some("rotate") => Motion::Rotate,
+            Some(other) => {
+                return Err(src.invalid(
+                    node,
+                    Problem::BadValue {
+                        name: "motion",
+                        value: other.to_owned(),
+                        expected: "motion (oscillate or rotate)",
+                    },
+                ));
+            }
+        },
     };
     if min_angle > max_angle {
         return Err(src.invalid(

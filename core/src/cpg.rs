@@ -5,14 +5,21 @@
 //! φ̇ᵢ = ωᵢ + Σⱼ wᵢⱼ rⱼ sin(φⱼ − φᵢ − ϕᵢⱼ)
 //! r̈ᵢ = a_r (a_r/4 (Rᵢ − rᵢ) − ṙᵢ)
 //! ẍᵢ = a_x (a_x/4 (Xᵢ − xᵢ) − ẋᵢ)
-//! θᵢ = xᵢ + rᵢ cos φᵢ
+//! θᵢ = xᵢ + rᵢ cos φᵢ          (Motion::Oscillate, the thesis)
+//! θᵢ = xᵢ + φᵢ                 (Motion::Rotate: a continuous joint)
 //! ```
+//!
+//! A rotating joint turns round at its oscillator's phase, unwrapped
+//! (whole turns are counted); its amplitude no longer shapes the joint but
+//! still weighs its pull on the oscillators coupled to it.
 //!
 //! with a_r = a_x = 4 rad/s. The real modules exchange their states over
 //! Bluetooth every tick; the simulator treats that exchange as instantaneous,
 //! so the coupled system is integrated as one ODE with fixed-step RK4. That
 //! keeps the coupling terms inside every RK4 stage instead of freezing the
 //! neighbours for a whole tick.
+
+use crate::config::Motion;
 
 /// Convergence gain of the amplitude equation (rad/s).
 pub const A_R: f64 = 4.0;
@@ -28,12 +35,18 @@ pub struct OscillatorParams {
     pub offset: f64,
     /// Intrinsic frequency ω (rad/s).
     pub omega: f64,
+    pub motion: Motion,
 }
 
 /// The state variables of one oscillator.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct OscillatorState {
+    /// φ in [0, 2π): only phase differences and cos φ matter to the
+    /// equations, and wrapping keeps precision over hours of walking.
     pub phase: f64,
+    /// Whole turns the phase has made (it wrapped this often), so that a
+    /// rotating joint's angle is continuous.
+    pub turns: f64,
     pub r: f64,
     pub dr: f64,
     pub x: f64,
@@ -44,6 +57,7 @@ impl OscillatorState {
     fn axpy(self, k: f64, d: OscillatorState) -> OscillatorState {
         OscillatorState {
             phase: self.phase + k * d.phase,
+            turns: self.turns,
             r: self.r + k * d.r,
             dr: self.dr + k * d.dr,
             x: self.x + k * d.x,
@@ -51,10 +65,14 @@ impl OscillatorState {
         }
     }
 
-    /// The set-point θ = x + r cos φ, before limit angles.
+    /// The set-point before limit angles: θ = x + r cos φ, or x + φ
+    /// (unwrapped) for a rotating joint.
     #[must_use]
-    pub fn output(&self) -> f64 {
-        self.x + self.r * self.phase.cos()
+    pub fn output(&self, motion: Motion) -> f64 {
+        match motion {
+            Motion::Oscillate => self.x + self.r * self.phase.cos(),
+            Motion::Rotate => self.x + self.phase + std::f64::consts::TAU * self.turns,
+        }
     }
 }
 
@@ -107,7 +125,7 @@ impl CpgNetwork {
     /// Set-point of oscillator `i` before limit angles.
     #[must_use]
     pub fn output(&self, i: usize) -> f64 {
-        self.states[i].output()
+        self.states[i].output(self.params[i].motion)
     }
 
     fn derivative(&self, s: &[OscillatorState], out: &mut [OscillatorState]) {
@@ -127,6 +145,7 @@ impl CpgNetwork {
                 .sum();
             *d = OscillatorState {
                 phase: p.omega + coupling,
+                turns: 0.0,
                 r: me.dr,
                 dr: A_R * (A_R / 4.0 * (p.amplitude - me.r) - me.dr),
                 x: me.dx,
@@ -162,10 +181,10 @@ impl CpgNetwork {
                 .axpy(dt / 3.0, k2[i])
                 .axpy(dt / 3.0, k3[i])
                 .axpy(dt / 6.0, k4[i]);
-            // Only phase differences and cos φ matter; wrapping keeps
-            // precision over hours of simulated walking.
+            let tau = std::f64::consts::TAU;
             self.states[i] = OscillatorState {
-                phase: s.phase.rem_euclid(std::f64::consts::TAU),
+                phase: s.phase.rem_euclid(tau),
+                turns: s.turns + s.phase.div_euclid(tau),
                 ..s
             };
         }
@@ -193,6 +212,7 @@ mod tests {
                 amplitude: 0.5,
                 offset: 0.0,
                 omega: 2.0,
+                motion: Motion::Oscillate,
             };
         }
         net.couplings[0].push(Coupling {
@@ -243,6 +263,7 @@ mod tests {
             amplitude: 0.8,
             offset: -0.4,
             omega: 3.0,
+            motion: Motion::Oscillate,
         };
         for _ in 0..800 {
             net.step(0.01);
@@ -274,6 +295,7 @@ mod tests {
             amplitude: 0.0,
             offset: 0.0,
             omega: 1.5,
+            motion: Motion::Oscillate,
         };
         net.states[0].r = 0.0;
         for _ in 0..100 {
@@ -295,5 +317,30 @@ mod tests {
         }
         assert_eq!(net.states[1], frozen);
         assert_ne!(net.states[0], pair(1.0, 1.0).states[0]);
+    }
+
+    #[test]
+    fn a_rotating_joint_turns_round_continuously_at_omega() {
+        let mut net = CpgNetwork::new(1);
+        net.params[0] = OscillatorParams {
+            amplitude: 0.5,
+            offset: 0.3,
+            omega: 2.0,
+            motion: Motion::Rotate,
+        };
+        net.states[0].x = 0.3;
+        let start = net.output(0);
+        let mut last = start;
+        for _ in 0..1000 {
+            net.step(0.01);
+            let now = net.output(0);
+            // Continuous through every wrap of the phase: never a jump.
+            assert!((now - last - 0.02).abs() < 1e-9, "{last} -> {now}");
+            last = now;
+        }
+        // Ten seconds at 2 rad/s: twenty radians, over three whole turns.
+        assert!((last - start - 20.0).abs() < 1e-6, "{}", last - start);
+        assert!(net.states[0].turns >= 3.0);
+        assert!(net.states[0].phase < std::f64::consts::TAU);
     }
 }

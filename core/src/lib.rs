@@ -50,7 +50,7 @@ pub mod script;
 pub mod starts;
 mod xml;
 
-pub use config::{CpgLink, IdAttribute, ModuleConfig, RobotConfig};
+pub use config::{CpgLink, IdAttribute, ModuleConfig, Motion, RobotConfig};
 pub use error::{Problem, XmlError};
 pub use matheval::{Expr, ExprError};
 pub use morphology::{Connection, Connector, Morphology, MorphologyModule};

@@ -33,6 +33,7 @@ fn module(
             .iter()
             .map(|&(to, phase, weight)| CpgLink { to, phase, weight })
             .collect(),
+        motion: yamor_core::config::Motion::Oscillate,
     }
 }
 
@@ -694,6 +695,12 @@ fn robot_config() -> impl Strategy<Value = RobotConfig> {
                                 weight,
                             })
                             .collect(),
+                        // Either motion, as the speed's sign falls.
+                        motion: if s > 0.0 {
+                            yamor_core::Motion::Rotate
+                        } else {
+                            yamor_core::Motion::Oscillate
+                        },
                     },
                 )
                 .collect(),
@@ -715,6 +722,7 @@ fn bits(config: &RobotConfig) -> Vec<Vec<u64>> {
                 m.min_angle.to_bits(),
                 m.max_angle.to_bits(),
                 m.bluetooth_to.map_or(u64::MAX, u64::from),
+                u64::from(m.motion == yamor_core::Motion::Rotate),
             ];
             for l in &m.cpg_links {
                 v.extend([u64::from(l.to), l.phase.to_bits(), l.weight.to_bits()]);
@@ -779,4 +787,13 @@ fn an_empty_module_list_is_refused_with_a_sentence() {
         "modulelist",
         2,
     );
+}
+
+#[test]
+fn an_unknown_motion_is_refused_with_what_is_known() {
+    let text = r#"<yamorconfig><modulelist>
+        <module id="0" amplitude="0" offset="0" speed="1" minangle="-1" maxangle="1" motion="spin"/>
+    </modulelist></yamorconfig>"#;
+    let e = RobotConfig::from_xml_str("spin.xml", text).unwrap_err().to_string();
+    assert!(e.contains("motion") && e.contains("oscillate or rotate"), "{e}");
 }

@@ -122,10 +122,12 @@ impl ModuleFirmware {
                 {
                     return nack(NackCode::BadParameter);
                 }
+                // SNP carries no motion: a YaMoR servo only swings.
                 self.params = OscillatorParams {
                     amplitude,
                     offset,
                     omega: speed,
+                    motion: yamor_core::Motion::Oscillate,
                 };
             }
             SnpMessage::QueryState => {

@@ -45,6 +45,10 @@ pub enum SimError {
     Refused { module: ModuleId, code: u8 },
     #[error("cancelled at t = {0:.2} s")]
     Cancelled(f64),
+    #[error(
+        "the gait makes module {0} rotate, but a YaMoR servo only swings within its limit angles (motion=\"rotate\" is for the Roombots' continuous joints)"
+    )]
+    Rotating(ModuleId),
 }
 
 /// Settings of a simulation; everything an evaluation depends on besides
@@ -200,6 +204,9 @@ impl Simulation {
         for module in &gait.modules {
             if !self.index_of.contains_key(&module.id) {
                 return Err(SimError::GaitModuleNotInMorphology(module.id));
+            }
+            if module.motion == yamor_core::Motion::Rotate {
+                return Err(SimError::Rotating(module.id));
             }
         }
         for module in &gait.modules {

@@ -110,7 +110,8 @@ fn sim_error(e: SimError) -> HostError {
         | SimError::LoopDoesNotClose(..)
         | SimError::Physics(_)
         | SimError::OutOfRange { .. }
-        | SimError::Refused { .. }) => HostError::InvalidJob(e.to_string()),
+        | SimError::Refused { .. }
+        | SimError::Rotating(_)) => HostError::InvalidJob(e.to_string()),
     }
 }
 

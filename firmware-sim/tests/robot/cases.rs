@@ -594,3 +594,12 @@ fn settings_out_of_range_are_refused() {
         "shorter than the warm-up"
     );
 }
+
+#[test]
+fn a_rotating_joint_is_refused_on_a_yamor_robot() {
+    let (morphology, mut gait) = example("quadruped");
+    gait.modules[1].motion = yamor_core::Motion::Rotate;
+    let id = gait.modules[1].id;
+    let mut sim = Simulation::new(&morphology, settings()).unwrap();
+    assert_eq!(sim.configure(&gait), Err(SimError::Rotating(id)));
+}
