@@ -794,6 +794,11 @@ fn an_unknown_motion_is_refused_with_what_is_known() {
     let text = r#"<yamorconfig><modulelist>
         <module id="0" amplitude="0" offset="0" speed="1" minangle="-1" maxangle="1" motion="spin"/>
     </modulelist></yamorconfig>"#;
-    let e = RobotConfig::from_xml_str("spin.xml", text).unwrap_err().to_string();
-    assert!(e.contains("motion") && e.contains("oscillate or rotate"), "{e}");
+    let e = RobotConfig::from_xml_str("spin.xml", text)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("motion") && e.contains("oscillate or rotate"),
+        "{e}"
+    );
 }

@@ -10,6 +10,9 @@
 //!   world per evaluation on the chosen engine, the articulated one by
 //!   default, rapier3d as the reference; on a blocking thread, cancellable);
 //!   a real-robot host built without it links no physics engine.
+//! - `roombots` (feature `sim`): the simulation backend of the Roombot
+//!   module family, and [`roombots::example_backend`] that picks the family
+//!   of an embedded example by its name.
 //! - [`expr`]: the expression backend: a MathEval expression of the
 //!   parameters, with an optional delay; the zero-cost host for testing and
 //!   benchmarking schedulers and optimizers.
@@ -35,6 +38,8 @@ pub mod backend;
 pub mod expr;
 pub mod grpc;
 pub mod model;
+#[cfg(feature = "sim")]
+pub mod roombots;
 pub mod serial;
 pub mod server;
 pub mod session;

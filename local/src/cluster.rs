@@ -6,7 +6,6 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use yamor_host_agent::sim::SimBackend;
 use yamor_host_agent::{Backend, HostOptions, HostServer, HostService};
 use yamor_organizer::model::{Run, RunSpec, RunState};
 use yamor_organizer::{Organizer, SchedulerConfig};
@@ -60,7 +59,7 @@ impl LocalCluster {
     /// `hosts` simulation hosts of the embedded `robot`.
     pub async fn start(robot: &str, hosts: usize, db: &Path) -> Result<LocalCluster, LocalError> {
         Self::start_with(hosts, db, |_| {
-            Ok(Arc::new(SimBackend::example(robot, Default::default())?))
+            yamor_host_agent::roombots::example_backend(robot, Default::default())
         })
         .await
     }

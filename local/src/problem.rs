@@ -35,11 +35,26 @@ pub fn default_optimization(robot: &str) -> Result<String, LocalError> {
     if robot == "quadruped" {
         return Ok(include_str!("../../examples/robots/quadruped/optimize.xml").to_owned());
     }
+    if let Some(example) = yamor_roombots::gait::RoombotExample::named(robot) {
+        return match example.optimize_xml {
+            Some(text) => Ok(text.to_owned()),
+            None => generic_optimization(robot, example.gait()?),
+        };
+    }
     let example = ExampleRobot::named(robot).ok_or_else(|| LocalError::UnknownRobot {
         name: robot.to_owned(),
-        known: ExampleRobot::names().join(", "),
+        known: example_names().join(", "),
     })?;
     generic_optimization(robot, example.gait()?)
+}
+
+/// The embedded robots of both module families, YaMoR's first.
+#[must_use]
+pub fn example_names() -> Vec<&'static str> {
+    ExampleRobot::names()
+        .into_iter()
+        .chain(yamor_roombots::gait::RoombotExample::names())
+        .collect()
 }
 
 /// Every oscillating module's amplitude and offset, and every coupled
@@ -91,10 +106,7 @@ pub fn dashboard_options(
 ) -> yamor_organizer::http::Options {
     yamor_organizer::http::Options {
         token,
-        robots: ExampleRobot::names()
-            .into_iter()
-            .map(str::to_owned)
-            .collect(),
+        robots: example_names().into_iter().map(str::to_owned).collect(),
         problem_for_robot: Some(std::sync::Arc::new(|robot: &str| {
             default_optimization(robot).map_err(|e| e.to_string())
         })),
@@ -143,6 +155,13 @@ fn replay(
         .as_ref()
         .ok_or("this job walks no gait (an expression or external objective)")?;
     let morphology = match &request.robot {
+        RobotSource::Example(name)
+            if yamor_roombots::gait::RoombotExample::named(name).is_some() =>
+        {
+            return Err(format!(
+                "{name} is a Roombot: its walks are not recorded for replay yet"
+            ));
+        }
         RobotSource::Example(name) => ExampleRobot::named(name)
             .ok_or_else(|| format!("unknown example robot {name:?}"))?
             .morphology()

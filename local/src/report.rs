@@ -56,6 +56,15 @@ impl Walks<'_> {
     /// The `yamor sim` command that walks `gait` as the run did, from the
     /// run's first `starts` held-out starts.
     fn command(&self, gait: &Path, starts: usize) -> String {
+        if yamor_roombots::gait::RoombotExample::named(self.robot).is_some() {
+            return format!(
+                "yamor roombots walk {} --gait {} --starts {starts} --seconds {} --warmup {}",
+                self.robot,
+                gait.display(),
+                self.warmup + self.measure,
+                self.warmup
+            );
+        }
         let settings = yamor_sim::SimSettings::default();
         format!(
             "yamor sim {} --gait {} --starts {starts} --seconds {} --warmup {} --engine {} --dt {}",

@@ -26,7 +26,9 @@ pub enum RunRobot {
 
 impl RunRobot {
     pub fn load(robot: &str) -> Result<Self, LocalError> {
-        if ExampleRobot::named(robot).is_some() {
+        if ExampleRobot::named(robot).is_some()
+            || yamor_roombots::gait::RoombotExample::named(robot).is_some()
+        {
             return Ok(RunRobot::Example(robot.to_owned()));
         }
         let (morphology, gait) =

@@ -19,6 +19,8 @@
 //!   connectors (locks, the inchworm hand-over, every pose checked).
 //! - [`enact`]: the same commands on the simulated meta-module, the
 //!   bounding trial driving its servos.
+//! - [`gait`]: Roombot robots described in `world.xml` (the Roombot
+//!   family), walking a CPG gait in the engine as YaMoR robots do.
 //! - [`bounding`]: the reactive servo controller of 002 §4.1.1.
 //! - [`bridge`]: the supervisor language as a line protocol over TCP, on
 //!   a simulated meta-module.
@@ -31,6 +33,7 @@ pub mod chain;
 pub mod collision;
 pub mod enact;
 pub mod experiment;
+pub mod gait;
 pub mod ik;
 pub mod module;
 pub mod physics;

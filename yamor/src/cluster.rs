@@ -11,7 +11,6 @@ use tokio_stream::StreamExt;
 use yamor_core::evaluation::{BackendKind, EvaluationSpec, Objective, RobotSource};
 use yamor_host_agent::expr::ExprBackend;
 use yamor_host_agent::serial::SerialSettings;
-use yamor_host_agent::sim::SimBackend;
 use yamor_host_agent::{Backend, HostOptions, HostServer};
 use yamor_local::LocalError;
 use yamor_organizer::model::{HeldOut, JobFilter, Run, RunSpec, RunState, Starts};
@@ -145,13 +144,13 @@ pub fn backend_for(
     delay: Duration,
 ) -> Result<Arc<dyn Backend>> {
     Ok(match (sim, expr) {
-        (Some(robot), None) => Arc::new(SimBackend::example(
+        (Some(robot), None) => yamor_host_agent::roombots::example_backend(
             robot,
             yamor_sim::SimSettings {
                 engine,
                 ..Default::default()
             },
-        )?),
+        )?,
         (None, Some(text)) => Arc::new(ExprBackend::new(text, delay)?),
         _ => bail!("give exactly one of --sim <robot>, --expr '<expression>' or --serial <port>"),
     })

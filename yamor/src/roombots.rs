@@ -14,9 +14,31 @@ pub enum RoombotsCommand {
     /// on a floor of connectors, simulated (servos, bounding trial, locks),
     /// and report each command.
     Play(PlayArgs),
+    /// Walk a Roombot robot's gait from held-out starts and print its
+    /// velocity's spread (what `yamor run roombots-…` reports).
+    Walk(WalkArgs),
     /// Serve a simulated meta-module to a supervisor over TCP: one App. B
     /// command per line, one answer per line (`ok …` or `error …`).
     Bridge(BridgeArgs),
+}
+
+#[derive(Args)]
+pub struct WalkArgs {
+    /// An embedded Roombot robot (roombots-meta, roombots-quadruped).
+    robot: String,
+    /// The gait (yamorconfig XML, one oscillator per joint); the robot's
+    /// own when not given.
+    #[arg(long)]
+    gait: Option<std::path::PathBuf>,
+    /// Held-out starts to walk from (yamor_core::starts).
+    #[arg(long, default_value_t = 20)]
+    starts: u32,
+    /// Length of each walk (s), warm-up included.
+    #[arg(long, default_value_t = 20.0)]
+    seconds: f64,
+    /// Warm-up before the measured window (s).
+    #[arg(long, default_value_t = 8.0)]
+    warmup: f64,
 }
 
 #[derive(Args)]
@@ -59,7 +81,52 @@ pub fn roombots(command: RoombotsCommand) -> Result<()> {
         RoombotsCommand::IkTargets(args) => ik_targets(&args),
         RoombotsCommand::Play(args) => play(&args),
         RoombotsCommand::Bridge(args) => crate::block_on(bridge(args)),
+        RoombotsCommand::Walk(args) => walk(&args),
     }
+}
+
+fn walk(args: &WalkArgs) -> Result<()> {
+    use anyhow::Context;
+    use yamor_core::evaluation::EvaluationSpec;
+    use yamor_core::starts::{Spread, held_out_seeds};
+    use yamor_roombots::gait::RoombotExample;
+    let example = RoombotExample::named(&args.robot).with_context(|| {
+        format!(
+            "unknown Roombot robot {:?}; known: {}",
+            args.robot,
+            RoombotExample::names().join(", ")
+        )
+    })?;
+    let robot = example.robot()?;
+    let gait = match &args.gait {
+        Some(path) => yamor_core::RobotConfig::from_file(path)?,
+        None => example.gait()?,
+    };
+    anyhow::ensure!(args.starts >= 1, "--starts must be at least 1");
+    let spec = EvaluationSpec::lasting_after(args.warmup, args.seconds)
+        .context("--seconds must exceed --warmup")?;
+    let never = std::sync::atomic::AtomicBool::new(false);
+    let mut velocities = Vec::new();
+    for seed in held_out_seeds(args.starts) {
+        let walked = yamor_roombots::gait::walk(
+            &robot,
+            &gait,
+            &EvaluationSpec {
+                seed,
+                ..spec.clone()
+            },
+            &never,
+        )?;
+        println!(
+            "start {seed}: {:.2} cm/s, turning {:+.1}°/s",
+            walked.velocity * 100.0,
+            walked.turn_deg_s
+        );
+        velocities.push(walked.velocity);
+    }
+    let spread = Spread::of(&velocities).context("a walk ended nowhere (not finite)")?;
+    println!("velocity {} over held-out starts", spread.cm_s());
+    Ok(())
 }
 
 async fn bridge(args: BridgeArgs) -> Result<()> {
