@@ -183,7 +183,10 @@ fn main() -> Result<()> {
             block_on(async { Ok(yamor_sim::cli::bridge(args, net::shutdown_signal()).await?) })
         }
         Command::Bench(args) => ex::bench_sim::bench_sim(args),
-        Command::Robots => Ok(yamor_sim::cli::robots()?),
+        Command::Robots => {
+            yamor_sim::cli::robots()?;
+            roombots::list_robots()
+        }
         Command::Health(args) => block_on(cluster::health(args)),
         Command::Dashboard(args) => block_on(cluster::dashboard(args)),
     }

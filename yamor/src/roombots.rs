@@ -286,3 +286,17 @@ fn ik_targets(args: &IkTargetsArgs) -> Result<()> {
     }
     Ok(())
 }
+
+/// Lists the embedded Roombot robots after YaMoR's (`yamor robots`).
+pub fn list_robots() -> Result<()> {
+    for example in yamor_roombots::gait::EXAMPLES {
+        let robot = example.robot()?;
+        println!(
+            "{:<10} {} Roombot modules, {} joints",
+            example.name,
+            robot.ids.len(),
+            3 * robot.ids.len()
+        );
+    }
+    Ok(())
+}

@@ -83,3 +83,65 @@ fn a_bad_command_file_is_refused_before_anything_moves_with_its_line() {
     assert!(!grid.status.success());
     assert!(String::from_utf8_lossy(&grid.stderr).contains("multiple of 12"));
 }
+
+#[test]
+fn a_roombot_robot_learns_a_gait_on_the_cluster_and_reports_it_held_out() {
+    let home = std::env::temp_dir().join(format!("yamor-roombots-run-{}", std::process::id()));
+    std::fs::create_dir_all(&home).unwrap();
+    let out = Command::new(BIN)
+        .args([
+            "run",
+            "roombots-meta",
+            "--budget",
+            "16",
+            "--hosts",
+            "2",
+            "--warmup",
+            "1",
+            "--measure",
+            "2",
+        ])
+        .env("YAMOR_RUNS", &home)
+        .env("RUST_BACKTRACE", "0")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}{stderr}");
+    let all = format!("{stdout}{stderr}");
+    // Valued over held-out starts, against the gait as given, with the
+    // command that walks it again.
+    assert!(all.contains("over held-out starts"), "{all}");
+    assert!(all.contains("the gait as given walks"), "{all}");
+    let command = all
+        .lines()
+        .find_map(|l| l.strip_prefix("re-walk it: "))
+        .unwrap_or_else(|| panic!("no re-walk command: {all}"));
+    assert!(command.starts_with("yamor roombots walk roombots-meta --gait "), "{command}");
+    // The command reproduces the reported figure.
+    let args: Vec<&str> = command.split_whitespace().skip(1).collect();
+    let again = Command::new(BIN).args(&args).output().unwrap();
+    assert!(again.status.success(), "{}", String::from_utf8_lossy(&again.stderr));
+    let figure = String::from_utf8_lossy(&again.stdout)
+        .lines()
+        .last()
+        .unwrap()
+        .trim_start_matches("velocity ")
+        .split(" over")
+        .next()
+        .unwrap()
+        .to_owned();
+    assert!(all.contains(&figure), "{figure} not in {all}");
+    let _ = std::fs::remove_dir_all(&home);
+}
+
+#[test]
+fn a_roombot_walk_of_an_unknown_robot_says_which_exist() {
+    let out = Command::new(BIN)
+        .args(["roombots", "walk", "roombots-spider"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("roombots-meta, roombots-quadruped"), "{stderr}");
+}
