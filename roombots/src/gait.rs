@@ -299,12 +299,15 @@ fn position(robot: &Robot, t: f64) -> Sample {
     }
 }
 
+/// How a joint follows its oscillator: its limit angles and its motion.
+type JointLaw = (f64, f64, Motion);
+
 /// The CPG of `gait` over the robot's joints, phases drawn from `seed`.
 fn network(
     robot: &RoombotRobot,
     gait: &RobotConfig,
     seed: u64,
-) -> Result<(CpgNetwork, Vec<(f64, f64, Motion)>), WalkError> {
+) -> Result<(CpgNetwork, Vec<JointLaw>), WalkError> {
     let oscillators = robot.oscillators();
     for m in &gait.modules {
         if !oscillators.contains(&m.id) {
@@ -390,7 +393,7 @@ pub fn walk(
     let mut checkpoints = Checkpoints::of(spec);
     let mut last_command: Vec<f64> = robot.start.iter().flatten().copied().collect();
     while t + dt / 2.0 <= total {
-        if steps % 24 == 0 && cancel.load(Ordering::Relaxed) {
+        if steps.is_multiple_of(24) && cancel.load(Ordering::Relaxed) {
             return Err(WalkError::Cancelled(t));
         }
         net.step(dt);

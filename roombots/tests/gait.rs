@@ -10,7 +10,10 @@ fn refused(text: &str) -> String {
     match RoombotRobot::from_xml_str("robot.xml", text) {
         Err(e @ (DescriptionError::Invalid { .. } | DescriptionError::Xml { .. })) => {
             let message = e.to_string();
-            assert!(message.starts_with("robot.xml: "), "names the file: {message}");
+            assert!(
+                message.starts_with("robot.xml: "),
+                "names the file: {message}"
+            );
             message
         }
         Ok(robot) => panic!("accepted: {robot:?}"),
@@ -25,25 +28,49 @@ fn robot(body: &str) -> String {
 fn every_bad_description_is_refused_with_what_is_wrong() {
     let two = "<module id=\"0\"/><module id=\"1\"/>";
     for (text, expected) in [
-        ("<morphology family=\"roombots\"><module id=\"0\">".to_owned(), "not XML"),
-        ("<morphology><module id=\"0\"/></morphology>".to_owned(), "family"),
+        (
+            "<morphology family=\"roombots\"><module id=\"0\">".to_owned(),
+            "not XML",
+        ),
+        (
+            "<morphology><module id=\"0\"/></morphology>".to_owned(),
+            "family",
+        ),
         (robot(""), "at least one <module>"),
-        (robot("<module id=\"0\"/><module id=\"0\"/>"), "declared twice"),
+        (
+            robot("<module id=\"0\"/><module id=\"0\"/>"),
+            "declared twice",
+        ),
         (robot("<module id=\"x\"/>"), "whole number"),
-        (robot("<module id=\"0\" angles=\"1 2\"/>"), "three finite radians"),
-        (robot("<module id=\"0\" angles=\"1 2 nan\"/>"), "three finite radians"),
-        (robot("<module id=\"0\"/><wheel/>"), "unexpected element <wheel>"),
+        (
+            robot("<module id=\"0\" angles=\"1 2\"/>"),
+            "three finite radians",
+        ),
+        (
+            robot("<module id=\"0\" angles=\"1 2 nan\"/>"),
+            "three finite radians",
+        ),
+        (
+            robot("<module id=\"0\"/><wheel/>"),
+            "unexpected element <wheel>",
+        ),
         (robot(two), "module 1 is not connected"),
         (
-            robot(&format!("{two}<connect idfrom=\"1\" connfrom=\"C9X\" idto=\"0\" connto=\"C3X\"/>")),
+            robot(&format!(
+                "{two}<connect idfrom=\"1\" connfrom=\"C9X\" idto=\"0\" connto=\"C3X\"/>"
+            )),
             "unknown connector",
         ),
         (
-            robot(&format!("{two}<connect idfrom=\"1\" connfrom=\"C1X\" idto=\"0\" connto=\"C3X\"/>")),
+            robot(&format!(
+                "{two}<connect idfrom=\"1\" connfrom=\"C1X\" idto=\"0\" connto=\"C3X\"/>"
+            )),
             "unknown connector \"C1X\"",
         ),
         (
-            robot(&format!("{two}<connect idfrom=\"1\" connfrom=\"C0X\" idto=\"7\" connto=\"C3X\"/>")),
+            robot(&format!(
+                "{two}<connect idfrom=\"1\" connfrom=\"C0X\" idto=\"7\" connto=\"C3X\"/>"
+            )),
             "not declared",
         ),
         (
@@ -75,7 +102,10 @@ fn every_bad_description_is_refused_with_what_is_wrong() {
 
 #[test]
 fn the_examples_are_the_robots_their_comments_say() {
-    let meta = RoombotExample::named("roombots-meta").unwrap().robot().unwrap();
+    let meta = RoombotExample::named("roombots-meta")
+        .unwrap()
+        .robot()
+        .unwrap();
     assert_eq!(meta.ids, vec![0, 1]);
     assert_eq!(meta.oscillators(), vec![0, 1, 2, 3, 4, 5]);
     let quad = RoombotExample::named("roombots-quadruped").unwrap();

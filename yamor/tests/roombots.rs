@@ -117,11 +117,18 @@ fn a_roombot_robot_learns_a_gait_on_the_cluster_and_reports_it_held_out() {
         .lines()
         .find_map(|l| l.strip_prefix("re-walk it: "))
         .unwrap_or_else(|| panic!("no re-walk command: {all}"));
-    assert!(command.starts_with("yamor roombots walk roombots-meta --gait "), "{command}");
+    assert!(
+        command.starts_with("yamor roombots walk roombots-meta --gait "),
+        "{command}"
+    );
     // The command reproduces the reported figure.
     let args: Vec<&str> = command.split_whitespace().skip(1).collect();
     let again = Command::new(BIN).args(&args).output().unwrap();
-    assert!(again.status.success(), "{}", String::from_utf8_lossy(&again.stderr));
+    assert!(
+        again.status.success(),
+        "{}",
+        String::from_utf8_lossy(&again.stderr)
+    );
     let figure = String::from_utf8_lossy(&again.stdout)
         .lines()
         .last()
@@ -143,5 +150,8 @@ fn a_roombot_walk_of_an_unknown_robot_says_which_exist() {
         .unwrap();
     assert!(!out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("roombots-meta, roombots-quadruped"), "{stderr}");
+    assert!(
+        stderr.contains("roombots-meta, roombots-quadruped"),
+        "{stderr}"
+    );
 }
