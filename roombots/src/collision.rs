@@ -58,27 +58,36 @@ fn half_points() -> Vec<Vector3<f64>> {
             }
         }
     }
-    // Each face's flat disc meets the sphere on a circle: its rim exactly.
+    points.extend(rims(8 * SAMPLES));
+    points
+}
+
+/// Points on the exact rims of the `+++` half: `per_rim` on each face
+/// disc's circle (where the flat face meets the sphere) that lies on the
+/// half, and `per_rim` on the cut's rim (the shape's edge in the plane
+/// x + y + z = 0).
+pub(crate) fn rims(per_rim: usize) -> Vec<Vector3<f64>> {
+    let mut points = Vec::new();
+    let angle = |k: usize| k as f64 / per_rim as f64 * std::f64::consts::TAU;
     let disc = (RADIUS * RADIUS - HALF * HALF).sqrt();
     for axis in 0..3 {
         for sign in [-1.0, 1.0] {
-            for k in 0..(8 * SAMPLES) {
-                let a = k as f64 / (8 * SAMPLES) as f64 * std::f64::consts::TAU;
+            for k in 0..per_rim {
+                let a = angle(k);
                 let mut p = Vector3::zeros();
                 p[axis] = sign * HALF;
                 p[(axis + 1) % 3] = disc * a.cos();
                 p[(axis + 2) % 3] = disc * a.sin();
-                if inside(p) {
+                if p.x + p.y + p.z >= -1e-12 {
                     points.push(p);
                 }
             }
         }
     }
-    // The cut: the rim of the shape in the plane x + y + z = 0.
     let u = Vector3::new(1.0, -1.0, 0.0).normalize();
     let v = Vector3::new(1.0, 1.0, -2.0).normalize();
-    for k in 0..(8 * SAMPLES) {
-        let a = k as f64 / (8 * SAMPLES) as f64 * std::f64::consts::TAU;
+    for k in 0..per_rim {
+        let a = angle(k);
         let d = u * a.cos() + v * a.sin();
         // The cube's boundary along d, then the sphere's.
         let to_cube = HALF / d.abs().max();

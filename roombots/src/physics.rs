@@ -165,30 +165,8 @@ fn submodule() -> &'static Submodule {
 /// disc's rim, eight on the cut's rim, and the sphere at the cube's corners
 /// and edge midpoints (the rounded parts), each kept if it lies on the half.
 fn contact_points() -> Vec<Vector3<f64>> {
-    let mut points = Vec::new();
-    let disc = (RADIUS * RADIUS - HALF * HALF).sqrt();
     let on_half = |p: Vector3<f64>| p.x + p.y + p.z >= -1e-12;
-    for axis in 0..3 {
-        for sign in [-1.0, 1.0] {
-            for k in 0..8 {
-                let a = f64::from(k) * TAU / 8.0;
-                let mut p = Vector3::zeros();
-                p[axis] = sign * HALF;
-                p[(axis + 1) % 3] = disc * a.cos();
-                p[(axis + 2) % 3] = disc * a.sin();
-                if on_half(p) {
-                    points.push(p);
-                }
-            }
-        }
-    }
-    let u = Vector3::new(1.0, -1.0, 0.0).normalize();
-    let v = Vector3::new(1.0, 1.0, -2.0).normalize();
-    for k in 0..8 {
-        let a = f64::from(k) * TAU / 8.0;
-        let d = u * a.cos() + v * a.sin();
-        points.push(d * (HALF / d.amax()).min(RADIUS));
-    }
+    let mut points = collision::rims(8);
     for x in [-1.0, 0.0, 1.0] {
         for y in [-1.0, 0.0, 1.0] {
             for z in [-1.0f64, 0.0, 1.0] {
