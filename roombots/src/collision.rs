@@ -114,6 +114,11 @@ fn half_shape() -> &'static (ConvexPolyhedron, Vec<Vector3<f64>>) {
     })
 }
 
+/// The vertices of a half's hull, in its `M` frame: what a picture draws.
+pub(crate) fn half_vertices() -> &'static [Vector3<f64>] {
+    &half_shape().1
+}
+
 fn pose(m: &Isometry3<f64>) -> Pose3 {
     let t = m.translation.vector;
     let q = m.rotation.coords;

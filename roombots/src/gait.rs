@@ -364,6 +364,18 @@ pub fn walk(
     spec: &EvaluationSpec,
     cancel: &AtomicBool,
 ) -> Result<Outcome, WalkError> {
+    walk_observed(robot, gait, spec, cancel, &mut |_, _| ())
+}
+
+/// [`walk`] that shows the simulated robot to `on_step` after every step,
+/// with the time: for pictures and recordings.
+pub fn walk_observed(
+    robot: &RoombotRobot,
+    gait: &RobotConfig,
+    spec: &EvaluationSpec,
+    cancel: &AtomicBool,
+    on_step: &mut dyn FnMut(f64, &Robot),
+) -> Result<Outcome, WalkError> {
     spec.check().map_err(|e| WalkError::Spec(e.to_string()))?;
     let s = &spec.situation;
     if s.upside_down || !s.defects.is_empty() || !s.dead_cpg.is_empty() || s.lead_in.is_some() {
@@ -422,6 +434,7 @@ pub fn walk(
         sim.step();
         steps += 1;
         t += dt;
+        on_step(t, &sim);
         let here = position(&sim, t);
         if !(here.x.is_finite() && here.y.is_finite() && here.z.is_finite()) {
             return Err(WalkError::Unstable(t));

@@ -21,6 +21,7 @@
 //!   bounding trial driving its servos.
 //! - [`gait`]: Roombot robots described in `world.xml` (the Roombot
 //!   family), walking a CPG gait in the engine as YaMoR robots do.
+//! - [`picture`]: modules drawn as PNG, several moments side by side.
 //! - [`bounding`]: the reactive servo controller of 002 §4.1.1.
 //! - [`bridge`]: the supervisor language as a line protocol over TCP, on
 //!   a simulated meta-module.
@@ -37,6 +38,7 @@ pub mod gait;
 pub mod ik;
 pub mod module;
 pub mod physics;
+pub mod picture;
 pub mod play;
 pub mod reach;
 pub mod supervisor;

@@ -39,6 +39,10 @@ pub struct WalkArgs {
     /// Warm-up before the measured window (s).
     #[arg(long, default_value_t = 8.0)]
     warmup: f64,
+    /// Draw the first start's walk every quarter of its length into this
+    /// PNG, side by side.
+    #[arg(long)]
+    picture: Option<std::path::PathBuf>,
 }
 
 #[derive(Args)]
@@ -62,6 +66,10 @@ pub struct PlayArgs {
     /// simulating the servos, the locks and the floor.
     #[arg(long)]
     kinematic: bool,
+    /// Draw the simulated meta-module at the start and after every move
+    /// into this PNG, side by side.
+    #[arg(long)]
+    picture: Option<std::path::PathBuf>,
 }
 
 #[derive(Args)]
@@ -107,8 +115,17 @@ fn walk(args: &WalkArgs) -> Result<()> {
         .context("--seconds must exceed --warmup")?;
     let never = std::sync::atomic::AtomicBool::new(false);
     let mut velocities = Vec::new();
-    for seed in held_out_seeds(args.starts) {
-        let walked = yamor_roombots::gait::walk(
+    let mut moments = Vec::new();
+    for (k, seed) in held_out_seeds(args.starts).enumerate() {
+        let every = args.seconds / 4.0;
+        let mut next = 0.0;
+        let mut on_step = |t: f64, sim: &yamor_roombots::physics::Robot| {
+            if k == 0 && args.picture.is_some() && t + 1e-9 >= next {
+                moments.push(sim.module_poses());
+                next += every;
+            }
+        };
+        let walked = yamor_roombots::gait::walk_observed(
             &robot,
             &gait,
             &EvaluationSpec {
@@ -116,6 +133,7 @@ fn walk(args: &WalkArgs) -> Result<()> {
                 ..spec.clone()
             },
             &never,
+            &mut on_step,
         )?;
         println!(
             "start {seed}: {:.2} cm/s, turning {:+.1}°/s",
@@ -126,6 +144,19 @@ fn walk(args: &WalkArgs) -> Result<()> {
     }
     let spread = Spread::of(&velocities).context("a walk ended nowhere (not finite)")?;
     println!("velocity {} over held-out starts", spread.cm_s());
+    if let Some(path) = &args.picture {
+        let centres: Vec<f64> = moments
+            .iter()
+            .flatten()
+            .flat_map(|m| [m.cube_centre(0), m.cube_centre(1)])
+            .flat_map(|c| [c.x, c.y])
+            .collect();
+        let cell = |v: f64| (v / yamor_roombots::module::CELL).round() as i32;
+        let lo = centres.iter().copied().fold(0.0, f64::min);
+        let hi = centres.iter().copied().fold(0.0, f64::max);
+        yamor_roombots::picture::draw(path, &moments, (cell(lo) - 1, cell(hi) + 1))?;
+        println!("picture: {}", path.display());
+    }
     Ok(())
 }
 
@@ -161,7 +192,15 @@ fn play(args: &PlayArgs) -> Result<()> {
     } else {
         Some(Enactment::new(args.connection).context("building the simulated meta-module")?)
     };
+    anyhow::ensure!(
+        !(args.kinematic && args.picture.is_some()),
+        "--picture draws the simulation: drop --kinematic"
+    );
     let mut planned = Stage::new(args.connection);
+    let mut moments = Vec::new();
+    if let Some(enactment) = &simulated {
+        moments.push(enactment.robot().module_poses());
+    }
     let locks = |stage: &Stage| -> String {
         let held: Vec<String> = stage
             .locks()
@@ -220,8 +259,22 @@ fn play(args: &PlayArgs) -> Result<()> {
                     report.retargets
                 );
                 planned = enactment.stage().clone();
+                if matches!(command, Command::Move { .. } | Command::Reach { .. }) {
+                    moments.push(enactment.robot().module_poses());
+                }
             }
         }
+    }
+    if let Some(path) = &args.picture {
+        let cells = moments
+            .iter()
+            .flatten()
+            .flat_map(|m| [m.cube_centre(0), m.cube_centre(1)])
+            .flat_map(|c| [c.x, c.y])
+            .map(|v| (v / yamor_roombots::module::CELL).round() as i32);
+        let (lo, hi) = cells.fold((0, 0), |(lo, hi), c| (lo.min(c), hi.max(c)));
+        yamor_roombots::picture::draw(path, &moments, (lo - 1, hi + 1))?;
+        println!("picture: {}", path.display());
     }
     let clock = simulated.as_ref().map_or(String::new(), |e| {
         format!(
