@@ -126,6 +126,10 @@ pub enum Problem {
     Unreachable(ModuleId),
     #[error("module {0} has two Bluetooth parents")]
     BluetoothFanIn(ModuleId),
+    #[error(
+        "a robot of the {0:?} module family, not YaMoR's: the Roombots' robots are walked by `yamor roombots walk` and `yamor run roombots-…`, not by YaMoR's simulator"
+    )]
+    OtherFamily(String),
     /// An `<optimize>` rule of an optimization configuration (thesis 5.7.2).
     /// Boxed: it carries expression errors, and would make every `Problem`
     /// large.

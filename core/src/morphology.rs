@@ -8,6 +8,9 @@
 //! </morphology>
 //! ```
 //!
+//! * `family` names the module family: `yamor` (the default) is read here;
+//!   `roombots` is the Roombots' (seed 002), read by `yamor-roombots`,
+//!   and refused here with a sentence that says so.
 //! * `central` is the module whose position is the robot position (it carries
 //!   the tracking LED, thesis 6.2.1). It is placed first; every other module
 //!   is placed through the connections, which must reach all modules.
@@ -160,6 +163,14 @@ impl Morphology {
                     expected: "morphology",
                 },
             ));
+        }
+        // The module family: YaMoR's unless it says otherwise. Another
+        // family's robot is read by its own crate (`yamor-roombots`).
+        match root.attribute("family") {
+            None | Some("yamor") => {}
+            Some(family) => {
+                return Err(src.invalid(root, Problem::OtherFamily(family.to_owned())));
+            }
         }
         let central = src.unsigned(root, "central")?;
         let mut modules = Vec::new();

@@ -555,3 +555,22 @@ fn connector_codes_and_names_round_trip() {
         Err(Problem::UnknownConnector("up".to_owned()))
     );
 }
+
+#[test]
+fn another_module_family_is_refused_with_where_it_is_read() {
+    let roombots = include_str!("../../examples/robots/roombots-meta/world.xml");
+    let line = roombots
+        .lines()
+        .position(|l| l.starts_with("<morphology"))
+        .unwrap() as u32
+        + 1;
+    assert_invalid(
+        roombots,
+        Problem::OtherFamily("roombots".to_owned()),
+        "morphology",
+        line,
+    );
+    // YaMoR's own family may be named.
+    let named = SMALL.replacen("<morphology ", "<morphology family=\"yamor\" ", 1);
+    assert_eq!(parse(&named), parse(SMALL));
+}
