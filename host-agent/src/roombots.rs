@@ -5,15 +5,17 @@
 
 use std::sync::Arc;
 
+use yamor_core::RobotConfig;
 use yamor_core::evaluation::{BackendKind, EvaluationJob, Outcome, RobotSource};
 use yamor_roombots::gait::{RoombotExample, RoombotRobot, WalkError, walk};
 
 use crate::backend::{Backend, BoxFuture, CancelFlag, HostError};
 
-/// A simulated Roombot robot.
+/// A simulated Roombot robot and its own gait (for jobs that bring none).
 pub struct RoombotBackend {
     name: String,
     robot: Arc<RoombotRobot>,
+    gait: Arc<RobotConfig>,
 }
 
 impl RoombotBackend {
@@ -28,40 +30,49 @@ impl RoombotBackend {
         let robot = example
             .robot()
             .map_err(|e| HostError::Failed(e.to_string()))?;
+        let gait = example
+            .gait()
+            .map_err(|e| HostError::Failed(e.to_string()))?;
         Ok(RoombotBackend {
             name: name.to_owned(),
             robot: Arc::new(robot),
+            gait: Arc::new(gait),
         })
     }
+}
 
-    /// The robot a job names: this host's, another embedded example, or a
-    /// Roombot description the job carries.
-    fn robot_of(&self, source: &RobotSource) -> Result<Arc<RoombotRobot>, HostError> {
-        match source {
-            RobotSource::Default => Ok(self.robot.clone()),
-            RobotSource::Example(name) if *name == self.name => Ok(self.robot.clone()),
-            RobotSource::Example(name) => {
-                let example = RoombotExample::named(name).ok_or_else(|| {
-                    HostError::InvalidJob(format!(
-                        "{name:?} is not a Roombot robot this host can walk (known: {})",
-                        RoombotExample::names().join(", ")
-                    ))
-                })?;
-                let robot = example
-                    .robot()
-                    .map_err(|e| HostError::InvalidJob(e.to_string()))?;
-                Ok(Arc::new(robot))
+/// The robot a job names: the host's own (`name`, `robot`), another
+/// embedded example, or a Roombot description the job carries. A YaMoR
+/// robot is another host's: the error is one the organizer retries
+/// elsewhere.
+fn robot_of(
+    name: &str,
+    robot: &Arc<RoombotRobot>,
+    source: &RobotSource,
+) -> Result<Arc<RoombotRobot>, HostError> {
+    let elsewhere = || {
+        HostError::Failed(
+            "the job's robot is a YaMoR robot; this host walks Roombots (another host may walk it)"
+                .into(),
+        )
+    };
+    match source {
+        RobotSource::Default => Ok(robot.clone()),
+        RobotSource::Example(n) if n == name => Ok(robot.clone()),
+        RobotSource::Example(n) => {
+            let example = RoombotExample::named(n).ok_or_else(elsewhere)?;
+            let robot = example
+                .robot()
+                .map_err(|e| HostError::InvalidJob(e.to_string()))?;
+            Ok(Arc::new(robot))
+        }
+        RobotSource::Morphology(xml) => {
+            if !RoombotRobot::is_roombots(xml) {
+                return Err(elsewhere());
             }
-            RobotSource::Morphology(xml) => {
-                if !RoombotRobot::is_roombots(xml) {
-                    return Err(HostError::InvalidJob(
-                        "the job's robot is a YaMoR morphology; this host walks Roombots".into(),
-                    ));
-                }
-                let robot = RoombotRobot::from_xml_str("the job's morphology", xml)
-                    .map_err(|e| HostError::InvalidJob(e.to_string()))?;
-                Ok(Arc::new(robot))
-            }
+            let robot = RoombotRobot::from_xml_str("the job's morphology", xml)
+                .map_err(|e| HostError::InvalidJob(e.to_string()))?;
+            Ok(Arc::new(robot))
         }
     }
 }
@@ -80,31 +91,39 @@ impl Backend for RoombotBackend {
         job: EvaluationJob,
         cancel: CancelFlag,
     ) -> BoxFuture<'_, Result<Outcome, HostError>> {
+        let (name, robot, own_gait) = (self.name.clone(), self.robot.clone(), self.gait.clone());
         Box::pin(async move {
-            let robot = self.robot_of(&job.robot)?;
-            let gait = job
-                .gait
-                .ok_or_else(|| HostError::InvalidJob("a Roombot walk needs a gait".into()))?;
-            let spec = job.spec;
-            tokio::task::spawn_blocking(move || walk(&robot, &gait, &spec, &cancel))
-                .await
-                .map_err(|e| HostError::Failed(format!("the walk panicked: {e}")))?
-                .map_err(|e| match e {
+            // Parsing a carried robot and walking both stay off the runtime.
+            let walked = tokio::task::spawn_blocking(move || {
+                let robot = robot_of(&name, &robot, &job.robot)?;
+                let gait = job.gait.unwrap_or_else(|| (*own_gait).clone());
+                walk(&robot, &gait, &job.spec, &cancel).map_err(|e| match e {
                     WalkError::Cancelled(_) => HostError::Cancelled,
                     // Deterministic: the same job fails on every host.
                     e => HostError::InvalidJob(e.to_string()),
                 })
+            })
+            .await
+            .map_err(|e| HostError::Failed(format!("the walk panicked: {e}")))?;
+            walked
         })
     }
 }
 
 /// A simulation backend for the embedded example `name` of either module
-/// family.
+/// family. Roombots walk on the articulated engine only; asking for
+/// another is an error rather than ignored.
 pub fn example_backend(
     name: &str,
     settings: yamor_sim::SimSettings,
 ) -> Result<Arc<dyn Backend>, HostError> {
     if RoombotExample::named(name).is_some() {
+        if settings.engine != yamor_sim::physics::Engine::Articulated {
+            return Err(HostError::InvalidJob(format!(
+                "{name} is a Roombot robot: it walks on the articulated engine only, not {}",
+                settings.engine
+            )));
+        }
         Ok(Arc::new(RoombotBackend::example(name)?))
     } else {
         Ok(Arc::new(crate::sim::SimBackend::example(name, settings)?))

@@ -248,8 +248,26 @@ fn brought(
     Ok(morphology)
 }
 
+/// A job for a Roombot robot landed here: another host may walk it, so the
+/// error is one the organizer retries elsewhere.
+fn other_family(source: &RobotSource) -> Result<(), HostError> {
+    let roombot = match source {
+        RobotSource::Example(name) => yamor_roombots::gait::RoombotExample::named(name).is_some(),
+        RobotSource::Morphology(xml) => yamor_roombots::gait::RoombotRobot::is_roombots(xml),
+        RobotSource::Default => false,
+    };
+    if roombot {
+        return Err(HostError::Failed(
+            "the job's robot is a Roombot; this host walks YaMoR robots (another host may walk it)"
+                .into(),
+        ));
+    }
+    Ok(())
+}
+
 /// A non-default robot source as a morphology.
 fn resolve(source: &RobotSource) -> Result<Morphology, HostError> {
+    other_family(source)?;
     match source {
         RobotSource::Default => Err(HostError::InvalidJob("no default robot here".into())),
         RobotSource::Example(name) => ExampleRobot::named(name)

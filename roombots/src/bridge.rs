@@ -78,12 +78,14 @@ async fn handle_client(stream: TcpStream, inbox: std_mpsc::Sender<Request>) {
             .take(MAX_LINE as u64 + 1)
             .read_until(b'\n', &mut bytes)
             .await;
+        if bytes.ends_with(b"\n") {
+            bytes.pop();
+        }
         let answer = match read {
             Ok(0) | Err(_) => return,
             Ok(_) if bytes.len() > MAX_LINE => {
-                // Skip the rest of the line before answering.
-                let mut rest = Vec::new();
-                if !bytes.ends_with(b"\n") && reader.read_until(b'\n', &mut rest).await.is_err() {
+                // Skip the rest of the line, a bounded chunk at a time.
+                if !skip_line(&mut reader).await {
                     return;
                 }
                 format!("error line longer than {MAX_LINE} bytes; nothing changed")
@@ -112,6 +114,24 @@ async fn handle_client(stream: TcpStream, inbox: std_mpsc::Sender<Request>) {
             .is_err()
         {
             return;
+        }
+    }
+}
+
+/// Reads and drops bytes up to the next newline without holding more than
+/// the reader's buffer; false when the client went away.
+async fn skip_line(reader: &mut BufReader<tokio::net::tcp::OwnedReadHalf>) -> bool {
+    loop {
+        let (found, used) = match reader.fill_buf().await {
+            Ok([]) | Err(_) => return false,
+            Ok(buffer) => match buffer.iter().position(|b| *b == b'\n') {
+                Some(at) => (true, at + 1),
+                None => (false, buffer.len()),
+            },
+        };
+        reader.consume(used);
+        if found {
+            return true;
         }
     }
 }

@@ -32,6 +32,9 @@ pub const OBSERVATION: f64 = 0.1;
 pub const GOAL_TOLERANCE: f64 = 0.03;
 /// The longest one command may take (s).
 pub const COMMAND_TIMEOUT: f64 = 30.0;
+/// How far a connector may be from the floor connector and still lock
+/// (m): the retractable latches pull in a few millimetres.
+pub const LOCK_REACH: f64 = 0.01;
 /// How long the world settles before the first command (s).
 const SETTLE: f64 = 0.5;
 
@@ -109,6 +112,24 @@ impl Enactment {
 
     /// Plays one command: refused by the plan (nothing moves), or enacted.
     pub fn apply(&mut self, command: &Command) -> Result<Report, String> {
+        if let Command::Lock { module, connector } = *command {
+            // The plan's refusals first (on a copy: a lock is rare, and the
+            // plan must not change if the simulation refuses).
+            let mut planned = self.stage.clone();
+            planned.apply(command)?;
+            // The plan locks where its connector is; the simulated one may
+            // be elsewhere (a move that got stuck): a weld would yank it.
+            let frame = planned.modules()[usize::from(module)].connector(connector);
+            let real = self.robot.connector(usize::from(module), connector);
+            let gap = (real.translation.vector - floor_under(&frame).translation.vector).norm();
+            if gap > LOCK_REACH {
+                return Err(format!(
+                    "{module}:{connector} is {:.1} mm from the floor connector in the simulation (at most {:.0} mm locks)",
+                    gap * 1e3,
+                    LOCK_REACH * 1e3
+                ));
+            }
+        }
         let plan = self.stage.apply(command)?;
         let start = self.clock;
         let mut report = Report {
@@ -339,4 +360,39 @@ fn floor_under(connector: &Isometry3<f64>) -> Isometry3<f64> {
         p.y.round() * crate::module::CELL,
         0.0,
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::module::Connector;
+    use crate::supervisor::parse;
+
+    #[test]
+    fn a_lock_where_the_simulated_connector_is_not_is_refused_and_changes_nothing() {
+        let mut enactment = Enactment::new(ConnectionType::Parallel).unwrap();
+        let lock = Command::Lock {
+            module: 1,
+            connector: Connector::C3X,
+        };
+        // Standing, the plan itself refuses: nothing under the connector.
+        assert!(
+            enactment
+                .apply(&lock)
+                .unwrap_err()
+                .contains("nothing to lock")
+        );
+        // The plan reaches the floor, the simulation does not follow (as
+        // after a move that got stuck): the lock would yank the module.
+        let reach = parse("reachfw 0 -3 0 1 0 0 1").unwrap().remove(0);
+        enactment.stage.apply(&reach).unwrap();
+        let locks = enactment.stage.locks().clone();
+        let refused = enactment.apply(&lock).unwrap_err();
+        assert!(
+            refused.contains("from the floor connector in the simulation"),
+            "{refused}"
+        );
+        assert_eq!(enactment.stage.locks(), &locks, "the plan is unchanged");
+        assert_eq!(enactment.locks.len(), 1, "no weld was added");
+    }
 }

@@ -22,8 +22,10 @@
 //! `j` (0, 1, 2) of module `m` is oscillator `3·m + j` ([`oscillator_id`]).
 //! An oscillating joint swings about its start angle plus the offset,
 //! within its limit angles; a rotating one (`motion="rotate"`) turns round
-//! from its start angle, its limits ignored. Either follows its oscillator
-//! no faster than the servo turns ([`MAX_SPEED`]). The walk starts lying on the
+//! from its start angle, its limits ignored, and may not turn faster than
+//! the servo can ([`MAX_SPEED`]: such a gait is refused, since the joint
+//! could not follow its oscillator's phase). Either follows its oscillator
+//! no faster than the servo turns. The walk starts lying on the
 //! floor at rest, the oscillators' phases drawn from the spec's seed like a
 //! YaMoR walk's; its velocity is that of the mean of the cube centres.
 
@@ -71,6 +73,16 @@ pub enum WalkError {
         "the gait drives oscillator {0}, which is no joint of the robot (joint j of module m is 3·m + j)"
     )]
     UnknownOscillator(u32),
+    #[error(
+        "oscillator {oscillator} rotates at {omega} rad/s, faster than a joint turns ({max:.3} rad/s): it could not follow its oscillator"
+    )]
+    TooFast {
+        oscillator: u32,
+        omega: f64,
+        max: f64,
+    },
+    #[error("a cpglink of oscillator {from} names oscillator {to}, which is no joint of the robot")]
+    UnknownCoupling { from: u32, to: u32 },
     #[error("a Roombot walk does not take {0} yet")]
     Unsupported(&'static str),
     #[error("the spec is not valid: {0}")]
@@ -312,6 +324,19 @@ fn network(
     for m in &gait.modules {
         if !oscillators.contains(&m.id) {
             return Err(WalkError::UnknownOscillator(m.id));
+        }
+        if let Some(l) = m.cpg_links.iter().find(|l| !oscillators.contains(&l.to)) {
+            return Err(WalkError::UnknownCoupling {
+                from: m.id,
+                to: l.to,
+            });
+        }
+        if m.motion == Motion::Rotate && m.speed.abs() > MAX_SPEED {
+            return Err(WalkError::TooFast {
+                oscillator: m.id,
+                omega: m.speed,
+                max: MAX_SPEED,
+            });
         }
     }
     let mut net = CpgNetwork::new(oscillators.len());

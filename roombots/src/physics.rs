@@ -13,10 +13,12 @@
 //! - the module's mass, 1.4 kg, and the joints' speed, a third of a turn
 //!   per second, are not in the seeds: they are the published hardware's
 //!   order of magnitude, settings rather than facts;
-//! - locks: a connector locked onto the floor or onto another module's
-//!   connector is a weld (six stiff rows) between the two frames, so an
-//!   inchworm step that hands the base to the other end keeps the same
-//!   world and its joint angles;
+//! - locks: a connector locked onto the floor is a weld (six stiff rows)
+//!   between the two frames, so an inchworm step that hands the base to
+//!   the other end keeps the same world and its joint angles; a lock onto
+//!   another module of the same robot would close a loop inside its tree
+//!   of bodies, which the engine refuses (the acrobat scene needs it:
+//!   not yet);
 //! - not modelled: the modules' bodies colliding with each other (the
 //!   engine's bodies touch only the ground). [`Robot::self_collision`]
 //!   reports overlaps instead, against the same shape as the kinematics.
@@ -445,6 +447,9 @@ impl Robot {
         c: Connector,
         floor: &Isometry3<f64>,
     ) -> Result<WeldId, PhysicsError> {
+        if module >= self.module_count() {
+            return Err(PhysicsError::UnknownModule(module));
+        }
         let now = self.connector(module, c);
         let anchor = (0..4u8)
             .map(|k| joined(floor, k))
@@ -457,30 +462,15 @@ impl Robot {
         self.weld_connector(module, c, Anchor::Ground(anchor))
     }
 
-    /// Locks `module`'s connector onto `other`'s connector `onto`, turned
-    /// by `quarter_turns` as in a [`Tree`]'s link.
-    pub fn lock_to_module(
-        &mut self,
-        module: usize,
-        c: Connector,
-        other: usize,
-        onto: Connector,
-        quarter_turns: u8,
-    ) -> Result<WeldId, PhysicsError> {
-        if other >= self.module_count() {
-            return Err(PhysicsError::UnknownModule(other));
-        }
-        let (b, offset) = self.places[other][usize::from(onto.submodule)];
-        let frame = joined(&(offset * onto.in_middle_frame()), quarter_turns);
-        self.weld_connector(module, c, Anchor::Body(b, frame))
-    }
-
     fn weld_connector(
         &mut self,
         module: usize,
         c: Connector,
         anchor: Anchor,
     ) -> Result<WeldId, PhysicsError> {
+        // A robot is one tree of bodies: a lock onto another of its modules
+        // would close a loop, which the engine's welds refuse; only the
+        // floor is offered.
         if module >= self.module_count() {
             return Err(PhysicsError::UnknownModule(module));
         }

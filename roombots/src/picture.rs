@@ -111,14 +111,26 @@ fn shapes(camera: &Camera, modules: &[ModulePose]) -> Vec<Shape> {
     shapes
 }
 
+/// The most moments one picture draws; more are thinned evenly, the first
+/// and the last kept.
+pub const MAX_PANELS: usize = 8;
+
 /// Draws each of `moments` (the modules' poses at that moment) side by
 /// side into a PNG at `path`, on a floor of cells from `cells.0` to
-/// `cells.1` (inclusive, in x and y).
+/// `cells.1` (inclusive, in x and y); at most [`MAX_PANELS`] of them.
 pub fn draw(
     path: &Path,
     moments: &[Vec<ModulePose>],
     cells: (i32, i32),
 ) -> Result<(), PictureError> {
+    let thinned: Vec<&Vec<ModulePose>> = if moments.len() > MAX_PANELS {
+        (0..MAX_PANELS)
+            .map(|k| &moments[k * (moments.len() - 1) / (MAX_PANELS - 1)])
+            .collect()
+    } else {
+        moments.iter().collect()
+    };
+    let moments = thinned;
     let error = |e: &dyn std::fmt::Display| PictureError {
         path: path.display().to_string(),
         message: e.to_string(),
@@ -136,7 +148,7 @@ pub fn draw(
         f64::from(cells.1) * CELL + CELL / 2.0,
     );
     let centre = camera.project(&Vector3::new((lo + hi) / 2.0, (lo + hi) / 2.0, 0.15));
-    for (k, modules) in moments.iter().enumerate() {
+    for (k, modules) in moments.iter().copied().enumerate() {
         let x0 = f64::from(panel) * (k as f64 + 0.5);
         let y0 = f64::from(panel) * 0.5;
         let to_screen = |p: (f64, f64)| {

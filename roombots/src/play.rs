@@ -207,6 +207,9 @@ impl Stage {
                 ))
             }
             Command::Lock { module, connector } => {
+                if self.locks.contains(&(module, connector)) {
+                    return Err(format!("{module}:{connector} is locked already"));
+                }
                 if !Self::ACTIVE.contains(&(module, connector)) {
                     return Err(format!(
                         "only the active connectors lock (0:C0X and 1:C3X, 003 §1.5), not {module}:{connector}"
@@ -374,7 +377,7 @@ mod tests {
         let before = (stage.cells(), stage.q, stage.locks().clone());
         let outcomes = play(
             &mut stage,
-            "unlock 0 C0X\nlock 1 C0Y\nlock 1 C3X\nreachbw 1 0 0\nreachfw -2 0 0 1 0 0\nunlock 1 C3X",
+            "unlock 0 C0X\nlock 1 C0Y\nlock 1 C3X\nreachbw 1 0 0\nreachfw -2 0 0 1 0 0\nunlock 1 C3X\nlock 0 C0X",
         );
         for o in &outcomes {
             assert!(o.is_err(), "{outcomes:?}");
@@ -400,5 +403,7 @@ mod tests {
                 .unwrap_err()
                 .contains("held by its fw end")
         );
+        // A second lock of a locked connector would hold it twice.
+        assert!(outcomes[6].as_ref().unwrap_err().contains("locked already"));
     }
 }

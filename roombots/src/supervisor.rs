@@ -39,6 +39,11 @@ pub enum End {
     Backward,
 }
 
+/// The longest `step` (ms): an hour. A simulated step runs on the one
+/// simulation thread a bridge shares, so an endless one would stall every
+/// client.
+pub const MAX_STEP_MS: u64 = 3_600_000;
+
 /// One supervisor command.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Command {
@@ -55,6 +60,7 @@ pub enum Command {
         module: u8,
         connector: Connector,
     },
+    /// At most [`MAX_STEP_MS`].
     Step {
         milliseconds: u64,
     },
@@ -237,10 +243,16 @@ pub fn parse_line(text: &str) -> Result<Option<Command>, String> {
         "lock" => locking(true, args)?,
         "unlock" => locking(false, args)?,
         "step" => match args {
-            [ms] => Command::Step {
-                milliseconds: number(ms, "step")
-                    .map_err(|_| format!("step: {ms:?} is not a whole number of milliseconds"))?,
-            },
+            [ms] => {
+                let milliseconds: u64 = number(ms, "step")
+                    .map_err(|_| format!("step: {ms:?} is not a whole number of milliseconds"))?;
+                if milliseconds > MAX_STEP_MS {
+                    return Err(format!(
+                        "step: {milliseconds} ms is longer than an hour ({MAX_STEP_MS} ms): split it"
+                    ));
+                }
+                Command::Step { milliseconds }
+            }
             _ => return Err("step takes one number of milliseconds".into()),
         },
         "reachfw" => reach(End::Forward, args)?,

@@ -69,6 +69,14 @@ async fn the_bridge_answers_every_line_and_refuses_bad_ones_without_losing_anyth
     assert!(garbage.contains("not UTF-8"), "{garbage}");
     let long = client.send(&"x".repeat(MAX_LINE + 10)).await;
     assert!(long.contains("longer than"), "{long}");
+    // A line of exactly the limit is read (a comment here), and one a
+    // hundred times longer is skipped without being held whole.
+    let at_limit = format!("#{}", "x".repeat(MAX_LINE - 1));
+    assert_eq!(client.send(&at_limit).await, "ok");
+    let huge = client.send(&"y".repeat(MAX_LINE * 100)).await;
+    assert!(huge.contains("longer than"), "{huge}");
+    let endless = client.send("step 3600001").await;
+    assert!(endless.contains("longer than an hour"), "{endless}");
     assert!(
         client
             .send("state")

@@ -193,3 +193,28 @@ fn bad_walks_are_refused_and_a_cancelled_one_stops() {
         Err(WalkError::Spec(_))
     ));
 }
+
+#[test]
+fn a_rotation_faster_than_a_joint_turns_and_a_stray_link_are_refused() {
+    let example = RoombotExample::named("roombots-quadruped").unwrap();
+    let (robot, gait) = (example.robot().unwrap(), example.gait().unwrap());
+    let never = AtomicBool::new(false);
+    let mut fast = gait.clone();
+    let rotating = fast
+        .modules
+        .iter_mut()
+        .find(|m| m.motion == Motion::Rotate)
+        .unwrap();
+    rotating.speed = 4.0;
+    let id = rotating.id;
+    assert!(matches!(
+        walk(&robot, &fast, &spec(1), &never),
+        Err(WalkError::TooFast { oscillator, .. }) if oscillator == id
+    ));
+    let mut stray = gait;
+    stray.modules[0].cpg_links[0].to = 60;
+    assert!(matches!(
+        walk(&robot, &stray, &spec(1), &never),
+        Err(WalkError::UnknownCoupling { to: 60, .. })
+    ));
+}

@@ -166,11 +166,11 @@ fn a_locked_meta_module_holds_a_pose_it_would_topple_from_unlocked() {
 }
 
 #[test]
-fn a_lock_onto_a_module_that_does_not_exist_is_refused() {
+fn a_lock_of_a_module_that_does_not_exist_is_refused() {
     let tree = MetaModule::new(ConnectionType::Parallel).tree();
     let mut robot = Robot::build(&tree, &[[0.0; 3], [0.0; 3]], &RobotSettings::default()).unwrap();
     assert_eq!(
-        robot.lock_to_module(0, Connector::C0Y, 5, Connector::C0Y, 0),
+        robot.lock_to_floor(5, Connector::C0X, &Isometry3::identity()),
         Err(PhysicsError::UnknownModule(5))
     );
 }

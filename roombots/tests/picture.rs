@@ -16,6 +16,12 @@ fn a_picture_is_a_png_of_the_poses_given() {
     let (a, b) = (std::fs::read(&a).unwrap(), std::fs::read(&b).unwrap());
     assert_eq!(&a[..8], b"\x89PNG\r\n\x1a\n");
     assert_ne!(a, b, "another pose draws another picture");
+    // A long play is thinned to a few panels, not an endless strip.
+    let many = vec![meta.poses([0.0; 6]).to_vec(); 50];
+    draw(&dir.join("many.png"), &many, (-4, 1)).unwrap();
+    let png = std::fs::read(dir.join("many.png")).unwrap();
+    let width = u32::from_be_bytes(png[16..20].try_into().unwrap());
+    assert_eq!(width, 420 * yamor_roombots::picture::MAX_PANELS as u32);
     let error = draw(&dir.join("missing/c.png"), &[vec![]], (0, 1)).unwrap_err();
     assert!(error.to_string().contains("missing/c.png"), "{error}");
     let _ = std::fs::remove_dir_all(&dir);

@@ -83,6 +83,10 @@ pub enum ModelError {
     LoopBody { index: usize, body: usize },
     #[error("a weld holds body {0}, which is not a distinct body of the model")]
     WeldBody(usize),
+    #[error(
+        "a weld between bodies {0} and {1} of one tree would close a loop the tree already constrains; welds join a body to the ground or to another tree"
+    )]
+    WeldInTree(usize, usize),
 }
 
 /// A body with its mass properties and place in the generalized coordinates.

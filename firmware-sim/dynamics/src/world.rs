@@ -245,7 +245,8 @@ impl World {
     }
 
     /// Locks `weld.frame` of its body onto its anchor from the next step,
-    /// pulling it there as a stiff spring if it is not there yet.
+    /// pulling it there as a stiff spring if it is not there yet. The
+    /// anchor is the ground or a body of another tree.
     pub fn weld(&mut self, weld: Weld) -> Result<WeldId, ModelError> {
         let n = self.model.bodies.len();
         let other = match weld.anchor {
@@ -259,6 +260,14 @@ impl World {
             && (b >= n || b == weld.body)
         {
             return Err(ModelError::WeldBody(b));
+        }
+        // Rows along world axes inside one tree fight the hinges between
+        // the two bodies (rows the tree keeps are solved from rounding
+        // noise): it blows up. Such a loop needs a loop hinge's treatment.
+        if let Some(b) = other
+            && self.root[b] == self.root[weld.body]
+        {
+            return Err(ModelError::WeldInTree(weld.body, b));
         }
         let id = WeldId(self.next_weld);
         self.next_weld += 1;

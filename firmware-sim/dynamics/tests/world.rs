@@ -503,6 +503,12 @@ fn a_weld_needs_two_distinct_bodies_of_the_model() {
         world.weld(weld(0, Anchor::Body(7, Isometry3::identity()))),
         Err(ModelError::WeldBody(7))
     );
+    // Two bodies of one tree: the weld would close a loop.
+    let mut arm = two_links(Settings::default(), 0.5);
+    assert_eq!(
+        arm.weld(weld(1, Anchor::Body(0, Isometry3::identity()))),
+        Err(ModelError::WeldInTree(1, 0))
+    );
 }
 
 #[test]

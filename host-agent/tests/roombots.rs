@@ -1,0 +1,73 @@
+//! A Roombot host: it walks Roombot jobs, and a job of the other module
+//! family fails with an error the organizer retries on another host.
+
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+
+use yamor_core::evaluation::{EvaluationJob, EvaluationSpec, Objective, RobotSource};
+use yamor_host_agent::roombots::{RoombotBackend, example_backend};
+use yamor_host_agent::{Backend, HostError};
+use yamor_sim::SimSettings;
+use yamor_sim::physics::Engine;
+
+fn job(robot: RobotSource) -> EvaluationJob {
+    EvaluationJob {
+        objective: Objective::default(),
+        robot,
+        gait: None,
+        parameters: Vec::new(),
+        spec: EvaluationSpec::lasting_after(1.0, 3.0).unwrap(),
+    }
+}
+
+fn cancel() -> Arc<AtomicBool> {
+    Arc::new(AtomicBool::new(false))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_roombot_host_walks_its_robot_and_sends_other_families_elsewhere() {
+    let host = RoombotBackend::example("roombots-meta").unwrap();
+    // No gait in the job: the robot's own.
+    let walked = host
+        .evaluate(job(RobotSource::Default), cancel())
+        .await
+        .unwrap();
+    assert!(walked.velocity.is_finite() && (walked.simulated - 3.0).abs() < 0.01);
+    // Another Roombot example is walked too.
+    let other = job(RobotSource::Example("roombots-quadruped".into()));
+    let mut with_gait = other.clone();
+    with_gait.gait = Some(
+        yamor_roombots::gait::RoombotExample::named("roombots-quadruped")
+            .unwrap()
+            .gait()
+            .unwrap(),
+    );
+    assert!(host.evaluate(with_gait, cancel()).await.is_ok());
+    // A YaMoR robot: another host's job, retried elsewhere (Failed, not
+    // InvalidJob).
+    let yamor = host
+        .evaluate(job(RobotSource::Example("quadruped".into())), cancel())
+        .await;
+    assert!(matches!(yamor, Err(HostError::Failed(m)) if m.contains("walks Roombots")));
+    // And the other way round.
+    let yamor_host = example_backend("quadruped", SimSettings::default()).unwrap();
+    let roombot = yamor_host
+        .evaluate(job(RobotSource::Example("roombots-meta".into())), cancel())
+        .await;
+    assert!(matches!(roombot, Err(HostError::Failed(m)) if m.contains("walks YaMoR robots")));
+    // A cancelled walk says so.
+    let stopped = host
+        .evaluate(job(RobotSource::Default), Arc::new(AtomicBool::new(true)))
+        .await;
+    assert!(matches!(stopped, Err(HostError::Cancelled)));
+}
+
+#[test]
+fn a_roombot_host_on_another_engine_is_refused() {
+    let settings = SimSettings {
+        engine: Engine::Rapier,
+        ..SimSettings::default()
+    };
+    let e = example_backend("roombots-meta", settings).err().unwrap();
+    assert!(e.to_string().contains("articulated engine only"), "{e}");
+}
