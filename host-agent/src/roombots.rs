@@ -94,7 +94,7 @@ impl Backend for RoombotBackend {
         let (name, robot, own_gait) = (self.name.clone(), self.robot.clone(), self.gait.clone());
         Box::pin(async move {
             // Parsing a carried robot and walking both stay off the runtime.
-            let walked = tokio::task::spawn_blocking(move || {
+            tokio::task::spawn_blocking(move || {
                 let robot = robot_of(&name, &robot, &job.robot)?;
                 let gait = job.gait.unwrap_or_else(|| (*own_gait).clone());
                 walk(&robot, &gait, &job.spec, &cancel).map_err(|e| match e {
@@ -104,8 +104,7 @@ impl Backend for RoombotBackend {
                 })
             })
             .await
-            .map_err(|e| HostError::Failed(format!("the walk panicked: {e}")))?;
-            walked
+            .map_err(|e| HostError::Failed(format!("the walk panicked: {e}")))?
         })
     }
 }
