@@ -16,13 +16,12 @@
 use std::collections::BTreeMap;
 
 use nalgebra::Isometry3;
-use yamor_dynamics::WeldId;
 
 use crate::bounding::{BoundingTrial, Verdict};
 use crate::chain::{ConnectionType, MetaModule};
 use crate::ik::MetaJoints;
 use crate::module::{Connector, wrap};
-use crate::physics::{MAX_SPEED, PhysicsError, Robot, RobotSettings};
+use crate::physics::{LockId, MAX_SPEED, PhysicsError, Robot, RobotSettings};
 use crate::play::Stage;
 use crate::supervisor::Command;
 
@@ -62,7 +61,7 @@ pub struct Report {
 pub struct Enactment {
     stage: Stage,
     robot: Robot,
-    locks: BTreeMap<(u8, Connector), WeldId>,
+    locks: BTreeMap<(u8, Connector), LockId>,
     settings: RobotSettings,
     /// Simulated time (s).
     clock: f64,
@@ -156,8 +155,8 @@ impl Enactment {
                 self.observe_for(OBSERVATION, &mut report);
             }
             Command::Unlock { module, connector } => {
-                if let Some(weld) = self.locks.remove(&(module, connector)) {
-                    self.robot.unlock(weld);
+                if let Some(lock) = self.locks.remove(&(module, connector)) {
+                    self.robot.unlock(lock).map_err(|e| e.to_string())?;
                 }
                 self.observe_for(OBSERVATION, &mut report);
             }

@@ -16,9 +16,9 @@
 //! - locks: a connector locked onto the floor is a weld (six stiff rows)
 //!   between the two frames, so an inchworm step that hands the base to
 //!   the other end keeps the same world and its joint angles; a lock onto
-//!   another module of the same robot would close a loop inside its tree
-//!   of bodies, which the engine refuses (the acrobat scene needs it:
-//!   not yet);
+//!   another module of the robot makes the two submodules one body and
+//!   rebuilds the robot where it stands (at rest), a joint that then
+//!   closes a loop becoming a loop hinge of the engine;
 //! - not modelled: the modules' bodies colliding with each other (the
 //!   engine's bodies touch only the ground). [`Robot::self_collision`]
 //!   reports overlaps instead, against the same shape as the kinematics.
@@ -28,8 +28,8 @@ use std::sync::OnceLock;
 
 use nalgebra::{Isometry3, Matrix3, Point3, Rotation3, SymmetricEigen, UnitQuaternion, Vector3};
 use yamor_dynamics::{
-    Anchor, BodySpec, BodyState, Hinge, Model, ModelError, Servo, Settings, SolidBox, Weld, WeldId,
-    World,
+    Anchor, BodySpec, BodyState, Hinge, LoopHinge, Model, ModelError, Servo, Settings, SolidBox,
+    Weld, WeldId, World,
 };
 
 use crate::chain::{Tree, joined};
@@ -78,6 +78,10 @@ pub enum PhysicsError {
     Model(#[from] ModelError),
     #[error("module {0} does not exist")]
     UnknownModule(usize),
+    #[error(
+        "the connectors do not face each other: {:.1} mm apart, {:.1}° from facing (at most 10 mm and 5.7°)", apart * 1e3, facing.to_degrees()
+    )]
+    Apart { apart: f64, facing: f64 },
 }
 
 /// Where a module's joint lives in the engine.
@@ -86,16 +90,55 @@ enum Joint {
     /// The hinge of this body; `sign` is −1 when the tree enters the joint
     /// from its far side, which turns it the other way.
     Tree { body: usize, sign: f64 },
-    /// Not (yet) a hinge of the tree.
+    /// A hinge that closes a loop (a lock between two modules of the
+    /// robot): loop hinge `k` of the engine, its angle read wrapped.
+    Loop { k: usize, sign: f64 },
+    /// Both sides in one body.
     Rigid,
 }
+
+/// A lock of a robot, as [`Robot::lock_to_floor`] or
+/// [`Robot::lock_modules`] returned it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct LockId(u64);
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Lock {
+    /// A weld of the engine onto a floor connector's frame.
+    Floor {
+        module: usize,
+        connector: Connector,
+        anchor: Isometry3<f64>,
+        weld: WeldId,
+    },
+    /// Two submodules made one body (the robot is rebuilt).
+    Modules {
+        a: (usize, Connector),
+        b: (usize, Connector),
+    },
+}
+
+/// How far two connectors may be apart and still lock onto each other (m,
+/// and rad from facing each other).
+pub const MODULE_LOCK_REACH: (f64, f64) = (0.01, 0.1);
 
 /// A robot of Roombot modules in the engine.
 pub struct Robot {
     world: World,
-    substeps: usize,
+    settings: RobotSettings,
+    /// How the modules hang together as built (its root pose aside).
+    tree: Tree,
     /// For every module and submodule: its body and its `M` frame in the
     /// body's frame.
+    places: Vec<[(usize, Isometry3<f64>); 4]>,
+    joints: Vec<[Joint; 3]>,
+    locks: Vec<(LockId, Lock)>,
+    next_lock: u64,
+}
+
+/// A world assembled: the engine and where every submodule and joint is.
+struct Assembly {
+    world: World,
     places: Vec<[(usize, Isometry3<f64>); 4]>,
     joints: Vec<[Joint; 3]>,
 }
@@ -212,6 +255,166 @@ fn hinge_frames(j: usize) -> [Isometry3<f64>; 2] {
     })[j]
 }
 
+/// The engine's world of modules posed at `poses` (world frames), the
+/// submodules that `unions` name locked into one body each, every joint a
+/// hinge of the tree grown from `root` (a module and submodule), a joint
+/// that closes a loop a loop hinge; joint angles `q`, unwrapped, at rest.
+fn assemble(
+    poses: &[ModulePose],
+    unions: &[((usize, u8), (usize, u8))],
+    root: (usize, u8),
+    q: &[Joints],
+    settings: &RobotSettings,
+) -> Result<Assembly, PhysicsError> {
+    let modules = poses.len();
+    let node = |m: usize, s: u8| m * 4 + usize::from(s);
+    let mut parent: Vec<usize> = (0..modules * 4).collect();
+    fn find(parent: &mut [usize], mut x: usize) -> usize {
+        while parent[x] != x {
+            parent[x] = parent[parent[x]];
+            x = parent[x];
+        }
+        x
+    }
+    for &((ma, sa), (mb, sb)) in unions {
+        let a = find(&mut parent, node(ma, sa));
+        let b = find(&mut parent, node(mb, sb));
+        parent[a.max(b)] = a.min(b);
+    }
+    let cluster: Vec<usize> = (0..modules * 4).map(|n| find(&mut parent, n)).collect();
+    let middle = |n: usize| poses[n / 4].middles[n % 4];
+    let offset = |n: usize| middle(cluster[n]).inverse() * middle(n);
+
+    // Bodies breadth-first from the root's cluster along the joints.
+    let mut body_of = vec![usize::MAX; modules * 4];
+    let mut order: Vec<usize> = Vec::new();
+    let mut hinges: Vec<Option<Hinge>> = Vec::new();
+    let mut joints = vec![[Joint::Rigid; 3]; modules];
+    let mut assigned = vec![[false; 3]; modules];
+    // Joints met between two clusters already placed: loops, by (m, j).
+    let mut closing: Vec<(usize, usize)> = Vec::new();
+    let mut visit = |start: usize,
+                     body_of: &mut Vec<usize>,
+                     order: &mut Vec<usize>,
+                     hinges: &mut Vec<Option<Hinge>>| {
+        body_of[start] = order.len();
+        order.push(start);
+        hinges.push(None);
+        let mut next = order.len() - 1;
+        while next < order.len() {
+            let c = order[next];
+            next += 1;
+            for m in 0..modules {
+                for j in 0..3 {
+                    let (near, far) = (cluster[node(m, j as u8)], cluster[node(m, j as u8 + 1)]);
+                    if assigned[m][j] || near == far || (near != c && far != c) {
+                        continue;
+                    }
+                    assigned[m][j] = true;
+                    let (other, sign) = if near == c { (far, 1.0) } else { (near, -1.0) };
+                    if body_of[other] != usize::MAX {
+                        closing.push((m, j));
+                        continue;
+                    }
+                    let [on_near, on_far] = hinge_frames(j);
+                    let near_frame = offset(node(m, j as u8)) * on_near;
+                    let far_frame = offset(node(m, j as u8 + 1)) * on_far;
+                    let (frame_in_parent, frame_in_child) = if sign > 0.0 {
+                        (near_frame, far_frame)
+                    } else {
+                        (far_frame, near_frame)
+                    };
+                    body_of[other] = order.len();
+                    joints[m][j] = Joint::Tree {
+                        body: order.len(),
+                        sign,
+                    };
+                    order.push(other);
+                    hinges.push(Some(Hinge {
+                        parent: body_of[c],
+                        frame_in_parent,
+                        frame_in_child,
+                        limits: [f64::NEG_INFINITY, f64::INFINITY],
+                    }));
+                }
+            }
+        }
+    };
+    // The tree's root first, so that turning a joint in the engine moves
+    // what the chain of transforms moves.
+    let root = cluster[node(root.0, root.1)];
+    visit(root, &mut body_of, &mut order, &mut hinges);
+    for n in 0..modules * 4 {
+        if body_of[cluster[n]] == usize::MAX {
+            visit(cluster[n], &mut body_of, &mut order, &mut hinges);
+        }
+    }
+    let shape = submodule();
+    let mut specs: Vec<BodySpec> = hinges
+        .iter()
+        .map(|hinge| BodySpec {
+            boxes: Vec::new(),
+            hinge: *hinge,
+            contact_points: Some(Vec::new()),
+        })
+        .collect();
+    let mut places = vec![[(0, Isometry3::identity()); 4]; modules];
+    for n in 0..modules * 4 {
+        let b = body_of[cluster[n]];
+        let offset = offset(n);
+        places[n / 4][n % 4] = (b, offset);
+        let mut mass_box = shape.mass_box;
+        mass_box.pose = offset * mass_box.pose;
+        specs[b].boxes.push(mass_box);
+        specs[b].contact_points.as_mut().expect("set above").extend(
+            shape
+                .contact_points
+                .iter()
+                .map(|p| offset * Point3::from(*p))
+                .map(|p| p.coords),
+        );
+    }
+    let initial: Vec<BodyState> = order
+        .iter()
+        .map(|&c| BodyState {
+            pose: middle(c),
+            angvel: Vector3::zeros(),
+            linvel: Vector3::zeros(),
+        })
+        .collect();
+    let mut model = Model::new(specs)?;
+    for (k, &(m, j)) in closing.iter().enumerate() {
+        let [on_near, on_far] = hinge_frames(j);
+        let (near, far) = (node(m, j as u8), node(m, j as u8 + 1));
+        model = model.with_loop(LoopHinge {
+            bodies: [body_of[cluster[near]], body_of[cluster[far]]],
+            frames: [offset(near) * on_near, offset(far) * on_far],
+            limits: [f64::NEG_INFINITY, f64::INFINITY],
+        })?;
+        joints[m][j] = Joint::Loop { k, sign: 1.0 };
+    }
+    let engine = Settings {
+        dt: settings.dt / settings.substeps.max(1) as f64,
+        friction: settings.friction,
+        ..Settings::default()
+    };
+    let mut world = World::new(model, engine, &initial);
+    // The engine read each angle wrapped from the poses; the joints turn
+    // continuously, so give them the angles as given.
+    for (m, module) in joints.iter().enumerate() {
+        for (j, joint) in module.iter().enumerate() {
+            if let Joint::Tree { body, sign } = *joint {
+                world.set_hinge(body, sign * q[m][j]);
+            }
+        }
+    }
+    Ok(Assembly {
+        world,
+        places,
+        joints,
+    })
+}
+
 impl Robot {
     /// The modules of `tree` posed by `q` (one set of angles per module),
     /// at rest.
@@ -228,145 +431,30 @@ impl Robot {
             });
         }
         let poses = tree.poses(q);
-        // Submodules locked together by links are one body.
-        let node = |m: usize, s: u8| m * 4 + usize::from(s);
-        let mut parent: Vec<usize> = (0..modules * 4).collect();
-        fn find(parent: &mut [usize], mut x: usize) -> usize {
-            while parent[x] != x {
-                parent[x] = parent[parent[x]];
-                x = parent[x];
-            }
-            x
-        }
-        for (k, link) in tree.links.iter().enumerate() {
-            let a = find(
-                &mut parent,
-                node(link.parent, link.parent_connector.submodule),
-            );
-            let b = find(&mut parent, node(k + 1, link.connector.submodule));
-            parent[a.max(b)] = a.min(b);
-        }
-        let cluster: Vec<usize> = (0..modules * 4).map(|n| find(&mut parent, n)).collect();
-        let middle = |n: usize| poses[n / 4].middles[n % 4];
-
-        // Bodies breadth-first from module 0's cluster along the joints.
-        let mut body_of = vec![usize::MAX; modules * 4];
-        let mut order: Vec<usize> = Vec::new();
-        let mut hinges: Vec<Option<Hinge>> = Vec::new();
-        let mut joints = vec![[Joint::Rigid; 3]; modules];
-        let mut visit = |root: usize,
-                         body_of: &mut Vec<usize>,
-                         order: &mut Vec<usize>,
-                         hinges: &mut Vec<Option<Hinge>>| {
-            body_of[root] = order.len();
-            order.push(root);
-            hinges.push(None);
-            let mut next = order.len() - 1;
-            while next < order.len() {
-                let c = order[next];
-                next += 1;
-                for m in 0..modules {
-                    for j in 0..3 {
-                        let (near, far) =
-                            (cluster[node(m, j as u8)], cluster[node(m, j as u8 + 1)]);
-                        if near == far || (near != c && far != c) {
-                            continue;
-                        }
-                        let (other, sign) = if near == c { (far, 1.0) } else { (near, -1.0) };
-                        if body_of[other] != usize::MAX {
-                            continue;
-                        }
-                        let [on_near, on_far] = hinge_frames(j);
-                        let offset = |n: usize| middle(cluster[n]).inverse() * middle(n);
-                        let near_frame = offset(node(m, j as u8)) * on_near;
-                        let far_frame = offset(node(m, j as u8 + 1)) * on_far;
-                        let (frame_in_parent, frame_in_child) = if sign > 0.0 {
-                            (near_frame, far_frame)
-                        } else {
-                            (far_frame, near_frame)
-                        };
-                        body_of[other] = order.len();
-                        joints[m][j] = Joint::Tree {
-                            body: order.len(),
-                            sign,
-                        };
-                        order.push(other);
-                        hinges.push(Some(Hinge {
-                            parent: body_of[c],
-                            frame_in_parent,
-                            frame_in_child,
-                            limits: [f64::NEG_INFINITY, f64::INFINITY],
-                        }));
-                    }
-                }
-            }
-        };
-        // The tree's root first, so that turning a joint in the engine moves
-        // what the chain of transforms moves.
-        let root = cluster[node(0, tree.root_submodule)];
-        visit(root, &mut body_of, &mut order, &mut hinges);
-        for n in 0..modules * 4 {
-            if body_of[cluster[n]] == usize::MAX {
-                visit(cluster[n], &mut body_of, &mut order, &mut hinges);
-            }
-        }
-        // Links only join a module to an earlier one, so the joints form a
-        // tree of bodies and every joint became a hinge above.
-        let shape = submodule();
-        let mut specs: Vec<BodySpec> = order
+        let unions: Vec<((usize, u8), (usize, u8))> = tree
+            .links
             .iter()
-            .zip(&hinges)
-            .map(|(_, hinge)| BodySpec {
-                boxes: Vec::new(),
-                hinge: *hinge,
-                contact_points: Some(Vec::new()),
+            .enumerate()
+            .map(|(k, l)| {
+                (
+                    (l.parent, l.parent_connector.submodule),
+                    (k + 1, l.connector.submodule),
+                )
             })
             .collect();
-        let mut places = vec![[(0, Isometry3::identity()); 4]; modules];
-        for n in 0..modules * 4 {
-            let b = body_of[cluster[n]];
-            let offset = middle(cluster[n]).inverse() * middle(n);
-            places[n / 4][n % 4] = (b, offset);
-            let mut mass_box = shape.mass_box;
-            mass_box.pose = offset * mass_box.pose;
-            specs[b].boxes.push(mass_box);
-            specs[b].contact_points.as_mut().expect("set above").extend(
-                shape
-                    .contact_points
-                    .iter()
-                    .map(|p| offset * Point3::from(*p))
-                    .map(|p| p.coords),
-            );
-        }
-        let initial: Vec<BodyState> = order
-            .iter()
-            .map(|&c| BodyState {
-                pose: middle(c),
-                angvel: Vector3::zeros(),
-                linvel: Vector3::zeros(),
-            })
-            .collect();
-        let model = Model::new(specs)?;
-        let engine = Settings {
-            dt: settings.dt / settings.substeps.max(1) as f64,
-            friction: settings.friction,
-            ..Settings::default()
-        };
-        let mut world = World::new(model, engine, &initial);
-        // The engine read each angle wrapped from the poses; the joints turn
-        // continuously, so give them the angles as given.
-        for (m, module) in joints.iter().enumerate() {
-            for (j, joint) in module.iter().enumerate() {
-                if let Joint::Tree { body, sign } = *joint {
-                    world.set_hinge(body, sign * q[m][j]);
-                }
-            }
-        }
-        Ok(Robot {
+        let Assembly {
             world,
-            substeps: settings.substeps.max(1),
             places,
             joints,
+        } = assemble(&poses, &unions, (0, tree.root_submodule), q, settings)?;
+        Ok(Robot {
+            world,
+            settings: *settings,
+            tree: tree.clone(),
+            places,
+            joints,
+            locks: Vec::new(),
+            next_lock: 0,
         })
     }
 
@@ -393,12 +481,18 @@ impl Robot {
         self.world.body_state(b).pose * offset * c.in_middle_frame()
     }
 
-    /// Joint `j` of `module`: angle (rad, unwrapped) and rate (rad/s).
+    /// Joint `j` of `module`: angle (rad) and rate (rad/s). Unwrapped,
+    /// except for a joint that closes a loop (a lock between two modules),
+    /// read in (−π, π].
     #[must_use]
     pub fn joint(&self, module: usize, j: usize) -> (f64, f64) {
         match self.joints[module][j] {
             Joint::Tree { body, sign } => {
                 let (q, u) = self.world.hinge(body);
+                (sign * q, sign * u)
+            }
+            Joint::Loop { k, sign } => {
+                let (q, u) = self.world.loop_hinge(k);
                 (sign * q, sign * u)
             }
             Joint::Rigid => (0.0, 0.0),
@@ -424,29 +518,35 @@ impl Robot {
     /// Drives joint `j` of `module` towards `angle` at `velocity` with the
     /// position servo, until the next command.
     pub fn command(&mut self, module: usize, j: usize, angle: f64, velocity: f64) {
-        if let Joint::Tree { body, sign } = self.joints[module][j] {
-            self.world.set_servo(
-                body,
-                Servo {
-                    angle: sign * angle,
-                    velocity: sign * velocity,
-                    stiffness: STIFFNESS,
-                    damping: DAMPING,
-                    max_torque: MAX_TORQUE,
-                },
-            );
+        let servo = |angle: f64, sign: f64| Servo {
+            angle: sign * angle,
+            velocity: sign * velocity,
+            stiffness: STIFFNESS,
+            damping: DAMPING,
+            max_torque: MAX_TORQUE,
+        };
+        match self.joints[module][j] {
+            Joint::Tree { body, sign } => self.world.set_servo(body, servo(angle, sign)),
+            Joint::Loop { k, sign } => {
+                // Its angle is read wrapped: aim at the goal's twin nearest it.
+                let (now, _) = self.joint(module, j);
+                let goal = now + crate::module::wrap(angle - now);
+                self.world.set_loop_servo(k, servo(goal, sign));
+            }
+            Joint::Rigid => {}
         }
     }
 
     /// Locks `module`'s connector onto the floor connector whose frame is
     /// `floor` (origin on the floor, Z up), in whichever of its four
-    /// quarter-turns is nearest the connector's orientation now.
+    /// quarter-turns is nearest the connector's orientation now: a weld of
+    /// the engine, added while the world runs.
     pub fn lock_to_floor(
         &mut self,
         module: usize,
         c: Connector,
         floor: &Isometry3<f64>,
-    ) -> Result<WeldId, PhysicsError> {
+    ) -> Result<LockId, PhysicsError> {
         if module >= self.module_count() {
             return Err(PhysicsError::UnknownModule(module));
         }
@@ -459,48 +559,203 @@ impl Robot {
                 da.total_cmp(&db)
             })
             .expect("four turns");
-        self.weld_connector(module, c, Anchor::Ground(anchor))
+        let weld = self.weld_to_floor(module, c, anchor)?;
+        Ok(self.add_lock(Lock::Floor {
+            module,
+            connector: c,
+            anchor,
+            weld,
+        }))
     }
 
-    fn weld_connector(
+    fn weld_to_floor(
         &mut self,
         module: usize,
         c: Connector,
-        anchor: Anchor,
+        anchor: Isometry3<f64>,
     ) -> Result<WeldId, PhysicsError> {
-        // A robot is one tree of bodies: a lock onto another of its modules
-        // would close a loop, which the engine's welds refuse; only the
-        // floor is offered.
-        if module >= self.module_count() {
-            return Err(PhysicsError::UnknownModule(module));
-        }
         let (body, offset) = self.places[module][usize::from(c.submodule)];
         Ok(self.world.weld(Weld {
             body,
             frame: offset * c.in_middle_frame(),
-            anchor,
+            anchor: Anchor::Ground(anchor),
         })?)
     }
 
+    fn add_lock(&mut self, lock: Lock) -> LockId {
+        let id = LockId(self.next_lock);
+        self.next_lock += 1;
+        self.locks.push((id, lock));
+        id
+    }
+
+    /// Locks connector `c` of `module` onto connector `onto` of `other`,
+    /// which must face it (within [`MODULE_LOCK_REACH`]). The two
+    /// submodules become one body: the robot is rebuilt where it stands,
+    /// at rest, and a joint that now closes a loop becomes a loop hinge of
+    /// the engine (its angle read wrapped from then on).
+    pub fn lock_modules(
+        &mut self,
+        module: usize,
+        c: Connector,
+        other: usize,
+        onto: Connector,
+    ) -> Result<LockId, PhysicsError> {
+        for m in [module, other] {
+            if m >= self.module_count() {
+                return Err(PhysicsError::UnknownModule(m));
+            }
+        }
+        let (a, b) = (self.connector(module, c), self.connector(other, onto));
+        let apart = (a.translation.vector - b.translation.vector).norm();
+        let facing = (a.rotation * Vector3::z()).angle(&(-(b.rotation * Vector3::z())));
+        if (module, c.submodule) == (other, onto.submodule)
+            || apart > MODULE_LOCK_REACH.0
+            || facing > MODULE_LOCK_REACH.1
+        {
+            return Err(PhysicsError::Apart { apart, facing });
+        }
+        let id = self.add_lock(Lock::Modules {
+            a: (module, c),
+            b: (other, onto),
+        });
+        self.rebuild()?;
+        Ok(id)
+    }
+
     /// Unlocks a lock; false if it was not locked.
-    pub fn unlock(&mut self, lock: WeldId) -> bool {
-        self.world.release(lock)
+    pub fn unlock(&mut self, lock: LockId) -> Result<bool, PhysicsError> {
+        let Some(at) = self.locks.iter().position(|(id, _)| *id == lock) else {
+            return Ok(false);
+        };
+        match self.locks.remove(at).1 {
+            Lock::Floor { weld, .. } => {
+                self.world.release(weld);
+            }
+            Lock::Modules { .. } => self.rebuild()?,
+        }
+        Ok(true)
+    }
+
+    /// The robot assembled again where it stands (at rest), with the links
+    /// of its tree and its locks between modules; its floor locks welded
+    /// again.
+    fn rebuild(&mut self) -> Result<(), PhysicsError> {
+        let poses = self.module_poses();
+        let q = self.angles();
+        let mut unions: Vec<((usize, u8), (usize, u8))> = self
+            .tree
+            .links
+            .iter()
+            .enumerate()
+            .map(|(k, l)| {
+                (
+                    (l.parent, l.parent_connector.submodule),
+                    (k + 1, l.connector.submodule),
+                )
+            })
+            .collect();
+        unions.extend(self.locks.iter().filter_map(|(_, l)| match *l {
+            Lock::Modules { a, b } => Some(((a.0, a.1.submodule), (b.0, b.1.submodule))),
+            Lock::Floor { .. } => None,
+        }));
+        let Assembly {
+            world,
+            places,
+            joints,
+        } = assemble(
+            &poses,
+            &unions,
+            (0, self.tree.root_submodule),
+            &q,
+            &self.settings,
+        )?;
+        self.world = world;
+        self.places = places;
+        self.joints = joints;
+        let floors: Vec<(usize, usize, Connector, Isometry3<f64>)> = self
+            .locks
+            .iter()
+            .enumerate()
+            .filter_map(|(i, (_, l))| match *l {
+                Lock::Floor {
+                    module,
+                    connector,
+                    anchor,
+                    ..
+                } => Some((i, module, connector, anchor)),
+                Lock::Modules { .. } => None,
+            })
+            .collect();
+        for (i, module, connector, anchor) in floors {
+            let weld = self.weld_to_floor(module, connector, anchor)?;
+            if let Lock::Floor { weld: w, .. } = &mut self.locks[i].1 {
+                *w = weld;
+            }
+        }
+        Ok(())
     }
 
     /// How far a lock gives: the distance (m) and angle (rad) between the
     /// connector and what it is locked onto.
     #[must_use]
-    pub fn lock_gap(&self, lock: WeldId) -> Option<(f64, f64)> {
-        let [anchor, held] = self.world.weld_frames(lock)?;
-        Some((
-            (anchor.translation.vector - held.translation.vector).norm(),
-            anchor.rotation.angle_to(&held.rotation),
-        ))
+    pub fn lock_gap(&self, lock: LockId) -> Option<(f64, f64)> {
+        let gap = |x: Isometry3<f64>, y: Isometry3<f64>| {
+            (
+                (x.translation.vector - y.translation.vector).norm(),
+                x.rotation.angle_to(&y.rotation),
+            )
+        };
+        match self.locks.iter().find(|(id, _)| *id == lock)?.1 {
+            Lock::Floor { weld, .. } => {
+                let [anchor, held] = self.world.weld_frames(weld)?;
+                Some(gap(anchor, held))
+            }
+            Lock::Modules { a, b } => {
+                let facing = joined(&self.connector(b.0, b.1), 0);
+                let here = self.connector(a.0, a.1);
+                Some((
+                    (here.translation.vector - facing.translation.vector).norm(),
+                    0.0,
+                ))
+            }
+        }
+    }
+
+    /// How many joints close a loop (one per lock between modules that
+    /// closes one).
+    #[must_use]
+    pub fn closed_loops(&self) -> usize {
+        self.joints
+            .iter()
+            .flatten()
+            .filter(|j| matches!(j, Joint::Loop { .. }))
+            .count()
+    }
+
+    /// How far the joints that close loops have come apart (m): the
+    /// largest distance between a loop hinge's two frames.
+    #[must_use]
+    pub fn loop_gap(&self) -> f64 {
+        let mut worst: f64 = 0.0;
+        for (m, module) in self.joints.iter().enumerate() {
+            for (j, joint) in module.iter().enumerate() {
+                if let Joint::Loop { .. } = joint {
+                    let [on_near, on_far] = hinge_frames(j);
+                    let near = self.places[m][j];
+                    let far = self.places[m][j + 1];
+                    let a = self.world.body_state(near.0).pose * near.1 * on_near;
+                    let b = self.world.body_state(far.0).pose * far.1 * on_far;
+                    worst = worst.max((a.translation.vector - b.translation.vector).norm());
+                }
+            }
+        }
+        worst
     }
 
     /// Advances one control step.
     pub fn step(&mut self) {
-        for _ in 0..self.substeps {
+        for _ in 0..self.settings.substeps.max(1) {
             self.world.step();
         }
     }

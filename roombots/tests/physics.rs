@@ -146,7 +146,7 @@ fn a_locked_meta_module_holds_a_pose_it_would_topple_from_unlocked() {
         }
         assert!(robot.kinetic_energy() < 1e-3, "{connection}: still moving");
         // Unlocked, it falls over and comes to rest on the floor.
-        assert!(robot.unlock(lock));
+        assert!(robot.unlock(lock).unwrap());
         for _ in 0..1440 {
             robot.step();
         }
@@ -173,4 +173,70 @@ fn a_lock_of_a_module_that_does_not_exist_is_refused() {
         robot.lock_to_floor(5, Connector::C0X, &Isometry3::identity()),
         Err(PhysicsError::UnknownModule(5))
     );
+}
+
+/// A meta-module curled into a ring: its end connector (module 1's `C3X`)
+/// facing a connector of its own first cube, and the angles that do it.
+fn ring() -> Option<(ConnectionType, [f64; 6], Connector)> {
+    use yamor_roombots::chain::joined;
+    use yamor_roombots::ik::Solver;
+    for connection in ConnectionType::ALL {
+        let solver = Solver::new(MetaModule::new(connection));
+        for c in [Connector::C0Y, Connector::C0Z] {
+            for k in 0..4 {
+                let target = joined(&ModulePose::of([0.0; 3]).connector(c), k);
+                if let Ok(solution) = solver.solve(&target, [0.0; 6]) {
+                    return Some((connection, solution.q, c));
+                }
+            }
+        }
+    }
+    None
+}
+
+#[test]
+fn a_lock_between_two_modules_closes_a_loop_that_holds_and_reopens() {
+    let (connection, q, onto) = ring().expect("a meta-module can curl into a ring");
+    let mut tree = MetaModule::new(connection).tree();
+    tree.root_pose = Isometry3::translation(0.0, 0.0, 0.3);
+    let angles = vec![[q[0], q[1], q[2]], [q[3], q[4], q[5]]];
+    let mut robot = Robot::build(&tree, &angles, &RobotSettings::default()).unwrap();
+    // Connectors that do not face each other do not lock.
+    assert!(matches!(
+        robot.lock_modules(1, Connector::C3X, 0, Connector::C1Y),
+        Err(PhysicsError::Apart { .. })
+    ));
+    assert_eq!(robot.closed_loops(), 0);
+    let lock = robot.lock_modules(1, Connector::C3X, 0, onto).unwrap();
+    assert_eq!(robot.closed_loops(), 1, "the lock closed the ring");
+    assert!(robot.loop_gap() < 1e-6, "closed as built");
+    let hold = |robot: &mut Robot, angles: &[Joints]| {
+        for (m, a) in angles.iter().enumerate() {
+            for (j, v) in a.iter().enumerate() {
+                robot.command(m, j, *v, 0.0);
+            }
+        }
+    };
+    hold(&mut robot, &angles);
+    // It falls onto the floor and lands, the ring closed.
+    let mut worst: f64 = 0.0;
+    for _ in 0..480 {
+        robot.step();
+        worst = worst.max(robot.loop_gap());
+    }
+    assert!(worst < 1e-3, "the ring opened by {worst} m while landing");
+    // One joint asked to turn against the ring: the loop holds.
+    let mut pushed = angles.clone();
+    pushed[0][1] += 0.5;
+    hold(&mut robot, &pushed);
+    for _ in 0..240 {
+        robot.step();
+        worst = worst.max(robot.loop_gap());
+    }
+    assert!(worst < 2e-3, "the ring opened by {worst} m when pushed");
+    assert!(robot.kinetic_energy().is_finite());
+    // Unlocked, the ring is a chain again: no joint closes a loop.
+    assert!(robot.unlock(lock).unwrap());
+    assert_eq!(robot.closed_loops(), 0);
+    assert!(!robot.unlock(lock).unwrap(), "unlocked once");
 }
