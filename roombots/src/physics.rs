@@ -136,6 +136,9 @@ pub struct Robot {
     next_lock: u64,
 }
 
+/// Two submodules (module, submodule) locked into one body.
+type Union = ((usize, u8), (usize, u8));
+
 /// A world assembled: the engine and where every submodule and joint is.
 struct Assembly {
     world: World,
@@ -261,7 +264,7 @@ fn hinge_frames(j: usize) -> [Isometry3<f64>; 2] {
 /// that closes a loop a loop hinge; joint angles `q`, unwrapped, at rest.
 fn assemble(
     poses: &[ModulePose],
-    unions: &[((usize, u8), (usize, u8))],
+    unions: &[Union],
     root: (usize, u8),
     q: &[Joints],
     settings: &RobotSettings,
@@ -431,7 +434,7 @@ impl Robot {
             });
         }
         let poses = tree.poses(q);
-        let unions: Vec<((usize, u8), (usize, u8))> = tree
+        let unions: Vec<Union> = tree
             .links
             .iter()
             .enumerate()
@@ -643,7 +646,7 @@ impl Robot {
     fn rebuild(&mut self) -> Result<(), PhysicsError> {
         let poses = self.module_poses();
         let q = self.angles();
-        let mut unions: Vec<((usize, u8), (usize, u8))> = self
+        let mut unions: Vec<Union> = self
             .tree
             .links
             .iter()
