@@ -22,6 +22,7 @@
 //! - [`gait`]: Roombot robots described in `world.xml` (the Roombot
 //!   family), walking a CPG gait in the engine as YaMoR robots do.
 //! - [`picture`]: modules drawn as PNG, several moments side by side.
+//! - [`scene`]: several modules in one world: the acrobat of 002 §5.3.2.
 //! - [`bounding`]: the reactive servo controller of 002 §4.1.1.
 //! - [`bridge`]: the supervisor language as a line protocol over TCP, on
 //!   a simulated meta-module.
@@ -41,4 +42,5 @@ pub mod physics;
 pub mod picture;
 pub mod play;
 pub mod reach;
+pub mod scene;
 pub mod supervisor;

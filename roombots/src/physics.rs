@@ -118,6 +118,16 @@ enum Lock {
     },
 }
 
+impl Lock {
+    /// The two submodules a lock between modules makes one body.
+    fn union(&self) -> Option<Union> {
+        match *self {
+            Lock::Modules { a, b } => Some(((a.0, a.1.submodule), (b.0, b.1.submodule))),
+            Lock::Floor { .. } => None,
+        }
+    }
+}
+
 /// How far two connectors may be apart and still lock onto each other (m,
 /// and rad from facing each other).
 pub const MODULE_LOCK_REACH: (f64, f64) = (0.01, 0.1);
@@ -126,8 +136,8 @@ pub const MODULE_LOCK_REACH: (f64, f64) = (0.01, 0.1);
 pub struct Robot {
     world: World,
     settings: RobotSettings,
-    /// How the modules hang together as built (its root pose aside).
-    tree: Tree,
+    /// The submodule the first tree is held by (module 0's), grown first.
+    root: (usize, u8),
     /// For every module and submodule: its body and its `M` frame in the
     /// body's frame.
     places: Vec<[(usize, Isometry3<f64>); 4]>,
@@ -426,39 +436,57 @@ impl Robot {
         q: &[Joints],
         settings: &RobotSettings,
     ) -> Result<Self, PhysicsError> {
-        let modules = tree.links.len() + 1;
-        if q.len() != modules {
-            return Err(PhysicsError::Angles {
-                expected: modules,
-                given: q.len(),
-            });
+        Ok(Robot::build_forest(&[(tree.clone(), q.to_vec())], settings)?.0)
+    }
+
+    /// Several trees of modules in one world, each posed by its angles
+    /// (its modules numbered after the previous tree's), at rest. Every
+    /// link of every tree is a lock between two modules (their ids are
+    /// returned, tree by tree, link by link), so modules can be traded
+    /// between them.
+    pub fn build_forest(
+        trees: &[(Tree, Vec<Joints>)],
+        settings: &RobotSettings,
+    ) -> Result<(Self, Vec<LockId>), PhysicsError> {
+        let mut poses = Vec::new();
+        let mut q = Vec::new();
+        let mut links = Vec::new();
+        for (tree, angles) in trees {
+            let modules = tree.links.len() + 1;
+            if angles.len() != modules {
+                return Err(PhysicsError::Angles {
+                    expected: modules,
+                    given: angles.len(),
+                });
+            }
+            let first = poses.len();
+            for (k, l) in tree.links.iter().enumerate() {
+                links.push(Lock::Modules {
+                    a: (first + k + 1, l.connector),
+                    b: (first + l.parent, l.parent_connector),
+                });
+            }
+            poses.extend(tree.poses(angles));
+            q.extend_from_slice(angles);
         }
-        let poses = tree.poses(q);
-        let unions: Vec<Union> = tree
-            .links
-            .iter()
-            .enumerate()
-            .map(|(k, l)| {
-                (
-                    (l.parent, l.parent_connector.submodule),
-                    (k + 1, l.connector.submodule),
-                )
-            })
-            .collect();
+        let root = (0, trees.first().map_or(0, |(t, _)| t.root_submodule));
+        let unions: Vec<Union> = links.iter().filter_map(Lock::union).collect();
         let Assembly {
             world,
             places,
             joints,
-        } = assemble(&poses, &unions, (0, tree.root_submodule), q, settings)?;
-        Ok(Robot {
+        } = assemble(&poses, &unions, root, &q, settings)?;
+        let mut robot = Robot {
             world,
             settings: *settings,
-            tree: tree.clone(),
+            root,
             places,
             joints,
             locks: Vec::new(),
             next_lock: 0,
-        })
+        };
+        let ids = links.into_iter().map(|l| robot.add_lock(l)).collect();
+        Ok((robot, ids))
     }
 
     #[must_use]
@@ -646,33 +674,12 @@ impl Robot {
     fn rebuild(&mut self) -> Result<(), PhysicsError> {
         let poses = self.module_poses();
         let q = self.angles();
-        let mut unions: Vec<Union> = self
-            .tree
-            .links
-            .iter()
-            .enumerate()
-            .map(|(k, l)| {
-                (
-                    (l.parent, l.parent_connector.submodule),
-                    (k + 1, l.connector.submodule),
-                )
-            })
-            .collect();
-        unions.extend(self.locks.iter().filter_map(|(_, l)| match *l {
-            Lock::Modules { a, b } => Some(((a.0, a.1.submodule), (b.0, b.1.submodule))),
-            Lock::Floor { .. } => None,
-        }));
+        let unions: Vec<Union> = self.locks.iter().filter_map(|(_, l)| l.union()).collect();
         let Assembly {
             world,
             places,
             joints,
-        } = assemble(
-            &poses,
-            &unions,
-            (0, self.tree.root_submodule),
-            &q,
-            &self.settings,
-        )?;
+        } = assemble(&poses, &unions, self.root, &q, &self.settings)?;
         self.world = world;
         self.places = places;
         self.joints = joints;
@@ -723,6 +730,16 @@ impl Robot {
                 ))
             }
         }
+    }
+
+    /// How far the locks give at worst (m): every lock's gap.
+    #[must_use]
+    pub fn worst_lock_gap(&self) -> f64 {
+        self.locks
+            .iter()
+            .filter_map(|(id, _)| self.lock_gap(*id))
+            .map(|(d, _)| d)
+            .fold(0.0, f64::max)
     }
 
     /// How many joints close a loop (one per lock between modules that

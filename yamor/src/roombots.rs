@@ -14,12 +14,25 @@ pub enum RoombotsCommand {
     /// on a floor of connectors, simulated (servos, bounding trial, locks),
     /// and report each command.
     Play(PlayArgs),
+    /// The acrobat (002 §5.3.2): a meta-module hands one of its modules
+    /// over to a lone module, simulated; optionally drawn.
+    Acrobat(AcrobatArgs),
     /// Walk a Roombot robot's gait from held-out starts and print its
     /// velocity's spread (what `yamor run roombots-…` reports).
     Walk(WalkArgs),
     /// Serve a simulated meta-module to a supervisor over TCP: one App. B
     /// command per line, one answer per line (`ok …` or `error …`).
     Bridge(BridgeArgs),
+}
+
+#[derive(Args)]
+pub struct AcrobatArgs {
+    /// How the meta-module's two modules are joined.
+    #[arg(long, default_value = "parallel")]
+    connection: ConnectionType,
+    /// Draw the start, the hand-over and the end into this PNG.
+    #[arg(long)]
+    picture: Option<std::path::PathBuf>,
 }
 
 #[derive(Args)]
@@ -90,7 +103,34 @@ pub fn roombots(command: RoombotsCommand) -> Result<()> {
         RoombotsCommand::Play(args) => play(&args),
         RoombotsCommand::Bridge(args) => crate::block_on(bridge(args)),
         RoombotsCommand::Walk(args) => walk(&args),
+        RoombotsCommand::Acrobat(args) => acrobat(&args),
     }
+}
+
+fn acrobat(args: &AcrobatArgs) -> Result<()> {
+    use anyhow::Context;
+    let report = yamor_roombots::scene::acrobat(args.connection).with_context(|| {
+        format!(
+            "a {} meta-module reaches the top of no lone module within three cells",
+            args.connection
+        )
+    })?;
+    println!(
+        "a {} meta-module on cell (0, 0) reached the top of module 2 on cell {:?} ({:.2} mm off), locked onto it (the locks gave at most {:.2} mm), let go of its module 0; module 1 now stands on module 2",
+        args.connection,
+        report.partner,
+        report.reach_error * 1e3,
+        report.lock_gap * 1e3
+    );
+    for (m, cells) in report.cells.iter().enumerate() {
+        println!("module {m}: cubes at {cells:?}");
+    }
+    println!("{:.2} s simulated", report.seconds);
+    if let Some(path) = &args.picture {
+        yamor_roombots::picture::draw(path, &report.moments, (-2, 2))?;
+        println!("picture: {}", path.display());
+    }
+    Ok(())
 }
 
 fn walk(args: &WalkArgs) -> Result<()> {

@@ -1,0 +1,222 @@
+//! Scenes of several modules in one simulated world.
+//!
+//! The acrobat (002 §5.3.2: "three roombots … reconfiguring and exchanging
+//! modules"): a meta-module (modules 0 and 1) stands on the floor beside a
+//! lone module 2. The meta-module bends its free end down onto module 2's
+//! top, locks it there, and lets go of its own first module: module 1 now
+//! belongs to module 2, and the new pair stands up straight as a tower of
+//! four cubes, while module 0 stays where it stood. Every lock is the
+//! engine's (welds onto the floor; submodules of locked modules one body,
+//! the ring the robot closes on the way a loop hinge), every move is the
+//! servos' and the inverse kinematics is ours.
+
+use nalgebra::{Isometry3, Matrix3, Rotation3, Translation3, UnitQuaternion, Vector3};
+
+use crate::chain::{ConnectionType, MetaModule, Tree, joined};
+use crate::collision::submodules_overlap;
+use crate::ik::{MetaJoints, Solver};
+use crate::module::{CELL, Connector, HALF, Joints, ModulePose};
+use crate::physics::{MAX_SPEED, Robot, RobotSettings};
+
+/// What the acrobat did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AcrobatReport {
+    pub connection: ConnectionType,
+    /// The cell (x, y) module 2 stood on.
+    pub partner: [i64; 2],
+    /// How far the meta-module's end stopped from module 2's top before
+    /// locking (m).
+    pub reach_error: f64,
+    /// How far the locks gave at worst while modules 0 and 2 both held the
+    /// meta-module (a ring closed through the floor) (m).
+    pub lock_gap: f64,
+    /// Every module's cube cells at the end, module by module.
+    pub cells: Vec<[[i64; 3]; 2]>,
+    /// Simulated time (s).
+    pub seconds: f64,
+    /// The modules at the start, reached, and at the end: for a picture.
+    pub moments: Vec<Vec<ModulePose>>,
+}
+
+/// A module's `M0` standing upright on floor cell (x, y): `x` down.
+fn standing(x: i64, y: i64) -> Isometry3<f64> {
+    let upright = Rotation3::from_matrix_unchecked(Matrix3::from_columns(&[
+        -Vector3::z(),
+        Vector3::y(),
+        Vector3::x(),
+    ]));
+    Isometry3::from_parts(
+        Translation3::new(x as f64 * CELL, y as f64 * CELL, HALF),
+        UnitQuaternion::from_rotation_matrix(&upright),
+    )
+}
+
+/// Runs `seconds` with every servo told to hold `goal`, reached along a
+/// straight line in joint space at most [`MAX_SPEED`].
+fn drive(robot: &mut Robot, goal: &[Joints], settings: &RobotSettings, clock: &mut f64) {
+    let start = robot.angles();
+    let travel = start
+        .iter()
+        .flatten()
+        .zip(goal.iter().flatten())
+        .map(|(a, b)| (b - a).abs())
+        .fold(0.0, f64::max);
+    let duration = (travel / MAX_SPEED).max(0.1);
+    let steps = ((duration + 1.0) / settings.dt).round() as usize;
+    for step in 0..steps {
+        let s = ((step as f64 * settings.dt) / duration).min(1.0);
+        let rate = if s < 1.0 { 1.0 / duration } else { 0.0 };
+        for (m, (from, to)) in start.iter().zip(goal).enumerate() {
+            for j in 0..3 {
+                let d = to[j] - from[j];
+                robot.command(m, j, from[j] + d * s, d * rate);
+            }
+        }
+        robot.step();
+    }
+    *clock += steps as f64 * settings.dt;
+}
+
+/// Whether the meta-module at `q` (held at `base`) runs into the lone
+/// module.
+fn hits(meta: &MetaModule, q: MetaJoints, base: &Isometry3<f64>, lone: &ModulePose) -> bool {
+    meta.poses(q).iter().any(|m| {
+        m.middles.iter().any(|a| {
+            let a = base * a;
+            // The end cube sits on the lone module's top by design.
+            lone.middles.iter().any(|b| submodules_overlap(&a, b))
+        })
+    })
+}
+
+/// The acrobat for one connection type; `None` when the meta-module can
+/// reach no top of a lone module within three cells free of collision.
+#[must_use]
+pub fn acrobat(connection: ConnectionType) -> Option<AcrobatReport> {
+    let settings = RobotSettings::default();
+    let meta = MetaModule::new(connection);
+    let base = standing(0, 0);
+    let mut solver = Solver::new(meta);
+    solver.floor = Some(base.inverse());
+    // Where module 2 may stand, nearest first, and the reach that lands on
+    // its top.
+    let cells = [
+        [0, 1],
+        [1, 0],
+        [0, -1],
+        [-1, 0],
+        [0, 2],
+        [2, 0],
+        [1, 1],
+        [0, 3],
+    ];
+    let (partner, q) = cells.iter().find_map(|&[x, y]| {
+        let lone_tree = Tree {
+            root_submodule: 0,
+            root_pose: standing(x, y),
+            links: Vec::new(),
+        };
+        let lone = lone_tree.poses(&[[0.0; 3]])[0];
+        (0..4).find_map(|k| {
+            let target = base.inverse() * joined(&lone.connector(Connector::C3X), k);
+            let q = solver.solve(&target, [0.0; 6]).ok()?.q;
+            // The locked end sits on the lone module's top cube: compare
+            // every cube but that pair.
+            (!hits(&meta, q, &base, &lone) || touches_only_on_top(&meta, q, &base, &lone))
+                .then_some(([x, y], q))
+        })
+    })?;
+    let mut meta_tree = meta.tree();
+    meta_tree.root_pose = base;
+    let lone_tree = Tree {
+        root_submodule: 0,
+        root_pose: standing(partner[0], partner[1]),
+        links: Vec::new(),
+    };
+    let (mut robot, links) = Robot::build_forest(
+        &[
+            (meta_tree, vec![[0.0; 3], [0.0; 3]]),
+            (lone_tree, vec![[0.0; 3]]),
+        ],
+        &settings,
+    )
+    .ok()?;
+    let floor = |x: i64, y: i64| Isometry3::translation(x as f64 * CELL, y as f64 * CELL, 0.0);
+    robot.lock_to_floor(0, Connector::C0X, &floor(0, 0)).ok()?;
+    robot
+        .lock_to_floor(2, Connector::C0X, &floor(partner[0], partner[1]))
+        .ok()?;
+    let mut clock = 0.0;
+    let mut moments = vec![robot.module_poses()];
+    let settle = robot.angles();
+    drive(&mut robot, &settle, &settings, &mut clock);
+    // The meta-module bends its end onto module 2's top.
+    let goal = vec![[q[0], q[1], q[2]], [q[3], q[4], q[5]], [0.0; 3]];
+    drive(&mut robot, &goal, &settings, &mut clock);
+    let end = robot.connector(1, Connector::C3X);
+    let top = joined(&robot.connector(2, Connector::C3X), 0);
+    let reach_error = (end.translation.vector - top.translation.vector).norm();
+    robot
+        .lock_modules(1, Connector::C3X, 2, Connector::C3X)
+        .ok()?;
+    moments.push(robot.module_poses());
+    let mut lock_gap: f64 = 0.0;
+    for _ in 0..120 {
+        robot.step();
+        lock_gap = lock_gap.max(robot.worst_lock_gap()).max(robot.loop_gap());
+    }
+    clock += 120.0 * settings.dt;
+    // Module 0 lets go of module 1: the pair 2–1 stands up straight.
+    robot.unlock(links[0]).ok()?;
+    let held = robot.angles();
+    let straight = vec![held[0], [0.0; 3], [0.0; 3]];
+    drive(&mut robot, &straight, &settings, &mut clock);
+    moments.push(robot.module_poses());
+    let cells = robot
+        .module_poses()
+        .iter()
+        .map(|m| {
+            [0, 1].map(|cube| {
+                let c = m.cube_centre(cube).coords / CELL;
+                [
+                    c.x.round() as i64,
+                    c.y.round() as i64,
+                    (c.z - 0.5).round() as i64,
+                ]
+            })
+        })
+        .collect();
+    Some(AcrobatReport {
+        connection,
+        partner,
+        reach_error,
+        lock_gap,
+        cells,
+        seconds: clock,
+        moments,
+    })
+}
+
+/// Whether the only overlap between the meta-module and the lone module
+/// is the end cube on the top cube, which meet face to face.
+fn touches_only_on_top(
+    meta: &MetaModule,
+    q: MetaJoints,
+    base: &Isometry3<f64>,
+    lone: &ModulePose,
+) -> bool {
+    let poses = meta.poses(q);
+    let mut clash = false;
+    for (m, module) in poses.iter().enumerate() {
+        for (s, a) in module.middles.iter().enumerate() {
+            let a = base * a;
+            for (t, b) in lone.middles.iter().enumerate() {
+                let end_on_top = m == 1 && s >= 2 && t >= 2;
+                if !end_on_top && submodules_overlap(&a, b) {
+                    clash = true;
+                }
+            }
+        }
+    }
+    !clash
+}
