@@ -202,6 +202,27 @@ pub fn self_collision(modules: &[ModulePose]) -> Option<(usize, usize)> {
     None
 }
 
+/// Whether any submodule of `modules` runs into the cube of side [`CELL`]
+/// centred at `centre` (a cell of a passive structure) by more than
+/// [`TOLERANCE`]; faces that touch do not count.
+#[must_use]
+pub fn into_cell(modules: &[ModulePose], centre: &Vector3<f64>) -> bool {
+    let (shape, _) = half_shape();
+    let cube = parry3d::shape::Cuboid::new(Vec3::splat(HALF as f32));
+    let at = pose(&Isometry3::translation(centre.x, centre.y, centre.z));
+    chain(modules).iter().any(|m| {
+        // A half lies within RADIUS of its centre; a cube within HALF·√3.
+        if (m.translation.vector - centre).norm() > RADIUS + HALF * 3f64.sqrt() {
+            return false;
+        }
+        match parry3d::query::contact(&pose(m), shape, &at, &cube, 0.0) {
+            Ok(Some(contact)) => f64::from(contact.dist) < -TOLERANCE,
+            Ok(None) => false,
+            Err(_) => true,
+        }
+    })
+}
+
 /// How deep the lowest point of `modules` lies below the plane `z =
 /// floor` of their frame (0 when nothing does).
 #[must_use]

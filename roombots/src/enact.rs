@@ -18,7 +18,7 @@ use std::collections::BTreeMap;
 use nalgebra::Isometry3;
 
 use crate::bounding::{BoundingTrial, Verdict};
-use crate::chain::{ConnectionType, MetaModule};
+use crate::chain::ConnectionType;
 use crate::ik::MetaJoints;
 use crate::module::{Connector, wrap};
 use crate::physics::{LockId, MAX_SPEED, PhysicsError, Robot, RobotSettings};
@@ -71,8 +71,15 @@ impl Enactment {
     /// Standing as [`Stage::new`] stands, module 0's `C0X` locked onto the
     /// floor, settled.
     pub fn new(connection: ConnectionType) -> Result<Self, PhysicsError> {
-        let stage = Stage::new(connection);
-        let mut tree = MetaModule::new(connection).tree();
+        Enactment::on(Stage::new(connection))
+    }
+
+    /// The meta-module of `stage` (standing as [`Stage::new`] stands,
+    /// perhaps beside a structure), simulated. The structure's cells carry
+    /// connectors to lock onto; the engine does not collide the modules
+    /// with it (the plan checks every pose against it).
+    pub fn on(stage: Stage) -> Result<Self, PhysicsError> {
+        let mut tree = stage.meta().tree();
         tree.root_pose = stage.modules()[0].middles[0];
         let settings = RobotSettings::default();
         let mut robot = Robot::build(&tree, &[[0.0; 3]; 2], &settings)?;
@@ -350,14 +357,26 @@ impl Profile {
     }
 }
 
-/// The floor connector under a connector that faces the floor: the cell's
-/// centre on the floor, `Z` up.
+/// The connector of the surface (floor or structure) a connector faces:
+/// the centre of the solid cell's face, `Z` out of the solid, its `X`
+/// along a grid axis.
 fn floor_under(connector: &Isometry3<f64>) -> Isometry3<f64> {
-    let p = connector.translation.vector / crate::module::CELL;
-    Isometry3::translation(
-        p.x.round() * crate::module::CELL,
-        p.y.round() * crate::module::CELL,
-        0.0,
+    use nalgebra::{Matrix3, Rotation3, UnitQuaternion, Vector3};
+    let into = (connector.rotation * Vector3::z()).map(f64::round);
+    let inside = connector.translation.vector + into * crate::module::HALF;
+    let solid = crate::play::cell_centre(crate::play::cell_of(&inside));
+    let z = -into;
+    let x = if z.x.abs() > 0.5 {
+        Vector3::y()
+    } else {
+        Vector3::x()
+    };
+    let y = z.cross(&x);
+    Isometry3::from_parts(
+        (solid + z * crate::module::HALF).into(),
+        UnitQuaternion::from_rotation_matrix(&Rotation3::from_matrix_unchecked(
+            Matrix3::from_columns(&[x, y, z]),
+        )),
     )
 }
 

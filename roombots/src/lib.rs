@@ -22,7 +22,9 @@
 //! - [`gait`]: Roombot robots described in `world.xml` (the Roombot
 //!   family), walking a CPG gait in the engine as YaMoR robots do.
 //! - [`picture`]: modules drawn as PNG, several moments side by side.
-//! - [`scene`]: several modules in one world: the acrobat of 002 §5.3.2.
+//! - [`scene`]: several modules in one world (the acrobat of 002 §5.3.2)
+//!   and a meta-module climbing a structure (the chair of §5.4), with the
+//!   greedy inchworm planner that finds its way.
 //! - [`bounding`]: the reactive servo controller of 002 §4.1.1.
 //! - [`bridge`]: the supervisor language as a line protocol over TCP, on
 //!   a simulated meta-module.

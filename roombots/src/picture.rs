@@ -88,9 +88,27 @@ fn shade(c: RGBColor, k: f64) -> RGBColor {
     RGBColor(f(c.0), f(c.1), f(c.2))
 }
 
-fn shapes(camera: &Camera, modules: &[ModulePose]) -> Vec<Shape> {
+fn shapes(camera: &Camera, modules: &[ModulePose], structure: &[[i64; 3]]) -> Vec<Shape> {
     let vertices = half_vertices();
     let mut shapes = Vec::new();
+    for cell in structure {
+        let centre = Vector3::new(cell[0] as f64, cell[1] as f64, cell[2] as f64 + 0.5) * CELL;
+        let projected: Vec<(f64, f64, f64)> = (0..8)
+            .map(|k| {
+                let corner = Vector3::new(
+                    if k & 1 == 0 { -0.5 } else { 0.5 },
+                    if k & 2 == 0 { -0.5 } else { 0.5 },
+                    if k & 4 == 0 { -0.5 } else { 0.5 },
+                ) * CELL;
+                camera.project(&(centre + corner))
+            })
+            .collect();
+        shapes.push(Shape {
+            outline: hull(projected.iter().map(|p| (p.0, p.1)).collect()),
+            depth: camera.project(&centre).2,
+            colour: RGBColor(170, 170, 160),
+        });
+    }
     for (m, module) in modules.iter().enumerate() {
         for (s, frame) in module.middles.iter().enumerate() {
             let projected: Vec<(f64, f64, f64)> = vertices
@@ -122,6 +140,16 @@ pub fn draw(
     path: &Path,
     moments: &[Vec<ModulePose>],
     cells: (i32, i32),
+) -> Result<(), PictureError> {
+    draw_with(path, moments, cells, &[])
+}
+
+/// [`draw`] with a passive structure's cells (grey cubes) in every moment.
+pub fn draw_with(
+    path: &Path,
+    moments: &[Vec<ModulePose>],
+    cells: (i32, i32),
+    structure: &[[i64; 3]],
 ) -> Result<(), PictureError> {
     let thinned: Vec<&Vec<ModulePose>> = if moments.len() > MAX_PANELS {
         (0..MAX_PANELS)
@@ -173,7 +201,7 @@ pub fn draw(
                     .map_err(|e| error(&e))?;
             }
         }
-        for shape in shapes(&camera, modules) {
+        for shape in shapes(&camera, modules, structure) {
             let outline: Vec<(i32, i32)> = shape.outline.iter().map(|p| to_screen(*p)).collect();
             root.draw(&Polygon::new(outline.clone(), shape.colour.filled()))
                 .map_err(|e| error(&e))?;

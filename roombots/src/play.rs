@@ -42,6 +42,9 @@ pub struct Stage {
     pub clock_ms: u64,
     /// Boxes dropped (world positions).
     pub boxes: Vec<Vector3<f64>>,
+    /// Cells of a passive structure on the floor (a stool): solid, with a
+    /// connector on every face, like the floor's.
+    structure: BTreeSet<[i64; 3]>,
 }
 
 /// What a command did, or why it changed nothing.
@@ -75,7 +78,46 @@ impl Stage {
             locks: BTreeSet::from([(0, Connector::C0X)]),
             clock_ms: 0,
             boxes: Vec::new(),
+            structure: BTreeSet::new(),
         }
+    }
+
+    /// The same meta-module beside a passive structure of `cells` (cell
+    /// `[x, y, z]` is the cube centred at `(x, y, z + ½)·CELL`; `z ≥ 0`).
+    #[must_use]
+    pub fn with_structure(mut self, cells: impl IntoIterator<Item = [i64; 3]>) -> Self {
+        self.structure = cells.into_iter().collect();
+        self
+    }
+
+    /// The meta-module played.
+    #[must_use]
+    pub fn meta(&self) -> MetaModule {
+        self.solver.meta()
+    }
+
+    #[must_use]
+    pub fn structure(&self) -> &BTreeSet<[i64; 3]> {
+        &self.structure
+    }
+
+    /// Whether cell `c` is solid: below the floor, or the structure's.
+    #[must_use]
+    pub fn solid(&self, c: [i64; 3]) -> bool {
+        c[2] < 0 || self.structure.contains(&c)
+    }
+
+    /// The solid cell a connector faces and lies on, with a connector on
+    /// that face: the floor's or the structure's.
+    fn surface_under(&self, frame: &Isometry3<f64>) -> Option<[i64; 3]> {
+        let z = frame.rotation * Vector3::z();
+        if (z - z.map(f64::round)).norm() > 1e-6 {
+            return None;
+        }
+        let inside = frame.translation.vector + z * HALF;
+        let cell = cell_of(&inside);
+        let centre = cell_centre(cell);
+        ((inside - centre).norm() < 1e-6 && self.solid(cell)).then_some(cell)
     }
 
     /// The connectors that lock: one active connector per end.
@@ -170,6 +212,13 @@ impl Stage {
                 depth * 1e3
             ));
         }
+        if let Some(cell) = self
+            .structure
+            .iter()
+            .find(|c| collision::into_cell(&modules, &cell_centre(**c)))
+        {
+            return Err(format!("the pose runs into the structure's cell {cell:?}"));
+        }
         Ok(())
     }
 
@@ -221,13 +270,34 @@ impl Stage {
                     .find(|(m, c, _)| *m == module && *c == connector)
                     .map(|(_, _, f)| f)
                     .expect("every connector has a frame");
-                let cell = on_floor(&frame).ok_or_else(|| {
+                let cell = self.surface_under(&frame).ok_or_else(|| {
                     format!("nothing to lock {module}:{connector} onto: it does not face a floor connector")
                 })?;
                 self.locks.insert((module, connector));
-                Ok(format!(
-                    "locked {module}:{connector} onto the floor at cell {cell:?}"
-                ))
+                Ok(if cell[2] < 0 {
+                    format!(
+                        "locked {module}:{connector} onto the floor at cell {:?}",
+                        [cell[0], cell[1]]
+                    )
+                } else {
+                    // The face it locked onto, named from outside the cell.
+                    let out = -(frame.rotation * Vector3::z());
+                    let face = match (
+                        out.x.round() as i64,
+                        out.y.round() as i64,
+                        out.z.round() as i64,
+                    ) {
+                        (0, 0, 1) => "top",
+                        (0, 0, -1) => "bottom",
+                        (1, 0, 0) => "+x side",
+                        (-1, 0, 0) => "-x side",
+                        (0, 1, 0) => "+y side",
+                        _ => "-y side",
+                    };
+                    format!(
+                        "locked {module}:{connector} onto the {face} of the structure's cell {cell:?}"
+                    )
+                })
             }
             Command::Unlock { module, connector } => {
                 if !self.locks.contains(&(module, connector)) {
@@ -284,15 +354,20 @@ impl Stage {
     }
 }
 
-/// The floor cell a connector faces, when it lies on the floor facing
-/// down onto a connector there.
-fn on_floor(frame: &Isometry3<f64>) -> Option<[i64; 2]> {
-    let z = frame.rotation * Vector3::z();
-    let p = frame.translation.vector;
-    let cell = (p / CELL).map(f64::round);
-    let centred = (p.x / CELL - cell.x).abs() < 1e-6 && (p.y / CELL - cell.y).abs() < 1e-6;
-    (centred && p.z.abs() < 1e-6 && (z + Vector3::z()).norm() < 1e-6)
-        .then(|| [cell.x as i64, cell.y as i64])
+/// The cell whose cube contains `p`.
+#[must_use]
+pub fn cell_of(p: &Vector3<f64>) -> [i64; 3] {
+    [
+        (p.x / CELL).round() as i64,
+        (p.y / CELL).round() as i64,
+        (p.z / CELL - 0.5).round() as i64,
+    ]
+}
+
+/// The centre of cell `c`'s cube.
+#[must_use]
+pub fn cell_centre(c: [i64; 3]) -> Vector3<f64> {
+    Vector3::new(c[0] as f64, c[1] as f64, c[2] as f64 + 0.5) * CELL
 }
 
 #[cfg(test)]

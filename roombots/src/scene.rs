@@ -1,4 +1,5 @@
-//! Scenes of several modules in one simulated world.
+//! Scenes of several modules in one simulated world, and of a
+//! meta-module climbing a passive structure (the chair, at the end).
 //!
 //! The acrobat (002 §5.3.2: "three roombots … reconfiguring and exchanging
 //! modules"): a meta-module (modules 0 and 1) stands on the floor beside a
@@ -219,4 +220,226 @@ fn touches_only_on_top(
         }
     }
     !clash
+}
+
+/// A command as a line of the supervisor language (002 App. B).
+#[must_use]
+pub fn command_line(command: &crate::supervisor::Command) -> String {
+    use crate::supervisor::{Command, End};
+    let end = |e: End| match e {
+        End::Forward => "fw",
+        End::Backward => "bw",
+    };
+    match command {
+        Command::Reach { end: e, target } => {
+            let mut d = [0i32; 3];
+            d[usize::from(target.direction.axis)] = if target.direction.positive { 1 } else { -1 };
+            let c = target.cell;
+            format!(
+                "reach{} {} {} {} {} {} {} {}",
+                end(*e),
+                c[0],
+                c[1],
+                c[2],
+                d[0],
+                d[1],
+                d[2],
+                target.orientation
+            )
+        }
+        Command::Lock { module, connector } => format!("lock {module} {connector}"),
+        Command::Unlock { module, connector } => format!("unlock {module} {connector}"),
+        Command::Step { milliseconds } => format!("step {milliseconds}"),
+        other => format!("# {other:?}"),
+    }
+}
+
+/// Inchworm steps that carry the meta-module of `stage` over the floor
+/// and its structure until an end stands on cell `goal` (an empty cell
+/// with a solid one under it), greedily: each step reaches the surface
+/// cell nearest the goal that the inverse kinematics reaches free of the
+/// floor, the structure and itself, locks there and lets go of the other
+/// end. `None` when no step brings it nearer within `max_steps`.
+#[must_use]
+pub fn plan_climb(
+    stage: &crate::play::Stage,
+    goal: [i64; 3],
+    max_steps: usize,
+) -> Option<Vec<crate::supervisor::Command>> {
+    use crate::play::{cell_centre, cell_of};
+    use crate::reach::{Direction, GridTarget};
+    use crate::supervisor::{Command, End};
+    let distance = |c: [i64; 3]| {
+        let d = [c[0] - goal[0], c[1] - goal[1], c[2] - goal[2]];
+        ((d[0] * d[0] + d[1] * d[1] + d[2] * d[2]) as f64).sqrt()
+    };
+    let mut stage = stage.clone();
+    let mut plan = Vec::new();
+    for _ in 0..max_steps {
+        let modules = stage.modules();
+        let (held_frame, held_end, free_end) = match stage.held_by() {
+            End::Forward => (
+                modules[0].middles[0],
+                (0, Connector::C0X),
+                (1, Connector::C3X),
+            ),
+            End::Backward => (
+                modules[1].middles[3],
+                (1, Connector::C3X),
+                (0, Connector::C0X),
+            ),
+        };
+        let held = cell_of(&held_frame.translation.vector);
+        if held == goal {
+            return Some(plan);
+        }
+        let mut best: Option<(f64, Vec<Command>, crate::play::Stage)> = None;
+        for dx in -3..=3i64 {
+            for dy in -3..=3i64 {
+                for dz in -3..=3i64 {
+                    let cell = [held[0] + dx, held[1] + dy, held[2] + dz];
+                    let score = distance(cell);
+                    if stage.solid(cell) || score >= distance(held) {
+                        continue;
+                    }
+                    if best.as_ref().is_some_and(|(b, _, _)| *b <= score) {
+                        continue;
+                    }
+                    for direction in Direction::ALL {
+                        let mut under = cell;
+                        under[usize::from(direction.axis)] +=
+                            if direction.positive { 1 } else { -1 };
+                        if !stage.solid(under) {
+                            continue;
+                        }
+                        for k in 0..4u8 {
+                            let turn = UnitQuaternion::from_axis_angle(
+                                &Vector3::z_axis(),
+                                f64::from(k) * std::f64::consts::FRAC_PI_2,
+                            );
+                            let world = Translation3::from(cell_centre(cell))
+                                * direction.face_frame()
+                                * Isometry3::from_parts(Default::default(), turn);
+                            let Some(target) =
+                                GridTarget::of_frame(&(held_frame.inverse() * world))
+                            else {
+                                continue;
+                            };
+                            let step = vec![
+                                Command::Reach {
+                                    end: stage.held_by(),
+                                    target,
+                                },
+                                Command::Lock {
+                                    module: free_end.0,
+                                    connector: free_end.1,
+                                },
+                                Command::Unlock {
+                                    module: held_end.0,
+                                    connector: held_end.1,
+                                },
+                            ];
+                            let mut trial = stage.clone();
+                            if step.iter().all(|c| trial.apply(c).is_ok()) {
+                                best = Some((score, step, trial));
+                                break;
+                            }
+                        }
+                        if best.as_ref().is_some_and(|(b, _, _)| *b <= score) {
+                            break;
+                        }
+                    }
+                }
+            }
+        }
+        let (_, step, next) = best?;
+        plan.extend(step);
+        stage = next;
+    }
+    None
+}
+
+/// The stool of the chair scene: a block of 2 × 2 × 2 passive cells two
+/// cells ahead of where the meta-module stands.
+pub const STOOL: [[i64; 3]; 8] = [
+    [2, 0, 0],
+    [3, 0, 0],
+    [2, 1, 0],
+    [3, 1, 0],
+    [2, 0, 1],
+    [3, 0, 1],
+    [2, 1, 1],
+    [3, 1, 1],
+];
+
+/// Where the meta-module of the chair ends standing: on the stool's top,
+/// at its back edge, as the chair's back.
+pub const CHAIR_BACK: [i64; 3] = [3, 0, 2];
+
+/// What the chair scene did.
+#[derive(Debug, Clone)]
+pub struct ChairReport {
+    pub connection: ConnectionType,
+    /// The plan as supervisor lines (002 App. B).
+    pub lines: Vec<String>,
+    /// Each command's account, planned and simulated.
+    pub reports: Vec<crate::enact::Report>,
+    /// The meta-module's cells at the end, in chain order.
+    pub cells: [[i64; 3]; 4],
+    pub seconds: f64,
+    /// The start, after every reach, and standing at the end.
+    pub moments: Vec<Vec<ModulePose>>,
+}
+
+/// 002 §5.4's chair, with one meta-module: from the floor beside the stool
+/// it climbs the stool's side (a concave edge, floor to wall) and over its
+/// top edge (a convex one) to stand upright on the stool's back, planned
+/// by [`plan_climb`] and enacted in the simulation. `None` when the plan
+/// finds no way.
+#[must_use]
+pub fn chair(connection: ConnectionType) -> Option<ChairReport> {
+    use crate::enact::Enactment;
+    use crate::play::Stage;
+    use crate::supervisor::Command;
+    let stage = Stage::new(connection).with_structure(STOOL);
+    let mut plan = plan_climb(&stage, CHAIR_BACK, 8)?;
+    // Standing up straight from the end that holds it.
+    let mut last = stage.clone();
+    for c in &plan {
+        last.apply(c).ok()?;
+    }
+    plan.push(Command::Move {
+        end: last.held_by(),
+        angles: [0.0; 6],
+    });
+    let mut enactment = Enactment::on(stage).ok()?;
+    let mut moments = vec![enactment.robot().module_poses()];
+    let mut reports = Vec::new();
+    for command in &plan {
+        let report = enactment.apply(command).ok()?;
+        if matches!(command, Command::Reach { .. } | Command::Move { .. }) {
+            moments.push(enactment.robot().module_poses());
+        }
+        reports.push(report);
+    }
+    let mut lines: Vec<String> = plan.iter().map(command_line).collect();
+    if let Some(last) = lines.last_mut()
+        && last.starts_with('#')
+    {
+        *last = format!(
+            "move{} 0 0 0 0 0 0",
+            match enactment.stage().held_by() {
+                crate::supervisor::End::Forward => "fw",
+                crate::supervisor::End::Backward => "bw",
+            }
+        );
+    }
+    Some(ChairReport {
+        connection,
+        lines,
+        reports,
+        cells: enactment.cells(),
+        seconds: enactment.clock(),
+        moments,
+    })
 }

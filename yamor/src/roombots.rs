@@ -17,6 +17,10 @@ pub enum RoombotsCommand {
     /// The acrobat (002 §5.3.2): a meta-module hands one of its modules
     /// over to a lone module, simulated; optionally drawn.
     Acrobat(AcrobatArgs),
+    /// The chair (002 §5.4, one meta-module): from the floor over a
+    /// stool's side and top edge to stand on its back, planned and
+    /// simulated; prints the plan as supervisor lines; optionally drawn.
+    Chair(AcrobatArgs),
     /// Walk a Roombot robot's gait from held-out starts and print its
     /// velocity's spread (what `yamor run roombots-…` reports).
     Walk(WalkArgs),
@@ -104,6 +108,7 @@ pub fn roombots(command: RoombotsCommand) -> Result<()> {
         RoombotsCommand::Bridge(args) => crate::block_on(bridge(args)),
         RoombotsCommand::Walk(args) => walk(&args),
         RoombotsCommand::Acrobat(args) => acrobat(&args),
+        RoombotsCommand::Chair(args) => chair(&args),
     }
 }
 
@@ -128,6 +133,42 @@ fn acrobat(args: &AcrobatArgs) -> Result<()> {
     println!("{:.2} s simulated", report.seconds);
     if let Some(path) = &args.picture {
         yamor_roombots::picture::draw(path, &report.moments, (-2, 2))?;
+        println!("picture: {}", path.display());
+    }
+    Ok(())
+}
+
+fn chair(args: &AcrobatArgs) -> Result<()> {
+    use anyhow::Context;
+    use yamor_roombots::scene::{CHAIR_BACK, STOOL};
+    let report = yamor_roombots::scene::chair(args.connection).with_context(|| {
+        format!(
+            "the plan finds no way for a {} meta-module onto the stool's back (the greedy planner can get stuck)",
+            args.connection
+        )
+    })?;
+    println!(
+        "a {} meta-module standing on cell (0, 0), a stool of cells {:?}: to stand on {:?}",
+        args.connection, STOOL, CHAIR_BACK
+    );
+    for (line, r) in report.lines.iter().zip(&report.reports) {
+        println!(
+            "{line:<28} {}\n{:28} simulated {:.2} s, {}, {} overlap(s), locks give <= {:.2} mm, {:.2} mm from the plan",
+            r.plan,
+            "",
+            r.seconds,
+            if r.reached { "reached" } else { "STUCK" },
+            r.overlaps,
+            r.lock_gap * 1e3,
+            r.plan_error * 1e3
+        );
+    }
+    println!(
+        "end: cubes at {:?}, {:.2} s simulated",
+        report.cells, report.seconds
+    );
+    if let Some(path) = &args.picture {
+        yamor_roombots::picture::draw_with(path, &report.moments, (-1, 4), &STOOL)?;
         println!("picture: {}", path.display());
     }
     Ok(())
