@@ -256,107 +256,132 @@ pub fn command_line(command: &crate::supervisor::Command) -> String {
 
 /// Inchworm steps that carry the meta-module of `stage` over the floor
 /// and its structure until an end stands on cell `goal` (an empty cell
-/// with a solid one under it), greedily: each step reaches the surface
-/// cell nearest the goal that the inverse kinematics reaches free of the
-/// floor, the structure and itself, locks there and lets go of the other
-/// end. `None` when no step brings it nearer within `max_steps`.
+/// with a solid one under it). Each step reaches an empty cell beside a
+/// solid one, nearer the goal than the holding end, that the inverse
+/// kinematics reaches free of the floor, the structure and itself, locks
+/// there and lets go of the other end. The nearest such cell is tried
+/// first, then the next [`BRANCHES`] − 1 (a depth-first search that backs
+/// out of dead ends). `None` when no plan of at most `max_steps` steps
+/// exists among those tried.
 #[must_use]
 pub fn plan_climb(
     stage: &crate::play::Stage,
     goal: [i64; 3],
     max_steps: usize,
 ) -> Option<Vec<crate::supervisor::Command>> {
-    use crate::play::{cell_centre, cell_of};
+    if held_cell(stage) == goal {
+        return Some(Vec::new());
+    }
+    if max_steps == 0 {
+        return None;
+    }
+    for (step, next) in climb_steps(stage, goal) {
+        if let Some(rest) = plan_climb(&next, goal, max_steps - 1) {
+            let mut plan = step;
+            plan.extend(rest);
+            return Some(plan);
+        }
+    }
+    None
+}
+
+/// Steps tried from each pose of [`plan_climb`]: the nearest cells first.
+pub const BRANCHES: usize = 3;
+
+/// The cell of the cube that holds the meta-module.
+fn held_cell(stage: &crate::play::Stage) -> [i64; 3] {
+    let modules = stage.modules();
+    let frame = match stage.held_by() {
+        crate::supervisor::End::Forward => modules[0].middles[0],
+        crate::supervisor::End::Backward => modules[1].middles[3],
+    };
+    crate::play::cell_of(&frame.translation.vector)
+}
+
+/// Up to [`BRANCHES`] inchworm steps nearer `goal`, from distinct cells,
+/// nearest first, each with the stage it leaves.
+fn climb_steps(
+    stage: &crate::play::Stage,
+    goal: [i64; 3],
+) -> Vec<(Vec<crate::supervisor::Command>, crate::play::Stage)> {
+    use crate::play::cell_centre;
     use crate::reach::{Direction, GridTarget};
     use crate::supervisor::{Command, End};
     let distance = |c: [i64; 3]| {
         let d = [c[0] - goal[0], c[1] - goal[1], c[2] - goal[2]];
         ((d[0] * d[0] + d[1] * d[1] + d[2] * d[2]) as f64).sqrt()
     };
-    let mut stage = stage.clone();
-    let mut plan = Vec::new();
-    for _ in 0..max_steps {
-        let modules = stage.modules();
-        let (held_frame, held_end, free_end) = match stage.held_by() {
-            End::Forward => (
-                modules[0].middles[0],
-                (0, Connector::C0X),
-                (1, Connector::C3X),
-            ),
-            End::Backward => (
-                modules[1].middles[3],
-                (1, Connector::C3X),
-                (0, Connector::C0X),
-            ),
-        };
-        let held = cell_of(&held_frame.translation.vector);
-        if held == goal {
-            return Some(plan);
-        }
-        let mut best: Option<(f64, Vec<Command>, crate::play::Stage)> = None;
-        for dx in -3..=3i64 {
-            for dy in -3..=3i64 {
-                for dz in -3..=3i64 {
-                    let cell = [held[0] + dx, held[1] + dy, held[2] + dz];
-                    let score = distance(cell);
-                    if stage.solid(cell) || score >= distance(held) {
-                        continue;
-                    }
-                    if best.as_ref().is_some_and(|(b, _, _)| *b <= score) {
-                        continue;
-                    }
-                    for direction in Direction::ALL {
-                        let mut under = cell;
-                        under[usize::from(direction.axis)] +=
-                            if direction.positive { 1 } else { -1 };
-                        if !stage.solid(under) {
-                            continue;
-                        }
-                        for k in 0..4u8 {
-                            let turn = UnitQuaternion::from_axis_angle(
-                                &Vector3::z_axis(),
-                                f64::from(k) * std::f64::consts::FRAC_PI_2,
-                            );
-                            let world = Translation3::from(cell_centre(cell))
-                                * direction.face_frame()
-                                * Isometry3::from_parts(Default::default(), turn);
-                            let Some(target) =
-                                GridTarget::of_frame(&(held_frame.inverse() * world))
-                            else {
-                                continue;
-                            };
-                            let step = vec![
-                                Command::Reach {
-                                    end: stage.held_by(),
-                                    target,
-                                },
-                                Command::Lock {
-                                    module: free_end.0,
-                                    connector: free_end.1,
-                                },
-                                Command::Unlock {
-                                    module: held_end.0,
-                                    connector: held_end.1,
-                                },
-                            ];
-                            let mut trial = stage.clone();
-                            if step.iter().all(|c| trial.apply(c).is_ok()) {
-                                best = Some((score, step, trial));
-                                break;
-                            }
-                        }
-                        if best.as_ref().is_some_and(|(b, _, _)| *b <= score) {
-                            break;
-                        }
-                    }
+    let modules = stage.modules();
+    let (held_frame, held_end, free_end) = match stage.held_by() {
+        End::Forward => (
+            modules[0].middles[0],
+            (0, Connector::C0X),
+            (1, Connector::C3X),
+        ),
+        End::Backward => (
+            modules[1].middles[3],
+            (1, Connector::C3X),
+            (0, Connector::C0X),
+        ),
+    };
+    let held = held_cell(stage);
+    let mut cells: Vec<[i64; 3]> = Vec::new();
+    for dx in -3..=3i64 {
+        for dy in -3..=3i64 {
+            for dz in -3..=3i64 {
+                let cell = [held[0] + dx, held[1] + dy, held[2] + dz];
+                if !stage.solid(cell) && distance(cell) < distance(held) {
+                    cells.push(cell);
                 }
             }
         }
-        let (_, step, next) = best?;
-        plan.extend(step);
-        stage = next;
     }
-    None
+    cells.sort_by(|a, b| distance(*a).total_cmp(&distance(*b)).then(a.cmp(b)));
+    let mut found = Vec::new();
+    'cells: for cell in cells {
+        for direction in Direction::ALL {
+            let mut under = cell;
+            under[usize::from(direction.axis)] += if direction.positive { 1 } else { -1 };
+            if !stage.solid(under) {
+                continue;
+            }
+            for k in 0..4u8 {
+                let turn = UnitQuaternion::from_axis_angle(
+                    &Vector3::z_axis(),
+                    f64::from(k) * std::f64::consts::FRAC_PI_2,
+                );
+                let world = Translation3::from(cell_centre(cell))
+                    * direction.face_frame()
+                    * Isometry3::from_parts(Default::default(), turn);
+                let Some(target) = GridTarget::of_frame(&(held_frame.inverse() * world)) else {
+                    continue;
+                };
+                let step = vec![
+                    Command::Reach {
+                        end: stage.held_by(),
+                        target,
+                    },
+                    Command::Lock {
+                        module: free_end.0,
+                        connector: free_end.1,
+                    },
+                    Command::Unlock {
+                        module: held_end.0,
+                        connector: held_end.1,
+                    },
+                ];
+                let mut trial = stage.clone();
+                if step.iter().all(|c| trial.apply(c).is_ok()) {
+                    found.push((step, trial));
+                    if found.len() == BRANCHES {
+                        return found;
+                    }
+                    continue 'cells;
+                }
+            }
+        }
+    }
+    found
 }
 
 /// The stool of the chair scene: a block of 2 × 2 × 2 passive cells two
@@ -394,8 +419,8 @@ pub struct ChairReport {
 /// 002 §5.4's chair, with one meta-module: from the floor beside the stool
 /// it climbs the stool's side (a concave edge, floor to wall) and over its
 /// top edge (a convex one) to stand upright on the stool's back, planned
-/// by [`plan_climb`] and enacted in the simulation. `None` when the plan
-/// finds no way.
+/// by [`plan_climb`] and enacted in the simulation. `None` when the
+/// planner finds no way.
 #[must_use]
 pub fn chair(connection: ConnectionType) -> Option<ChairReport> {
     use crate::enact::Enactment;

@@ -143,7 +143,7 @@ fn chair(args: &AcrobatArgs) -> Result<()> {
     use yamor_roombots::scene::{CHAIR_BACK, STOOL};
     let report = yamor_roombots::scene::chair(args.connection).with_context(|| {
         format!(
-            "the plan finds no way for a {} meta-module onto the stool's back (the greedy planner can get stuck)",
+            "the planner finds no way for a {} meta-module onto the stool's back (it only takes steps that bring the holding end nearer, at most eight)",
             args.connection
         )
     })?;
