@@ -313,16 +313,7 @@ impl Enactment {
     /// grid), in chain order.
     #[must_use]
     pub fn cells(&self) -> [[i64; 3]; 4] {
-        let modules = self.robot.module_poses();
-        let cell = |m: usize, cube: usize| {
-            let c = modules[m].cube_centre(cube).coords / crate::module::CELL;
-            [
-                c.x.round() as i64,
-                c.y.round() as i64,
-                (c.z - 0.5).round() as i64,
-            ]
-        };
-        [cell(0, 0), cell(0, 1), cell(1, 0), cell(1, 1)]
+        crate::play::chain_cells(&self.robot.module_poses())
     }
 }
 

@@ -129,6 +129,20 @@ fn shapes(camera: &Camera, modules: &[ModulePose], structure: &[[i64; 3]]) -> Ve
     shapes
 }
 
+/// The floor cells (lowest, highest, in both x and y) that hold every
+/// cube of `moments` and the origin, with a cell to spare around them.
+#[must_use]
+pub fn floor_around(moments: &[Vec<ModulePose>]) -> (i32, i32) {
+    let (lo, hi) = moments
+        .iter()
+        .flatten()
+        .flat_map(|m| [m.cube_centre(0), m.cube_centre(1)])
+        .flat_map(|c| [c.x, c.y])
+        .map(|v| (v / CELL).round() as i32)
+        .fold((0, 0), |(lo, hi), c| (lo.min(c), hi.max(c)));
+    (lo - 1, hi + 1)
+}
+
 /// The most moments one picture draws; more are thinned evenly, the first
 /// and the last kept.
 pub const MAX_PANELS: usize = 8;

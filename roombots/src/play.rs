@@ -58,15 +58,7 @@ impl Stage {
     pub fn new(connection: ConnectionType) -> Self {
         let meta = MetaModule::new(connection);
         let mut solver = Solver::new(meta);
-        let standing = Rotation3::from_matrix_unchecked(Matrix3::from_columns(&[
-            -Vector3::z(),
-            Vector3::y(),
-            Vector3::x(),
-        ]));
-        let base = Isometry3::from_parts(
-            Translation3::new(0.0, 0.0, HALF),
-            UnitQuaternion::from_rotation_matrix(&standing),
-        );
+        let base = standing(0, 0);
         // The solver sees the floor in the holding frame; set again whenever
         // the base changes ends.
         solver.floor = Some(base.inverse());
@@ -156,16 +148,7 @@ impl Stage {
     /// The four cubes' cells, in chain order.
     #[must_use]
     pub fn cells(&self) -> [[i64; 3]; 4] {
-        let modules = self.modules();
-        let centre = |m: usize, cube: usize| {
-            let c = modules[m].cube_centre(cube).coords / CELL;
-            [
-                c.x.round() as i64,
-                c.y.round() as i64,
-                (c.z - 0.5).round() as i64,
-            ]
-        };
-        [centre(0, 0), centre(0, 1), centre(1, 0), centre(1, 1)]
+        chain_cells(&self.modules())
     }
 
     /// The six joint angles in forward chain order.
@@ -352,6 +335,38 @@ impl Stage {
             }
         }
     }
+}
+
+/// A module's `M0` standing upright on floor cell (x, y): its `x` down,
+/// `y` along the world's `y`, `z` along the world's `x`.
+#[must_use]
+pub fn standing(x: i64, y: i64) -> Isometry3<f64> {
+    let upright = Rotation3::from_matrix_unchecked(Matrix3::from_columns(&[
+        -Vector3::z(),
+        Vector3::y(),
+        Vector3::x(),
+    ]));
+    Isometry3::from_parts(
+        Translation3::new(x as f64 * CELL, y as f64 * CELL, HALF),
+        UnitQuaternion::from_rotation_matrix(&upright),
+    )
+}
+
+/// The cells of both cubes of every module, module by module: a
+/// meta-module's four in chain order.
+#[must_use]
+pub fn module_cells(modules: &[ModulePose]) -> Vec<[[i64; 3]; 2]> {
+    modules
+        .iter()
+        .map(|m| [0, 1].map(|cube| cell_of(&m.cube_centre(cube).coords)))
+        .collect()
+}
+
+/// A meta-module's four cube cells in chain order.
+#[must_use]
+pub fn chain_cells(modules: &[ModulePose]) -> [[i64; 3]; 4] {
+    let cells = module_cells(modules);
+    [cells[0][0], cells[0][1], cells[1][0], cells[1][1]]
 }
 
 /// The cell whose cube contains `p`.

@@ -11,12 +11,12 @@
 //! the ring the robot closes on the way a loop hinge), every move is the
 //! servos' and the inverse kinematics is ours.
 
-use nalgebra::{Isometry3, Matrix3, Rotation3, Translation3, UnitQuaternion, Vector3};
+use nalgebra::{Isometry3, Translation3, UnitQuaternion, Vector3};
 
 use crate::chain::{ConnectionType, MetaModule, Tree, joined};
 use crate::collision::submodules_overlap;
 use crate::ik::{MetaJoints, Solver};
-use crate::module::{CELL, Connector, HALF, Joints, ModulePose};
+use crate::module::{CELL, Connector, Joints, MIDDLE_STEP, ModulePose, OUTER_STEP};
 use crate::physics::{MAX_SPEED, Robot, RobotSettings};
 
 /// What the acrobat did.
@@ -37,19 +37,6 @@ pub struct AcrobatReport {
     pub seconds: f64,
     /// The modules at the start, reached, and at the end: for a picture.
     pub moments: Vec<Vec<ModulePose>>,
-}
-
-/// A module's `M0` standing upright on floor cell (x, y): `x` down.
-fn standing(x: i64, y: i64) -> Isometry3<f64> {
-    let upright = Rotation3::from_matrix_unchecked(Matrix3::from_columns(&[
-        -Vector3::z(),
-        Vector3::y(),
-        Vector3::x(),
-    ]));
-    Isometry3::from_parts(
-        Translation3::new(x as f64 * CELL, y as f64 * CELL, HALF),
-        UnitQuaternion::from_rotation_matrix(&upright),
-    )
 }
 
 /// Runs `seconds` with every servo told to hold `goal`, reached along a
@@ -78,25 +65,13 @@ fn drive(robot: &mut Robot, goal: &[Joints], settings: &RobotSettings, clock: &m
     *clock += steps as f64 * settings.dt;
 }
 
-/// Whether the meta-module at `q` (held at `base`) runs into the lone
-/// module.
-fn hits(meta: &MetaModule, q: MetaJoints, base: &Isometry3<f64>, lone: &ModulePose) -> bool {
-    meta.poses(q).iter().any(|m| {
-        m.middles.iter().any(|a| {
-            let a = base * a;
-            // The end cube sits on the lone module's top by design.
-            lone.middles.iter().any(|b| submodules_overlap(&a, b))
-        })
-    })
-}
-
 /// The acrobat for one connection type; `None` when the meta-module can
 /// reach no top of a lone module within three cells free of collision.
 #[must_use]
 pub fn acrobat(connection: ConnectionType) -> Option<AcrobatReport> {
     let settings = RobotSettings::default();
     let meta = MetaModule::new(connection);
-    let base = standing(0, 0);
+    let base = crate::play::standing(0, 0);
     let mut solver = Solver::new(meta);
     solver.floor = Some(base.inverse());
     // Where module 2 may stand, nearest first, and the reach that lands on
@@ -114,7 +89,7 @@ pub fn acrobat(connection: ConnectionType) -> Option<AcrobatReport> {
     let (partner, q) = cells.iter().find_map(|&[x, y]| {
         let lone_tree = Tree {
             root_submodule: 0,
-            root_pose: standing(x, y),
+            root_pose: crate::play::standing(x, y),
             links: Vec::new(),
         };
         let lone = lone_tree.poses(&[[0.0; 3]])[0];
@@ -123,15 +98,14 @@ pub fn acrobat(connection: ConnectionType) -> Option<AcrobatReport> {
             let q = solver.solve(&target, [0.0; 6]).ok()?.q;
             // The locked end sits on the lone module's top cube: compare
             // every cube but that pair.
-            (!hits(&meta, q, &base, &lone) || touches_only_on_top(&meta, q, &base, &lone))
-                .then_some(([x, y], q))
+            touches_only_on_top(&meta, q, &base, &lone).then_some(([x, y], q))
         })
     })?;
     let mut meta_tree = meta.tree();
     meta_tree.root_pose = base;
     let lone_tree = Tree {
         root_submodule: 0,
-        root_pose: standing(partner[0], partner[1]),
+        root_pose: crate::play::standing(partner[0], partner[1]),
         links: Vec::new(),
     };
     let (mut robot, links) = Robot::build_forest(
@@ -173,20 +147,7 @@ pub fn acrobat(connection: ConnectionType) -> Option<AcrobatReport> {
     let straight = vec![held[0], [0.0; 3], [0.0; 3]];
     drive(&mut robot, &straight, &settings, &mut clock);
     moments.push(robot.module_poses());
-    let cells = robot
-        .module_poses()
-        .iter()
-        .map(|m| {
-            [0, 1].map(|cube| {
-                let c = m.cube_centre(cube).coords / CELL;
-                [
-                    c.x.round() as i64,
-                    c.y.round() as i64,
-                    (c.z - 0.5).round() as i64,
-                ]
-            })
-        })
-        .collect();
+    let cells = crate::play::module_cells(&robot.module_poses());
     Some(AcrobatReport {
         connection,
         partner,
@@ -250,6 +211,24 @@ pub fn command_line(command: &crate::supervisor::Command) -> String {
         Command::Lock { module, connector } => format!("lock {module} {connector}"),
         Command::Unlock { module, connector } => format!("unlock {module} {connector}"),
         Command::Step { milliseconds } => format!("step {milliseconds}"),
+        Command::Move { end: e, angles } => {
+            // In the language's units: outer joints in thirds of a turn,
+            // middle ones in quarters.
+            let units: Vec<f64> = angles
+                .iter()
+                .enumerate()
+                .map(|(k, a)| a / if k % 3 == 1 { MIDDLE_STEP } else { OUTER_STEP })
+                .collect();
+            if units.iter().all(|u| (u - u.round()).abs() < 1e-9) {
+                let units: Vec<String> = units
+                    .iter()
+                    .map(|u| format!("{}", u.round() as i64))
+                    .collect();
+                format!("move{} {}", end(*e), units.join(" "))
+            } else {
+                format!("# move{} {angles:?} (not in whole units)", end(*e))
+            }
+        }
         other => format!("# {other:?}"),
     }
 }
@@ -447,18 +426,7 @@ pub fn chair(connection: ConnectionType) -> Option<ChairReport> {
         }
         reports.push(report);
     }
-    let mut lines: Vec<String> = plan.iter().map(command_line).collect();
-    if let Some(last) = lines.last_mut()
-        && last.starts_with('#')
-    {
-        *last = format!(
-            "move{} 0 0 0 0 0 0",
-            match enactment.stage().held_by() {
-                crate::supervisor::End::Forward => "fw",
-                crate::supervisor::End::Backward => "bw",
-            }
-        );
-    }
+    let lines: Vec<String> = plan.iter().map(command_line).collect();
     Some(ChairReport {
         connection,
         lines,

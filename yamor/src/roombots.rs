@@ -4,6 +4,7 @@ use anyhow::Result;
 use clap::{Args, Subcommand};
 use yamor_roombots::chain::ConnectionType;
 use yamor_roombots::experiment;
+use yamor_roombots::picture::floor_around;
 
 #[derive(Subcommand)]
 pub enum RoombotsCommand {
@@ -226,16 +227,7 @@ fn walk(args: &WalkArgs) -> Result<()> {
     let spread = Spread::of(&velocities).context("a walk ended nowhere (not finite)")?;
     println!("velocity {} over held-out starts", spread.cm_s());
     if let Some(path) = &args.picture {
-        let centres: Vec<f64> = moments
-            .iter()
-            .flatten()
-            .flat_map(|m| [m.cube_centre(0), m.cube_centre(1)])
-            .flat_map(|c| [c.x, c.y])
-            .collect();
-        let cell = |v: f64| (v / yamor_roombots::module::CELL).round() as i32;
-        let lo = centres.iter().copied().fold(0.0, f64::min);
-        let hi = centres.iter().copied().fold(0.0, f64::max);
-        yamor_roombots::picture::draw(path, &moments, (cell(lo) - 1, cell(hi) + 1))?;
+        yamor_roombots::picture::draw(path, &moments, floor_around(&moments))?;
         println!("picture: {}", path.display());
     }
     Ok(())
@@ -347,14 +339,7 @@ fn play(args: &PlayArgs) -> Result<()> {
         }
     }
     if let Some(path) = &args.picture {
-        let cells = moments
-            .iter()
-            .flatten()
-            .flat_map(|m| [m.cube_centre(0), m.cube_centre(1)])
-            .flat_map(|c| [c.x, c.y])
-            .map(|v| (v / yamor_roombots::module::CELL).round() as i32);
-        let (lo, hi) = cells.fold((0, 0), |(lo, hi), c| (lo.min(c), hi.max(c)));
-        yamor_roombots::picture::draw(path, &moments, (lo - 1, hi + 1))?;
+        yamor_roombots::picture::draw(path, &moments, floor_around(&moments))?;
         println!("picture: {}", path.display());
     }
     let clock = simulated.as_ref().map_or(String::new(), |e| {
