@@ -53,15 +53,18 @@ pub struct Report {
     pub overlaps: usize,
     /// How far the locks gave at worst during the command (m).
     pub lock_gap: f64,
-    /// The farthest any connector ended from where the plan puts it (m).
+    /// The farthest any connector of the commanded meta-module ended from
+    /// where the plan puts it (m).
     pub plan_error: f64,
 }
 
-/// A meta-module standing on a floor of connectors, simulated.
+/// Meta-modules standing on a floor of connectors, simulated in one world.
 pub struct Enactment {
-    stage: Stage,
+    /// One plan per meta-module; meta-module `i`'s modules are the robot's
+    /// `2i` and `2i + 1`.
+    stages: Vec<Stage>,
     robot: Robot,
-    locks: BTreeMap<(u8, Connector), LockId>,
+    locks: BTreeMap<(usize, u8, Connector), LockId>,
     settings: RobotSettings,
     /// Simulated time (s).
     clock: f64,
@@ -79,17 +82,35 @@ impl Enactment {
     /// connectors to lock onto; the engine does not collide the modules
     /// with it (the plan checks every pose against it).
     pub fn on(stage: Stage) -> Result<Self, PhysicsError> {
-        let mut tree = stage.meta().tree();
-        tree.root_pose = stage.modules()[0].middles[0];
+        Enactment::troupe(vec![stage])
+    }
+
+    /// Several meta-modules in one world, each standing where its stage
+    /// has it. Each plan sees the others' cubes as cells it may not enter;
+    /// the engine does not collide meta-modules with each other, so their
+    /// overlaps on the way are counted like the cubes' own.
+    pub fn troupe(stages: Vec<Stage>) -> Result<Self, PhysicsError> {
+        let trees: Vec<_> = stages
+            .iter()
+            .map(|stage| {
+                let mut tree = stage.meta().tree();
+                tree.root_pose = stage.modules()[0].middles[0];
+                let q = stage.angles();
+                (tree, vec![[q[0], q[1], q[2]], [q[3], q[4], q[5]]])
+            })
+            .collect();
         let settings = RobotSettings::default();
-        let mut robot = Robot::build(&tree, &[[0.0; 3]; 2], &settings)?;
+        let (mut robot, _) = Robot::build_forest(&trees, &settings)?;
         let mut locks = BTreeMap::new();
-        for &(m, c) in stage.locks() {
-            let floor = floor_under(&stage.modules()[usize::from(m)].connector(c));
-            locks.insert((m, c), robot.lock_to_floor(usize::from(m), c, &floor)?);
+        for (i, stage) in stages.iter().enumerate() {
+            for &(m, c) in stage.locks() {
+                let floor = floor_under(&stage.modules()[usize::from(m)].connector(c));
+                let module = 2 * i + usize::from(m);
+                locks.insert((i, m, c), robot.lock_to_floor(module, c, &floor)?);
+            }
         }
         let mut enactment = Enactment {
-            stage,
+            stages,
             robot,
             locks,
             settings,
@@ -100,9 +121,16 @@ impl Enactment {
         Ok(enactment)
     }
 
+    /// The first meta-module's plan.
     #[must_use]
     pub fn stage(&self) -> &Stage {
-        &self.stage
+        &self.stages[0]
+    }
+
+    /// Every meta-module's plan.
+    #[must_use]
+    pub fn stages(&self) -> &[Stage] {
+        &self.stages
     }
 
     #[must_use]
@@ -116,17 +144,32 @@ impl Enactment {
         self.clock
     }
 
-    /// Plays one command: refused by the plan (nothing moves), or enacted.
+    /// Plays one command on the first meta-module.
     pub fn apply(&mut self, command: &Command) -> Result<Report, String> {
+        self.apply_to(0, command)
+    }
+
+    /// Plays one command on meta-module `meta`: refused by its plan
+    /// (nothing moves), or enacted while the others hold still.
+    pub fn apply_to(&mut self, meta: usize, command: &Command) -> Result<Report, String> {
+        if meta >= self.stages.len() {
+            return Err(format!(
+                "there is no meta-module {meta}: {} stand here",
+                self.stages.len()
+            ));
+        }
+        crate::play::see_others(&mut self.stages, meta);
         if let Command::Lock { module, connector } = *command {
             // The plan's refusals first (on a copy: a lock is rare, and the
             // plan must not change if the simulation refuses).
-            let mut planned = self.stage.clone();
+            let mut planned = self.stages[meta].clone();
             planned.apply(command)?;
             // The plan locks where its connector is; the simulated one may
             // be elsewhere (a move that got stuck): a weld would yank it.
             let frame = planned.modules()[usize::from(module)].connector(connector);
-            let real = self.robot.connector(usize::from(module), connector);
+            let real = self
+                .robot
+                .connector(2 * meta + usize::from(module), connector);
             let gap = (real.translation.vector - floor_under(&frame).translation.vector).norm();
             if gap > LOCK_REACH {
                 return Err(format!(
@@ -136,7 +179,7 @@ impl Enactment {
                 ));
             }
         }
-        let plan = self.stage.apply(command)?;
+        let plan = self.stages[meta].apply(command)?;
         let start = self.clock;
         let mut report = Report {
             plan,
@@ -149,20 +192,24 @@ impl Enactment {
         };
         match *command {
             Command::Move { .. } | Command::Reach { .. } => {
-                self.drive(self.stage.angles(), &mut report);
+                self.drive(meta, self.stages[meta].angles(), &mut report);
             }
             Command::Lock { module, connector } => {
-                let frame = self.stage.modules()[usize::from(module)].connector(connector);
+                let frame = self.stages[meta].modules()[usize::from(module)].connector(connector);
                 let weld = self
                     .robot
-                    .lock_to_floor(usize::from(module), connector, &floor_under(&frame))
+                    .lock_to_floor(
+                        2 * meta + usize::from(module),
+                        connector,
+                        &floor_under(&frame),
+                    )
                     .map_err(|e| e.to_string())?;
-                self.locks.insert((module, connector), weld);
+                self.locks.insert((meta, module, connector), weld);
                 // The weld pulls the connector home within a few steps.
                 self.observe_for(OBSERVATION, &mut report);
             }
             Command::Unlock { module, connector } => {
-                if let Some(lock) = self.locks.remove(&(module, connector)) {
+                if let Some(lock) = self.locks.remove(&(meta, module, connector)) {
                     self.robot.unlock(lock).map_err(|e| e.to_string())?;
                 }
                 self.observe_for(OBSERVATION, &mut report);
@@ -173,13 +220,13 @@ impl Enactment {
             Command::DropBox { .. } | Command::Terminal | Command::File => {}
         }
         report.seconds = self.clock - start;
-        report.plan_error = self.plan_error();
+        report.plan_error = self.plan_error(meta);
         Ok(report)
     }
 
     /// Every servo holds the angle it is at.
     fn hold(&mut self) {
-        for m in 0..2 {
+        for m in 0..self.robot.module_count() {
             for j in 0..3 {
                 let (angle, _) = self.robot.joint(m, j);
                 self.robot.command(m, j, angle, 0.0);
@@ -221,12 +268,13 @@ impl Enactment {
             .fold(0.0, f64::max)
     }
 
-    /// Drives the joints to `goal` (forward chain order).
-    fn drive(&mut self, goal: MetaJoints, report: &mut Report) {
+    /// Drives meta-module `meta`'s joints to `goal` (forward chain order).
+    fn drive(&mut self, meta: usize, goal: MetaJoints, report: &mut Report) {
         let dt = self.settings.dt;
+        let first = 2 * meta;
         let mut joints: Vec<Profile> = (0..6)
             .map(|k| {
-                let (now, _) = self.robot.joint(k / 3, k % 3);
+                let (now, _) = self.robot.joint(first + k / 3, k % 3);
                 Profile::new(now, now + wrap(goal[k] - now), 0.0)
             })
             .collect();
@@ -253,7 +301,7 @@ impl Enactment {
         while t < COMMAND_TIMEOUT {
             for (k, p) in joints.iter().enumerate() {
                 let (angle, velocity) = p.at(t);
-                self.robot.command(k / 3, k % 3, angle, velocity);
+                self.robot.command(first + k / 3, k % 3, angle, velocity);
             }
             self.robot.step();
             self.clock += dt;
@@ -269,7 +317,7 @@ impl Enactment {
                 if done[k] || t < joints[k].start + joints[k].duration {
                     continue;
                 }
-                let (position, _) = self.robot.joint(k / 3, k % 3);
+                let (position, _) = self.robot.joint(first + k / 3, k % 3);
                 match trials[k].observe(position) {
                     Verdict::Reached => done[k] = true,
                     Verdict::Moving { goal } => {
@@ -296,24 +344,32 @@ impl Enactment {
         self.hold();
     }
 
-    /// The farthest any connector of the simulation is from the plan (m).
-    fn plan_error(&self) -> f64 {
-        let planned = self.stage.modules();
+    /// The farthest any connector of meta-module `meta` in the simulation
+    /// is from where its plan puts it (m).
+    #[must_use]
+    pub fn plan_error(&self, meta: usize) -> f64 {
+        let planned = self.stages[meta].modules();
         let mut worst: f64 = 0.0;
         for (m, module) in planned.iter().enumerate() {
             for c in Connector::ALL {
-                let sim = self.robot.connector(m, c).translation.vector;
+                let sim = self.robot.connector(2 * meta + m, c).translation.vector;
                 worst = worst.max((sim - module.connector(c).translation.vector).norm());
             }
         }
         worst
     }
 
-    /// Every cube's cell as the simulation has it (centres rounded to the
-    /// grid), in chain order.
+    /// The first meta-module's cube cells as the simulation has them
+    /// (centres rounded to the grid), in chain order.
     #[must_use]
     pub fn cells(&self) -> [[i64; 3]; 4] {
-        crate::play::chain_cells(&self.robot.module_poses())
+        self.cells_of(0)
+    }
+
+    /// Meta-module `meta`'s cube cells as the simulation has them.
+    #[must_use]
+    pub fn cells_of(&self, meta: usize) -> [[i64; 3]; 4] {
+        crate::play::chain_cells(&self.robot.module_poses()[2 * meta..2 * meta + 2])
     }
 }
 
@@ -394,14 +450,14 @@ mod tests {
         // The plan reaches the floor, the simulation does not follow (as
         // after a move that got stuck): the lock would yank the module.
         let reach = parse("reachfw 0 -3 0 1 0 0 1").unwrap().remove(0);
-        enactment.stage.apply(&reach).unwrap();
-        let locks = enactment.stage.locks().clone();
+        enactment.stages[0].apply(&reach).unwrap();
+        let locks = enactment.stages[0].locks().clone();
         let refused = enactment.apply(&lock).unwrap_err();
         assert!(
             refused.contains("from the floor connector in the simulation"),
             "{refused}"
         );
-        assert_eq!(enactment.stage.locks(), &locks, "the plan is unchanged");
+        assert_eq!(enactment.stages[0].locks(), &locks, "the plan is unchanged");
         assert_eq!(enactment.locks.len(), 1, "no weld was added");
     }
 }

@@ -17,14 +17,14 @@
 //!   clear errors.
 //! - [`play`]: supervisor commands played kinematically on a floor of
 //!   connectors (locks, the inchworm hand-over, every pose checked).
-//! - [`enact`]: the same commands on the simulated meta-module, the
-//!   bounding trial driving its servos.
+//! - [`enact`]: the same commands on simulated meta-modules (one or
+//!   several in one world), the bounding trial driving their servos.
 //! - [`gait`]: Roombot robots described in `world.xml` (the Roombot
 //!   family), walking a CPG gait in the engine as YaMoR robots do.
 //! - [`picture`]: modules drawn as PNG, several moments side by side.
 //! - [`scene`]: several modules in one world (the acrobat of 002 §5.3.2)
-//!   and a meta-module climbing a structure (the chair of §5.4), with the
-//!   greedy inchworm planner that finds its way.
+//!   and two meta-modules climbing a structure (the chair of §5.4), with
+//!   the depth-first inchworm planner that finds their way.
 //! - [`bounding`]: the reactive servo controller of 002 §4.1.1.
 //! - [`bridge`]: the supervisor language as a line protocol over TCP, on
 //!   a simulated meta-module.

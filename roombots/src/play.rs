@@ -45,6 +45,9 @@ pub struct Stage {
     /// Cells of a passive structure on the floor (a stool): solid, with a
     /// connector on every face, like the floor's.
     structure: BTreeSet<[i64; 3]>,
+    /// Cells other meta-modules stand in: nothing may enter them, and
+    /// nothing locks onto them (they move).
+    obstacles: BTreeSet<[i64; 3]>,
 }
 
 /// What a command did, or why it changed nothing.
@@ -56,9 +59,15 @@ impl Stage {
     /// down, `y` along the world's `y`, `z` along the world's `x`).
     #[must_use]
     pub fn new(connection: ConnectionType) -> Self {
+        Stage::standing_on(connection, 0, 0)
+    }
+
+    /// Standing as [`Stage::new`] stands, on floor cell (`x`, `y`).
+    #[must_use]
+    pub fn standing_on(connection: ConnectionType, x: i64, y: i64) -> Self {
         let meta = MetaModule::new(connection);
         let mut solver = Solver::new(meta);
-        let base = standing(0, 0);
+        let base = standing(x, y);
         // The solver sees the floor in the holding frame; set again whenever
         // the base changes ends.
         solver.floor = Some(base.inverse());
@@ -71,6 +80,7 @@ impl Stage {
             clock_ms: 0,
             boxes: Vec::new(),
             structure: BTreeSet::new(),
+            obstacles: BTreeSet::new(),
         }
     }
 
@@ -97,6 +107,17 @@ impl Stage {
     #[must_use]
     pub fn solid(&self, c: [i64; 3]) -> bool {
         c[2] < 0 || self.structure.contains(&c)
+    }
+
+    /// The cells other meta-modules stand in now (they replace the last).
+    pub fn set_obstacles(&mut self, cells: impl IntoIterator<Item = [i64; 3]>) {
+        self.obstacles = cells.into_iter().collect();
+    }
+
+    /// Whether cell `c` is taken: solid, or another meta-module's.
+    #[must_use]
+    pub fn taken(&self, c: [i64; 3]) -> bool {
+        self.solid(c) || self.obstacles.contains(&c)
     }
 
     /// The solid cell a connector faces and lies on, with a connector on
@@ -201,6 +222,15 @@ impl Stage {
             .find(|c| collision::into_cell(&modules, &cell_centre(**c)))
         {
             return Err(format!("the pose runs into the structure's cell {cell:?}"));
+        }
+        if let Some(cell) = self
+            .obstacles
+            .iter()
+            .find(|c| collision::into_cell(&modules, &cell_centre(**c)))
+        {
+            return Err(format!(
+                "the pose runs into the meta-module in cell {cell:?}"
+            ));
         }
         Ok(())
     }
@@ -337,6 +367,51 @@ impl Stage {
     }
 }
 
+/// Makes meta-module `meta` of `stages` see the others' cubes as cells it
+/// may not enter (before each of its commands: the others move too).
+pub fn see_others(stages: &mut [Stage], meta: usize) {
+    let others: Vec<[i64; 3]> = stages
+        .iter()
+        .enumerate()
+        .filter(|(k, _)| *k != meta)
+        .flat_map(|(_, s)| s.cells())
+        .collect();
+    stages[meta].set_obstacles(others);
+}
+
+/// A passive structure's cells from text: one cell `x y z` per line
+/// (integers, `z ≥ 0`: the floor is under `z = 0`), `#` comments.
+pub fn parse_structure(text: &str) -> Result<Vec<[i64; 3]>, String> {
+    let mut cells = Vec::new();
+    for (k, line) in text.lines().enumerate() {
+        let line = line.split('#').next().unwrap_or("").trim();
+        if line.is_empty() {
+            continue;
+        }
+        let numbers: Result<Vec<i64>, _> = line.split_whitespace().map(str::parse).collect();
+        let cell = match numbers.as_deref() {
+            Ok(&[x, y, z]) if z >= 0 => [x, y, z],
+            Ok(&[_, _, _]) => {
+                return Err(format!(
+                    "line {}: ({line}) is under the floor: z must be 0 or more",
+                    k + 1
+                ));
+            }
+            _ => {
+                return Err(format!(
+                    "line {}: ({line}) is not a cell: three integers x y z",
+                    k + 1
+                ));
+            }
+        };
+        if cells.contains(&cell) {
+            return Err(format!("line {}: cell {cell:?} is given twice", k + 1));
+        }
+        cells.push(cell);
+    }
+    Ok(cells)
+}
+
 /// A module's `M0` standing upright on floor cell (x, y): its `x` down,
 /// `y` along the world's `y`, `z` along the world's `x`.
 #[must_use]
@@ -458,6 +533,59 @@ mod tests {
             assert_eq!((stage.cells(), stage.q), before);
         }
         assert!(stepped >= 2, "{stepped} connection types stepped");
+    }
+
+    #[test]
+    fn a_structure_file_gives_its_cells_and_a_bad_one_its_line() {
+        assert_eq!(
+            parse_structure("# a stool\n2 0 0\n 3 0 1 # top\n\n").unwrap(),
+            vec![[2, 0, 0], [3, 0, 1]]
+        );
+        for (text, why) in [
+            ("2 0 0\n2 0 -1", "line 2: (2 0 -1) is under the floor"),
+            ("2 0", "line 1: (2 0) is not a cell"),
+            ("2 0 0 1", "not a cell"),
+            ("x 0 0", "not a cell"),
+            ("1 1 1\n1 1 1", "line 2: cell [1, 1, 1] is given twice"),
+        ] {
+            let error = parse_structure(text).unwrap_err();
+            assert!(error.contains(why), "{text:?}: {error}");
+        }
+    }
+
+    #[test]
+    fn another_meta_module_is_a_cell_no_pose_may_enter() {
+        // Bending over is free alone; the other meta-module then stands on
+        // a floor cell the bent one reaches over.
+        let (bend, over) = [
+            "movefw 0 0 1 0 0 0",
+            "movefw 0 0 0 1 0 0",
+            "movefw 0 0 0 0 0 1",
+            "movefw 1 0 0 0 0 0",
+        ]
+        .into_iter()
+        .find_map(|bend| {
+            let mut alone = Stage::new(ConnectionType::ShearS);
+            play(&mut alone, bend).remove(0).ok()?;
+            let over = alone.cells().into_iter().find(|c| [c[0], c[1]] != [0, 0])?;
+            Some((bend, over))
+        })
+        .expect("some bend leaves the column");
+        let mut stages = vec![
+            Stage::new(ConnectionType::ShearS),
+            Stage::standing_on(ConnectionType::ShearS, over[0], over[1]),
+        ];
+        see_others(&mut stages, 0);
+        let before = stages[0].cells();
+        let refused = play(&mut stages[0], bend).remove(0).unwrap_err();
+        assert!(
+            refused.contains("runs into the meta-module in cell"),
+            "{refused}"
+        );
+        assert_eq!(stages[0].cells(), before);
+        // Nothing locks onto another meta-module's cube.
+        assert!(!stages[0].solid(over));
+        assert!(stages[0].taken(over));
     }
 
     #[test]

@@ -309,7 +309,7 @@ fn climb_steps(
         for dy in -3..=3i64 {
             for dz in -3..=3i64 {
                 let cell = [held[0] + dx, held[1] + dy, held[2] + dz];
-                if !stage.solid(cell) && distance(cell) < distance(held) {
+                if !stage.taken(cell) && distance(cell) < distance(held) {
                     cells.push(cell);
                 }
             }
@@ -376,62 +376,101 @@ pub const STOOL: [[i64; 3]; 8] = [
     [3, 1, 1],
 ];
 
-/// Where the meta-module of the chair ends standing: on the stool's top,
-/// at its back edge, as the chair's back.
-pub const CHAIR_BACK: [i64; 3] = [3, 0, 2];
+/// The chair's two meta-modules (002 §5.4), in the order they climb:
+/// the floor cell each starts standing on, and the cell it ends standing
+/// on, side by side on the stool's back edge, as the chair's back.
+pub const CHAIR_CLIMBERS: [((i64, i64), [i64; 3]); 2] = [((0, 1), [3, 1, 2]), ((0, 0), [3, 0, 2])];
 
 /// What the chair scene did.
 #[derive(Debug, Clone)]
 pub struct ChairReport {
     pub connection: ConnectionType,
-    /// The plan as supervisor lines (002 App. B).
-    pub lines: Vec<String>,
-    /// Each command's account, planned and simulated.
-    pub reports: Vec<crate::enact::Report>,
-    /// The meta-module's cells at the end, in chain order.
-    pub cells: [[i64; 3]; 4],
+    /// Each meta-module's plan as supervisor lines (002 App. B), in the
+    /// order they climb: the seed's two command files.
+    pub lines: Vec<Vec<String>>,
+    /// Each command's account, planned and simulated, per meta-module.
+    pub reports: Vec<Vec<crate::enact::Report>>,
+    /// Each meta-module's cubes at the end, in chain order.
+    pub cells: Vec<[[i64; 3]; 4]>,
+    /// How far each meta-module's connectors end from its plan (m): the
+    /// standing column sags under its own weight.
+    pub plan_errors: Vec<f64>,
     pub seconds: f64,
     /// The start, after every reach, and standing at the end.
     pub moments: Vec<Vec<ModulePose>>,
 }
 
-/// 002 §5.4's chair, with one meta-module: from the floor beside the stool
-/// it climbs the stool's side (a concave edge, floor to wall) and over its
-/// top edge (a convex one) to stand upright on the stool's back, planned
-/// by [`plan_climb`] and enacted in the simulation. `None` when the
-/// planner finds no way.
+/// Both meta-modules of the chair standing on their floor cells beside
+/// the stool.
+#[must_use]
+pub fn chair_stages(connection: ConnectionType) -> Vec<crate::play::Stage> {
+    CHAIR_CLIMBERS
+        .iter()
+        .map(|((x, y), _)| {
+            crate::play::Stage::standing_on(connection, *x, *y).with_structure(STOOL)
+        })
+        .collect()
+}
+
+/// The chair's plans, one per meta-module: each climbs while the others
+/// stand, the earlier ones where their plans left them, and ends standing
+/// up straight. `None` when the planner finds no way for one of them.
+#[must_use]
+pub fn chair_plans(connection: ConnectionType) -> Option<Vec<Vec<crate::supervisor::Command>>> {
+    use crate::supervisor::Command;
+    let mut stages = chair_stages(connection);
+    let mut plans = Vec::new();
+    for (i, (_, goal)) in CHAIR_CLIMBERS.iter().enumerate() {
+        crate::play::see_others(&mut stages, i);
+        let mut plan = plan_climb(&stages[i], *goal, 8)?;
+        for c in &plan {
+            stages[i].apply(c).ok()?;
+        }
+        let stand = Command::Move {
+            end: stages[i].held_by(),
+            angles: [0.0; 6],
+        };
+        stages[i].apply(&stand).ok()?;
+        plan.push(stand);
+        plans.push(plan);
+    }
+    Some(plans)
+}
+
+/// 002 §5.4's chair: two meta-modules start on the floor beside a stool;
+/// one after the other climbs the stool's side (a concave edge, floor to
+/// wall) and over its top edge (a convex one) to stand upright on its
+/// back edge, the two side by side forming the chair's back. Planned by
+/// [`plan_climb`], enacted in one simulated world. `None` when the planner
+/// finds no way.
 #[must_use]
 pub fn chair(connection: ConnectionType) -> Option<ChairReport> {
     use crate::enact::Enactment;
-    use crate::play::Stage;
     use crate::supervisor::Command;
-    let stage = Stage::new(connection).with_structure(STOOL);
-    let mut plan = plan_climb(&stage, CHAIR_BACK, 8)?;
-    // Standing up straight from the end that holds it.
-    let mut last = stage.clone();
-    for c in &plan {
-        last.apply(c).ok()?;
-    }
-    plan.push(Command::Move {
-        end: last.held_by(),
-        angles: [0.0; 6],
-    });
-    let mut enactment = Enactment::on(stage).ok()?;
+    let plans = chair_plans(connection)?;
+    let mut enactment = Enactment::troupe(chair_stages(connection)).ok()?;
     let mut moments = vec![enactment.robot().module_poses()];
     let mut reports = Vec::new();
-    for command in &plan {
-        let report = enactment.apply(command).ok()?;
-        if matches!(command, Command::Reach { .. } | Command::Move { .. }) {
-            moments.push(enactment.robot().module_poses());
+    for (meta, plan) in plans.iter().enumerate() {
+        let mut done = Vec::new();
+        for command in plan {
+            let report = enactment.apply_to(meta, command).ok()?;
+            if matches!(command, Command::Reach { .. } | Command::Move { .. }) {
+                moments.push(enactment.robot().module_poses());
+            }
+            done.push(report);
         }
-        reports.push(report);
+        reports.push(done);
     }
-    let lines: Vec<String> = plan.iter().map(command_line).collect();
     Some(ChairReport {
         connection,
-        lines,
+        lines: plans
+            .iter()
+            .map(|p| p.iter().map(command_line).collect())
+            .collect(),
         reports,
-        cells: enactment.cells(),
+        cells: (0..plans.len()).map(|m| enactment.cells_of(m)).collect(),
+        plan_errors: (0..plans.len()).map(|m| enactment.plan_error(m)).collect(),
         seconds: enactment.clock(),
         moments,
     })

@@ -11,17 +11,18 @@ pub enum RoombotsCommand {
     /// 002 §5.3: a meta-module on a floor of connectors reaches the plane
     /// around it with each IK variant the seed tried and with ours.
     IkTargets(IkTargetsArgs),
-    /// Play a supervisor command file (002 App. B) on a meta-module standing
-    /// on a floor of connectors, simulated (servos, bounding trial, locks),
-    /// and report each command.
+    /// Play supervisor command files (002 App. B), one per meta-module
+    /// standing on a floor of connectors (perhaps beside a structure),
+    /// simulated (servos, bounding trial, locks), and report each command.
     Play(PlayArgs),
     /// The acrobat (002 §5.3.2): a meta-module hands one of its modules
     /// over to a lone module, simulated; optionally drawn.
     Acrobat(AcrobatArgs),
-    /// The chair (002 §5.4, one meta-module): from the floor over a
+    /// The chair (002 §5.4): two meta-modules climb from the floor over a
     /// stool's side and top edge to stand on its back, planned and
-    /// simulated; prints the plan as supervisor lines; optionally drawn.
-    Chair(AcrobatArgs),
+    /// simulated; prints each one's plan as supervisor lines (or writes
+    /// them as command files); optionally drawn.
+    Chair(ChairArgs),
     /// Walk a Roombot robot's gait from held-out starts and print its
     /// velocity's spread (what `yamor run roombots-…` reports).
     Walk(WalkArgs),
@@ -38,6 +39,20 @@ pub struct AcrobatArgs {
     /// Draw the start, the hand-over and the end into this PNG.
     #[arg(long)]
     picture: Option<std::path::PathBuf>,
+}
+
+#[derive(Args)]
+pub struct ChairArgs {
+    /// How each meta-module's two modules are joined.
+    #[arg(long, default_value = "shear-s")]
+    connection: ConnectionType,
+    /// Draw the start, every move and the end into this PNG.
+    #[arg(long)]
+    picture: Option<std::path::PathBuf>,
+    /// Write each meta-module's plan as a command file into this
+    /// directory (chair-1.txt, chair-2.txt), for `yamor roombots play`.
+    #[arg(long)]
+    write: Option<std::path::PathBuf>,
 }
 
 #[derive(Args)]
@@ -75,11 +90,21 @@ pub struct BridgeArgs {
 
 #[derive(Args)]
 pub struct PlayArgs {
-    /// The command file: one App. B command per line, `#` comments.
-    file: std::path::PathBuf,
-    /// How the meta-module's two modules are joined.
+    /// The command files, one per meta-module (one App. B command per
+    /// line, `#` comments), played one after the other in one world.
+    #[arg(required = true)]
+    files: Vec<std::path::PathBuf>,
+    /// How each meta-module's two modules are joined.
     #[arg(long, default_value = "parallel")]
     connection: ConnectionType,
+    /// The floor cell each meta-module stands on at the start, `X,Y`,
+    /// one per file in their order (one file: 0,0 when not given).
+    #[arg(long = "at", value_parser = floor_cell, allow_hyphen_values = true)]
+    at: Vec<(i64, i64)>,
+    /// A passive structure on the floor whose faces carry connectors: a
+    /// file of cells `x y z`, one per line (examples/roombots/stool.txt).
+    #[arg(long)]
+    structure: Option<std::path::PathBuf>,
     /// Only plan: check each command and move the joints at once, without
     /// simulating the servos, the locks and the floor.
     #[arg(long)]
@@ -139,40 +164,88 @@ fn acrobat(args: &AcrobatArgs) -> Result<()> {
     Ok(())
 }
 
-fn chair(args: &AcrobatArgs) -> Result<()> {
+fn chair(args: &ChairArgs) -> Result<()> {
     use anyhow::Context;
-    use yamor_roombots::scene::{CHAIR_BACK, STOOL};
+    use yamor_roombots::scene::{CHAIR_CLIMBERS, STOOL};
     let report = yamor_roombots::scene::chair(args.connection).with_context(|| {
         format!(
-            "the planner finds no way for a {} meta-module onto the stool's back (it only takes steps that bring the holding end nearer, at most eight)",
+            "the planner finds no way for two {} meta-modules onto the stool's back (it only takes steps that bring the holding end nearer, at most eight)",
             args.connection
         )
     })?;
     println!(
-        "a {} meta-module standing on cell (0, 0), a stool of cells {:?}: to stand on {:?}",
-        args.connection, STOOL, CHAIR_BACK
+        "two {} meta-modules beside a stool of cells {:?}",
+        args.connection, STOOL
     );
-    for (line, r) in report.lines.iter().zip(&report.reports) {
+    for (meta, ((x, y), goal)) in CHAIR_CLIMBERS.iter().enumerate() {
         println!(
-            "{line:<28} {}\n{:28} simulated {:.2} s, {}, {} overlap(s), locks give <= {:.2} mm, {:.2} mm from the plan",
-            r.plan,
-            "",
-            r.seconds,
-            if r.reached { "reached" } else { "STUCK" },
-            r.overlaps,
-            r.lock_gap * 1e3,
-            r.plan_error * 1e3
+            "meta-module {}: from floor cell ({x}, {y}) to stand on {goal:?}",
+            meta + 1
+        );
+        for (line, r) in report.lines[meta].iter().zip(&report.reports[meta]) {
+            println!(
+                "  {line:<28} {}\n  {:28} simulated {:.2} s, {}, {} overlap(s), locks give <= {:.2} mm, {:.2} mm from the plan",
+                r.plan,
+                "",
+                r.seconds,
+                if r.reached { "reached" } else { "STUCK" },
+                r.overlaps,
+                r.lock_gap * 1e3,
+                r.plan_error * 1e3
+            );
+        }
+        println!(
+            "  end: cubes at {:?}, connectors at most {:.2} mm from the plan",
+            report.cells[meta],
+            report.plan_errors[meta] * 1e3
         );
     }
-    println!(
-        "end: cubes at {:?}, {:.2} s simulated",
-        report.cells, report.seconds
-    );
+    println!("{:.2} s simulated", report.seconds);
+    if let Some(dir) = &args.write {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        let mut at = Vec::new();
+        for (meta, lines) in report.lines.iter().enumerate() {
+            let ((x, y), goal) = CHAIR_CLIMBERS[meta];
+            let path = dir.join(format!("chair-{}.txt", meta + 1));
+            let text = format!(
+                "# 002 §5.4, the chair: meta-module {} of {} ({}), from floor cell ({x}, {y}) onto the stool's back at {goal:?}\n{}\n",
+                meta + 1,
+                report.lines.len(),
+                args.connection,
+                lines.join("\n")
+            );
+            std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
+            at.push(format!("--at {x},{y}"));
+            println!("wrote {}", path.display());
+        }
+        println!(
+            "replay: yamor roombots play --connection {} --structure examples/roombots/stool.txt {} {}",
+            args.connection,
+            at.join(" "),
+            (1..=report.lines.len())
+                .map(|k| dir.join(format!("chair-{k}.txt")).display().to_string())
+                .collect::<Vec<_>>()
+                .join(" ")
+        );
+    }
     if let Some(path) = &args.picture {
         yamor_roombots::picture::draw_with(path, &report.moments, (-1, 4), &STOOL)?;
         println!("picture: {}", path.display());
     }
     Ok(())
+}
+
+/// `X,Y`: a floor cell.
+fn floor_cell(text: &str) -> Result<(i64, i64), String> {
+    let (x, y) = text
+        .split_once(',')
+        .ok_or_else(|| format!("{text:?} is not a floor cell: X,Y"))?;
+    let number = |n: &str| {
+        n.trim()
+            .parse::<i64>()
+            .map_err(|_| format!("{text:?} is not a floor cell: X,Y with integers"))
+    };
+    Ok((number(x)?, number(y)?))
 }
 
 fn walk(args: &WalkArgs) -> Result<()> {
@@ -255,21 +328,60 @@ fn play(args: &PlayArgs) -> Result<()> {
     use yamor_roombots::enact::Enactment;
     use yamor_roombots::play::Stage;
     use yamor_roombots::supervisor::Command;
-    let text = std::fs::read_to_string(&args.file)
-        .with_context(|| format!("reading {}", args.file.display()))?;
-    // The whole file is read before anything moves.
-    yamor_roombots::supervisor::parse(&text)
-        .with_context(|| format!("{} is not a command file", args.file.display()))?;
-    let mut simulated = if args.kinematic {
-        None
-    } else {
-        Some(Enactment::new(args.connection).context("building the simulated meta-module")?)
-    };
     anyhow::ensure!(
         !(args.kinematic && args.picture.is_some()),
         "--picture draws the simulation: drop --kinematic"
     );
-    let mut planned = Stage::new(args.connection);
+    // Every file is read before anything moves.
+    let mut texts = Vec::new();
+    for file in &args.files {
+        let text =
+            std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
+        yamor_roombots::supervisor::parse(&text)
+            .with_context(|| format!("{} is not a command file", file.display()))?;
+        texts.push(text);
+    }
+    let at = match (args.at.len(), args.files.len()) {
+        (0, 1) => vec![(0, 0)],
+        (a, f) if a == f => args.at.clone(),
+        (a, f) => {
+            anyhow::bail!("{f} command files need {f} --at cells (one per meta-module), {a} given")
+        }
+    };
+    let structure = match &args.structure {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("reading {}", path.display()))?;
+            yamor_roombots::play::parse_structure(&text)
+                .map_err(|e| anyhow::anyhow!("{} is not a structure: {e}", path.display()))?
+        }
+        None => Vec::new(),
+    };
+    let mut planned: Vec<Stage> = at
+        .iter()
+        .map(|(x, y)| Stage::standing_on(args.connection, *x, *y).with_structure(structure.clone()))
+        .collect();
+    for (k, stage) in planned.iter().enumerate() {
+        let cells = stage.cells();
+        if let Some(c) = structure.iter().find(|c| cells.contains(c)) {
+            anyhow::bail!(
+                "meta-module {} would stand in the structure's cell {c:?}",
+                k + 1
+            );
+        }
+        if let Some(c) = planned[k + 1..]
+            .iter()
+            .flat_map(Stage::cells)
+            .find(|c| cells.contains(c))
+        {
+            anyhow::bail!("two meta-modules would stand in cell {c:?}");
+        }
+    }
+    let mut simulated = if args.kinematic {
+        None
+    } else {
+        Some(Enactment::troupe(planned.clone()).context("building the simulated meta-modules")?)
+    };
     let mut moments = Vec::new();
     if let Some(enactment) = &simulated {
         moments.push(enactment.robot().module_poses());
@@ -282,81 +394,110 @@ fn play(args: &PlayArgs) -> Result<()> {
             .collect();
         held.join(" ")
     };
-    println!(
-        "a {} meta-module standing on the floor{}: cubes at {:?}, locked {}",
-        args.connection,
-        if simulated.is_some() {
-            ", simulated"
-        } else {
-            ", kinematically"
-        },
-        planned.cells(),
-        locks(&planned)
-    );
-    for (k, line) in text.lines().enumerate() {
-        let Ok(Some(command)) = yamor_roombots::supervisor::parse_line(line) else {
-            continue;
-        };
-        let line = line.split('#').next().unwrap_or("").trim();
-        let refused = |why: String| {
-            anyhow::anyhow!("line {} ({line}) refused, nothing changed: {why}", k + 1)
-        };
-        match &mut simulated {
-            None => {
-                let what = planned.apply(&command).map_err(refused)?;
-                println!("line {:>3} {line}: {what}", k + 1);
-            }
-            Some(enactment) => {
-                let report = enactment.apply(&command).map_err(refused)?;
-                println!(
-                    "line {:>3} {line}: {}\n          simulated {:.2} s: {}, {} retarget(s), {} overlap(s), locks give ≤ {:.2} mm, {:.2} mm from the plan",
-                    k + 1,
-                    report.plan,
-                    report.seconds,
-                    match (&command, report.reached) {
-                        (_, false) => "STUCK",
-                        (Command::Move { .. } | Command::Reach { .. }, true) => {
-                            "every joint reached its goal"
-                        }
-                        _ => "the servos held",
-                    },
-                    report.retargets,
-                    report.overlaps,
-                    report.lock_gap * 1e3,
-                    report.plan_error * 1e3,
-                );
-                anyhow::ensure!(
-                    report.reached,
-                    "line {} ({line}): the meta-module got stuck (the bounding trial gave up after {} goal changes); stopped here",
-                    k + 1,
-                    report.retargets
-                );
-                planned = enactment.stage().clone();
-                if matches!(command, Command::Move { .. } | Command::Reach { .. }) {
-                    moments.push(enactment.robot().module_poses());
+    let how = if simulated.is_some() {
+        ", simulated"
+    } else {
+        ", kinematically"
+    };
+    for (meta, stage) in planned.iter().enumerate() {
+        println!(
+            "{}a {} meta-module standing on the floor{how}: cubes at {:?}, locked {}",
+            label(meta, at.len()),
+            args.connection,
+            stage.cells(),
+            locks(stage)
+        );
+    }
+    for (meta, text) in texts.iter().enumerate() {
+        let who = label(meta, at.len());
+        for (k, line) in text.lines().enumerate() {
+            let Ok(Some(command)) = yamor_roombots::supervisor::parse_line(line) else {
+                continue;
+            };
+            let line = line.split('#').next().unwrap_or("").trim();
+            let refused = |why: String| {
+                anyhow::anyhow!(
+                    "{who}line {} ({line}) refused, nothing changed: {why}",
+                    k + 1
+                )
+            };
+            match &mut simulated {
+                None => {
+                    yamor_roombots::play::see_others(&mut planned, meta);
+                    let what = planned[meta].apply(&command).map_err(refused)?;
+                    println!("{who}line {:>3} {line}: {what}", k + 1);
+                }
+                Some(enactment) => {
+                    let report = enactment.apply_to(meta, &command).map_err(refused)?;
+                    println!(
+                        "{who}line {:>3} {line}: {}\n          simulated {:.2} s: {}, {} retarget(s), {} overlap(s), locks give ≤ {:.2} mm, {:.2} mm from the plan",
+                        k + 1,
+                        report.plan,
+                        report.seconds,
+                        match (&command, report.reached) {
+                            (_, false) => "STUCK",
+                            (Command::Move { .. } | Command::Reach { .. }, true) => {
+                                "every joint reached its goal"
+                            }
+                            _ => "the servos held",
+                        },
+                        report.retargets,
+                        report.overlaps,
+                        report.lock_gap * 1e3,
+                        report.plan_error * 1e3,
+                    );
+                    anyhow::ensure!(
+                        report.reached,
+                        "{who}line {} ({line}): the meta-module got stuck (the bounding trial gave up after {} goal changes); stopped here",
+                        k + 1,
+                        report.retargets
+                    );
+                    planned = enactment.stages().to_vec();
+                    if matches!(command, Command::Move { .. } | Command::Reach { .. }) {
+                        moments.push(enactment.robot().module_poses());
+                    }
                 }
             }
         }
     }
     if let Some(path) = &args.picture {
-        yamor_roombots::picture::draw(path, &moments, floor_around(&moments))?;
+        let mut span = floor_around(&moments);
+        for c in &structure {
+            span = (
+                span.0.min(c[0].min(c[1]) as i32),
+                span.1.max(c[0].max(c[1]) as i32),
+            );
+        }
+        yamor_roombots::picture::draw_with(path, &moments, span, &structure)?;
         println!("picture: {}", path.display());
     }
-    let clock = simulated.as_ref().map_or(String::new(), |e| {
-        format!(
-            ", {:.2} s simulated, the simulation's cubes at {:?}",
-            e.clock(),
-            e.cells()
-        )
-    });
-    println!(
-        "end: cubes at {:?}, held by its {} end, locked {}, {} ms waited{clock}",
-        planned.cells(),
-        planned.held_by(),
-        locks(&planned),
-        planned.clock_ms
-    );
+    for (meta, stage) in planned.iter().enumerate() {
+        let clock = simulated.as_ref().map_or(String::new(), |e| {
+            format!(
+                ", {:.2} s simulated, the simulation's cubes at {:?}",
+                e.clock(),
+                e.cells_of(meta)
+            )
+        });
+        println!(
+            "{}end: cubes at {:?}, held by its {} end, locked {}, {} ms waited{clock}",
+            label(meta, at.len()),
+            stage.cells(),
+            stage.held_by(),
+            locks(stage),
+            stage.clock_ms
+        );
+    }
     Ok(())
+}
+
+/// How a meta-module's lines begin: nothing when it plays alone.
+fn label(meta: usize, of: usize) -> String {
+    if of == 1 {
+        String::new()
+    } else {
+        format!("[{}] ", meta + 1)
+    }
 }
 
 fn ik_targets(args: &IkTargetsArgs) -> Result<()> {

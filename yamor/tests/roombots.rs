@@ -155,3 +155,86 @@ fn a_roombot_walk_of_an_unknown_robot_says_which_exist() {
         "{stderr}"
     );
 }
+
+#[test]
+fn the_chairs_two_command_files_play_beside_the_stool_to_its_back() {
+    let stool = example("stool.txt");
+    let text = std::fs::read_to_string(&stool).unwrap();
+    assert_eq!(
+        yamor_roombots::play::parse_structure(&text).unwrap(),
+        yamor_roombots::scene::STOOL.to_vec(),
+        "the example stool is the scene's"
+    );
+    let out = Command::new(BIN)
+        .args(["roombots", "play", "--connection", "shear-s", "--structure"])
+        .arg(&stool)
+        .args(["--at", "0,1", "--at", "0,0"])
+        .arg(example("chair-1.txt"))
+        .arg(example("chair-2.txt"))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stdout}{stderr}");
+    assert!(!stdout.contains("STUCK"), "{stdout}");
+    for (who, column) in [
+        ("[1]", "[[3, 1, 5], [3, 1, 4], [3, 1, 3], [3, 1, 2]]"),
+        ("[2]", "[[3, 0, 5], [3, 0, 4], [3, 0, 3], [3, 0, 2]]"),
+    ] {
+        let end = stdout
+            .lines()
+            .find(|l| l.starts_with(&format!("{who} end:")))
+            .unwrap_or_else(|| panic!("{stdout}"));
+        assert!(
+            end.contains(&format!("cubes at {column}"))
+                && end.contains(&format!("the simulation's cubes at {column}")),
+            "{end}"
+        );
+    }
+    assert!(stdout.contains("onto the -x side of the structure's cell"));
+    assert!(stdout.contains("onto the top of the structure's cell"));
+
+    // Swapped, each file's reaches are made from the other's floor cell:
+    // the first lock faces no connector and is refused with its line.
+    let swapped = Command::new(BIN)
+        .args(["roombots", "play", "--connection", "shear-s", "--structure"])
+        .arg(&stool)
+        .args(["--at", "0,1", "--at", "0,0"])
+        .arg(example("chair-2.txt"))
+        .arg(example("chair-1.txt"))
+        .output()
+        .unwrap();
+    assert!(!swapped.status.success());
+    assert!(
+        String::from_utf8_lossy(&swapped.stderr).contains("[1] line 3 (lock 1 C3X) refused"),
+        "{}",
+        String::from_utf8_lossy(&swapped.stderr)
+    );
+
+    // Bad set-ups are refused before anything moves.
+    for (args, why) in [
+        (vec!["--at", "0,1"], "2 command files need 2 --at cells"),
+        (
+            vec!["--at", "0,1", "--at", "0,1"],
+            "two meta-modules would stand in cell",
+        ),
+        (
+            vec!["--at", "2,0", "--at", "0,0"],
+            "would stand in the structure's cell [2, 0, 0]",
+        ),
+        (vec!["--at", "0;1", "--at", "0,0"], "is not a floor cell"),
+    ] {
+        let out = Command::new(BIN)
+            .args(["roombots", "play", "--structure"])
+            .arg(&stool)
+            .args(&args)
+            .arg(example("chair-1.txt"))
+            .arg(example("chair-2.txt"))
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{args:?}");
+        assert!(out.stdout.is_empty(), "{args:?}: nothing played");
+        assert!(stderr.contains(why), "{args:?}: {stderr}");
+    }
+}
