@@ -1,0 +1,21 @@
+//! Roombot self-reconfiguration (seed 003): meta-modules that move over a
+//! grid of cells, one cube per cell, to build a structure.
+//!
+//! # Layout
+//! - [`grid`]: cells, directions, the cube's 24 turns, and the 7 × 7 × 7
+//!   window a meta-module sees as a six-word bit set.
+//! - [`srdb`]: the Servo Rotation Database of 003 §2.4 — every lattice
+//!   pose of the six servos, indexed by goal cell and by shape — and the
+//!   cells a move sweeps.
+//! - [`sweep`]: the swept cells fast (products of exponentials), and
+//!   every pair of configurations swept once into bit sets.
+//! - [`structure`]: target structures from the XML of 003 §2.7.2, with
+//!   clear errors.
+//! - [`search`]: a way from one configuration to another around occupied
+//!   cells, through up to two intermediate ones (levels 1–3).
+
+pub mod grid;
+pub mod search;
+pub mod srdb;
+pub mod structure;
+pub mod sweep;
