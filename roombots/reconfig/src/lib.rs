@@ -13,9 +13,12 @@
 //!   clear errors.
 //! - [`search`]: a way from one configuration to another around occupied
 //!   cells, through up to two intermediate ones (levels 1–3).
+//! - [`timing`]: 003 §3.1's timings measured here (the database, the
+//!   searches at the seed's rotation steps, live and tabled).
 
 pub mod grid;
 pub mod search;
 pub mod srdb;
 pub mod structure;
 pub mod sweep;
+pub mod timing;
