@@ -13,12 +13,19 @@
 //!   clear errors.
 //! - [`search`]: a way from one configuration to another around occupied
 //!   cells, through up to two intermediate ones (levels 1–3).
+//! - [`world`]: the grid world and its World Controller: the cell codes,
+//!   a floor of connectors, the meta-modules, the seeds opening level by
+//!   level, what a meta-module is told of its surroundings.
+//! - [`build`]: the decentralised build of 003 §2.6: a Gradient
+//!   Controller per meta-module, rounds, the rules of who may move.
 //! - [`timing`]: 003 §3.1's timings measured here (the database, the
 //!   searches at the seed's rotation steps, live and tabled).
 
+pub mod build;
 pub mod grid;
 pub mod search;
 pub mod srdb;
 pub mod structure;
 pub mod sweep;
 pub mod timing;
+pub mod world;

@@ -1,0 +1,635 @@
+//! The decentralised build of 003 §2.6: every meta-module runs its own
+//! Gradient Controller on what the World Controller tells it (its 7 × 7 ×
+//! 7 surroundings, the gradient) and moves by inchworm steps towards the
+//! open seeds, then assumes its seed's configuration and turns into
+//! structure.
+//!
+//! One step of a meta-module: choose a cell for its goal cube (empty, with
+//! something to lock onto beside it, not in its recent history), best
+//! first — nearest the visible seed, or else farthest along the gradient;
+//! find a way there through at most one intermediate configuration (two
+//! when the cell is a seed's root: 003 §2.6.4's levels); lock the goal
+//! cube, let go of the root, and the goal cube is the root now.
+//!
+//! Time passes in rounds: in each, every meta-module decides on the same
+//! snapshot of the world, then the moves happen. Who moves is the
+//! [`Rule`]'s: the seed's `canMove` priorities (each meta-module judging
+//! from its own surroundings), the seed's remedy (one meta-module moves
+//! at a time), or reservations (ours: no waiting on what one sees; the
+//! moves go in one agreed order, and a move whose swept cells meet an
+//! earlier move's this round waits, so nothing collides). A move that
+//! sweeps a cell another meta-module holds or sweeps in the same round
+//! is a collision: counted, and undone.
+
+use std::collections::VecDeque;
+
+use crate::grid::{Cell, CellSet, Dir, SIGHT, Turn, add, distance2, sub};
+use crate::search::{Sweeps, Way, find_way};
+use crate::srdb::Table;
+use crate::sweep::Clouds;
+use crate::world::{Content, Placement, World};
+
+/// Who may move in a round.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rule {
+    /// 003 §2.6.4's `canMove`: a meta-module that sees another with a
+    /// higher priority waits; the others move at once.
+    CanMove,
+    /// 003 §3.2's remedy: one meta-module moves at a time.
+    OneAtATime,
+    /// Ours: nobody waits on what it sees; every meta-module plans, and
+    /// the moves of a round go in one order all agree on (covering a
+    /// seed first, then nearest an open seed, then the higher id); a move
+    /// meeting the cells an earlier move of the round sweeps waits for the
+    /// next round. Only meta-modules whose sweeps meet need to agree, so
+    /// the order is settled between neighbours.
+    Reserve,
+}
+
+/// How a build runs.
+#[derive(Debug, Clone, Copy)]
+pub struct Settings {
+    pub rule: Rule,
+    /// Cells remembered and not gone back to (003 §2.6.4's history).
+    pub history: usize,
+    /// Rounds before giving up.
+    pub max_rounds: usize,
+    /// Ours: step onto a seed's root only in a pose from which the seed's
+    /// shape is a configuration of the table (the seed steps on in any
+    /// pose and may find it cannot assume the shape from there).
+    pub look_ahead: bool,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            rule: Rule::CanMove,
+            history: 8,
+            max_rounds: 2000,
+            look_ahead: true,
+        }
+    }
+}
+
+/// One meta-module's move in a round.
+#[derive(Debug, Clone)]
+pub struct Move {
+    pub id: u32,
+    pub round: usize,
+    /// Before and after, in the world.
+    pub from: [Cell; 4],
+    pub to: [Cell; 4],
+    /// The poses passed through on the way (intermediate configurations).
+    pub intermediates: usize,
+    /// It filled a seed (assumed its configuration) rather than stepped.
+    pub filled: bool,
+}
+
+/// How a build ended.
+#[derive(Debug, Clone)]
+pub struct Report {
+    pub built: bool,
+    pub rounds: usize,
+    pub moves: Vec<Move>,
+    pub collisions: usize,
+    /// A round passed in which nothing moved and nothing could change.
+    pub deadlock: bool,
+    /// The rounds ran out with meta-modules still moving.
+    pub out_of_rounds: bool,
+    /// Meta-modules that found no move at all, at the end.
+    pub stuck: Vec<u32>,
+    /// Seeds filled, of all.
+    pub filled: usize,
+    pub seeds: usize,
+}
+
+/// What a meta-module decided.
+#[derive(Debug, Clone)]
+enum Intent {
+    Wait,
+    Stuck,
+    /// To `pose` (through `way`), then swap roles onto `goal`, or fill
+    /// `seed` and stay.
+    Go {
+        pose: usize,
+        way: Way,
+        goal: Option<Cell>,
+        seed: Option<usize>,
+    },
+}
+
+/// A build in progress.
+pub struct Build<'a> {
+    pub world: World,
+    table: &'a Table,
+    clouds: &'a Clouds,
+    settings: Settings,
+    history: std::collections::HashMap<u32, VecDeque<Cell>>,
+}
+
+/// The pose and turn of a meta-module standing upright on the floor:
+/// its root locked onto the floor, its cubes straight up.
+#[must_use]
+pub fn upright(table: &Table) -> (usize, Turn) {
+    let facing = crate::timing::root_facing();
+    let up = sub([0, 0, 0], facing.step());
+    let straight = [[0, 0, 0], up, add(up, up), add(add(up, up), up)];
+    let pose = (0..table.kept().len())
+        .find(|i| table.configurations()[*i].cells == straight)
+        .expect("a straight pose is kept");
+    let turn = Turn::all()
+        .into_iter()
+        .find(|t| t.apply_dir(facing) == Dir::MINUS_Z)
+        .expect("some turn points the root's connector down");
+    (pose, turn)
+}
+
+impl<'a> Build<'a> {
+    /// Meta-modules standing upright on `starts` (floor cells), ids 1 ….
+    pub fn new(
+        mut world: World,
+        table: &'a Table,
+        clouds: &'a Clouds,
+        starts: &[[i32; 2]],
+        settings: Settings,
+    ) -> Result<Self, crate::world::WorldError> {
+        let (pose, turn) = upright(table);
+        for (k, s) in starts.iter().enumerate() {
+            let id = k as u32 + 1;
+            world.place(
+                id,
+                Placement {
+                    root: [s[0], s[1], 0],
+                    turn,
+                    pose,
+                },
+                table,
+            )?;
+        }
+        Ok(Build {
+            world,
+            table,
+            clouds,
+            settings,
+            history: std::collections::HashMap::new(),
+        })
+    }
+
+    /// Runs rounds until built, deadlocked, or out of rounds.
+    pub fn run(&mut self) -> Report {
+        let mut report = Report {
+            built: false,
+            rounds: 0,
+            moves: Vec::new(),
+            collisions: 0,
+            deadlock: false,
+            out_of_rounds: false,
+            stuck: Vec::new(),
+            filled: 0,
+            seeds: self.world.seeds.len(),
+        };
+        let mut turn_of = 0usize;
+        while !self.world.built() && report.rounds < self.settings.max_rounds {
+            report.rounds += 1;
+            let ids = self.world.moving();
+            if ids.is_empty() {
+                break;
+            }
+            let mut intents: Vec<(u32, Intent)> = ids
+                .iter()
+                .map(|id| (*id, self.decide_forgetting(*id)))
+                .collect();
+            if self.settings.rule == Rule::OneAtATime {
+                // The movers take turns; the first able one goes.
+                let n = intents.len();
+                let pick = (0..n)
+                    .map(|k| (turn_of + k) % n)
+                    .find(|k| matches!(intents[*k].1, Intent::Go { .. }));
+                turn_of += 1;
+                intents = pick
+                    .map(|k| vec![intents.swap_remove(k)])
+                    .unwrap_or_default();
+            }
+            if self.settings.rule == Rule::Reserve {
+                intents.sort_by_key(|(id, _)| std::cmp::Reverse(self.priority(*id)));
+            }
+            let moved_before = report.moves.len();
+            let mut swept_this_round: Vec<(u32, Vec<Cell>)> = Vec::new();
+            for (id, intent) in intents {
+                let Intent::Go {
+                    pose,
+                    way,
+                    goal,
+                    seed,
+                } = intent
+                else {
+                    continue;
+                };
+                let Some(placement) = self.world.placement(id) else {
+                    continue;
+                };
+                let swept = self.swept(&placement, pose, &way);
+                let clash_with_sweep = swept_this_round
+                    .iter()
+                    .any(|(_, cells)| cells.iter().any(|c| swept.contains(c)));
+                let clash_with_cells = swept.iter().any(|c| !self.free_for(id, *c));
+                if self.settings.rule == Rule::Reserve && clash_with_sweep {
+                    continue;
+                }
+                if clash_with_sweep || clash_with_cells {
+                    report.collisions += 1;
+                    continue;
+                }
+                let from = placement.cells(self.table);
+                let mut next = Placement { pose, ..placement };
+                let to = next.cells(self.table);
+                if let Some(seed) = seed {
+                    self.world
+                        .place(id, next, self.table)
+                        .expect("a swept way ends on free cells");
+                    self.world
+                        .fill(id, seed, self.table)
+                        .expect("a moving meta-module fills");
+                    report.filled += 1;
+                } else if let Some(goal) = goal {
+                    self.world
+                        .place(id, next, self.table)
+                        .expect("a swept way ends on free cells");
+                    // The goal cube locks, the root lets go: roles swap.
+                    let b = self.table.configurations()[pose];
+                    next = Placement {
+                        root: goal,
+                        turn: next.turn.compose(&b.goal_turn),
+                        pose: self.table.reversed(pose),
+                    };
+                    debug_assert_eq!(
+                        {
+                            let mut a = next.cells(self.table).to_vec();
+                            a.sort_unstable();
+                            a
+                        },
+                        {
+                            let mut b = to.to_vec();
+                            b.sort_unstable();
+                            b
+                        }
+                    );
+                    self.world
+                        .place(id, next, self.table)
+                        .expect("swapping roles moves nothing");
+                    let history = self.history.entry(id).or_default();
+                    history.push_back(goal);
+                    while history.len() > self.settings.history {
+                        history.pop_front();
+                    }
+                }
+                swept_this_round.push((id, swept));
+                report.moves.push(Move {
+                    id,
+                    round: report.rounds,
+                    from,
+                    to,
+                    intermediates: way.intermediates().len(),
+                    filled: seed.is_some(),
+                });
+            }
+            if report.moves.len() == moved_before {
+                report.deadlock = true;
+                break;
+            }
+        }
+        report.built = self.world.built();
+        if report.built {
+            report.deadlock = false;
+        }
+        report.out_of_rounds = !report.built && !report.deadlock;
+        report.stuck = self
+            .world
+            .moving()
+            .into_iter()
+            .filter(|id| matches!(self.decide(*id), Intent::Stuck))
+            .collect();
+        report
+    }
+
+    /// Whether meta-module `id` may pass through world cell `c` now.
+    fn free_for(&self, id: u32, c: Cell) -> bool {
+        match self.world.content(c, id) {
+            Content::Module(m) => m == id,
+            Content::CoveredSeed => true,
+            other => other.is_empty(),
+        }
+    }
+
+    /// [`Build::decide`], forgetting the oldest remembered cell while no
+    /// move is found (003 §2.6.4); stuck when nothing is left to forget.
+    fn decide_forgetting(&mut self, id: u32) -> Intent {
+        loop {
+            let intent = self.decide(id);
+            if !matches!(intent, Intent::Stuck) {
+                return intent;
+            }
+            match self.history.get_mut(&id) {
+                Some(h) if !h.is_empty() => {
+                    h.pop_front();
+                }
+                _ => return intent,
+            }
+        }
+    }
+
+    /// The world cells a move sweeps.
+    fn swept(&self, placement: &Placement, pose: usize, way: &Way) -> Vec<Cell> {
+        let mut stops = vec![placement.pose];
+        stops.extend(way.intermediates());
+        stops.push(pose);
+        let mut set = CellSet::EMPTY;
+        for w in stops.windows(2) {
+            set = set.union(self.clouds.get(w[0], w[1]));
+        }
+        set.cells().map(|c| placement.world(c)).collect()
+    }
+
+    /// The order [`Rule::Reserve`]'s moves go in, highest first: covering
+    /// an open seed's cells, then nearer an open seed (any cube), then the
+    /// higher id.
+    fn priority(&self, id: u32) -> (bool, i64, u32) {
+        let Some(p) = self.world.placement(id) else {
+            return (false, i64::MIN, id);
+        };
+        let cells = p.cells(self.table);
+        let mut covering = false;
+        let mut nearest = i32::MAX;
+        for (_, seed) in self.world.open_seeds() {
+            covering |= cells.iter().any(|c| seed.cells.contains(c));
+            for c in cells {
+                nearest = nearest.min(distance2(c, seed.cells[0]));
+            }
+        }
+        (covering, -i64::from(nearest), id)
+    }
+
+    /// Whether, after stepping into pose `b` and handing the root to its
+    /// goal cube on `goal` (an open seed's root), the seed's shape is a
+    /// configuration of the table from there.
+    fn can_assume_after(&self, placement: &Placement, b: usize, goal: Cell) -> bool {
+        let next = Placement {
+            root: goal,
+            turn: placement
+                .turn
+                .compose(&self.table.configurations()[b].goal_turn),
+            pose: self.table.reversed(b),
+        };
+        self.world
+            .open_seeds()
+            .filter(|(_, s)| s.cells[0] == goal)
+            .any(|(_, s)| {
+                let local = s.cells.map(|c| next.local(c));
+                self.table
+                    .query_shape([local[1], local[2], local[3]])
+                    .next()
+                    .is_some()
+            })
+    }
+
+    /// The seed's `canMove`: nobody visible has a higher priority.
+    fn can_move(&self, id: u32, placement: &Placement) -> bool {
+        let root = placement.root;
+        let visible_seed = self.visible_seed(root);
+        let gradient = self.world.gradient(root);
+        let key = |other: u32| -> (bool, i64, u32) {
+            let p = self.world.placement(other).expect("a moving meta-module");
+            let cells = p.cells(self.table);
+            match visible_seed {
+                Some(seed) => {
+                    let covering = cells
+                        .iter()
+                        .any(|c| self.world.seeds[seed].cells.contains(c));
+                    let nearest = cells
+                        .iter()
+                        .map(|c| distance2(*c, self.world.seeds[seed].cells[0]))
+                        .min()
+                        .unwrap_or(i32::MAX);
+                    (covering, -i64::from(nearest), other)
+                }
+                None => {
+                    let along = sub(p.root, root)
+                        .iter()
+                        .zip(gradient)
+                        .map(|(d, g)| f64::from(*d) * g)
+                        .sum::<f64>();
+                    (false, (along * 1000.0).round() as i64, other)
+                }
+            }
+        };
+        let mine = key(id);
+        self.world
+            .moving()
+            .into_iter()
+            .filter(|other| *other != id)
+            .filter(|other| {
+                let p = self.world.placement(*other).expect("moving");
+                p.cells(self.table)
+                    .iter()
+                    .any(|c| sub(*c, root).iter().all(|d| d.abs() <= SIGHT))
+            })
+            .all(|other| key(other) < mine)
+    }
+
+    /// The open seed whose root cell the meta-module at `root` sees, the
+    /// nearest.
+    fn visible_seed(&self, root: Cell) -> Option<usize> {
+        self.world
+            .open_seeds()
+            .filter(|(_, s)| sub(s.cells[0], root).iter().all(|d| d.abs() <= SIGHT))
+            .min_by_key(|(_, s)| distance2(s.cells[0], root))
+            .map(|(k, _)| k)
+    }
+
+    /// One meta-module's Gradient Controller, on the current world.
+    fn decide(&self, id: u32) -> Intent {
+        let Some(placement) = self.world.placement(id) else {
+            return Intent::Stuck;
+        };
+        if self.settings.rule == Rule::CanMove && !self.can_move(id, &placement) {
+            return Intent::Wait;
+        }
+        let blocked = self.world.blocked(id, &placement);
+        let sweeps = Sweeps::Table(self.clouds);
+        // On a seed's root: assume its configuration (a level-3 search).
+        if let Some((seed, s)) = self
+            .world
+            .open_seeds()
+            .find(|(_, s)| s.cells[0] == placement.root)
+        {
+            let local = s.cells.map(|c| placement.local(c));
+            for b in self.table.query_shape([local[1], local[2], local[3]]) {
+                if let Some(way) = find_way(self.table, sweeps, placement.pose, b, &blocked, 3) {
+                    return Intent::Go {
+                        pose: b,
+                        way,
+                        goal: None,
+                        seed: Some(seed),
+                    };
+                }
+            }
+        }
+        let seed = self
+            .visible_seed(placement.root)
+            .map(|k| self.world.seeds[k].cells[0]);
+        let gradient = self.world.gradient(placement.root);
+        let mut candidates: Vec<(i64, Cell, Vec<usize>)> = Vec::new();
+        let history = self.history.get(&id);
+        for i in 0..crate::grid::WINDOW_CELLS {
+            let local = CellSet::cell(i);
+            let goal = placement.world(local);
+            if local == [0, 0, 0] || !self.world.content(goal, id).is_empty() {
+                continue;
+            }
+            if history.is_some_and(|h| h.contains(&goal)) {
+                continue;
+            }
+            let mut poses = Vec::new();
+            for d in Dir::ALL {
+                if !self.world.lockable(add(goal, d.step())) {
+                    continue;
+                }
+                let facing = placement.turn.inverse().apply_dir(d);
+                poses.extend(self.table.query_grid(local, facing));
+            }
+            if poses.is_empty() {
+                continue;
+            }
+            let metric = match seed {
+                Some(s) => i64::from(distance2(goal, s)),
+                None => {
+                    let along: f64 = sub(goal, placement.root)
+                        .iter()
+                        .zip(gradient)
+                        .map(|(d, g)| f64::from(*d) * g)
+                        .sum();
+                    -(along * 1000.0).round() as i64
+                }
+            };
+            candidates.push((metric, goal, poses));
+        }
+        candidates.sort_by_key(|(m, g, _)| (*m, *g));
+        for (_, goal, poses) in candidates {
+            let level = if Some(goal) == seed { 3 } else { 2 };
+            for b in poses {
+                if level == 3
+                    && self.settings.look_ahead
+                    && !self.can_assume_after(&placement, b, goal)
+                {
+                    continue;
+                }
+                if let Some(way) = find_way(self.table, sweeps, placement.pose, b, &blocked, level)
+                {
+                    return Intent::Go {
+                        pose: b,
+                        way,
+                        goal: Some(goal),
+                        seed: None,
+                    };
+                }
+            }
+        }
+        Intent::Stuck
+    }
+}
+
+/// `count` floor cells to start on, spread out as 003 Fig 3.4 spreads
+/// them: at least `spacing` cells apart (along x or y) from each other,
+/// and clear of the structure's footprint by one cell; drawn from `seed`.
+/// `None` when the world has no room for them.
+#[must_use]
+pub fn random_starts(
+    world: &World,
+    count: usize,
+    spacing: i32,
+    seed: u64,
+) -> Option<Vec<[i32; 2]>> {
+    let footprint: Vec<[i32; 2]> = world
+        .seeds
+        .iter()
+        .flat_map(|s| s.cells)
+        .map(|c| [c[0], c[1]])
+        .collect();
+    let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ 0xD1B5_4A32_D192_ED03;
+    let mut next = |m: i32| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        (state % m as u64) as i32
+    };
+    let mut starts: Vec<[i32; 2]> = Vec::new();
+    for _ in 0..100_000 {
+        if starts.len() == count {
+            return Some(starts);
+        }
+        let c = [next(world.size[0]), next(world.size[1])];
+        let near =
+            |a: [i32; 2], b: [i32; 2], d: i32| (a[0] - b[0]).abs() < d && (a[1] - b[1]).abs() < d;
+        if footprint.iter().any(|f| near(*f, c, 2)) || starts.iter().any(|s| near(*s, c, spacing)) {
+            continue;
+        }
+        starts.push(c);
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::srdb::Database;
+    use yamor_roombots::chain::ConnectionType;
+
+    const TWO_LEGS: &str = r#"<structure>
+  <module level="0"><root x="0" y="0" z="0"/><cube x="0" y="0" z="1"/><cube x="0" y="0" z="2"/><cube x="0" y="0" z="3"/></module>
+  <module level="1"><root x="1" y="0" z="0"/><cube x="0" y="0" z="1"/><cube x="0" y="0" z="2"/><cube x="0" y="0" z="3"/></module>
+  <offset x="5" y="6" z="0"/>
+</structure>"#;
+
+    #[test]
+    fn meta_modules_walk_to_their_seeds_and_stand_there_level_by_level() {
+        let db = Database::generate();
+        let structure = crate::structure::parse(TWO_LEGS).unwrap();
+        for t in [ConnectionType::ShearS, ConnectionType::Perpendicular] {
+            let table = db.table(t);
+            let clouds = Clouds::build(table, std::f64::consts::PI / 8.0, 2);
+            let mut world = World::new([13, 13, 13]);
+            world.set_structure(&structure).unwrap();
+            assert_eq!(world.level, Some(0));
+            let mut build = Build::new(
+                world,
+                table,
+                &clouds,
+                &[[1, 1], [1, 11]],
+                Settings::default(),
+            )
+            .unwrap();
+            let report = build.run();
+            assert!(report.built, "{t}: {report:?}");
+            assert_eq!(report.collisions, 0);
+            assert_eq!(report.filled, 2);
+            // Every step moved one meta-module's four cubes onto four free
+            // cells, keeping its root or handing it to the goal cube; the
+            // level-1 seed filled after the level-0 one.
+            let fills: Vec<&Move> = report.moves.iter().filter(|m| m.filled).collect();
+            assert_eq!(fills.len(), 2);
+            assert!(fills[0].round <= fills[1].round);
+            let placed: Vec<[Cell; 4]> = build.world.seeds.iter().map(|s| s.cells).collect();
+            for (fill, cells) in fills.iter().zip(&placed) {
+                let mut a = fill.to.to_vec();
+                a.sort_unstable();
+                let mut b = cells.to_vec();
+                b.sort_unstable();
+                assert_eq!(a, b, "{t}: the seed's cells, exactly");
+            }
+            for m in &report.moves {
+                let shared = m.from.iter().filter(|c| m.to.contains(c)).count();
+                assert!(shared >= 1, "{t}: a step keeps its root: {m:?}");
+            }
+        }
+    }
+}
