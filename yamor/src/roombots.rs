@@ -23,6 +23,11 @@ pub enum RoombotsCommand {
     /// simulated; prints each one's plan as supervisor lines (or writes
     /// them as command files); optionally drawn.
     Chair(ChairArgs),
+    /// 003 §2.6-2.7: meta-modules build a structure (XML of §2.7) by
+    /// themselves, each following the gradient to the open seeds; one
+    /// build reported move by move (and drawn), or many from random starts
+    /// tallied.
+    Build(BuildArgs),
     /// 003 §2.4 and §3.1: the Servo Rotation Database (5,184 poses, the
     /// configurations and shapes per connection type, its build time) and
     /// the level 1–3 searches for intermediate configurations at the
@@ -42,6 +47,49 @@ pub struct AcrobatArgs {
     #[arg(long, default_value = "parallel")]
     connection: ConnectionType,
     /// Draw the start, the hand-over and the end into this PNG.
+    #[arg(long)]
+    picture: Option<std::path::PathBuf>,
+}
+
+/// Who may move in a round of a build.
+#[derive(Clone, Copy, clap::ValueEnum)]
+pub enum MoveRule {
+    /// 003 §2.6.4's canMove: wait when a visible one has priority.
+    CanMove,
+    /// 003 §3.2's remedy: one meta-module moves at a time.
+    OneAtATime,
+    /// Ours: moves in one agreed order, a move meeting an earlier one's
+    /// swept cells waits.
+    Reserve,
+}
+
+#[derive(Args)]
+pub struct BuildArgs {
+    /// The structure (003 §2.7's XML; examples/roombots/structures/).
+    structure: std::path::PathBuf,
+    /// How each meta-module's two modules are joined.
+    #[arg(long, default_value = "shear-s")]
+    connection: ConnectionType,
+    #[arg(long, value_enum, default_value = "reserve")]
+    rule: MoveRule,
+    /// The seed's controller: step onto a seed's root in any pose (no
+    /// look-ahead to whether its shape can be assumed from there).
+    #[arg(long)]
+    no_look_ahead: bool,
+    /// Builds from random starts to tally (1: one build, reported move by
+    /// move).
+    #[arg(long, default_value_t = 1)]
+    trials: usize,
+    /// The random starts of a single build.
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// The world's side, in cells.
+    #[arg(long, default_value_t = 13)]
+    size: i32,
+    /// Rounds before a build gives up.
+    #[arg(long, default_value_t = 2000)]
+    max_rounds: usize,
+    /// Draw the build (up to eight moments) into this PNG.
     #[arg(long)]
     picture: Option<std::path::PathBuf>,
 }
@@ -169,7 +217,119 @@ pub fn roombots(command: RoombotsCommand) -> Result<()> {
         RoombotsCommand::Acrobat(args) => acrobat(&args),
         RoombotsCommand::Chair(args) => chair(&args),
         RoombotsCommand::Srdb(args) => srdb(&args),
+        RoombotsCommand::Build(args) => build(&args),
     }
+}
+
+fn build(args: &BuildArgs) -> Result<()> {
+    use anyhow::Context;
+    use yamor_reconfig::build::{self, Build, Film, Rule, Settings};
+    use yamor_reconfig::world::World;
+    let text = std::fs::read_to_string(&args.structure)
+        .with_context(|| format!("reading {}", args.structure.display()))?;
+    let structure = yamor_reconfig::structure::parse(&text)
+        .map_err(|e| anyhow::anyhow!("{} is not a structure: {e}", args.structure.display()))?;
+    anyhow::ensure!(args.size >= 5, "--size must be at least 5 cells");
+    anyhow::ensure!(args.trials >= 1, "--trials must be at least 1");
+    let db = yamor_reconfig::srdb::Database::generate();
+    let table = db.table(args.connection);
+    let clouds = yamor_reconfig::sweep::Clouds::build(table, std::f64::consts::PI / 8.0, 2);
+    let settings = Settings {
+        rule: match args.rule {
+            MoveRule::CanMove => Rule::CanMove,
+            MoveRule::OneAtATime => Rule::OneAtATime,
+            MoveRule::Reserve => Rule::Reserve,
+        },
+        look_ahead: !args.no_look_ahead,
+        max_rounds: args.max_rounds,
+        ..Settings::default()
+    };
+    let size = [args.size; 3];
+    let name = args.structure.display();
+    if args.trials > 1 {
+        let t = build::trials(table, &clouds, &structure, size, settings, args.trials)
+            .map_err(|e| anyhow::anyhow!(e))?;
+        let median = |v: &[usize]| {
+            let mut v = v.to_vec();
+            v.sort_unstable();
+            v.get(v.len() / 2).copied().unwrap_or(0)
+        };
+        let mut secs = t.seconds.clone();
+        secs.sort_by(f64::total_cmp);
+        println!(
+            "{name}, {} meta-modules, {}: built {}/{} from random starts; {} collisions, {} deadlocks, {} out of rounds; built ones: median {} rounds, {} moves, {:.1} ms",
+            structure.places.len(),
+            args.connection,
+            t.built,
+            t.trials,
+            t.collisions,
+            t.deadlocks,
+            t.out_of_rounds,
+            median(&t.rounds),
+            median(&t.moves),
+            secs.get(secs.len() / 2).copied().unwrap_or(0.0) * 1e3
+        );
+        return Ok(());
+    }
+    let mut world = World::new(size);
+    world
+        .set_structure(&structure)
+        .map_err(|e| anyhow::anyhow!("{name}: {e}"))?;
+    let starts = build::random_starts(&world, structure.places.len(), 3, args.seed)
+        .context("no room on the floor to spread the meta-modules out")?;
+    println!(
+        "{name}: {} places on levels {:?}; {} {} meta-modules start standing on {:?}",
+        structure.places.len(),
+        structure.levels(),
+        starts.len(),
+        args.connection,
+        starts
+    );
+    let mut b =
+        Build::new(world, table, &clouds, &starts, settings).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let mut film = Film::default();
+    let start = std::time::Instant::now();
+    let report = b.run_filmed(Some(&mut film));
+    let seconds = start.elapsed().as_secs_f64();
+    for m in &report.moves {
+        println!(
+            "round {:>4}: meta-module {} {} {:?} -> {:?}{}",
+            m.round,
+            m.id,
+            if m.filled { "fills its seed:" } else { "steps" },
+            m.from,
+            m.to,
+            match m.intermediates {
+                0 => String::new(),
+                k => format!(
+                    " (through {k} intermediate configuration{})",
+                    if k > 1 { "s" } else { "" }
+                ),
+            }
+        );
+    }
+    println!(
+        "{}: {} of {} seeds filled in {} rounds, {} moves, {} collisions{}{}; {:.1} ms",
+        if report.built { "built" } else { "NOT built" },
+        report.filled,
+        report.seeds,
+        report.rounds,
+        report.moves.len(),
+        report.collisions,
+        if report.deadlock { ", deadlocked" } else { "" },
+        if report.out_of_rounds {
+            ", out of rounds"
+        } else {
+            ""
+        },
+        seconds * 1e3
+    );
+    if let Some(path) = &args.picture {
+        yamor_roombots::picture::draw_with(path, &film.frames, floor_around(&film.frames), &[])?;
+        println!("picture: {}", path.display());
+    }
+    anyhow::ensure!(report.built, "the structure was not built");
+    Ok(())
 }
 
 fn srdb(args: &SrdbArgs) -> Result<()> {

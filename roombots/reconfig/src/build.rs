@@ -175,8 +175,26 @@ impl<'a> Build<'a> {
         })
     }
 
+    /// Every meta-module's modules, now, by id.
+    #[must_use]
+    pub fn frame(&self) -> Vec<yamor_roombots::module::ModulePose> {
+        self.world
+            .everyone()
+            .iter()
+            .flat_map(|(_, p)| module_poses(self.table, p))
+            .collect()
+    }
+
     /// Runs rounds until built, deadlocked, or out of rounds.
     pub fn run(&mut self) -> Report {
+        self.run_filmed(None)
+    }
+
+    /// [`Build::run`], adding a frame to `film` after every round.
+    pub fn run_filmed(&mut self, mut film: Option<&mut Film>) -> Report {
+        if let Some(f) = film.as_deref_mut() {
+            f.frames.push(self.frame());
+        }
         let mut report = Report {
             built: false,
             rounds: 0,
@@ -296,6 +314,9 @@ impl<'a> Build<'a> {
             if report.moves.len() == moved_before {
                 report.deadlock = true;
                 break;
+            }
+            if let Some(f) = film.as_deref_mut() {
+                f.frames.push(self.frame());
             }
         }
         report.built = self.world.built();
@@ -538,6 +559,36 @@ impl<'a> Build<'a> {
     }
 }
 
+/// Both modules of a meta-module placed in the grid, as frames in the
+/// world (for pictures and the physics): the table's pose about the root
+/// cube's cell, turned by the placement's turn.
+#[must_use]
+pub fn module_poses(
+    table: &Table,
+    placement: &Placement,
+) -> [yamor_roombots::module::ModulePose; 2] {
+    use nalgebra::{Isometry3, Translation3, UnitQuaternion};
+    let meta = yamor_roombots::chain::MetaModule::new(table.connection);
+    let q = table.configurations()[placement.pose].angles();
+    let poses = meta.poses(q);
+    let root_centre = meta.cube_centres(q)[0];
+    let r = placement.root;
+    let cell = nalgebra::Vector3::new(f64::from(r[0]), f64::from(r[1]), f64::from(r[2]) + 0.5)
+        * yamor_roombots::module::CELL;
+    let rotation = UnitQuaternion::from_matrix(&placement.turn.matrix());
+    let world = Isometry3::from_parts(Translation3::from(cell), rotation)
+        * Translation3::from(-root_centre);
+    poses.map(|p| yamor_roombots::module::ModulePose {
+        middles: p.middles.map(|m| world * m),
+    })
+}
+
+/// A build's moments: every meta-module's modules after each move.
+#[derive(Debug, Clone, Default)]
+pub struct Film {
+    pub frames: Vec<Vec<yamor_roombots::module::ModulePose>>,
+}
+
 /// `count` floor cells to start on, spread out as 003 Fig 3.4 spreads
 /// them: at least `spacing` cells apart (along x or y) from each other,
 /// and clear of the structure's footprint by one cell; drawn from `seed`.
@@ -576,6 +627,61 @@ pub fn random_starts(
         starts.push(c);
     }
     None
+}
+
+/// How a batch of builds went.
+#[derive(Debug, Clone, Default)]
+pub struct Tally {
+    pub trials: usize,
+    pub built: usize,
+    pub collisions: usize,
+    pub deadlocks: usize,
+    pub out_of_rounds: usize,
+    /// Per built trial.
+    pub rounds: Vec<usize>,
+    pub moves: Vec<usize>,
+    pub seconds: Vec<f64>,
+}
+
+/// Builds `structure` from `trials` random starts (seeds `0..trials`),
+/// one meta-module per place, in a world of `size`.
+pub fn trials(
+    table: &Table,
+    clouds: &Clouds,
+    structure: &crate::structure::Structure,
+    size: [i32; 3],
+    settings: Settings,
+    trials: usize,
+) -> Result<Tally, String> {
+    let mut tally = Tally {
+        trials,
+        ..Tally::default()
+    };
+    for seed in 0..trials as u64 {
+        let mut world = World::new(size);
+        world.set_structure(structure).map_err(|e| e.to_string())?;
+        let starts = random_starts(&world, structure.places.len(), 3, seed).ok_or_else(|| {
+            format!(
+                "a world of {size:?} cells has no room for {} meta-modules spread out",
+                structure.places.len()
+            )
+        })?;
+        let start = std::time::Instant::now();
+        let mut build =
+            Build::new(world, table, clouds, &starts, settings).map_err(|e| e.to_string())?;
+        let report = build.run();
+        let seconds = start.elapsed().as_secs_f64();
+        tally.collisions += report.collisions;
+        tally.deadlocks += usize::from(report.deadlock);
+        tally.out_of_rounds += usize::from(report.out_of_rounds);
+        if report.built {
+            tally.built += 1;
+            tally.rounds.push(report.rounds);
+            tally.moves.push(report.moves.len());
+            tally.seconds.push(seconds);
+        }
+    }
+    Ok(tally)
 }
 
 #[cfg(test)]
@@ -631,5 +737,52 @@ mod tests {
                 assert!(shared >= 1, "{t}: a step keeps its root: {m:?}");
             }
         }
+    }
+
+    #[test]
+    fn a_placed_meta_module_is_drawn_and_simulated_on_its_cells() {
+        let db = Database::generate();
+        for table in db.tables() {
+            for (pose, turn) in [
+                (0usize, Turn::IDENTITY),
+                (upright(table).0, upright(table).1),
+                (200, Turn::all()[17]),
+            ] {
+                let placement = Placement {
+                    root: [4, 5, 6],
+                    turn,
+                    pose,
+                };
+                let modules = module_poses(table, &placement);
+                let cells: Vec<Cell> = modules
+                    .iter()
+                    .flat_map(|m| {
+                        [0, 1].map(|k| {
+                            let c = m.cube_centre(k) / yamor_roombots::module::CELL;
+                            [
+                                c.x.round() as i32,
+                                c.y.round() as i32,
+                                (c.z - 0.5).round() as i32,
+                            ]
+                        })
+                    })
+                    .collect();
+                assert_eq!(
+                    cells,
+                    placement.cells(table).to_vec(),
+                    "{}",
+                    table.connection
+                );
+            }
+        }
+        // Upright: four cells straight up from the floor cell.
+        let table = db.table(ConnectionType::ShearZ);
+        let (pose, turn) = upright(table);
+        let p = Placement {
+            root: [2, 3, 0],
+            turn,
+            pose,
+        };
+        assert_eq!(p.cells(table), [[2, 3, 0], [2, 3, 1], [2, 3, 2], [2, 3, 3]]);
     }
 }

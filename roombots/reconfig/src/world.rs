@@ -125,6 +125,8 @@ pub struct World {
     moving: HashMap<u32, Placement>,
     /// Cells of placed meta-modules: connectors now.
     placed: CellSetWorld,
+    /// Where each placed meta-module stands.
+    settled: HashMap<u32, Placement>,
     /// Which moving meta-module holds each cell.
     occupied: HashMap<Cell, u32>,
     pub seeds: Vec<Seed>,
@@ -155,6 +157,7 @@ impl World {
             walls: CellSetWorld::new(),
             moving: HashMap::new(),
             placed: CellSetWorld::new(),
+            settled: HashMap::new(),
             occupied: HashMap::new(),
             seeds: Vec::new(),
             level: None,
@@ -271,8 +274,22 @@ impl World {
             self.placed.insert(c);
         }
         self.seeds[seed].filled_by = Some(id);
+        self.settled.insert(id, placement);
         self.refresh_level();
         Ok(())
+    }
+
+    /// Every meta-module, moving or placed, by id.
+    #[must_use]
+    pub fn everyone(&self) -> Vec<(u32, Placement)> {
+        let mut all: Vec<(u32, Placement)> = self
+            .moving
+            .iter()
+            .chain(&self.settled)
+            .map(|(id, p)| (*id, *p))
+            .collect();
+        all.sort_unstable_by_key(|(id, _)| *id);
+        all
     }
 
     /// What cell `c` holds, as meta-module `viewer` is told.
