@@ -28,6 +28,9 @@ pub enum RoombotsCommand {
     /// build reported move by move (and drawn), or many from random starts
     /// tallied.
     Build(BuildArgs),
+    /// 003 Fig 3.5: two meta-modules, each yielding to the other under the
+    /// seed's canMove, and what the seed's remedy and ours do there.
+    Deadlock(DeadlockArgs),
     /// 003 §2.4 and §3.1: the Servo Rotation Database (5,184 poses, the
     /// configurations and shapes per connection type, its build time) and
     /// the level 1–3 searches for intermediate configurations at the
@@ -66,7 +69,12 @@ pub enum MoveRule {
 #[derive(Args)]
 pub struct BuildArgs {
     /// The structure (003 §2.7's XML; examples/roombots/structures/).
-    structure: std::path::PathBuf,
+    #[arg(required_unless_present = "platform", conflicts_with = "platform")]
+    structure: Option<std::path::PathBuf>,
+    /// Instead of a file: a platform of BARS × ROWS meta-modules lying
+    /// flat (e.g. 5x20: 100 meta-modules), built from the middle row out.
+    #[arg(long, value_parser = bars_by_rows)]
+    platform: Option<(i32, i32)>,
     /// How each meta-module's two modules are joined.
     #[arg(long, default_value = "shear-s")]
     connection: ConnectionType,
@@ -92,6 +100,13 @@ pub struct BuildArgs {
     /// Draw the build (up to eight moments) into this PNG.
     #[arg(long)]
     picture: Option<std::path::PathBuf>,
+}
+
+#[derive(Args)]
+pub struct DeadlockArgs {
+    /// How each meta-module's two modules are joined.
+    #[arg(long, default_value = "shear-s")]
+    connection: ConnectionType,
 }
 
 #[derive(Args)]
@@ -218,18 +233,40 @@ pub fn roombots(command: RoombotsCommand) -> Result<()> {
         RoombotsCommand::Chair(args) => chair(&args),
         RoombotsCommand::Srdb(args) => srdb(&args),
         RoombotsCommand::Build(args) => build(&args),
+        RoombotsCommand::Deadlock(args) => deadlock(&args),
     }
+}
+
+/// `BARSxROWS`.
+fn bars_by_rows(text: &str) -> Result<(i32, i32), String> {
+    let bad = || format!("{text:?} is not BARSxROWS (e.g. 5x20)");
+    let (a, b) = text.split_once('x').ok_or_else(bad)?;
+    let (a, b): (i32, i32) = (a.parse().map_err(|_| bad())?, b.parse().map_err(|_| bad())?);
+    if a < 1 || b < 1 {
+        return Err(bad());
+    }
+    Ok((a, b))
 }
 
 fn build(args: &BuildArgs) -> Result<()> {
     use anyhow::Context;
     use yamor_reconfig::build::{self, Build, Film, Rule, Settings};
     use yamor_reconfig::world::World;
-    let text = std::fs::read_to_string(&args.structure)
-        .with_context(|| format!("reading {}", args.structure.display()))?;
-    let structure = yamor_reconfig::structure::parse(&text)
-        .map_err(|e| anyhow::anyhow!("{} is not a structure: {e}", args.structure.display()))?;
     anyhow::ensure!(args.size >= 5, "--size must be at least 5 cells");
+    let (structure, name) = match (&args.structure, args.platform) {
+        (Some(path), _) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("reading {}", path.display()))?;
+            let s = yamor_reconfig::structure::parse(&text)
+                .map_err(|e| anyhow::anyhow!("{} is not a structure: {e}", path.display()))?;
+            (s, path.display().to_string())
+        }
+        (None, Some((bars, rows))) => (
+            yamor_reconfig::structure::platform(bars, rows, [args.size / 2, args.size / 2, 0]),
+            format!("a platform of {bars}x{rows}"),
+        ),
+        (None, None) => anyhow::bail!("give a structure file or --platform"),
+    };
     anyhow::ensure!(args.trials >= 1, "--trials must be at least 1");
     let db = yamor_reconfig::srdb::Database::generate();
     let table = db.table(args.connection);
@@ -245,7 +282,6 @@ fn build(args: &BuildArgs) -> Result<()> {
         ..Settings::default()
     };
     let size = [args.size; 3];
-    let name = args.structure.display();
     if args.trials > 1 {
         let t = build::trials(table, &clouds, &structure, size, settings, args.trials)
             .map_err(|e| anyhow::anyhow!(e))?;
@@ -329,6 +365,59 @@ fn build(args: &BuildArgs) -> Result<()> {
         println!("picture: {}", path.display());
     }
     anyhow::ensure!(report.built, "the structure was not built");
+    Ok(())
+}
+
+fn deadlock(args: &DeadlockArgs) -> Result<()> {
+    use anyhow::Context;
+    use yamor_reconfig::build::{Build, Rule, Settings, deadlock_case};
+    let db = yamor_reconfig::srdb::Database::generate();
+    let table = db.table(args.connection);
+    let clouds = yamor_reconfig::sweep::Clouds::build(table, std::f64::consts::PI / 8.0, 2);
+    let (world, placements) = deadlock_case(table, &clouds).with_context(|| {
+        format!(
+            "no deadlock of Fig 3.5 found for {} meta-modules",
+            args.connection
+        )
+    })?;
+    println!(
+        "one open seed: a meta-module standing on floor cell (6, 6); {} meta-modules:",
+        args.connection
+    );
+    for (k, p) in placements.iter().enumerate() {
+        println!(
+            "  meta-module {}: root {:?}, cubes {:?}",
+            k + 1,
+            p.root,
+            p.cells(table)
+        );
+    }
+    for (rule, name) in [
+        (Rule::CanMove, "canMove (the seed)"),
+        (Rule::OneAtATime, "one at a time (the seed's remedy)"),
+        (Rule::Reserve, "reservations (ours)"),
+    ] {
+        let settings = Settings {
+            rule,
+            ..Settings::default()
+        };
+        let report = Build::with_placements(world.clone(), table, &clouds, &placements, settings)
+            .map_err(|e| anyhow::anyhow!("{e}"))?
+            .run();
+        println!(
+            "  {name:<36} {}: {} moves in {} rounds, {} collisions",
+            if report.built {
+                "built"
+            } else if report.deadlock {
+                "DEADLOCK"
+            } else {
+                "not built"
+            },
+            report.moves.len(),
+            report.rounds,
+            report.collisions
+        );
+    }
     Ok(())
 }
 

@@ -175,6 +175,32 @@ impl<'a> Build<'a> {
         })
     }
 
+    /// Meta-modules where `placements` put them, ids 1 ….
+    pub fn with_placements(
+        mut world: World,
+        table: &'a Table,
+        clouds: &'a Clouds,
+        placements: &[Placement],
+        settings: Settings,
+    ) -> Result<Self, crate::world::WorldError> {
+        for (k, p) in placements.iter().enumerate() {
+            world.place(k as u32 + 1, *p, table)?;
+        }
+        Ok(Build {
+            world,
+            table,
+            clouds,
+            settings,
+            history: std::collections::HashMap::new(),
+        })
+    }
+
+    /// Whether meta-module `id` waits this round under `canMove`.
+    #[must_use]
+    pub fn waits(&self, id: u32) -> bool {
+        matches!(self.decide(id), Intent::Wait)
+    }
+
     /// Every meta-module's modules, now, by id.
     #[must_use]
     pub fn frame(&self) -> Vec<yamor_roombots::module::ModulePose> {
@@ -629,6 +655,79 @@ pub fn random_starts(
     None
 }
 
+/// 003 Fig 3.5's deadlock rebuilt: one open seed (a meta-module standing
+/// on floor cell (6, 6) of a 13-cell world), meta-module 1 whose root is
+/// four cells from the seed (just beyond sight) but which lies towards
+/// it, and meta-module 2 standing where it sees both. 1 sees no seed and
+/// yields to 2, farther along the gradient; 2 sees the seed and yields
+/// to 1, whose cubes are nearer it. The first such pair found searching
+/// the poses around the seed; `None` when there is none for this table.
+#[must_use]
+pub fn deadlock_case(table: &Table, clouds: &Clouds) -> Option<(World, Vec<Placement>)> {
+    let structure = crate::structure::Structure {
+        places: vec![crate::structure::Place {
+            level: 0,
+            root: [0, 0, 0],
+            cubes: [[0, 0, 1], [0, 0, 2], [0, 0, 3]],
+        }],
+        offset: [6, 6, 0],
+    };
+    let mut world = World::new([13, 13, 13]);
+    world.set_structure(&structure).ok()?;
+    let seed: Cell = [6, 6, 0];
+    let (up_pose, up_turn) = upright(table);
+    let down = crate::timing::root_facing();
+    let turns: Vec<Turn> = Turn::all()
+        .into_iter()
+        .filter(|t| t.apply_dir(down) == Dir::MINUS_Z)
+        .collect();
+    let settings = Settings {
+        rule: Rule::CanMove,
+        ..Settings::default()
+    };
+    for ax in [2, 10] {
+        for ay in 3..=9 {
+            let root = [ax, ay, 0];
+            for turn in &turns {
+                for pose in 0..table.kept().len() {
+                    let a = Placement {
+                        root,
+                        turn: *turn,
+                        pose,
+                    };
+                    if a.cells(table).iter().any(|c| c[2] < 0 || !world.inside(*c)) {
+                        continue;
+                    }
+                    for bx in 3..=9 {
+                        for by in 3..=9 {
+                            let b = Placement {
+                                root: [bx, by, 0],
+                                turn: up_turn,
+                                pose: up_pose,
+                            };
+                            let Ok(build) = Build::with_placements(
+                                world.clone(),
+                                table,
+                                clouds,
+                                &[a, b],
+                                settings,
+                            ) else {
+                                continue;
+                            };
+                            let sees_seed =
+                                |p: &Placement| sub(seed, p.root).iter().all(|d| d.abs() <= SIGHT);
+                            if !sees_seed(&a) && sees_seed(&b) && build.waits(1) && build.waits(2) {
+                                return Some((world, vec![a, b]));
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    None
+}
+
 /// How a batch of builds went.
 #[derive(Debug, Clone, Default)]
 pub struct Tally {
@@ -736,6 +835,34 @@ mod tests {
                 let shared = m.from.iter().filter(|c| m.to.contains(c)).count();
                 assert!(shared >= 1, "{t}: a step keeps its root: {m:?}");
             }
+        }
+    }
+
+    #[test]
+    fn the_deadlock_of_fig_3_5_stops_can_move_and_neither_remedy() {
+        let db = Database::generate();
+        let table = db.table(ConnectionType::ShearS);
+        let clouds = Clouds::build(table, std::f64::consts::PI / 8.0, 2);
+        let (world, placements) =
+            deadlock_case(table, &clouds).expect("the seed's deadlock exists");
+        let run = |rule| {
+            let settings = Settings {
+                rule,
+                ..Settings::default()
+            };
+            Build::with_placements(world.clone(), table, &clouds, &placements, settings)
+                .unwrap()
+                .run()
+        };
+        let seed = run(Rule::CanMove);
+        assert!(
+            seed.deadlock && !seed.built && seed.moves.is_empty(),
+            "{seed:?}"
+        );
+        for rule in [Rule::OneAtATime, Rule::Reserve] {
+            let r = run(rule);
+            assert!(r.built, "{rule:?}: {r:?}");
+            assert_eq!(r.collisions, 0, "{rule:?}");
         }
     }
 

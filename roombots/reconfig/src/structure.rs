@@ -70,6 +70,30 @@ impl Structure {
     }
 }
 
+/// A platform of `bars × rows` meta-modules lying flat on the floor, each
+/// a bar of four cells along x, the bars of a row end to end: a
+/// `4·bars × rows` area, centred on `centre`. Built from the middle row
+/// outwards (level = distance from the middle row), so that no place is
+/// walled in before it is filled.
+#[must_use]
+pub fn platform(bars: i32, rows: i32, centre: Cell) -> Structure {
+    let mut places = Vec::new();
+    let middle = rows / 2;
+    for row in 0..rows {
+        for bar in 0..bars {
+            places.push(Place {
+                level: (row - middle).unsigned_abs(),
+                root: [4 * bar - 2 * bars, row - middle, 0],
+                cubes: [[1, 0, 0], [2, 0, 0], [3, 0, 0]],
+            });
+        }
+    }
+    Structure {
+        places,
+        offset: centre,
+    }
+}
+
 /// Why a structure file was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum StructureError {
