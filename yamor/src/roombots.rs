@@ -135,6 +135,10 @@ pub struct SrdbArgs {
     /// Threads sweeping the table of pairs.
     #[arg(long, default_value_t = 2)]
     threads: usize,
+    /// Only the coarse step (π/8): sweeping every pair at π/360 takes
+    /// seconds.
+    #[arg(long)]
+    coarse_only: bool,
 }
 
 #[derive(Args)]
@@ -466,7 +470,7 @@ fn srdb(args: &SrdbArgs) -> Result<()> {
         "searches (003 §3.1), {}: a meta-module on the floor, {} other cells taken ({} in the crowded cases no level-2 search solves); each search runs to its end",
         args.connection, args.others, args.crowded
     );
-    for (step, name, live, seed) in [
+    let steps = [
         (
             PI / 8.0,
             "pi/8",
@@ -479,7 +483,9 @@ fn srdb(args: &SrdbArgs) -> Result<()> {
             args.fine_live_cases,
             "level 2 3-5 s, level 3 300-440 s",
         ),
-    ] {
+    ];
+    let used = if args.coarse_only { 1 } else { 2 };
+    for &(step, name, live, seed) in &steps[..used] {
         let t = timing::time_step(
             &db,
             args.connection,

@@ -238,3 +238,145 @@ fn the_chairs_two_command_files_play_beside_the_stool_to_its_back() {
         assert!(stderr.contains(why), "{args:?}: {stderr}");
     }
 }
+
+fn structure(name: &str) -> std::path::PathBuf {
+    example(&format!("structures/{name}"))
+}
+
+#[test]
+fn meta_modules_build_a_chair_by_themselves_and_a_bad_structure_is_refused_by_line() {
+    let dir = std::env::temp_dir().join(format!("yamor-build-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let picture = dir.join("build.png");
+    let out = Command::new(BIN)
+        .args(["roombots", "build"])
+        .arg(structure("chair-4.xml"))
+        .arg("--picture")
+        .arg(&picture)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("built: 4 of 4 seeds filled"), "{stdout}");
+    assert!(stdout.contains(" 0 collisions"), "{stdout}");
+    assert_eq!(stdout.matches("fills its seed").count(), 4, "{stdout}");
+    assert!(std::fs::read(&picture).unwrap().starts_with(b"\x89PNG"));
+
+    let tally = Command::new(BIN)
+        .args([
+            "roombots",
+            "build",
+            "--trials",
+            "5",
+            "--connection",
+            "shear-z",
+        ])
+        .arg(structure("stool-6.xml"))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&tally.stdout);
+    assert!(tally.status.success());
+    assert!(
+        stdout.contains("6 meta-modules, shear-z: built 5/5") && stdout.contains(" 0 collisions"),
+        "{stdout}"
+    );
+
+    let bad = dir.join("bad.xml");
+    std::fs::write(&bad, "<structure>\n<module level=\"0\">\n<root x=\"0\" y=\"0\" z=\"0\"/>\n</module>\n<offset x=\"1\" y=\"1\" z=\"0\"/>\n</structure>\n").unwrap();
+    let out = Command::new(BIN)
+        .args(["roombots", "build"])
+        .arg(&bad)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(stderr.contains("line 2: <module> has 0 <cube>"), "{stderr}");
+    let outside = dir.join("outside.xml");
+    std::fs::write(
+        &outside,
+        std::fs::read_to_string(structure("chair-4.xml"))
+            .unwrap()
+            .replace(r#"<offset x="5""#, r#"<offset x="11""#),
+    )
+    .unwrap();
+    let out = Command::new(BIN)
+        .args(["roombots", "build"])
+        .arg(&outside)
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&out.stderr).contains("is outside the world"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn the_deadlock_of_fig_3_5_stops_the_seeds_rule_and_not_the_remedies() {
+    let out = Command::new(BIN)
+        .args(["roombots", "deadlock"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    let line = |start: &str| {
+        stdout
+            .lines()
+            .find(|l| l.trim_start().starts_with(start))
+            .unwrap_or_else(|| panic!("{stdout}"))
+            .to_owned()
+    };
+    assert!(line("canMove").contains("DEADLOCK: 0 moves"), "{stdout}");
+    assert!(line("one at a time").contains("built"), "{stdout}");
+    assert!(
+        line("reservations").contains("built") && line("reservations").contains(" 0 collisions"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn the_servo_rotation_database_has_63_shapes_per_connection_type() {
+    let out = Command::new(BIN)
+        .args([
+            "roombots",
+            "srdb",
+            "--runs",
+            "3",
+            "--cases",
+            "5",
+            "--live-cases",
+            "1",
+            "--coarse-only",
+        ])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for t in [
+        "parallel (PAR)",
+        "perpendicular (PER)",
+        "shear-z (SRZ)",
+        "shear-s (SRS)",
+    ] {
+        let row = stdout
+            .lines()
+            .find(|l| l.trim_start().starts_with(t))
+            .unwrap();
+        let numbers: Vec<&str> = row.split_whitespace().rev().take(5).collect();
+        // visited, cells and facing, shapes (the last five columns reversed).
+        assert_eq!(
+            (numbers[4], numbers[3], numbers[2]),
+            ("1296", "315", "63"),
+            "{row}"
+        );
+    }
+    assert!(
+        stdout.contains("level 3 table") && !stdout.contains("pi/360"),
+        "{stdout}"
+    );
+}
