@@ -28,6 +28,9 @@ pub enum RoombotsCommand {
     /// build reported move by move (and drawn), or many from random starts
     /// tallied.
     Build(BuildArgs),
+    /// The decentralised build against the fewest moves (A*, centralised):
+    /// one meta-module, one seed, random starts.
+    Fewest(FewestArgs),
     /// 003 Fig 3.5: two meta-modules, each yielding to the other under the
     /// seed's canMove, and what the seed's remedy and ours do there.
     Deadlock(DeadlockArgs),
@@ -100,6 +103,19 @@ pub struct BuildArgs {
     /// Draw the build (up to eight moments) into this PNG.
     #[arg(long)]
     picture: Option<std::path::PathBuf>,
+}
+
+#[derive(Args)]
+pub struct FewestArgs {
+    /// How each meta-module's two modules are joined.
+    #[arg(long, default_value = "shear-s")]
+    connection: ConnectionType,
+    /// Random starts.
+    #[arg(long, default_value_t = 50)]
+    trials: u64,
+    /// The seed's controller (canMove, no look-ahead) instead of ours.
+    #[arg(long)]
+    seeds_controller: bool,
 }
 
 #[derive(Args)]
@@ -238,6 +254,7 @@ pub fn roombots(command: RoombotsCommand) -> Result<()> {
         RoombotsCommand::Srdb(args) => srdb(&args),
         RoombotsCommand::Build(args) => build(&args),
         RoombotsCommand::Deadlock(args) => deadlock(&args),
+        RoombotsCommand::Fewest(args) => fewest(&args),
     }
 }
 
@@ -297,7 +314,7 @@ fn build(args: &BuildArgs) -> Result<()> {
         let mut secs = t.seconds.clone();
         secs.sort_by(f64::total_cmp);
         println!(
-            "{name}, {} meta-modules, {}: built {}/{} from random starts; {} collisions, {} deadlocks, {} out of rounds; built ones: median {} rounds, {} moves, {:.1} ms",
+            "{name}, {} meta-modules, {}: built {}/{} from random starts; {} collisions, {} deadlocks, {} out of rounds; built ones: median {} rounds, {} moves, {:.1} ms (slowest {:.1} ms)",
             structure.places.len(),
             args.connection,
             t.built,
@@ -307,7 +324,8 @@ fn build(args: &BuildArgs) -> Result<()> {
             t.out_of_rounds,
             median(&t.rounds),
             median(&t.moves),
-            secs.get(secs.len() / 2).copied().unwrap_or(0.0) * 1e3
+            secs.get(secs.len() / 2).copied().unwrap_or(0.0) * 1e3,
+            secs.last().copied().unwrap_or(0.0) * 1e3
         );
         return Ok(());
     }
@@ -369,6 +387,55 @@ fn build(args: &BuildArgs) -> Result<()> {
         println!("picture: {}", path.display());
     }
     anyhow::ensure!(report.built, "the structure was not built");
+    Ok(())
+}
+
+fn fewest(args: &FewestArgs) -> Result<()> {
+    use yamor_reconfig::build::{Rule, Settings};
+    let db = yamor_reconfig::srdb::Database::generate();
+    let table = db.table(args.connection);
+    let clouds = yamor_reconfig::sweep::Clouds::build(table, std::f64::consts::PI / 8.0, 2);
+    let settings = if args.seeds_controller {
+        Settings {
+            rule: Rule::CanMove,
+            look_ahead: false,
+            ..Settings::default()
+        }
+    } else {
+        Settings {
+            rule: Rule::Reserve,
+            ..Settings::default()
+        }
+    };
+    let pairs =
+        yamor_reconfig::central::against_decentralised(table, &clouds, settings, args.trials);
+    let both: Vec<(usize, usize)> = pairs
+        .iter()
+        .filter_map(|(f, d)| Some(((*f)?, (*d)?)))
+        .collect();
+    let mut ratios: Vec<f64> = both.iter().map(|(f, d)| *d as f64 / *f as f64).collect();
+    ratios.sort_by(f64::total_cmp);
+    anyhow::ensure!(!ratios.is_empty(), "no start both planned and built");
+    let mean = ratios.iter().sum::<f64>() / ratios.len() as f64;
+    let optimal = both.iter().filter(|(f, d)| f == d).count();
+    println!(
+        "one {} meta-module to one seed, {} random starts: {} planned and built; the decentralised build's moves over the fewest: mean {:.2}, median {:.2}, worst {:.2}; {} of {} optimal; fewest moves {}-{}",
+        args.connection,
+        pairs.len(),
+        both.len(),
+        mean,
+        ratios[ratios.len() / 2],
+        ratios[ratios.len() - 1],
+        optimal,
+        both.len(),
+        both.iter().map(|b| b.0).min().unwrap_or(0),
+        both.iter().map(|b| b.0).max().unwrap_or(0),
+    );
+    let unplanned = pairs.iter().filter(|p| p.0.is_none()).count();
+    let unbuilt = pairs.iter().filter(|p| p.1.is_none()).count();
+    if unplanned + unbuilt > 0 {
+        println!("  {unplanned} starts the planner gave up on, {unbuilt} the build did not finish");
+    }
     Ok(())
 }
 

@@ -300,12 +300,7 @@ impl<'a> Build<'a> {
                         .place(id, next, self.table)
                         .expect("a swept way ends on free cells");
                     // The goal cube locks, the root lets go: roles swap.
-                    let b = self.table.configurations()[pose];
-                    next = Placement {
-                        root: goal,
-                        turn: next.turn.compose(&b.goal_turn),
-                        pose: self.table.reversed(pose),
-                    };
+                    next = self.after_step(&next, pose, goal);
                     debug_assert_eq!(
                         {
                             let mut a = next.cells(self.table).to_vec();
@@ -420,13 +415,7 @@ impl<'a> Build<'a> {
     /// goal cube on `goal` (an open seed's root), the seed's shape is a
     /// configuration of the table from there.
     fn can_assume_after(&self, placement: &Placement, b: usize, goal: Cell) -> bool {
-        let next = Placement {
-            root: goal,
-            turn: placement
-                .turn
-                .compose(&self.table.configurations()[b].goal_turn),
-            pose: self.table.reversed(b),
-        };
+        let next = self.after_step(placement, b, goal);
         self.world
             .open_seeds()
             .filter(|(_, s)| s.cells[0] == goal)
@@ -504,62 +493,38 @@ impl<'a> Build<'a> {
         let blocked = self.world.blocked(id, &placement);
         let sweeps = Sweeps::Table(self.clouds);
         // On a seed's root: assume its configuration (a level-3 search).
-        if let Some((seed, s)) = self
-            .world
-            .open_seeds()
-            .find(|(_, s)| s.cells[0] == placement.root)
-        {
-            let local = s.cells.map(|c| placement.local(c));
-            for b in self.table.query_shape([local[1], local[2], local[3]]) {
-                if let Some(way) = find_way(self.table, sweeps, placement.pose, b, &blocked, 3) {
-                    return Intent::Go {
-                        pose: b,
-                        way,
-                        goal: None,
-                        seed: Some(seed),
-                    };
-                }
-            }
+        if let Some((seed, pose, way)) = self.fill_way(&placement, &blocked) {
+            return Intent::Go {
+                pose,
+                way,
+                goal: None,
+                seed: Some(seed),
+            };
         }
         let seed = self
             .visible_seed(placement.root)
             .map(|k| self.world.seeds[k].cells[0]);
         let gradient = self.world.gradient(placement.root);
-        let mut candidates: Vec<(i64, Cell, Vec<usize>)> = Vec::new();
         let history = self.history.get(&id);
-        for i in 0..crate::grid::WINDOW_CELLS {
-            let local = CellSet::cell(i);
-            let goal = placement.world(local);
-            if local == [0, 0, 0] || !self.world.content(goal, id).is_empty() {
-                continue;
-            }
-            if history.is_some_and(|h| h.contains(&goal)) {
-                continue;
-            }
-            let mut poses = Vec::new();
-            for d in Dir::ALL {
-                if !self.world.lockable(add(goal, d.step())) {
-                    continue;
-                }
-                let facing = placement.turn.inverse().apply_dir(d);
-                poses.extend(self.table.query_grid(local, facing));
-            }
-            if poses.is_empty() {
-                continue;
-            }
-            let metric = match seed {
-                Some(s) => i64::from(distance2(goal, s)),
-                None => {
-                    let along: f64 = sub(goal, placement.root)
-                        .iter()
-                        .zip(gradient)
-                        .map(|(d, g)| f64::from(*d) * g)
-                        .sum();
-                    -(along * 1000.0).round() as i64
-                }
-            };
-            candidates.push((metric, goal, poses));
-        }
+        let mut candidates: Vec<(i64, Cell, Vec<usize>)> = self
+            .goal_cells(id, &placement)
+            .into_iter()
+            .filter(|(goal, _)| !history.is_some_and(|h| h.contains(goal)))
+            .map(|(goal, poses)| {
+                let metric = match seed {
+                    Some(s) => i64::from(distance2(goal, s)),
+                    None => {
+                        let along: f64 = sub(goal, placement.root)
+                            .iter()
+                            .zip(gradient)
+                            .map(|(d, g)| f64::from(*d) * g)
+                            .sum();
+                        -(along * 1000.0).round() as i64
+                    }
+                };
+                (metric, goal, poses)
+            })
+            .collect();
         candidates.sort_by_key(|(m, g, _)| (*m, *g));
         for (_, goal, poses) in candidates {
             let level = if Some(goal) == seed { 3 } else { 2 };
@@ -582,6 +547,79 @@ impl<'a> Build<'a> {
             }
         }
         Intent::Stuck
+    }
+
+    /// On an open seed's root: the seed, a pose of its shape and a way
+    /// there (a level-3 search), if there is one.
+    pub(crate) fn fill_way(
+        &self,
+        placement: &Placement,
+        blocked: &CellSet,
+    ) -> Option<(usize, usize, Way)> {
+        let (seed, s) = self
+            .world
+            .open_seeds()
+            .find(|(_, s)| s.cells[0] == placement.root)?;
+        let local = s.cells.map(|c| placement.local(c));
+        self.table
+            .query_shape([local[1], local[2], local[3]])
+            .find_map(|b| {
+                find_way(
+                    self.table,
+                    Sweeps::Table(self.clouds),
+                    placement.pose,
+                    b,
+                    blocked,
+                    3,
+                )
+                .map(|way| (seed, b, way))
+            })
+    }
+
+    /// Every cell the goal cube of meta-module `id` could step to — empty,
+    /// with a connector beside it — with the kept poses that put it there
+    /// facing that connector.
+    pub(crate) fn goal_cells(&self, id: u32, placement: &Placement) -> Vec<(Cell, Vec<usize>)> {
+        let mut cells = Vec::new();
+        for i in 0..crate::grid::WINDOW_CELLS {
+            let local = CellSet::cell(i);
+            let goal = placement.world(local);
+            if local == [0, 0, 0] || !self.world.content(goal, id).is_empty() {
+                continue;
+            }
+            let mut poses = Vec::new();
+            for d in Dir::ALL {
+                if !self.world.lockable(add(goal, d.step())) {
+                    continue;
+                }
+                let facing = placement.turn.inverse().apply_dir(d);
+                poses.extend(self.table.query_grid(local, facing));
+            }
+            if !poses.is_empty() {
+                cells.push((goal, poses));
+            }
+        }
+        cells
+    }
+
+    pub(crate) fn table_ref(&self) -> &'a Table {
+        self.table
+    }
+
+    pub(crate) fn clouds_ref(&self) -> &'a Clouds {
+        self.clouds
+    }
+
+    /// Where a meta-module stands after stepping into pose `b` and handing
+    /// its root to the goal cube on `goal`.
+    pub(crate) fn after_step(&self, placement: &Placement, b: usize, goal: Cell) -> Placement {
+        Placement {
+            root: goal,
+            turn: placement
+                .turn
+                .compose(&self.table.configurations()[b].goal_turn),
+            pose: self.table.reversed(b),
+        }
     }
 }
 

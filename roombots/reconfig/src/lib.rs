@@ -18,10 +18,13 @@
 //!   level, what a meta-module is told of its surroundings.
 //! - [`build`]: the decentralised build of 003 §2.6: a Gradient
 //!   Controller per meta-module, rounds, the rules of who may move.
+//! - [`central`]: the fewest moves for one meta-module to fill a seed
+//!   (A*), to check the decentralised build against.
 //! - [`timing`]: 003 §3.1's timings measured here (the database, the
 //!   searches at the seed's rotation steps, live and tabled).
 
 pub mod build;
+pub mod central;
 pub mod grid;
 pub mod search;
 pub mod srdb;

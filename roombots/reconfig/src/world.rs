@@ -75,7 +75,7 @@ impl Content {
 }
 
 /// A meta-module in the world.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Placement {
     pub root: Cell,
     /// The root frame's turn in the world.
