@@ -35,7 +35,15 @@ impl Dir {
     /// The direction of a unit step, if `c` is one.
     #[must_use]
     pub fn of(c: Cell) -> Option<Dir> {
-        Dir::ALL.into_iter().find(|d| d.step() == c)
+        match c {
+            [1, 0, 0] => Some(Dir::PLUS_X),
+            [-1, 0, 0] => Some(Dir::MINUS_X),
+            [0, 1, 0] => Some(Dir::PLUS_Y),
+            [0, -1, 0] => Some(Dir::MINUS_Y),
+            [0, 0, 1] => Some(Dir::PLUS_Z),
+            [0, 0, -1] => Some(Dir::MINUS_Z),
+            _ => None,
+        }
     }
 
     #[must_use]

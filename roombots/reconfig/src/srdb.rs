@@ -15,7 +15,7 @@
 
 use std::collections::HashMap;
 
-use nalgebra::{Point3, Rotation3, Vector3};
+use nalgebra::{Matrix3, Point3, Rotation3, Vector3};
 use yamor_roombots::chain::{ConnectionType, MetaModule};
 use yamor_roombots::module::{CELL, Connector, MIDDLE_STEP, ModulePose, OUTER_STEP};
 
@@ -174,10 +174,22 @@ impl Database {
     #[must_use]
     pub fn generate() -> Self {
         let modules = module_poses();
+        // What a second module carries depends on its own pose only.
+        let carried: Vec<Carried> = modules
+            .iter()
+            .map(|(_, m)| {
+                (
+                    m.cube_centre(0),
+                    m.cube_centre(1),
+                    m.connector(Connector::C3X).rotation * Vector3::z(),
+                    m.middles[3].rotation.to_rotation_matrix(),
+                )
+            })
+            .collect();
         Database {
             tables: ConnectionType::ALL
                 .into_iter()
-                .map(|t| generate_table(t, &modules))
+                .map(|t| generate_table(t, &modules, &carried))
                 .collect(),
         }
     }
@@ -223,52 +235,50 @@ fn cell_of(p: &Point3<f64>, root: &Point3<f64>) -> Cell {
 /// connector's outward axis and its goal frame, in its own `M0`.
 type Carried = (Point3<f64>, Point3<f64>, Vector3<f64>, Rotation3<f64>);
 
-fn generate_table(connection: ConnectionType, modules: &[([u8; 3], ModulePose)]) -> Table {
+fn generate_table(
+    connection: ConnectionType,
+    modules: &[([u8; 3], ModulePose)],
+    carried: &[Carried],
+) -> Table {
     let meta = MetaModule::new(connection);
-    // The second module hangs from the first's C3X: its frame depends on
-    // the first module's pose only. What the second module carries (its
-    // cubes, its goal connector's facing, its goal frame) is computed once
-    // per pose.
+    // The second module hangs from the first's C3X, by a link the same
+    // whatever the first's pose: worked out once, at home.
     let home_second = ModulePose::of([0.0; 3]).middles[0];
-    let held: Vec<_> = modules
-        .iter()
-        .map(|(steps, _)| {
-            let q = angles_of([steps[0], steps[1], steps[2], 0, 0, 0]);
-            meta.poses(q)[1].middles[0] * home_second.inverse()
-        })
-        .collect();
-    let carried: Vec<Carried> = modules
+    let home_c3x = ModulePose::of([0.0; 3]).connector(Connector::C3X);
+    let link = home_c3x.inverse() * meta.poses([0.0; 6])[1].middles[0] * home_second.inverse();
+    // Each first pose: the second module's frame as a matrix and an
+    // offset from the root cube's centre (matrices transform faster), and
+    // the first module's second cube.
+    let held: Vec<(Matrix3<f64>, Vector3<f64>, Cell)> = modules
         .iter()
         .map(|(_, m)| {
+            let h = m.connector(Connector::C3X) * link;
+            let root = m.cube_centre(0);
             (
-                m.cube_centre(0),
-                m.cube_centre(1),
-                m.connector(Connector::C3X).rotation * Vector3::z(),
-                m.middles[3].rotation.to_rotation_matrix(),
+                *h.rotation.to_rotation_matrix().matrix(),
+                h.translation.vector - root.coords,
+                cell_of(&m.cube_centre(1), &root),
             )
         })
         .collect();
     // Module poses are numbered (a·4 + b)·3 + c by their steps. The goal
     // frame is worked out for the poses kept only.
     let goal_turn = |first: usize, second: usize| {
-        Turn::of_matrix((held[first].rotation.to_rotation_matrix() * carried[second].3).matrix())
+        Turn::of_matrix(&(held[first].0 * carried[second].3.matrix()))
             .expect("a lattice pose's frames lie along the grid")
     };
     let pose = |first: usize, second: usize| -> Configuration {
-        let (h, m) = (&held[first], &modules[first].1);
+        let (r, t, c1) = &held[first];
         let (a, b, z, _) = &carried[second];
-        let root = m.cube_centre(0);
-        let facing = Dir::of((h.rotation * z).map(|v| v.round() as i32).into())
+        let cell = |p: &Point3<f64>| -> Cell {
+            ((r * p.coords + t) / CELL).map(|v| v.round() as i32).into()
+        };
+        let facing = Dir::of((r * z).map(|v| v.round() as i32).into())
             .expect("a lattice pose faces along an axis");
         let (s1, s2) = (modules[first].0, modules[second].0);
         Configuration {
             steps: [s1[0], s1[1], s1[2], s2[0], s2[1], s2[2]],
-            cells: [
-                [0, 0, 0],
-                cell_of(&m.cube_centre(1), &root),
-                cell_of(&(h * a), &root),
-                cell_of(&(h * b), &root),
-            ],
+            cells: [[0, 0, 0], *c1, cell(a), cell(b)],
             facing,
             goal_turn: Turn::IDENTITY,
         }
@@ -279,8 +289,8 @@ fn generate_table(connection: ConnectionType, modules: &[([u8; 3], ModulePose)])
         configurations: Vec::with_capacity(640),
         kept: 0,
         reversed: Vec::new(),
-        grid_map: HashMap::new(),
-        configuration_map: HashMap::new(),
+        grid_map: HashMap::with_capacity(256),
+        configuration_map: HashMap::with_capacity(64),
         visited: 0,
     };
     // A shape is three unit steps (6³) and a facing (6): 1,296 slots.
@@ -319,23 +329,25 @@ fn generate_table(connection: ConnectionType, modules: &[([u8; 3], ModulePose)])
     table.kept = table.configurations.len();
     // Each kept pose seen from its goal cube, appended when not kept: the
     // poses a meta-module rests in after an inchworm step.
-    let mut by_steps: HashMap<[u8; 6], usize> = table
-        .configurations
-        .iter()
-        .enumerate()
-        .map(|(i, c)| (c.steps, i))
-        .collect();
+    // Poses by their two modules' numbers.
+    let mut by_steps = vec![usize::MAX; modules.len() * modules.len()];
+    let code = |s: [u8; 6]| number([s[0], s[1], s[2]]) * modules.len() + number([s[3], s[4], s[5]]);
+    for (i, c) in table.configurations.iter().enumerate() {
+        by_steps[code(c.steps)] = i;
+    }
     table.reversed = vec![usize::MAX; table.kept];
     for i in 0..table.kept {
         let r = table.configurations[i].reversed_steps();
-        let j = *by_steps.entry(r).or_insert_with(|| {
+        let mut j = by_steps[code(r)];
+        if j == usize::MAX {
             let (first, second) = (number([r[0], r[1], r[2]]), number([r[3], r[4], r[5]]));
             let mut c = pose(first, second);
             c.goal_turn = goal_turn(first, second);
             table.configurations.push(c);
             table.reversed.push(i);
-            table.configurations.len() - 1
-        });
+            j = table.configurations.len() - 1;
+            by_steps[code(r)] = j;
+        }
         table.reversed[i] = j;
     }
     table
