@@ -147,32 +147,22 @@ pub fn upright(table: &Table) -> (usize, Turn) {
 impl<'a> Build<'a> {
     /// Meta-modules standing upright on `starts` (floor cells), ids 1 ….
     pub fn new(
-        mut world: World,
+        world: World,
         table: &'a Table,
         clouds: &'a Clouds,
         starts: &[[i32; 2]],
         settings: Settings,
     ) -> Result<Self, crate::world::WorldError> {
         let (pose, turn) = upright(table);
-        for (k, s) in starts.iter().enumerate() {
-            let id = k as u32 + 1;
-            world.place(
-                id,
-                Placement {
-                    root: [s[0], s[1], 0],
-                    turn,
-                    pose,
-                },
-                table,
-            )?;
-        }
-        Ok(Build {
-            world,
-            table,
-            clouds,
-            settings,
-            history: std::collections::HashMap::new(),
-        })
+        let placements: Vec<Placement> = starts
+            .iter()
+            .map(|s| Placement {
+                root: [s[0], s[1], 0],
+                turn,
+                pose,
+            })
+            .collect();
+        Build::with_placements(world, table, clouds, &placements, settings)
     }
 
     /// Meta-modules where `placements` put them, ids 1 ….
@@ -693,15 +683,10 @@ pub fn random_starts(
     None
 }
 
-/// 003 Fig 3.5's deadlock rebuilt: one open seed (a meta-module standing
-/// on floor cell (6, 6) of a 13-cell world), meta-module 1 whose root is
-/// four cells from the seed (just beyond sight) but which lies towards
-/// it, and meta-module 2 standing where it sees both. 1 sees no seed and
-/// yields to 2, farther along the gradient; 2 sees the seed and yields
-/// to 1, whose cubes are nearer it. The first such pair found searching
-/// the poses around the seed; `None` when there is none for this table.
+/// A 13-cell world with one open seed: a meta-module standing upright on
+/// floor cell (6, 6).
 #[must_use]
-pub fn deadlock_case(table: &Table, clouds: &Clouds) -> Option<(World, Vec<Placement>)> {
+pub fn one_seed_world() -> World {
     let structure = crate::structure::Structure {
         places: vec![crate::structure::Place {
             level: 0,
@@ -711,7 +696,22 @@ pub fn deadlock_case(table: &Table, clouds: &Clouds) -> Option<(World, Vec<Place
         offset: [6, 6, 0],
     };
     let mut world = World::new([13, 13, 13]);
-    world.set_structure(&structure).ok()?;
+    world
+        .set_structure(&structure)
+        .expect("one upright place fits a 13-cell world");
+    world
+}
+
+/// 003 Fig 3.5's deadlock rebuilt: one open seed (a meta-module standing
+/// on floor cell (6, 6) of a 13-cell world), meta-module 1 whose root is
+/// four cells from the seed (just beyond sight) but which lies towards
+/// it, and meta-module 2 standing where it sees both. 1 sees no seed and
+/// yields to 2, farther along the gradient; 2 sees the seed and yields
+/// to 1, whose cubes are nearer it. The first such pair found searching
+/// the poses around the seed; `None` when there is none for this table.
+#[must_use]
+pub fn deadlock_case(table: &Table, clouds: &Clouds) -> Option<(World, Vec<Placement>)> {
+    let world = one_seed_world();
     let seed: Cell = [6, 6, 0];
     let (up_pose, up_turn) = upright(table);
     let down = crate::timing::root_facing();

@@ -99,20 +99,9 @@ pub fn against_decentralised(
     settings: crate::build::Settings,
     trials: u64,
 ) -> Vec<(Option<usize>, Option<usize>)> {
-    let structure = crate::structure::Structure {
-        places: vec![crate::structure::Place {
-            level: 0,
-            root: [0, 0, 0],
-            cubes: [[0, 0, 1], [0, 0, 2], [0, 0, 3]],
-        }],
-        offset: [6, 6, 0],
-    };
     let mut out = Vec::new();
     for seed in 0..trials {
-        let mut world = crate::world::World::new([13, 13, 13]);
-        if world.set_structure(&structure).is_err() {
-            continue;
-        }
+        let world = crate::build::one_seed_world();
         let Some(starts) = crate::build::random_starts(&world, 1, 3, seed) else {
             continue;
         };
@@ -148,9 +137,7 @@ mod tests {
     use super::*;
     use crate::build::{Rule, Settings, random_starts};
     use crate::srdb::Database;
-    use crate::structure::{Place, Structure};
     use crate::sweep::Clouds;
-    use crate::world::World;
     use yamor_roombots::chain::ConnectionType;
 
     #[test]
@@ -158,18 +145,9 @@ mod tests {
         let db = Database::generate();
         let table = db.table(ConnectionType::ShearZ);
         let clouds = Clouds::build(table, std::f64::consts::PI / 8.0, 2);
-        let structure = Structure {
-            places: vec![Place {
-                level: 0,
-                root: [0, 0, 0],
-                cubes: [[0, 0, 1], [0, 0, 2], [0, 0, 3]],
-            }],
-            offset: [6, 6, 0],
-        };
         let mut compared = 0;
         for seed in 0..12 {
-            let mut world = World::new([13, 13, 13]);
-            world.set_structure(&structure).unwrap();
+            let world = crate::build::one_seed_world();
             let starts = random_starts(&world, 1, 3, seed).unwrap();
             let settings = Settings {
                 rule: Rule::Reserve,
