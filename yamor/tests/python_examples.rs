@@ -20,8 +20,15 @@ fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
-/// A Python with grpcio, grpcio-tools and grpcio-reflection.
+/// A Python with grpcio, grpcio-tools and grpcio-reflection: made once
+/// per test binary (the tests run in parallel; two pip installs into one
+/// venv at once fail).
 fn python() -> PathBuf {
+    static PYTHON: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    PYTHON.get_or_init(make_python).clone()
+}
+
+fn make_python() -> PathBuf {
     if let Some(python) = std::env::var_os("YAMOR_PYTHON") {
         return python.into();
     }
