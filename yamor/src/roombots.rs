@@ -289,6 +289,10 @@ fn build(args: &BuildArgs) -> Result<()> {
         (None, None) => anyhow::bail!("give a structure file or --platform"),
     };
     anyhow::ensure!(args.trials >= 1, "--trials must be at least 1");
+    anyhow::ensure!(
+        args.trials == 1 || args.picture.is_none(),
+        "--picture draws one build: drop --trials (each trial's starts come from its own seed)"
+    );
     let db = yamor_reconfig::srdb::Database::generate();
     let table = db.table(args.connection);
     let clouds = yamor_reconfig::sweep::Clouds::build(table, std::f64::consts::PI / 8.0, 2);

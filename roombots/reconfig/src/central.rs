@@ -145,7 +145,6 @@ mod tests {
         let db = Database::generate();
         let table = db.table(ConnectionType::ShearZ);
         let clouds = Clouds::build(table, std::f64::consts::PI / 8.0, 2);
-        let mut compared = 0;
         for seed in 0..12 {
             let world = crate::build::one_seed_world();
             let starts = random_starts(&world, 1, 3, seed).unwrap();
@@ -170,8 +169,6 @@ mod tests {
                 "{fewest} > {}",
                 report.moves.len()
             );
-            compared += 1;
         }
-        assert_eq!(compared, 12);
     }
 }

@@ -107,7 +107,7 @@ pub struct LevelTiming {
     pub max: Duration,
 }
 
-/// Times `find_way` at `level` over `cases`.
+/// Times `find_way` at `level` over `cases` (at least one).
 #[must_use]
 pub fn time_level(table: &Table, sweeps: Sweeps<'_>, cases: &[Case], level: u8) -> LevelTiming {
     let mut times = Vec::with_capacity(cases.len());
@@ -161,14 +161,16 @@ pub fn time_step(
     let table_build = start.elapsed();
     let sweeper = Sweeper::new(&MetaModule::new(connection));
     let mut levels = Vec::new();
+    let live = &cases[..live_cases.min(cases.len())];
     for level in 1..=3 {
-        levels.push(time_level(
-            table,
-            Sweeps::Live(&sweeper, step),
-            &cases[..live_cases.min(cases.len())],
-            level,
-        ));
-        levels.push(time_level(table, Sweeps::Table(&clouds), cases, level));
+        for (sweeps, cases) in [
+            (Sweeps::Live(&sweeper, step), live),
+            (Sweeps::Table(&clouds), cases),
+        ] {
+            if !cases.is_empty() {
+                levels.push(time_level(table, sweeps, cases, level));
+            }
+        }
     }
     let hard: Vec<Case> = hard_pool
         .iter()
