@@ -295,7 +295,8 @@ fn build(args: &BuildArgs) -> Result<()> {
     );
     let db = yamor_reconfig::srdb::Database::generate();
     let table = db.table(args.connection);
-    let clouds = yamor_reconfig::sweep::Clouds::build(table, std::f64::consts::PI / 8.0, 2);
+    let clouds =
+        yamor_reconfig::sweep::Clouds::build(table, yamor_reconfig::sweep::ROTATION_STEP, 2);
     let settings = Settings {
         rule: match args.rule {
             MoveRule::CanMove => Rule::CanMove,
@@ -398,7 +399,8 @@ fn fewest(args: &FewestArgs) -> Result<()> {
     use yamor_reconfig::build::{Rule, Settings};
     let db = yamor_reconfig::srdb::Database::generate();
     let table = db.table(args.connection);
-    let clouds = yamor_reconfig::sweep::Clouds::build(table, std::f64::consts::PI / 8.0, 2);
+    let clouds =
+        yamor_reconfig::sweep::Clouds::build(table, yamor_reconfig::sweep::ROTATION_STEP, 2);
     let settings = if args.seeds_controller {
         Settings {
             rule: Rule::CanMove,
@@ -448,7 +450,8 @@ fn deadlock(args: &DeadlockArgs) -> Result<()> {
     use yamor_reconfig::build::{Build, Rule, Settings, deadlock_case};
     let db = yamor_reconfig::srdb::Database::generate();
     let table = db.table(args.connection);
-    let clouds = yamor_reconfig::sweep::Clouds::build(table, std::f64::consts::PI / 8.0, 2);
+    let clouds =
+        yamor_reconfig::sweep::Clouds::build(table, yamor_reconfig::sweep::ROTATION_STEP, 2);
     let (world, placements) = deadlock_case(table, &clouds).with_context(|| {
         format!(
             "no deadlock of Fig 3.5 found for {} meta-modules",
@@ -543,7 +546,7 @@ fn srdb(args: &SrdbArgs) -> Result<()> {
     );
     let steps = [
         (
-            PI / 8.0,
+            yamor_reconfig::sweep::ROTATION_STEP,
             "pi/8",
             args.live_cases,
             "level 1 < 10 ms, level 2 30-40 ms, level 3 2-3 s",

@@ -165,14 +165,18 @@ fn the_chairs_two_command_files_play_beside_the_stool_to_its_back() {
         yamor_roombots::scene::STOOL.to_vec(),
         "the example stool is the scene's"
     );
-    let out = Command::new(BIN)
-        .args(["roombots", "play", "--connection", "shear-s", "--structure"])
-        .arg(&stool)
-        .args(["--at", "0,1", "--at", "0,0"])
-        .arg(example("chair-1.txt"))
-        .arg(example("chair-2.txt"))
-        .output()
-        .unwrap();
+    // The two files, played in the order given, from (0, 1) and (0, 0).
+    let play = |first: &str, second: &str| {
+        Command::new(BIN)
+            .args(["roombots", "play", "--connection", "shear-s", "--structure"])
+            .arg(&stool)
+            .args(["--at", "0,1", "--at", "0,0"])
+            .arg(example(first))
+            .arg(example(second))
+            .output()
+            .unwrap()
+    };
+    let out = play("chair-1.txt", "chair-2.txt");
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stdout}{stderr}");
@@ -196,14 +200,7 @@ fn the_chairs_two_command_files_play_beside_the_stool_to_its_back() {
 
     // Swapped, each file's reaches are made from the other's floor cell:
     // the first lock faces no connector and is refused with its line.
-    let swapped = Command::new(BIN)
-        .args(["roombots", "play", "--connection", "shear-s", "--structure"])
-        .arg(&stool)
-        .args(["--at", "0,1", "--at", "0,0"])
-        .arg(example("chair-2.txt"))
-        .arg(example("chair-1.txt"))
-        .output()
-        .unwrap();
+    let swapped = play("chair-2.txt", "chair-1.txt");
     assert!(!swapped.status.success());
     assert!(
         String::from_utf8_lossy(&swapped.stderr).contains("[1] line 3 (lock 1 C3X) refused"),

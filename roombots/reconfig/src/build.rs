@@ -131,7 +131,7 @@ pub struct Build<'a> {
 /// its root locked onto the floor, its cubes straight up.
 #[must_use]
 pub fn upright(table: &Table) -> (usize, Turn) {
-    let facing = crate::timing::root_facing();
+    let facing = crate::srdb::root_facing();
     let up = sub([0, 0, 0], facing.step());
     let straight = [[0, 0, 0], up, add(up, up), add(add(up, up), up)];
     let pose = (0..table.kept().len())
@@ -220,7 +220,7 @@ impl<'a> Build<'a> {
             out_of_rounds: false,
             stuck: Vec::new(),
             filled: 0,
-            seeds: self.world.seeds.len(),
+            seeds: self.world.seeds().len(),
         };
         let mut turn_of = 0usize;
         while !self.world.built() && report.rounds < self.settings.max_rounds {
@@ -430,10 +430,10 @@ impl<'a> Build<'a> {
                 Some(seed) => {
                     let covering = cells
                         .iter()
-                        .any(|c| self.world.seeds[seed].cells.contains(c));
+                        .any(|c| self.world.seeds()[seed].cells.contains(c));
                     let nearest = cells
                         .iter()
-                        .map(|c| distance2(*c, self.world.seeds[seed].cells[0]))
+                        .map(|c| distance2(*c, self.world.seeds()[seed].cells[0]))
                         .min()
                         .unwrap_or(i32::MAX);
                     (covering, -i64::from(nearest), other)
@@ -493,7 +493,7 @@ impl<'a> Build<'a> {
         }
         let seed = self
             .visible_seed(placement.root)
-            .map(|k| self.world.seeds[k].cells[0]);
+            .map(|k| self.world.seeds()[k].cells[0]);
         let gradient = self.world.gradient(placement.root);
         let history = self.history.get(&id);
         let mut candidates: Vec<(i64, Cell, Vec<usize>)> = self
@@ -655,7 +655,7 @@ pub fn random_starts(
     seed: u64,
 ) -> Option<Vec<[i32; 2]>> {
     let footprint: Vec<[i32; 2]> = world
-        .seeds
+        .seeds()
         .iter()
         .flat_map(|s| s.cells)
         .map(|c| [c[0], c[1]])
@@ -714,7 +714,7 @@ pub fn deadlock_case(table: &Table, clouds: &Clouds) -> Option<(World, Vec<Place
     let world = one_seed_world();
     let seed: Cell = [6, 6, 0];
     let (up_pose, up_turn) = upright(table);
-    let down = crate::timing::root_facing();
+    let down = crate::srdb::root_facing();
     let turns: Vec<Turn> = Turn::all()
         .into_iter()
         .filter(|t| t.apply_dir(down) == Dir::MINUS_Z)
@@ -839,10 +839,10 @@ mod tests {
         let structure = crate::structure::parse(TWO_LEGS).unwrap();
         for t in [ConnectionType::ShearS, ConnectionType::Perpendicular] {
             let table = db.table(t);
-            let clouds = Clouds::build(table, std::f64::consts::PI / 8.0, 2);
+            let clouds = Clouds::build(table, crate::sweep::ROTATION_STEP, 2);
             let mut world = World::new([13, 13, 13]);
             world.set_structure(&structure).unwrap();
-            assert_eq!(world.level, Some(0));
+            assert_eq!(world.level(), Some(0));
             let mut build = Build::new(
                 world,
                 table,
@@ -862,7 +862,7 @@ mod tests {
             assert_eq!(fills.len(), 2);
             // Level 1 opens only after level 0's seed is filled: a later round.
             assert!(fills[0].round < fills[1].round);
-            let placed: Vec<[Cell; 4]> = build.world.seeds.iter().map(|s| s.cells).collect();
+            let placed: Vec<[Cell; 4]> = build.world.seeds().iter().map(|s| s.cells).collect();
             for (fill, cells) in fills.iter().zip(&placed) {
                 let mut a = fill.to.to_vec();
                 a.sort_unstable();
@@ -890,7 +890,7 @@ mod tests {
     fn the_deadlock_of_fig_3_5_stops_can_move_and_neither_remedy() {
         let db = Database::generate();
         for table in db.tables() {
-            let clouds = Clouds::build(table, std::f64::consts::PI / 8.0, 2);
+            let clouds = Clouds::build(table, crate::sweep::ROTATION_STEP, 2);
             let (world, placements) = deadlock_case(table, &clouds)
                 .unwrap_or_else(|| panic!("{}: the seed's deadlock exists", table.connection));
             let run = |rule| {

@@ -58,9 +58,8 @@ pub fn fewest_moves(build: &mut Build<'_>, id: u32, max_expanded: usize) -> Opti
             found = Some(moves + 1);
             break;
         }
-        let seed_roots = seeds.clone();
         for (goal, poses) in build.goal_cells(id, &here) {
-            let level = if seed_roots.contains(&goal) { 3 } else { 2 };
+            let level = if seeds.contains(&goal) { 3 } else { 2 };
             for b in poses {
                 let next = build.after_step(&here, b, goal);
                 if best.get(&next).is_some_and(|m| *m <= moves + 1) {
@@ -144,7 +143,7 @@ mod tests {
     fn no_decentralised_build_of_one_meta_module_beats_the_fewest_moves() {
         let db = Database::generate();
         let table = db.table(ConnectionType::ShearZ);
-        let clouds = Clouds::build(table, std::f64::consts::PI / 8.0, 2);
+        let clouds = Clouds::build(table, crate::sweep::ROTATION_STEP, 2);
         for seed in 0..12 {
             let world = crate::build::one_seed_world();
             let starts = random_starts(&world, 1, 3, seed).unwrap();

@@ -81,6 +81,15 @@ pub fn distance2(a: Cell, b: Cell) -> i32 {
     d[0] * d[0] + d[1] * d[1] + d[2] * d[2]
 }
 
+/// The cell a displacement (m) from a cube's centre ends in: one cube
+/// per [`CELL`](yamor_roombots::module::CELL).
+#[must_use]
+pub fn cell_at(d: &nalgebra::Vector3<f64>) -> Cell {
+    (d / yamor_roombots::module::CELL)
+        .map(|v| v.round() as i32)
+        .into()
+}
+
 /// A rotation of the grid onto itself: one of the cube's 24 turns, as an
 /// integer matrix (each row and column one ±1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]

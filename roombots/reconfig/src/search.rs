@@ -131,7 +131,7 @@ mod tests {
     #[test]
     fn each_level_finds_a_sound_way_where_the_one_below_finds_none_and_both_sweeps_agree() {
         let db = Database::generate();
-        let step = std::f64::consts::PI / 8.0;
+        let step = crate::sweep::ROTATION_STEP;
         let table = db.table(ConnectionType::ShearS);
         let sweeper = Sweeper::new(&MetaModule::new(table.connection));
         let clouds = Clouds::build(table, step, 2);

@@ -17,9 +17,9 @@ use std::collections::HashMap;
 
 use nalgebra::{Matrix3, Point3, Rotation3, Vector3};
 use yamor_roombots::chain::{ConnectionType, MetaModule};
-use yamor_roombots::module::{CELL, Connector, MIDDLE_STEP, ModulePose, OUTER_STEP};
+use yamor_roombots::module::{Connector, MIDDLE_STEP, ModulePose, OUTER_STEP};
 
-use crate::grid::{Cell, Dir, Turn, sub};
+use crate::grid::{Cell, Dir, Turn, cell_at, sub};
 
 /// Poses visited per connection type: 3⁴ · 4².
 pub const POSES_PER_TYPE: usize = 1296;
@@ -71,6 +71,14 @@ impl Configuration {
     pub fn shape(&self) -> [Cell; 3] {
         [self.cells[1], self.cells[2], self.cells[3]]
     }
+}
+
+/// Where the root's active connector faces in the root's frame: the
+/// floor (or whatever holds the root) lies that way.
+#[must_use]
+pub fn root_facing() -> Dir {
+    let z = ModulePose::of([0.0; 3]).connector(Connector::C0X).rotation * Vector3::z();
+    Dir::of(z.map(|v| v.round() as i32).into()).expect("C0X faces along an axis")
 }
 
 /// Step counts to angles.
@@ -226,11 +234,6 @@ fn module_poses() -> Vec<([u8; 3], ModulePose)> {
     poses
 }
 
-/// A point or direction of the root's frame as a cell.
-fn cell_of(p: &Point3<f64>, root: &Point3<f64>) -> Cell {
-    ((p - root) / CELL).map(|v| v.round() as i32).into()
-}
-
 /// What a second module's pose carries: its two cube centres, its goal
 /// connector's outward axis and its goal frame, in its own `M0`.
 type Carried = (Point3<f64>, Point3<f64>, Vector3<f64>, Rotation3<f64>);
@@ -257,7 +260,7 @@ fn generate_table(
             (
                 *h.rotation.to_rotation_matrix().matrix(),
                 h.translation.vector - root.coords,
-                cell_of(&m.cube_centre(1), &root),
+                cell_at(&(m.cube_centre(1) - root)),
             )
         })
         .collect();
@@ -270,9 +273,7 @@ fn generate_table(
     let pose = |first: usize, second: usize| -> Configuration {
         let (r, t, c1) = &held[first];
         let (a, b, z, _) = &carried[second];
-        let cell = |p: &Point3<f64>| -> Cell {
-            ((r * p.coords + t) / CELL).map(|v| v.round() as i32).into()
-        };
+        let cell = |p: &Point3<f64>| cell_at(&(r * p.coords + t));
         let facing = Dir::of((r * z).map(|v| v.round() as i32).into())
             .expect("a lattice pose faces along an axis");
         let (s1, s2) = (modules[first].0, modules[second].0);
@@ -390,7 +391,7 @@ mod tests {
                 let meta = MetaModule::new(table.connection);
                 let centres = meta.cube_centres(c.angles());
                 for (k, p) in centres.iter().enumerate() {
-                    let cell: Cell = ((p - centres[0]) / CELL).map(|v| v.round() as i32).into();
+                    let cell = cell_at(&(p - centres[0]));
                     assert_eq!(cell, c.cells[k]);
                 }
                 let kept = table
@@ -417,9 +418,7 @@ mod tests {
                 assert_eq!(turn, c.goal_turn);
                 let centres = meta.cube_centres(c.angles());
                 let from_goal = |p: &Point3<f64>| -> Cell {
-                    ((goal.inverse() * p - goal.inverse() * Point3::from(centres[3])) / CELL)
-                        .map(|v| v.round() as i32)
-                        .into()
+                    cell_at(&(goal.inverse() * p - goal.inverse() * Point3::from(centres[3])))
                 };
                 let cells = [3, 2, 1, 0].map(|k: usize| from_goal(&Point3::from(centres[k])));
                 let facing = Dir::of(

@@ -6,10 +6,12 @@
 
 use nalgebra::{Matrix3, Vector3};
 use yamor_roombots::chain::MetaModule;
-use yamor_roombots::module::CELL;
 
-use crate::grid::{Cell, CellSet};
+use crate::grid::{CellSet, cell_at};
 use crate::srdb::Table;
+
+/// The seed's `ROTATION_STEP` (003 §3.1): the sweeps builds use.
+pub const ROTATION_STEP: f64 = std::f64::consts::PI / 8.0;
 
 /// A meta-module's cube centres relative to its root cube, from the six
 /// joint angles.
@@ -80,15 +82,11 @@ impl Sweeper {
                 q[k] += travel[k] * t;
             }
             for c in self.centres(q) {
-                set.insert(cell_of(&c));
+                set.insert(cell_at(&c));
             }
         }
         set
     }
-}
-
-fn cell_of(c: &Vector3<f64>) -> Cell {
-    (c / CELL).map(|v| v.round() as i32).into()
 }
 
 /// The joint travel from configuration `a` to `b` of a table, the shortest
@@ -214,7 +212,7 @@ mod tests {
             }
             let centres = meta.cube_centres(q);
             for c in centres {
-                set.insert(cell_of(&(c - centres[0])));
+                set.insert(cell_at(&(c - centres[0])));
             }
         }
         set
@@ -264,7 +262,7 @@ mod tests {
     fn the_table_of_clouds_is_every_pair_swept_either_way() {
         let db = Database::generate();
         let table = db.table(ConnectionType::Perpendicular);
-        let step = std::f64::consts::PI / 8.0;
+        let step = ROTATION_STEP;
         let clouds = Clouds::build(table, step, 2);
         let sweeper = Sweeper::new(&MetaModule::new(table.connection));
         let n = table.configurations().len();

@@ -12,9 +12,8 @@
 use std::time::{Duration, Instant};
 
 use yamor_roombots::chain::{ConnectionType, MetaModule};
-use yamor_roombots::module::{Connector, ModulePose};
 
-use crate::grid::{Cell, CellSet, Dir, WINDOW_CELLS};
+use crate::grid::{Cell, CellSet, WINDOW_CELLS};
 use crate::search::{Sweeps, find_way};
 use crate::srdb::{Database, Table};
 use crate::sweep::{Clouds, Sweeper};
@@ -33,19 +32,11 @@ pub fn database_build(runs: usize) -> Duration {
     times[times.len() / 2]
 }
 
-/// Where the root's active connector faces in the root's frame: the
-/// floor (or whatever holds the root) lies that way.
-#[must_use]
-pub fn root_facing() -> Dir {
-    let z = ModulePose::of([0.0; 3]).connector(Connector::C0X).rotation * nalgebra::Vector3::z();
-    Dir::of(z.map(|v| v.round() as i32).into()).expect("C0X faces along an axis")
-}
-
 /// The cells of the window on the far side of the root's connector: the
 /// surface the root stands on, and everything under it.
 #[must_use]
 pub fn below_root() -> CellSet {
-    let f = root_facing().step();
+    let f = crate::srdb::root_facing().step();
     (0..WINDOW_CELLS)
         .map(CellSet::cell)
         .filter(|c| c[0] * f[0] + c[1] * f[1] + c[2] * f[2] >= 1)
@@ -212,7 +203,7 @@ mod tests {
         let floor = below_root();
         assert!(!floor.contains([0, 0, 0]));
         assert!(
-            floor.contains(root_facing().step()),
+            floor.contains(crate::srdb::root_facing().step()),
             "the cell the root locks onto"
         );
         for case in cases(table, 20, 10, 3) {

@@ -129,9 +129,9 @@ pub struct World {
     settled: HashMap<u32, Placement>,
     /// Which moving meta-module holds each cell.
     occupied: HashMap<Cell, u32>,
-    pub seeds: Vec<Seed>,
+    seeds: Vec<Seed>,
     /// The level whose seeds are open.
-    pub level: Option<u32>,
+    level: Option<u32>,
 }
 
 /// A set of world cells.
@@ -196,6 +196,18 @@ impl World {
             .filter(|s| s.filled_by.is_none())
             .map(|s| s.level)
             .min();
+    }
+
+    /// Every seed of the structure, open or filled.
+    #[must_use]
+    pub fn seeds(&self) -> &[Seed] {
+        &self.seeds
+    }
+
+    /// The level whose seeds are open; `None` once all are filled.
+    #[must_use]
+    pub fn level(&self) -> Option<u32> {
+        self.level
     }
 
     /// The open seeds: unfilled, of the open level.
