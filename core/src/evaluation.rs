@@ -431,13 +431,16 @@ pub enum BackendKind {
     Simulation,
     Real,
     Expression,
+    /// Plans Roombot self-reconfigurations (seed 003): serves `reconfig:` objectives.
+    Planning,
 }
 
 impl BackendKind {
-    pub const ALL: [BackendKind; 3] = [
+    pub const ALL: [BackendKind; 4] = [
         BackendKind::Simulation,
         BackendKind::Real,
         BackendKind::Expression,
+        BackendKind::Planning,
     ];
 
     /// The kind named `text` by [`BackendKind::as_str`].
@@ -452,6 +455,7 @@ impl BackendKind {
             BackendKind::Simulation => "simulation",
             BackendKind::Real => "real",
             BackendKind::Expression => "expression",
+            BackendKind::Planning => "planning",
         }
     }
 
@@ -462,6 +466,7 @@ impl BackendKind {
             BackendKind::Simulation => "sim",
             BackendKind::Real => "real",
             BackendKind::Expression => "expr",
+            BackendKind::Planning => "plan",
         }
     }
 
@@ -543,6 +548,32 @@ pub struct Outcome {
     /// The physics engine that simulated the walk (`rapier`,
     /// `articulated`); empty for a real robot or an expression.
     pub engine: String,
+    /// What a planning job found; `None` for walks and expressions.
+    pub plan: Option<PlanOutcome>,
+}
+
+/// What a planning host found for a self-reconfiguration job (seed 003):
+/// the build's figures and the plan itself. The job's fitness
+/// ([`Outcome::velocity`]) is the negated number of moves of a finished
+/// build, and 10⁶ lower for one that did not finish, so that no unfinished
+/// build ever ranks above a finished one.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct PlanOutcome {
+    /// Every seed of the structure was filled.
+    pub built: bool,
+    pub rounds: u32,
+    pub moves: u32,
+    /// Moves that swept a cell another meta-module held (0 in a sound plan).
+    pub collisions: u32,
+    /// A round passed in which nothing moved and nothing could change.
+    pub deadlock: bool,
+    /// Seeds filled, of all.
+    pub filled: u32,
+    pub seeds: u32,
+    /// The plan in `yamor-reconfig`'s text form (`yamor_reconfig::plan`):
+    /// the world, the target cells, the start and every move.
+    pub plan: String,
 }
 
 impl Outcome {

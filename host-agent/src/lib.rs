@@ -16,6 +16,9 @@
 //! - [`expr`]: the expression backend: a MathEval expression of the
 //!   parameters, with an optional delay; the zero-cost host for testing and
 //!   benchmarking schedulers and optimizers.
+//! - [`planning`]: a host that plans Roombot self-reconfigurations
+//!   (`reconfig:` objectives, seed 003) on a blocking thread, cancellable
+//!   between rounds.
 //! - [`serial`]: the real robot over a serial port (SNP through
 //!   `serialport`, the 5.2.1 set-up in one call, the 5.5.4 acknowledgement
 //!   bug handled, motors off whenever nothing is being evaluated).
@@ -38,6 +41,7 @@ pub mod backend;
 pub mod expr;
 pub mod grpc;
 pub mod model;
+pub mod planning;
 #[cfg(feature = "sim")]
 pub mod roombots;
 pub mod serial;

@@ -27,6 +27,7 @@ pub fn backend(value: i32) -> Result<Option<BackendKind>, String> {
         Ok(pb::Backend::Simulation) => Ok(Some(BackendKind::Simulation)),
         Ok(pb::Backend::Real) => Ok(Some(BackendKind::Real)),
         Ok(pb::Backend::Expression) => Ok(Some(BackendKind::Expression)),
+        Ok(pb::Backend::Planning) => Ok(Some(BackendKind::Planning)),
         Err(_) => Err(format!("backend: unknown value {value}")),
     }
 }
@@ -38,6 +39,7 @@ pub fn backend_to_pb(kind: Option<BackendKind>) -> pb::Backend {
         Some(BackendKind::Simulation) => pb::Backend::Simulation,
         Some(BackendKind::Real) => pb::Backend::Real,
         Some(BackendKind::Expression) => pb::Backend::Expression,
+        Some(BackendKind::Planning) => pb::Backend::Planning,
     }
 }
 

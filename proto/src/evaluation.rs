@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use yamor_core::RobotConfig;
 use yamor_core::evaluation::{
-    DefectMode, EarlyStop, EvaluationJob, EvaluationSpec, LeadIn, Objective, Outcome, RobotSource,
-    Sample, Situation,
+    DefectMode, EarlyStop, EvaluationJob, EvaluationSpec, LeadIn, Objective, Outcome, PlanOutcome,
+    RobotSource, Sample, Situation,
 };
 
 use crate::v1 as pb;
@@ -313,6 +313,16 @@ pub fn outcome(result: Option<pb::EvaluationResult>) -> Result<Outcome, ConvertE
         wall: Duration::try_from_secs_f64(timings.wall_s).unwrap_or_default(),
         physics_steps: timings.physics_steps,
         engine: timings.engine,
+        plan: result.plan.map(|p| PlanOutcome {
+            built: p.built,
+            rounds: p.rounds,
+            moves: p.moves,
+            collisions: p.collisions,
+            deadlock: p.deadlock,
+            filled: p.filled,
+            seeds: p.seeds,
+            plan: p.plan,
+        }),
     })
 }
 
@@ -340,6 +350,16 @@ pub fn outcome_to_pb(o: &Outcome) -> pb::EvaluationResult {
             real_time_factor: o.real_time_factor(),
             physics_steps: o.physics_steps,
             engine: o.engine.clone(),
+        }),
+        plan: o.plan.as_ref().map(|p| pb::PlanResult {
+            built: p.built,
+            rounds: p.rounds,
+            moves: p.moves,
+            collisions: p.collisions,
+            deadlock: p.deadlock,
+            filled: p.filled,
+            seeds: p.seeds,
+            plan: p.plan.clone(),
         }),
     }
 }

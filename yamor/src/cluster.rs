@@ -112,6 +112,9 @@ pub struct HostArgs {
     /// Evaluate this MathEval expression of the parameters instead of a robot.
     #[arg(long, allow_hyphen_values = true, conflicts_with = "serial")]
     expr: Option<String>,
+    /// Plan Roombot self-reconfigurations (`reconfig:` jobs, seed 003) instead of walking a robot.
+    #[arg(long, conflicts_with_all = ["sim", "expr", "serial"])]
+    plan: bool,
     /// Artificial delay per expression evaluation, in milliseconds.
     #[arg(long, default_value_t = 0)]
     delay_ms: u64,
@@ -152,7 +155,9 @@ pub fn backend_for(
             },
         )?,
         (None, Some(text)) => Arc::new(ExprBackend::new(text, delay)?),
-        _ => bail!("give exactly one of --sim <robot>, --expr '<expression>' or --serial <port>"),
+        _ => bail!(
+            "give exactly one of --sim <robot>, --expr '<expression>', --plan or --serial <port>"
+        ),
     })
 }
 
@@ -162,6 +167,9 @@ pub async fn host(args: HostArgs) -> Result<()> {
         None if args.tracker.camapp.is_some() => {
             bail!("--camapp measures a real robot: give --serial")
         }
+        None if args.plan => Arc::new(yamor_host_agent::planning::PlanningBackend::new(
+            std::thread::available_parallelism().map_or(1, usize::from),
+        )),
         None => backend_for(
             args.sim.as_deref(),
             args.engine,

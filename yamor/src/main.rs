@@ -22,6 +22,7 @@ enum LogFormat {
 
 mod cluster;
 mod net;
+mod plan;
 mod robot;
 mod roombots;
 mod run;

@@ -28,6 +28,11 @@ pub enum RoombotsCommand {
     /// build reported move by move (and drawn), or many from random starts
     /// tallied.
     Build(BuildArgs),
+    /// 003's builds as cluster jobs: one planning job per random start,
+    /// queued on an organizer's planning hosts (`yamor host --plan`) or a
+    /// local cluster's, stored (plan, moves, rounds, collisions, time) and
+    /// resumed when run again; a table and a summary.
+    Plan(crate::plan::PlanArgs),
     /// The decentralised build against the fewest moves (A*, centralised):
     /// one meta-module, one seed, random starts.
     Fewest(FewestArgs),
@@ -71,22 +76,8 @@ pub enum MoveRule {
 
 #[derive(Args)]
 pub struct BuildArgs {
-    /// The structure (003 §2.7's XML; examples/roombots/structures/).
-    #[arg(required_unless_present = "platform", conflicts_with = "platform")]
-    structure: Option<std::path::PathBuf>,
-    /// Instead of a file: a platform of BARS × ROWS meta-modules lying
-    /// flat (e.g. 5x20: 100 meta-modules), built from the middle row out.
-    #[arg(long, value_parser = bars_by_rows)]
-    platform: Option<(i32, i32)>,
-    /// How each meta-module's two modules are joined.
-    #[arg(long, default_value = "shear-s")]
-    connection: ConnectionType,
-    #[arg(long, value_enum, default_value = "reserve")]
-    rule: MoveRule,
-    /// The seed's controller: step onto a seed's root in any pose (no
-    /// look-ahead to whether its shape can be assumed from there).
-    #[arg(long)]
-    no_look_ahead: bool,
+    #[command(flatten)]
+    task: crate::plan::TaskArgs,
     /// Builds from random starts to tally (1: one build, reported move by
     /// move).
     #[arg(long, default_value_t = 1)]
@@ -94,12 +85,6 @@ pub struct BuildArgs {
     /// The random starts of a single build.
     #[arg(long, default_value_t = 0)]
     seed: u64,
-    /// The world's side, in cells.
-    #[arg(long, default_value_t = 13)]
-    size: i32,
-    /// Rounds before a build gives up.
-    #[arg(long, default_value_t = 2000)]
-    max_rounds: usize,
     /// Draw the build (up to eight moments) into this PNG.
     #[arg(long)]
     picture: Option<std::path::PathBuf>,
@@ -253,61 +238,29 @@ pub fn roombots(command: RoombotsCommand) -> Result<()> {
         RoombotsCommand::Chair(args) => chair(&args),
         RoombotsCommand::Srdb(args) => srdb(&args),
         RoombotsCommand::Build(args) => build(&args),
+        RoombotsCommand::Plan(args) => crate::plan::plan(&args),
         RoombotsCommand::Deadlock(args) => deadlock(&args),
         RoombotsCommand::Fewest(args) => fewest(&args),
     }
 }
 
 /// `BARSxROWS`.
-fn bars_by_rows(text: &str) -> Result<(i32, i32), String> {
-    let bad = || format!("{text:?} is not BARSxROWS (e.g. 5x20)");
-    let (a, b) = text.split_once('x').ok_or_else(bad)?;
-    let (a, b): (i32, i32) = (a.parse().map_err(|_| bad())?, b.parse().map_err(|_| bad())?);
-    if a < 1 || b < 1 {
-        return Err(bad());
-    }
-    Ok((a, b))
-}
-
 fn build(args: &BuildArgs) -> Result<()> {
-    use anyhow::Context;
-    use yamor_reconfig::build::{self, Build, Film, Rule, Settings};
-    use yamor_reconfig::world::World;
-    anyhow::ensure!(args.size >= 5, "--size must be at least 5 cells");
-    let (structure, name) = match (&args.structure, args.platform) {
-        (Some(path), _) => {
-            let text = std::fs::read_to_string(path)
-                .with_context(|| format!("reading {}", path.display()))?;
-            let s = yamor_reconfig::structure::parse(&text)
-                .map_err(|e| anyhow::anyhow!("{} is not a structure: {e}", path.display()))?;
-            (s, path.display().to_string())
-        }
-        (None, Some((bars, rows))) => (
-            yamor_reconfig::structure::platform(bars, rows, [args.size / 2, args.size / 2, 0]),
-            format!("a platform of {bars}x{rows}"),
-        ),
-        (None, None) => anyhow::bail!("give a structure file or --platform"),
-    };
+    use yamor_reconfig::build::{self, Build, Film};
+    let task = args.task.task()?;
+    let structure = task.structure()?;
+    let name = task.name();
     anyhow::ensure!(args.trials >= 1, "--trials must be at least 1");
     anyhow::ensure!(
         args.trials == 1 || args.picture.is_none(),
         "--picture draws one build: drop --trials (each trial's starts come from its own seed)"
     );
     let db = yamor_reconfig::srdb::Database::generate();
-    let table = db.table(args.connection);
+    let table = db.table(task.connection);
     let clouds =
         yamor_reconfig::sweep::Clouds::build(table, yamor_reconfig::sweep::ROTATION_STEP, 2);
-    let settings = Settings {
-        rule: match args.rule {
-            MoveRule::CanMove => Rule::CanMove,
-            MoveRule::OneAtATime => Rule::OneAtATime,
-            MoveRule::Reserve => Rule::Reserve,
-        },
-        look_ahead: !args.no_look_ahead,
-        max_rounds: args.max_rounds,
-        ..Settings::default()
-    };
-    let size = [args.size; 3];
+    let settings = task.settings();
+    let size = [task.size; 3];
     if args.trials > 1 {
         let t = build::trials(table, &clouds, &structure, size, settings, args.trials)
             .map_err(|e| anyhow::anyhow!(e))?;
@@ -321,7 +274,7 @@ fn build(args: &BuildArgs) -> Result<()> {
         println!(
             "{name}, {} meta-modules, {}: built {}/{} from random starts; {} collisions, {} deadlocks, {} out of rounds; built ones: median {} rounds, {} moves, {:.1} ms (slowest {:.1} ms)",
             structure.places.len(),
-            args.connection,
+            task.connection,
             t.built,
             t.trials,
             t.collisions,
@@ -334,18 +287,13 @@ fn build(args: &BuildArgs) -> Result<()> {
         );
         return Ok(());
     }
-    let mut world = World::new(size);
-    world
-        .set_structure(&structure)
-        .map_err(|e| anyhow::anyhow!("{name}: {e}"))?;
-    let starts = build::random_starts(&world, structure.places.len(), 3, args.seed)
-        .context("no room on the floor to spread the meta-modules out")?;
+    let (world, starts) = task.start(args.seed)?;
     println!(
         "{name}: {} places on levels {:?}; {} {} meta-modules start standing on {:?}",
         structure.places.len(),
         structure.levels(),
         starts.len(),
-        args.connection,
+        task.connection,
         starts
     );
     let mut b =

@@ -119,6 +119,7 @@ pub fn backend_to_proto(kind: BackendKind) -> pb::Backend {
         BackendKind::Simulation => pb::Backend::Simulation,
         BackendKind::Real => pb::Backend::Real,
         BackendKind::Expression => pb::Backend::Expression,
+        BackendKind::Planning => pb::Backend::Planning,
     }
 }
 

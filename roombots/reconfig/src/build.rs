@@ -30,7 +30,8 @@ use crate::sweep::Clouds;
 use crate::world::{Content, Placement, World};
 
 /// Who may move in a round.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum Rule {
     /// 003 §2.6.4's `canMove`: a meta-module that sees another with a
     /// higher priority waits; the others move at once.
@@ -207,7 +208,18 @@ impl<'a> Build<'a> {
     }
 
     /// [`Build::run`], adding a frame to `film` after every round.
-    pub fn run_filmed(&mut self, mut film: Option<&mut Film>) -> Report {
+    pub fn run_filmed(&mut self, film: Option<&mut Film>) -> Report {
+        self.run_until(film, &|| false)
+            .expect("a build never stopped runs to its end")
+    }
+
+    /// [`Build::run_filmed`] that asks `stop` before every round and gives
+    /// up (`None`) once it says so: a planning host whose job was cancelled.
+    pub fn run_until(
+        &mut self,
+        mut film: Option<&mut Film>,
+        stop: &dyn Fn() -> bool,
+    ) -> Option<Report> {
         if let Some(f) = film.as_deref_mut() {
             f.frames.push(self.frame());
         }
@@ -224,6 +236,9 @@ impl<'a> Build<'a> {
         };
         let mut turn_of = 0usize;
         while !self.world.built() && report.rounds < self.settings.max_rounds {
+            if stop() {
+                return None;
+            }
             report.rounds += 1;
             let ids = self.world.moving();
             if ids.is_empty() {
@@ -341,7 +356,7 @@ impl<'a> Build<'a> {
             .into_iter()
             .filter(|id| matches!(self.decide(*id), Intent::Stuck))
             .collect();
-        report
+        Some(report)
     }
 
     /// Whether meta-module `id` may pass through world cell `c` now.

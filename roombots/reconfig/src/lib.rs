@@ -20,15 +20,21 @@
 //!   Controller per meta-module, rounds, the rules of who may move.
 //! - [`central`]: the fewest moves for one meta-module to fill a seed
 //!   (A*), to check the decentralised build against.
+//! - [`plan`]: a build written down (start and every move) as text, read
+//!   back with line errors, replayed step by step.
+//! - [`task`]: a reconfiguration as a cluster job (the `reconfig:`
+//!   objective) and the planner a planning host runs.
 //! - [`timing`]: 003 §3.1's timings measured here (the database, the
 //!   searches at the seed's rotation steps, live and tabled).
 
 pub mod build;
 pub mod central;
 pub mod grid;
+pub mod plan;
 pub mod search;
 pub mod srdb;
 pub mod structure;
 pub mod sweep;
+pub mod task;
 pub mod timing;
 pub mod world;

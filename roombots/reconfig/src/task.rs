@@ -1,0 +1,314 @@
+//! A self-reconfiguration as a cluster job: what a planning host is asked
+//! (a [`Task`]: the structure, the meta-modules' connection type, the
+//! rule; the start comes from the job's seed) and the [`Planner`] that
+//! answers it with a [`Plan`].
+//!
+//! A task travels as a job's objective, `reconfig:` followed by its JSON,
+//! so the organizer queues, stores, retries and resumes it like any other
+//! job, and sends it only to hosts that serve `reconfig:*`.
+
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+use yamor_roombots::chain::ConnectionType;
+
+use crate::build::{Build, Report, Rule, Settings, random_starts};
+use crate::plan::Plan;
+use crate::srdb::Database;
+use crate::structure::{Structure, parse, platform};
+use crate::sweep::{Clouds, ROTATION_STEP};
+use crate::world::World;
+
+/// The objective prefix of a planning job.
+pub const OBJECTIVE_PREFIX: &str = "reconfig:";
+
+/// What a planning host serves (a job objective pattern).
+pub const SERVED: &str = "reconfig:*";
+
+/// The structure to build.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub enum Target {
+    /// 003 §2.7.2's XML, with a name to show (its file name).
+    Xml { name: String, xml: String },
+    /// [`platform`]: `bars` × `rows` meta-modules lying flat, centred.
+    Platform { bars: i32, rows: i32 },
+}
+
+/// One reconfiguration to plan. The start is drawn from the job's seed
+/// ([`random_starts`]), so a batch over starts is a batch over seeds.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Task {
+    pub target: Target,
+    #[serde(with = "connection_text")]
+    pub connection: ConnectionType,
+    pub rule: Rule,
+    /// Ours: step onto a seed only in a pose that can assume it.
+    pub look_ahead: bool,
+    /// Cells along each side of the cubic world.
+    pub size: i32,
+    pub max_rounds: usize,
+}
+
+mod connection_text {
+    use serde::{Deserialize, Deserializer, Serializer};
+    use yamor_roombots::chain::ConnectionType;
+
+    pub fn serialize<S: Serializer>(c: &ConnectionType, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(c)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<ConnectionType, D::Error> {
+        String::deserialize(d)?
+            .parse()
+            .map_err(serde::de::Error::custom)
+    }
+}
+
+/// Why a task was not planned.
+#[derive(Debug, thiserror::Error)]
+pub enum TaskError {
+    /// The task cannot be planned anywhere (retrying is pointless).
+    #[error("{0}")]
+    Invalid(String),
+    /// The caller stopped it.
+    #[error("stopped")]
+    Stopped,
+}
+
+/// The smallest and largest worlds a task may ask for.
+const SIZES: std::ops::RangeInclusive<i32> = 5..=64;
+
+impl Task {
+    /// The job objective that carries this task.
+    #[must_use]
+    pub fn objective(&self) -> String {
+        format!(
+            "{OBJECTIVE_PREFIX}{}",
+            serde_json::to_string(self).expect("a task is plain data")
+        )
+    }
+
+    /// The task a job objective carries; `None` when the objective is not
+    /// a planning one, an error when it is but cannot be read.
+    pub fn from_objective(objective: &str) -> Option<Result<Self, TaskError>> {
+        let json = objective.trim().strip_prefix(OBJECTIVE_PREFIX)?;
+        Some(
+            serde_json::from_str::<Task>(json)
+                .map_err(|e| TaskError::Invalid(format!("not a planning task: {e}")))
+                .and_then(|t| t.checked()),
+        )
+    }
+
+    /// The task, or why it cannot be planned.
+    pub fn checked(self) -> Result<Self, TaskError> {
+        if !SIZES.contains(&self.size) {
+            return Err(TaskError::Invalid(format!(
+                "world size {} is not in {}..={}",
+                self.size,
+                SIZES.start(),
+                SIZES.end()
+            )));
+        }
+        if self.max_rounds == 0 {
+            return Err(TaskError::Invalid("max_rounds must be at least 1".into()));
+        }
+        self.structure()?;
+        Ok(self)
+    }
+
+    /// The structure, placed in the world.
+    pub fn structure(&self) -> Result<Structure, TaskError> {
+        match &self.target {
+            Target::Xml { name, xml } => {
+                parse(xml).map_err(|e| TaskError::Invalid(format!("{name}: {e}")))
+            }
+            Target::Platform { bars, rows } if *bars >= 1 && *rows >= 1 => {
+                Ok(platform(*bars, *rows, [self.size / 2, self.size / 2, 0]))
+            }
+            Target::Platform { bars, rows } => Err(TaskError::Invalid(format!(
+                "a platform of {bars}x{rows} has no meta-modules"
+            ))),
+        }
+    }
+
+    /// The name people read: the file name or the platform's size.
+    #[must_use]
+    pub fn name(&self) -> String {
+        match &self.target {
+            Target::Xml { name, .. } => name.clone(),
+            Target::Platform { bars, rows } => format!("platform {bars}x{rows}"),
+        }
+    }
+
+    /// How the build runs.
+    #[must_use]
+    pub fn settings(&self) -> Settings {
+        Settings {
+            rule: self.rule,
+            look_ahead: self.look_ahead,
+            max_rounds: self.max_rounds,
+            ..Settings::default()
+        }
+    }
+
+    /// The world with the structure's seeds and the meta-modules standing
+    /// on the floor where `seed` puts them, before anything moved.
+    pub fn start(&self, seed: u64) -> Result<(World, Vec<[i32; 2]>), TaskError> {
+        let structure = self.structure()?;
+        let mut world = World::new([self.size; 3]);
+        world
+            .set_structure(&structure)
+            .map_err(|e| TaskError::Invalid(format!("{}: {e}", self.name())))?;
+        let starts = random_starts(&world, structure.places.len(), 3, seed).ok_or_else(|| {
+            TaskError::Invalid(format!(
+                "{}: no room on a floor of {} cells to spread {} meta-modules out",
+                self.name(),
+                self.size,
+                structure.places.len()
+            ))
+        })?;
+        Ok((world, starts))
+    }
+}
+
+/// A task planned.
+#[derive(Debug, Clone)]
+pub struct Planned {
+    pub report: Report,
+    pub plan: Plan,
+    /// Planning time, the database and swept cells already at hand.
+    pub wall: Duration,
+}
+
+/// Plans tasks; builds the database once and each connection type's swept
+/// cells the first time a task needs them.
+pub struct Planner {
+    db: Database,
+    clouds: [OnceLock<Clouds>; 4],
+    threads: usize,
+}
+
+impl Planner {
+    /// A planner that sweeps on `threads` threads.
+    #[must_use]
+    pub fn new(threads: usize) -> Self {
+        Planner {
+            db: Database::generate(),
+            clouds: Default::default(),
+            threads: threads.max(1),
+        }
+    }
+
+    /// Plans `task` from the start `seed` draws. `stop` is asked between
+    /// rounds; once it says so, the planning ends with [`TaskError::Stopped`].
+    pub fn plan(
+        &self,
+        task: &Task,
+        seed: u64,
+        stop: &dyn Fn() -> bool,
+    ) -> Result<Planned, TaskError> {
+        let table = self.db.table(task.connection);
+        let index = ConnectionType::ALL
+            .iter()
+            .position(|c| *c == task.connection)
+            .expect("every connection type is listed");
+        let clouds =
+            self.clouds[index].get_or_init(|| Clouds::build(table, ROTATION_STEP, self.threads));
+        let (world, starts) = task.start(seed)?;
+        let began = Instant::now();
+        let mut build = Build::new(world, table, clouds, &starts, task.settings())
+            .map_err(|e| TaskError::Invalid(e.to_string()))?;
+        let before = build.world.clone();
+        let report = build.run_until(None, stop).ok_or(TaskError::Stopped)?;
+        let plan = Plan::record(&before, table, &report);
+        Ok(Planned {
+            report,
+            plan,
+            wall: began.elapsed(),
+        })
+    }
+}
+
+/// A planning job's fitness (maximised): the negated moves of a finished
+/// build; an unfinished one 10⁶ lower, below every finished build.
+#[must_use]
+pub fn fitness(report: &Report) -> f64 {
+    let moves = report.moves.len() as f64;
+    if report.built { -moves } else { -moves - 1e6 }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn task() -> Task {
+        Task {
+            target: Target::Platform { bars: 2, rows: 2 },
+            connection: ConnectionType::ShearS,
+            rule: Rule::Reserve,
+            look_ahead: true,
+            size: 13,
+            max_rounds: 2000,
+        }
+    }
+
+    #[test]
+    fn a_task_survives_its_objective_and_bad_ones_are_named() {
+        let t = task();
+        let objective = t.objective();
+        assert!(objective.starts_with(OBJECTIVE_PREFIX));
+        assert_eq!(Task::from_objective(&objective).unwrap().unwrap(), t);
+        assert!(Task::from_objective("bbob/f3/i1/d5").is_none());
+        let wrong = [
+            ("reconfig:{", "not a planning task"),
+            (
+                &objective.replace("shear-s", "diagonal"),
+                "unknown connection type",
+            ),
+            (
+                &objective.replace("\"size\":13", "\"size\":500"),
+                "world size",
+            ),
+            (
+                &Task {
+                    target: Target::Xml {
+                        name: "bad.xml".into(),
+                        xml: "<structure><module".into(),
+                    },
+                    ..task()
+                }
+                .objective(),
+                "bad.xml",
+            ),
+            (
+                &Task {
+                    target: Target::Platform { bars: 0, rows: 3 },
+                    ..task()
+                }
+                .objective(),
+                "no meta-modules",
+            ),
+        ];
+        for (objective, says) in wrong {
+            let e = Task::from_objective(objective).unwrap().unwrap_err();
+            assert!(e.to_string().contains(says), "{objective}: {e}");
+        }
+    }
+
+    #[test]
+    fn one_seed_plans_one_build_and_a_stop_ends_it() {
+        let planner = Planner::new(2);
+        let a = planner.plan(&task(), 3, &|| false).unwrap();
+        let b = planner.plan(&task(), 3, &|| false).unwrap();
+        assert!(a.report.built);
+        assert_eq!(a.plan, b.plan, "the same seed plans the same build");
+        assert!(fitness(&a.report) < 0.0 && fitness(&a.report) > -1e6);
+        assert!(matches!(
+            planner.plan(&task(), 3, &|| true),
+            Err(TaskError::Stopped)
+        ));
+    }
+}

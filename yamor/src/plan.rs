@@ -1,0 +1,327 @@
+//! `yamor roombots plan`: self-reconfigurations planned as cluster jobs,
+//! one job per start, on an organizer's planning hosts or on a local
+//! cluster of them; stored, and resumed by running the command again.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use anyhow::{Context, Result, bail, ensure};
+use clap::Args;
+use tokio_stream::StreamExt;
+use yamor_core::evaluation::{EvaluationJob, EvaluationSpec, Objective};
+use yamor_organizer::OrganizerClient;
+use yamor_organizer::model::{Job, JobFilter, JobRequest, JobState};
+use yamor_reconfig::build::Rule;
+use yamor_reconfig::task::{Target, Task};
+use yamor_roombots::chain::ConnectionType;
+
+use crate::roombots::MoveRule;
+
+/// A build to plan: the structure and how the meta-modules move.
+#[derive(Args, Clone)]
+pub struct TaskArgs {
+    /// The structure (003 §2.7's XML; examples/roombots/structures/).
+    #[arg(required_unless_present = "platform", conflicts_with = "platform")]
+    structure: Option<PathBuf>,
+    /// Instead of a file: a platform of BARS × ROWS meta-modules lying
+    /// flat (e.g. 5x20: 100 meta-modules), built from the middle row out.
+    #[arg(long, value_parser = bars_by_rows)]
+    platform: Option<(i32, i32)>,
+    /// How each meta-module's two modules are joined.
+    #[arg(long, default_value = "shear-s")]
+    connection: ConnectionType,
+    #[arg(long, value_enum, default_value = "reserve")]
+    rule: MoveRule,
+    /// The seed's controller: step onto a seed's root in any pose (no
+    /// look-ahead to whether its shape can be assumed from there).
+    #[arg(long)]
+    no_look_ahead: bool,
+    /// The world's side, in cells.
+    #[arg(long, default_value_t = 13)]
+    size: i32,
+    /// Rounds before a build gives up.
+    #[arg(long, default_value_t = 2000)]
+    max_rounds: usize,
+}
+
+impl TaskArgs {
+    /// The task, its structure file read and checked.
+    pub fn task(&self) -> Result<Task> {
+        let target = match (&self.structure, self.platform) {
+            (Some(path), _) => Target::Xml {
+                name: path.display().to_string(),
+                xml: std::fs::read_to_string(path)
+                    .with_context(|| format!("reading {}", path.display()))?,
+            },
+            (None, Some((bars, rows))) => Target::Platform { bars, rows },
+            (None, None) => bail!("give a structure file or --platform"),
+        };
+        let task = Task {
+            target,
+            connection: self.connection,
+            rule: match self.rule {
+                MoveRule::CanMove => Rule::CanMove,
+                MoveRule::OneAtATime => Rule::OneAtATime,
+                MoveRule::Reserve => Rule::Reserve,
+            },
+            look_ahead: !self.no_look_ahead,
+            size: self.size,
+            max_rounds: self.max_rounds,
+        };
+        Ok(task.checked()?)
+    }
+}
+
+fn bars_by_rows(text: &str) -> Result<(i32, i32), String> {
+    let bad = || format!("{text:?} is not BARSxROWS (e.g. 5x20)");
+    let (a, b) = text.split_once('x').ok_or_else(bad)?;
+    let (a, b): (i32, i32) = (a.parse().map_err(|_| bad())?, b.parse().map_err(|_| bad())?);
+    if a < 1 || b < 1 {
+        return Err(bad());
+    }
+    Ok((a, b))
+}
+
+#[derive(Args)]
+pub struct PlanArgs {
+    #[command(flatten)]
+    task: TaskArgs,
+    /// Starts to plan from: one job per seed, --first-seed onwards.
+    #[arg(long, default_value_t = 10)]
+    starts: u64,
+    #[arg(long, default_value_t = 0)]
+    first_seed: u64,
+    /// Queue the jobs on this organizer's planning hosts (`yamor host
+    /// --plan`); without it, a local cluster plans them.
+    #[arg(long, env = "YAMOR_ORGANIZER")]
+    organizer: Option<String>,
+    /// The local cluster's planning hosts (default: one per core).
+    #[arg(long)]
+    hosts: Option<usize>,
+    /// The local cluster's database (default: the one every yamor run
+    /// records into). Planning again with the same database re-uses the
+    /// plans it holds and finishes the ones left unfinished.
+    #[arg(long)]
+    db: Option<PathBuf>,
+    /// Write each finished plan to DIR/seed-K.plan.
+    #[arg(long)]
+    write: Option<PathBuf>,
+}
+
+/// The owner planning jobs are fairly shared under.
+const OWNER: &str = "plan";
+
+pub fn plan(args: &PlanArgs) -> Result<()> {
+    let task = args.task.task()?;
+    ensure!(args.starts >= 1, "--starts must be at least 1");
+    let seeds: Vec<u64> = (args.first_seed..args.first_seed + args.starts).collect();
+    crate::block_on(async {
+        let jobs = match &args.organizer {
+            Some(url) => {
+                let organizer = OrganizerClient::new(url, &Default::default())?;
+                plan_on(&organizer, &task, &seeds).await?
+            }
+            None => {
+                let db = args
+                    .db
+                    .clone()
+                    .unwrap_or_else(yamor_local::shared::shared_database);
+                let _claim = yamor_local::shared::Claim::try_hold(&db)?.with_context(|| {
+                    format!(
+                        "{} is held by another yamor process; give --db",
+                        db.display()
+                    )
+                })?;
+                let hosts = yamor_local::default_hosts(args.hosts).max(1);
+                // Each host sweeps on one thread: the hosts themselves
+                // share the cores.
+                let cluster = yamor_local::LocalCluster::start_with(hosts, &db, |_| {
+                    Ok(
+                        Arc::new(yamor_host_agent::planning::PlanningBackend::new(1))
+                            as Arc<dyn yamor_host_agent::Backend>,
+                    )
+                })
+                .await?;
+                eprintln!(
+                    "planning on {hosts} local host(s); database {}; dashboard {}",
+                    db.display(),
+                    cluster.dashboard
+                );
+                let organizer = OrganizerClient::new(&cluster.url, &Default::default())?;
+                let jobs = plan_on(&organizer, &task, &seeds).await;
+                cluster.organizer.scheduler.store().sync().await?;
+                cluster.shutdown().await;
+                jobs?
+            }
+        };
+        report(&task, &jobs, args.write.as_deref())
+    })
+}
+
+/// Queues one job per seed that the organizer does not already hold done
+/// or under way, and waits for all of them; returns them by seed.
+async fn plan_on(
+    organizer: &OrganizerClient,
+    task: &Task,
+    seeds: &[u64],
+) -> Result<BTreeMap<u64, Job>> {
+    let objective = Objective::Named(task.objective());
+    let mut held = BTreeMap::new();
+    for job in direct_jobs(organizer).await? {
+        let seed = job.request.job.spec.seed;
+        let usable = matches!(
+            job.state,
+            JobState::Done | JobState::Queued | JobState::Running
+        );
+        if usable && job.request.job.objective == objective && seeds.contains(&seed) {
+            held.entry(seed).or_insert(job.id);
+        }
+    }
+    let missing: Vec<u64> = seeds
+        .iter()
+        .copied()
+        .filter(|s| !held.contains_key(s))
+        .collect();
+    let requests: Vec<JobRequest> = missing
+        .iter()
+        .map(|seed| JobRequest {
+            job: EvaluationJob {
+                objective: objective.clone(),
+                spec: EvaluationSpec {
+                    seed: *seed,
+                    ..EvaluationSpec::default()
+                },
+                ..EvaluationJob::default()
+            },
+            backend: None,
+            max_attempts: 0,
+            timeout: None,
+        })
+        .collect();
+    if !held.is_empty() {
+        eprintln!(
+            "{} of {} starts already planned or under way; queueing {}",
+            held.len(),
+            seeds.len(),
+            missing.len()
+        );
+    }
+    let ids = if requests.is_empty() {
+        Vec::new()
+    } else {
+        organizer.submit_jobs(OWNER, &requests).await?
+    };
+    held.extend(missing.into_iter().zip(ids));
+    let seed_of: BTreeMap<u64, u64> = held.iter().map(|(s, id)| (*id, *s)).collect();
+    let mut ended = BTreeMap::new();
+    let mut events = organizer
+        .watch_jobs(0, held.values().copied().collect(), false)
+        .await?;
+    while ended.len() < held.len() {
+        let job = events
+            .next()
+            .await
+            .context("the organizer stopped sending job updates")??;
+        if let Some(seed) = seed_of.get(&job.id)
+            && matches!(
+                job.state,
+                JobState::Done | JobState::Failed | JobState::Cancelled
+            )
+        {
+            ended.insert(*seed, job);
+        }
+    }
+    Ok(ended)
+}
+
+/// Every job queued outside a run, oldest first.
+async fn direct_jobs(organizer: &OrganizerClient) -> Result<Vec<Job>> {
+    let mut all = Vec::new();
+    let mut after_id = 0;
+    loop {
+        let page = organizer
+            .list_jobs(
+                &JobFilter {
+                    after_id,
+                    limit: Some(500),
+                    ..JobFilter::default()
+                },
+                false,
+            )
+            .await?;
+        let Some(last) = page.last() else {
+            return Ok(all);
+        };
+        after_id = last.id;
+        all.extend(page.into_iter().filter(|j| j.run_id == 0));
+    }
+}
+
+fn report(task: &Task, jobs: &BTreeMap<u64, Job>, write: Option<&std::path::Path>) -> Result<()> {
+    if let Some(dir) = write {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    }
+    println!(
+        "{} with {} meta-modules, rule {:?}: {} starts",
+        task.name(),
+        task.connection,
+        task.rule,
+        jobs.len()
+    );
+    println!("seed   job  built  rounds  moves  collisions  plan ms  host (attempts)");
+    let (mut built, mut collisions, mut failed) = (0, 0, 0);
+    let mut moves = Vec::new();
+    let mut ms = Vec::new();
+    for (seed, job) in jobs {
+        let Some(plan) = job.outcome.as_ref().and_then(|o| o.plan.as_ref()) else {
+            failed += 1;
+            println!(
+                "{seed:>4} {:>5}  {:?}: {}",
+                job.id,
+                job.state,
+                job.error.lines().next().unwrap_or("")
+            );
+            continue;
+        };
+        let wall = job.outcome.as_ref().map_or(0.0, |o| o.wall.as_secs_f64());
+        built += usize::from(plan.built);
+        collisions += plan.collisions;
+        if plan.built {
+            moves.push(plan.moves);
+            ms.push(wall * 1e3);
+        }
+        println!(
+            "{seed:>4} {:>5}  {:>5}  {:>6}  {:>5}  {:>10}  {:>7.1}  {} ({})",
+            job.id,
+            if plan.built { "yes" } else { "NO" },
+            plan.rounds,
+            plan.moves,
+            plan.collisions,
+            wall * 1e3,
+            job.host,
+            job.attempts
+        );
+        if let Some(dir) = write {
+            let path = dir.join(format!("seed-{seed}.plan"));
+            std::fs::write(&path, &plan.plan)
+                .with_context(|| format!("writing {}", path.display()))?;
+        }
+    }
+    moves.sort_unstable();
+    ms.sort_by(f64::total_cmp);
+    println!(
+        "built {built}/{}; {collisions} collisions; {failed} jobs failed; built ones: median {} moves, {:.1} ms planning",
+        jobs.len(),
+        moves.get(moves.len() / 2).copied().unwrap_or(0),
+        ms.get(ms.len() / 2).copied().unwrap_or(0.0)
+    );
+    ensure!(failed == 0, "{failed} planning job(s) failed");
+    ensure!(
+        built == jobs.len(),
+        "{} of {} builds did not finish",
+        jobs.len() - built,
+        jobs.len()
+    );
+    Ok(())
+}
