@@ -1141,3 +1141,118 @@ async fn an_own_robot_runs_on_hosts_that_never_heard_of_it() {
     let modules = |text: &str| text.matches("<module ").count();
     assert_eq!(modules(&xml), modules(&snake), "{xml}");
 }
+
+/// Seed 003's builds as cluster jobs: a planning job whose host is killed
+/// mid-plan is planned again on the other host, and what is stored is the
+/// plan an uninterrupted planner makes from that start; running the batch
+/// command again re-uses the stored plan instead of planning it again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_planning_job_killed_mid_plan_is_planned_elsewhere_with_nothing_lost() {
+    use yamor_reconfig::build::Rule;
+    use yamor_reconfig::task::{Planner, Target, Task};
+    let db = temp_db("kill-planner");
+    let (_organizer, url) = start_organizer(&db, "127.0.0.1:0", None);
+    let mut hosts: Vec<Proc> = (0..2)
+        .map(|i| start_host_of(&url, &format!("p{i}"), &["--plan"]))
+        .collect();
+    let mut org = client(&url);
+    wait_free_hosts(&mut org, 2).await;
+    // 40 meta-modules: a plan that takes long enough to be killed in.
+    let task = Task {
+        target: Target::Platform { bars: 4, rows: 10 },
+        connection: yamor_roombots::chain::ConnectionType::ShearS,
+        rule: Rule::Reserve,
+        look_ahead: true,
+        size: 40,
+        max_rounds: 2000,
+    };
+    let mut events = org
+        .watch_jobs(pb::WatchJobsRequest::default())
+        .await
+        .unwrap()
+        .into_inner();
+    let job_id = org
+        .submit_jobs(pb::SubmitJobsRequest {
+            jobs: vec![pb::JobRequest {
+                job: Some(pb::EvaluationJob {
+                    objective: task.objective(),
+                    spec: Some(pb::EvaluationSpec {
+                        seed: 1,
+                        ..Default::default()
+                    }),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            }],
+            owner: "test".into(),
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .job_ids[0];
+    let victim = loop {
+        let job = events.next().await.unwrap().unwrap();
+        if job.id == job_id && job.state == pb::JobState::Running as i32 {
+            let k: usize = job.host.trim_start_matches('p').parse().unwrap();
+            hosts[k].kill9();
+            break job.host;
+        }
+    };
+    let done = loop {
+        let job = events.next().await.unwrap().unwrap();
+        if job.id == job_id && job.state >= pb::JobState::Done as i32 {
+            break job;
+        }
+    };
+    assert_eq!(done.state, pb::JobState::Done as i32, "{}", done.error);
+    assert!(done.attempts >= 2, "the killed host's job was not retried");
+    assert_ne!(done.host, victim);
+    let stored = org
+        .get_job(pb::GetJobRequest { job_id })
+        .await
+        .unwrap()
+        .into_inner();
+    let result = stored.result.unwrap();
+    let plan = result.plan.expect("a planning job's result holds its plan");
+    let uninterrupted = {
+        let task = task.clone();
+        tokio::task::spawn_blocking(move || Planner::new(2).plan(&task, 1, &|| false).unwrap())
+            .await
+            .unwrap()
+    };
+    assert!(plan.built && uninterrupted.report.built);
+    assert_eq!(plan.collisions, 0);
+    assert_eq!(plan.moves as usize, uninterrupted.report.moves.len());
+    assert_eq!(plan.plan, uninterrupted.plan.to_text());
+    assert_eq!(result.velocity_m_s, -f64::from(plan.moves));
+
+    // The batch command finds seed 1 planned and plans only seeds 0 and 2.
+    let (ok, out, err) = cli(
+        &url,
+        &[
+            "roombots", "plan", "--platform", "4x10", "--size", "40", "--starts", "3",
+        ],
+    );
+    assert!(ok, "{out}\n{err}");
+    assert!(
+        err.contains("1 of 3 starts already planned or under way; queueing 2"),
+        "{err}"
+    );
+    assert!(out.contains("built 3/3; 0 collisions; 0 jobs failed"), "{out}");
+    let seed_1 = out
+        .lines()
+        .find(|l| l.trim_start().starts_with("1 "))
+        .unwrap_or_else(|| panic!("no row for seed 1: {out}"));
+    assert_eq!(
+        seed_1.split_whitespace().nth(1),
+        Some(job_id.to_string().as_str()),
+        "{out}"
+    );
+    let listed = org
+        .list_jobs(pb::ListJobsRequest::default())
+        .await
+        .unwrap()
+        .into_inner()
+        .jobs;
+    assert_eq!(listed.len(), 3, "one job per start, none planned twice");
+}
