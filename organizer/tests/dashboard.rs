@@ -1073,3 +1073,135 @@ async fn the_event_stream_outlives_the_read_timeouts() {
         stream.body
     );
 }
+
+/// A planning job's build, stepped through: the job page says what was
+/// built and links to the build; each step draws every meta-module's four
+/// cubes, the mover of that step highlighted with where it came from, the
+/// unfilled cells of the structure outlined; steps past the end and jobs
+/// without a plan are refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_planning_jobs_build_is_drawn_step_by_step() {
+    use std::sync::Arc;
+    use yamor_organizer::model::{JobRequest, JobState};
+    use yamor_reconfig::task::{Target, Task};
+    let (organizer, address) = dashboard("dash-plan", 1, None).await;
+    let planner = common::serve_host(
+        "p0",
+        Arc::new(yamor_host_agent::planning::PlanningBackend::new(2)),
+    )
+    .await;
+    organizer
+        .scheduler
+        .register_host("p0", &planner)
+        .await
+        .unwrap();
+    let task = Task {
+        target: Target::Platform { bars: 1, rows: 2 },
+        connection: yamor_roombots::chain::ConnectionType::ShearS,
+        rule: yamor_reconfig::build::Rule::Reserve,
+        look_ahead: true,
+        size: 13,
+        max_rounds: 2000,
+    };
+    let mut events = organizer.scheduler.subscribe_jobs();
+    let request = JobRequest {
+        job: yamor_core::evaluation::EvaluationJob {
+            objective: Objective::Named(task.objective()),
+            ..Default::default()
+        },
+        backend: None,
+        max_attempts: 0,
+        timeout: None,
+    };
+    let id = organizer
+        .scheduler
+        .submit("test", 0, vec![(0, request)])
+        .await
+        .unwrap()[0];
+    let job = tokio::time::timeout(Duration::from_secs(60), async {
+        loop {
+            let job = events.recv().await.unwrap();
+            if job.id == id && job.state != JobState::Queued && job.state != JobState::Running {
+                break job;
+            }
+        }
+    })
+    .await
+    .expect("the planning job never ended");
+    assert_eq!(job.state, JobState::Done, "{}", job.error);
+    let plan = job.outcome.unwrap().plan.unwrap();
+    assert!(plan.built);
+    let page = get(&address, &format!("/jobs/{id}")).await;
+    assert_eq!(page.status, 200, "{}", page.body);
+    assert!(
+        page.body
+            .contains("a reconfiguration: platform 1x2 with shear-s"),
+        "{}",
+        page.body
+    );
+    assert!(
+        page.body.contains("<th>build</th><td>built: 2 of 2 seeds"),
+        "{}",
+        page.body
+    );
+    assert!(
+        page.body.contains(&format!("href=\"/jobs/{id}/plan\"")),
+        "{}",
+        page.body
+    );
+    let moves = plan.moves as usize;
+    assert!(moves >= 2);
+    let count = |body: &str, class: &str| body.matches(&format!("<g class=\"{class}\">")).count();
+    let start = get(&address, &format!("/jobs/{id}/plan")).await;
+    assert_eq!(start.status, 200, "{}", start.body);
+    assert!(
+        start
+            .body
+            .contains(&format!("step 0 of {moves}: the start")),
+        "{}",
+        start.body
+    );
+    assert_eq!(
+        count(&start.body, "cube"),
+        8,
+        "two meta-modules of four cubes"
+    );
+    assert_eq!(count(&start.body, "cube mover"), 0);
+    assert_eq!(count(&start.body, "open"), 8, "nothing filled yet");
+    assert!(start.body.contains(&format!("/jobs/{id}/plan?step=1")));
+    let first = get(&address, &format!("/jobs/{id}/plan?step=1")).await;
+    assert_eq!(count(&first.body, "cube mover"), 4, "{}", first.body);
+    assert_eq!(count(&first.body, "cube"), 4);
+    assert_eq!(count(&first.body, "was"), 4);
+    assert!(first.body.contains(&format!("/jobs/{id}/plan?step=0")));
+    let end = get(&address, &format!("/jobs/{id}/plan?step={moves}")).await;
+    assert_eq!(end.status, 200);
+    assert_eq!(count(&end.body, "open"), 0, "the end fills every cell");
+    assert!(end.body.contains(&format!("step {moves} of {moves}")));
+    let past = get(&address, &format!("/jobs/{id}/plan?step={}", moves + 1)).await;
+    assert_eq!(past.status, 404, "{}", past.body);
+    let bad = get(&address, &format!("/jobs/{id}/plan?step=x")).await;
+    assert_eq!(bad.status, 400, "{}", bad.body);
+    // A walk's job has no build to draw.
+    let run = organizer.runs.start(run_spec(2)).await.unwrap();
+    until_ended(&organizer, run.id).await;
+    let walk = organizer
+        .scheduler
+        .list_jobs(
+            JobFilter {
+                run_id: Some(run.id),
+                ..JobFilter::default()
+            },
+            true,
+        )
+        .await
+        .unwrap()[0]
+        .id;
+    let none = get(&address, &format!("/jobs/{walk}/plan")).await;
+    assert_eq!(none.status, 404, "{}", none.body);
+    assert!(
+        none.body.contains("not a finished planning job"),
+        "{}",
+        none.body
+    );
+}

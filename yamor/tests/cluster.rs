@@ -1230,7 +1230,14 @@ async fn a_planning_job_killed_mid_plan_is_planned_elsewhere_with_nothing_lost()
     let (ok, out, err) = cli(
         &url,
         &[
-            "roombots", "plan", "--platform", "4x10", "--size", "40", "--starts", "3",
+            "roombots",
+            "plan",
+            "--platform",
+            "4x10",
+            "--size",
+            "40",
+            "--starts",
+            "3",
         ],
     );
     assert!(ok, "{out}\n{err}");
@@ -1238,7 +1245,10 @@ async fn a_planning_job_killed_mid_plan_is_planned_elsewhere_with_nothing_lost()
         err.contains("1 of 3 starts already planned or under way; queueing 2"),
         "{err}"
     );
-    assert!(out.contains("built 3/3; 0 collisions; 0 jobs failed"), "{out}");
+    assert!(
+        out.contains("built 3/3; 0 collisions; 0 jobs failed"),
+        "{out}"
+    );
     let seed_1 = out
         .lines()
         .find(|l| l.trim_start().starts_with("1 "))

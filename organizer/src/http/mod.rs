@@ -32,6 +32,7 @@
 mod analysis;
 mod compare;
 mod launch;
+mod plans;
 mod plot;
 pub mod replay;
 mod trajectory;
@@ -159,6 +160,7 @@ pub fn router(organizer: Organizer, options: Options) -> Router {
         .route("/compare", get(compare::compare_page))
         .route("/jobs", get(jobs_page))
         .route("/jobs/{id}", get(trials::job_page))
+        .route("/jobs/{id}/plan", get(plans::plan_page))
         .route("/jobs/{id}/replay", get(replay::replay_page))
         .route("/jobs/{id}/replay.json", get(replay::replay_json))
         .route("/runs/{id}/trials", get(trials::trials_page))

@@ -101,6 +101,25 @@ pub(super) async fn trials_page(
     Ok(page(&format!("Run {id}: every evaluation"), body))
 }
 
+/// An objective as a job's page names it: a planning task by what it
+/// builds and how, not as its JSON.
+fn objective(objective: &yamor_core::evaluation::Objective) -> String {
+    use yamor_core::evaluation::Objective;
+    match objective {
+        Objective::Named(text) => match yamor_reconfig::task::Task::from_objective(text) {
+            Some(Ok(task)) => format!(
+                "a reconfiguration: {} with {} meta-modules, rule {:?}, a world of {} cells",
+                task.name(),
+                task.connection,
+                task.rule,
+                task.size
+            ),
+            _ => objective.to_string(),
+        },
+        other => other.to_string(),
+    }
+}
+
 pub(super) async fn job_page(
     State(app): State<App>,
     Path(id): Path<u64>,
@@ -120,16 +139,28 @@ pub(super) async fn job_page(
         ("host", job.host.clone()),
         ("attempts", job.attempts.to_string()),
         ("seconds on the host", seconds(&job)),
-        ("objective", request.objective.to_string()),
-        ("start (oscillator seed)", request.spec.seed.to_string()),
-        (
+        ("objective", objective(&request.objective)),
+    ];
+    let planning = job.outcome.as_ref().is_some_and(|o| o.plan.is_some())
+        || request
+            .objective
+            .to_text()
+            .starts_with(yamor_reconfig::task::OBJECTIVE_PREFIX);
+    if planning {
+        rows.push((
+            "start (seed of the random start)",
+            request.spec.seed.to_string(),
+        ));
+    } else {
+        rows.push(("start (oscillator seed)", request.spec.seed.to_string()));
+        rows.push((
             "walk",
             format!(
                 "{} s warm-up, {} s measured",
                 request.spec.warmup, request.spec.measure
             ),
-        ),
-    ];
+        ));
+    }
     for (name, v) in &request.parameters {
         rows.push(("parameter", format!("{name} = {v}")));
     }
@@ -138,20 +169,40 @@ pub(super) async fn job_page(
             "value",
             format!("{}{}", shown(units, Some(o.velocity)), units.suffix),
         ));
-        rows.push(("distance", format!("{:.4} m", o.distance)));
-        rows.push(("path length", format!("{:.4} m", o.path_length)));
-        rows.push(("turn", format!("{:+.1} °/s", o.turn_deg_s)));
-        rows.push((
-            "height",
-            format!("{:.3}–{:.3} m", o.min_height, o.max_height),
-        ));
-        rows.push((
-            "measured",
-            format!(
-                "t = {:.2}–{:.2} s, {} samples",
-                o.start.t, o.end.t, o.sample_count
-            ),
-        ));
+        if let Some(p) = &o.plan {
+            rows.push((
+                "build",
+                format!(
+                    "{}: {} of {} seeds filled in {} rounds, {} moves, {} collisions{}",
+                    if p.built { "built" } else { "not built" },
+                    p.filled,
+                    p.seeds,
+                    p.rounds,
+                    p.moves,
+                    p.collisions,
+                    if p.deadlock { ", deadlocked" } else { "" }
+                ),
+            ));
+            rows.push((
+                "planning time",
+                format!("{:.1} ms", o.wall.as_secs_f64() * 1e3),
+            ));
+        } else {
+            rows.push(("distance", format!("{:.4} m", o.distance)));
+            rows.push(("path length", format!("{:.4} m", o.path_length)));
+            rows.push(("turn", format!("{:+.1} °/s", o.turn_deg_s)));
+            rows.push((
+                "height",
+                format!("{:.3}–{:.3} m", o.min_height, o.max_height),
+            ));
+            rows.push((
+                "measured",
+                format!(
+                    "t = {:.2}–{:.2} s, {} samples",
+                    o.start.t, o.end.t, o.sample_count
+                ),
+            ));
+        }
         if let Some(k) = o.stopped_early {
             rows.push(("stopped early", format!("at checkpoint {k}")));
         }
@@ -169,6 +220,9 @@ pub(super) async fn job_page(
         pre #spec { (spec) }
         @if app.options.replay.is_some() && request.gait.is_some() {
             p { a #replay href={ "/jobs/" (id) "/replay" } { "see it walk (3-D replay)" } }
+        }
+        @if job.outcome.as_ref().is_some_and(|o| o.plan.is_some()) {
+            p { a #plan href={ "/jobs/" (id) "/plan" } { "step through the build" } }
         }
         @if job.run_id > 0 {
             p { a href={ "/runs/" (job.run_id) "/trials" } { "every evaluation of run " (job.run_id) } }
