@@ -212,6 +212,8 @@ pub struct HostInfo {
     pub robot: String,
     /// Objectives served besides gaits (text forms, `*` suffix wildcards).
     pub objectives: Vec<String>,
+    /// It is evaluating something now.
+    pub busy: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

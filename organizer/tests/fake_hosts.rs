@@ -266,6 +266,61 @@ async fn a_host_reachable_one_way_stays_down_until_a_probe_answers() {
     assert_eq!(done.velocity(), Some(3.0));
 }
 
+/// A host that refuses a job as busy (still walking one the organizer
+/// gave up on, say while the host was paused) costs the job no attempt,
+/// and gets no job until a probe finds it free.
+#[tokio::test(start_paused = true)]
+async fn a_busy_refusal_costs_no_attempt_and_the_host_waits_until_free() {
+    let net = Arc::new(FakeNet::default());
+    let config = SchedulerConfig {
+        heartbeat_interval: Duration::from_millis(50),
+        lease: Duration::from_millis(300),
+        ..SchedulerConfig::default()
+    };
+    let organizer = organizer("busy", &net, config);
+    let scheduler = &organizer.scheduler;
+    let host = net.host("h");
+    let id = scheduler.register_host("h", "h").await.unwrap().id;
+    host.set_busy(true);
+    host.script(Answer::Fail(HostCallError::Busy(
+        "ResourceExhausted: host is busy".into(),
+    )));
+    host.script(Answer::Value(2.0));
+    let mut events = scheduler.subscribe_jobs();
+    let mut request = job(0.5);
+    // One attempt: a refusal that counted would fail the job.
+    request.max_attempts = 1;
+    let job_id = scheduler.submit("c", 0, vec![(0, request)]).await.unwrap()[0];
+    until("the busy host refused", Duration::from_secs(2), || {
+        host.evaluations.load(Ordering::SeqCst) == 1
+    })
+    .await;
+    // Heartbeats keep arriving; each probe finds it busy.
+    for _ in 0..5 {
+        assert_eq!(scheduler.heartbeat(id).unwrap(), HostState::Down);
+        tokio::time::sleep(Duration::from_millis(60)).await;
+    }
+    assert_eq!(
+        host.evaluations.load(Ordering::SeqCst),
+        1,
+        "no job sent while busy"
+    );
+    let waiting = scheduler.job(job_id, true).await.unwrap();
+    assert_eq!(waiting.state, JobState::Queued);
+    assert_eq!(waiting.attempts, 0, "the refusal is not an attempt");
+    host.set_busy(false);
+    scheduler.heartbeat(id).unwrap();
+    let done = finished(&mut events, job_id).await;
+    assert_eq!(done.state, JobState::Done, "{}", done.error);
+    assert_eq!(done.velocity(), Some(2.0));
+    assert_eq!(done.attempts, 1);
+    assert_eq!(
+        scheduler.hosts()[0].failures,
+        0,
+        "a busy host is not a failing one"
+    );
+}
+
 /// One address is one host: a second name for a live host's address is
 /// refused; the address of a host that is down passes to the new name, and
 /// the old entry goes (it would reach the new host through that address).

@@ -344,6 +344,24 @@ impl Enactment {
         self.hold();
     }
 
+    /// Meta-module `meta`'s plan sees the others where they stand now
+    /// (as before each of its commands).
+    pub fn look_around(&mut self, meta: usize) {
+        crate::play::see_others(&mut self.stages, meta);
+    }
+
+    /// Meta-module `meta` settles into the structure (it filled its place
+    /// in a self-reconfiguration): the others may lock onto its cubes'
+    /// faces from now on.
+    pub fn settle(&mut self, meta: usize) {
+        let cells = self.stages[meta].cells();
+        for (i, stage) in self.stages.iter_mut().enumerate() {
+            if i != meta {
+                stage.add_structure(cells);
+            }
+        }
+    }
+
     /// The farthest any connector of meta-module `meta` in the simulation
     /// is from where its plan puts it (m).
     #[must_use]

@@ -65,9 +65,22 @@ impl Stage {
     /// Standing as [`Stage::new`] stands, on floor cell (`x`, `y`).
     #[must_use]
     pub fn standing_on(connection: ConnectionType, x: i64, y: i64) -> Self {
+        Stage::standing_turned(connection, x, y, 0)
+    }
+
+    /// Standing on floor cell (`x`, `y`) turned `quarter_turns` quarter
+    /// turns about the vertical from [`Stage::standing_on`]'s way (the
+    /// shapes a meta-module can take on the grid turn with it).
+    #[must_use]
+    pub fn standing_turned(connection: ConnectionType, x: i64, y: i64, quarter_turns: u8) -> Self {
         let meta = MetaModule::new(connection);
         let mut solver = Solver::new(meta);
-        let base = standing(x, y);
+        let yaw = UnitQuaternion::from_axis_angle(
+            &Vector3::z_axis(),
+            f64::from(quarter_turns % 4) * std::f64::consts::FRAC_PI_2,
+        );
+        let mut base = standing(x, y);
+        base.rotation = yaw * base.rotation;
         // The solver sees the floor in the holding frame; set again whenever
         // the base changes ends.
         solver.floor = Some(base.inverse());
@@ -107,6 +120,39 @@ impl Stage {
     #[must_use]
     pub fn solid(&self, c: [i64; 3]) -> bool {
         c[2] < 0 || self.structure.contains(&c)
+    }
+
+    /// Adds `cells` to the structure (a meta-module that settled into it):
+    /// solid, with a connector on every face.
+    pub fn add_structure(&mut self, cells: impl IntoIterator<Item = [i64; 3]>) {
+        self.structure.extend(cells);
+    }
+
+    /// The four cubes' cells at angles `q` (forward chain order), held as now.
+    #[must_use]
+    pub fn cells_at(&self, q: MetaJoints) -> [[i64; 3]; 4] {
+        chain_cells(&self.modules_at(q))
+    }
+
+    /// The free end's active connector at `q` (held as now), when it faces
+    /// a floor or structure connector it could lock onto there.
+    #[must_use]
+    pub fn free_end_lockable_at(&self, q: MetaJoints) -> Option<(u8, Connector)> {
+        let (module, connector) = match self.held_by {
+            End::Forward => Self::ACTIVE[1],
+            End::Backward => Self::ACTIVE[0],
+        };
+        let frame = self.modules_at(q)[usize::from(module)].connector(connector);
+        self.surface_under(&frame).map(|_| (module, connector))
+    }
+
+    /// The held end's active connector.
+    #[must_use]
+    pub fn held_connector(&self) -> (u8, Connector) {
+        match self.held_by {
+            End::Forward => Self::ACTIVE[0],
+            End::Backward => Self::ACTIVE[1],
+        }
     }
 
     /// The cells other meta-modules stand in now (they replace the last).

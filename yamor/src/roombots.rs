@@ -88,6 +88,10 @@ pub struct BuildArgs {
     /// Draw the build (up to eight moments) into this PNG.
     #[arg(long)]
     picture: Option<std::path::PathBuf>,
+    /// Replay the build's moves in the physics simulation (servos, locks
+    /// as welds) and report how the locks held.
+    #[arg(long)]
+    replay: bool,
 }
 
 #[derive(Args)]
@@ -255,6 +259,10 @@ fn build(args: &BuildArgs) -> Result<()> {
         args.trials == 1 || args.picture.is_none(),
         "--picture draws one build: drop --trials (each trial's starts come from its own seed)"
     );
+    anyhow::ensure!(
+        args.trials == 1 || !args.replay,
+        "--replay replays one build: drop --trials"
+    );
     let db = yamor_reconfig::srdb::Database::generate();
     let table = db.table(task.connection);
     let clouds =
@@ -298,6 +306,7 @@ fn build(args: &BuildArgs) -> Result<()> {
     );
     let mut b =
         Build::new(world, table, &clouds, &starts, settings).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let before = b.world.clone();
     let mut film = Film::default();
     let start = std::time::Instant::now();
     let report = b.run_filmed(Some(&mut film));
@@ -310,7 +319,7 @@ fn build(args: &BuildArgs) -> Result<()> {
             if m.filled { "fills its seed:" } else { "steps" },
             m.from,
             m.to,
-            match m.intermediates {
+            match m.via.len() {
                 0 => String::new(),
                 k => format!(
                     " (through {k} intermediate configuration{})",
@@ -340,6 +349,32 @@ fn build(args: &BuildArgs) -> Result<()> {
         println!("picture: {}", path.display());
     }
     anyhow::ensure!(report.built, "the structure was not built");
+    if args.replay {
+        let plan = yamor_reconfig::plan::Plan::record(&before, table, &report);
+        let started = std::time::Instant::now();
+        let r = yamor_reconfig::replay::replay(&plan, task.connection)
+            .map_err(|e| anyhow::anyhow!("the replay in the simulation: {e}"))?;
+        println!(
+            "replayed in the simulation: {} moves, {} commands, {:.1} s simulated in {:.1} s; the locks gave at most {:.2} mm; {} moves with a joint short of its goal, {} stalls driven back and done through another pose with the same cells; the connectors ended at most {:.1} mm from the plan; {}",
+            r.moves,
+            r.commands,
+            r.seconds,
+            started.elapsed().as_secs_f64(),
+            r.lock_gap * 1e3,
+            r.unreached,
+            r.retried,
+            r.plan_error * 1e3,
+            if r.ends_on_plan {
+                "every meta-module ended on the plan's cells"
+            } else {
+                "NOT every meta-module ended on the plan's cells"
+            }
+        );
+        anyhow::ensure!(
+            r.ends_on_plan,
+            "the simulation did not end on the plan's cells"
+        );
+    }
     Ok(())
 }
 

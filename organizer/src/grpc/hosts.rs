@@ -47,6 +47,7 @@ impl HostClient for GrpcHost {
                 backend: backend(info.backend).ok().flatten(),
                 robot: info.robot,
                 objectives: info.objectives,
+                busy: info.busy,
             })
         })
     }
@@ -86,8 +87,9 @@ fn host_error(status: Status) -> HostCallError {
             HostCallError::Unavailable(message)
         }
         Code::Unknown if transport => HostCallError::Unavailable(message),
+        Code::ResourceExhausted => HostCallError::Busy(message),
         // FAILED_PRECONDITION: not an objective this host serves; UNIMPLEMENTED:
-        // a host without Evaluate; RESOURCE_EXHAUSTED: busy. Others may serve it.
+        // a host without Evaluate. Others may serve it.
         _ => HostCallError::Failed(message),
     }
 }
@@ -110,6 +112,8 @@ mod tests {
         assert!(matches!(bad, HostCallError::InvalidJob(_)), "{bad:?}");
         let gone = host_error(Status::unavailable("connection refused"));
         assert!(matches!(gone, HostCallError::Unavailable(_)), "{gone:?}");
+        let busy = host_error(Status::resource_exhausted("host is busy"));
+        assert!(matches!(busy, HostCallError::Busy(_)), "{busy:?}");
         let late = host_error(Status::deadline_exceeded("timeout"));
         assert!(matches!(late, HostCallError::Unavailable(_)), "{late:?}");
     }

@@ -308,7 +308,9 @@ impl Scheduler {
                 host.backend = info.backend.or(host.backend);
                 host.robot = info.robot;
                 host.objectives = info.objectives;
-                if host.state == HostState::Down {
+                // A host still busy with an evaluation it was sent before
+                // (and the organizer gave up on) stays down until it is free.
+                if host.state == HostState::Down && !info.busy {
                     tracing::info!(host = host.name, "host is back");
                     host.state = HostState::Free;
                 }

@@ -282,6 +282,22 @@ impl Scheduler {
                     }
                     Some(self.finish_locked(&mut core, job_id, Ok(result)))
                 }
+                AttemptEnd::Failed(HostCallError::Busy(message)) => {
+                    if let Some(host) = host {
+                        tracing::info!(
+                            host = host.name,
+                            "host refused a job as busy: no job for it until a probe finds it free"
+                        );
+                        host.current_job = 0;
+                        host.state = HostState::Down;
+                    }
+                    if let Some(job) = core.jobs.get_mut(&job_id) {
+                        // Nothing ran: the refused attempt is not one of its attempts.
+                        job.attempts -= 1;
+                    }
+                    self.requeue_locked(&mut core, job_id, &message);
+                    None
+                }
                 AttemptEnd::Failed(error) => {
                     let job_fault = !error.retryable();
                     let host_gone = matches!(error, HostCallError::Unavailable(_));

@@ -65,6 +65,12 @@ pub enum HostCallError {
     /// This attempt failed; another may not.
     #[error("{0}")]
     Failed(String),
+    /// The host refused: it is still busy (with an evaluation it was sent
+    /// before, e.g. one the organizer gave up on while the host was
+    /// paused). Nothing ran: the attempt does not count, and the host gets
+    /// no job until a probe finds it free.
+    #[error("{0}")]
+    Busy(String),
 }
 
 impl HostCallError {

@@ -27,6 +27,8 @@ pub struct FakeHost {
     answers: Mutex<VecDeque<Answer>>,
     /// Answers `info` (heartbeat probes) while true.
     silent: AtomicBool,
+    /// What `info` says of being busy.
+    busy: AtomicBool,
     pub evaluations: AtomicU32,
     /// Calls abandoned before they answered.
     pub abandoned: Arc<AtomicU32>,
@@ -44,6 +46,11 @@ impl FakeHost {
     /// Answers probes again.
     pub fn go_loud(&self) {
         self.silent.store(false, Ordering::SeqCst);
+    }
+
+    /// Probes find it busy (or not).
+    pub fn set_busy(&self, busy: bool) {
+        self.busy.store(busy, Ordering::SeqCst);
     }
 }
 
@@ -79,6 +86,7 @@ impl Drop for Abandon {
 impl HostClient for FakeHost {
     fn info(&self) -> BoxFuture<'static, Result<HostInfo, HostCallError>> {
         let silent = self.silent.load(Ordering::SeqCst);
+        let busy = self.busy.load(Ordering::SeqCst);
         Box::pin(async move {
             if silent {
                 Err(HostCallError::Unavailable("Unavailable: silent".into()))
@@ -87,6 +95,7 @@ impl HostClient for FakeHost {
                     backend: Some(BackendKind::Expression),
                     robot: "fake".into(),
                     objectives: vec!["expr:x".into()],
+                    busy,
                 })
             }
         })

@@ -80,8 +80,9 @@ pub struct Move {
     /// Before and after, in the world.
     pub from: [Cell; 4],
     pub to: [Cell; 4],
-    /// The poses passed through on the way (intermediate configurations).
-    pub intermediates: usize,
+    /// The cells of the poses passed through on the way (intermediate
+    /// configurations), in order.
+    pub via: Vec<[Cell; 4]>,
     /// It filled a seed (assumed its configuration) rather than stepped.
     pub filled: bool,
 }
@@ -333,7 +334,17 @@ impl<'a> Build<'a> {
                     round: report.rounds,
                     from,
                     to,
-                    intermediates: way.intermediates().len(),
+                    via: way
+                        .intermediates()
+                        .into_iter()
+                        .map(|c| {
+                            Placement {
+                                pose: c,
+                                ..placement
+                            }
+                            .cells(self.table)
+                        })
+                        .collect(),
                     filled: seed.is_some(),
                 });
             }

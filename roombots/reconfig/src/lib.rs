@@ -22,6 +22,9 @@
 //!   (A*), to check the decentralised build against.
 //! - [`plan`]: a build written down (start and every move) as text, read
 //!   back with line errors, replayed step by step.
+//! - [`replay`]: a plan replayed in the module's physics simulation (the
+//!   servos driven pose to pose, locks as welds), measuring how the locks
+//!   hold and whether the simulation ends on the plan's cells.
 //! - [`task`]: a reconfiguration as a cluster job (the `reconfig:`
 //!   objective) and the planner a planning host runs.
 //! - [`timing`]: 003 §3.1's timings measured here (the database, the
@@ -31,6 +34,7 @@ pub mod build;
 pub mod central;
 pub mod grid;
 pub mod plan;
+pub mod replay;
 pub mod search;
 pub mod srdb;
 pub mod structure;

@@ -8,13 +8,16 @@
 //! target 6,6,0 6,6,1 6,6,2 6,6,3
 //! start 1 2,3,0 2,3,1 2,3,2 2,3,3
 //! move 1 1 step 3,3,0 3,3,1 2,3,1 2,3,0
+//! via 2,3,0 2,3,1 2,4,1 3,4,1
 //! move 7 1 fill 6,6,0 6,6,1 6,6,2 6,6,3
 //! ```
 //!
 //! `target` lines are the structure's places (root cube first), `start`
 //! lines a meta-module's id and its four cubes, `move` lines the round,
 //! the meta-module, whether it stepped or filled a seed, and its four
-//! cubes after the move. Lines starting with `#` are comments.
+//! cubes after the move; `via` lines after a move, the cubes of the
+//! intermediate configurations it passed through on the way, in order.
+//! Lines starting with `#` are comments.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -33,6 +36,8 @@ pub struct Step {
     pub filled: bool,
     /// Its four cubes after the move.
     pub to: [Cell; 4],
+    /// Its cubes in the intermediate configurations on the way, in order.
+    pub via: Vec<[Cell; 4]>,
 }
 
 /// A build's plan.
@@ -78,6 +83,7 @@ impl Plan {
                     id: m.id,
                     filled: m.filled,
                     to: m.to,
+                    via: m.via.clone(),
                 })
                 .collect(),
         }
@@ -115,6 +121,9 @@ impl Plan {
         for s in &self.steps {
             let kind = if s.filled { "fill" } else { "step" };
             let _ = writeln!(out, "move {} {} {kind} {}", s.round, s.id, cells(&s.to));
+            for v in &s.via {
+                let _ = writeln!(out, "via {}", cells(v));
+            }
         }
         out
     }
@@ -189,7 +198,16 @@ impl Plan {
                         id,
                         filled,
                         to,
+                        via: Vec::new(),
                     });
+                }
+                "via" => {
+                    let cubes = plan.cubes(rest).map_err(&bad)?;
+                    plan.steps
+                        .last_mut()
+                        .ok_or_else(|| bad("a `via` line before any move".into()))?
+                        .via
+                        .push(cubes);
                 }
                 other => return Err(bad(format!("unknown line {other:?}"))),
             }
@@ -317,6 +335,11 @@ mod tests {
                 "later",
             ),
             ("world 5 5 5\nteleport\n", 2, "unknown"),
+            (
+                &format!("{good}via 0,0,0 0,0,1 0,0,2 0,0,3\n"),
+                3,
+                "before any move",
+            ),
             ("# nothing\n", 0, "no `world`"),
         ] {
             let e = Plan::parse(text).unwrap_err();

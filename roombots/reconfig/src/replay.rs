@@ -1,0 +1,523 @@
+//! A plan replayed in the physics simulation of the module
+//! (`yamor_roombots::enact`), not only on the grid: every meta-module
+//! stands where the plan starts it, locked onto the floor; each move
+//! drives its six servos to the pose whose cubes are the plan's cells
+//! (through the intermediate poses the plan passed), then the free end's
+//! active connector locks onto the floor or structure connector it faces
+//! and the held end lets go (the inchworm step); a meta-module that fills
+//! its place settles into the structure, and the others may lock onto it.
+//!
+//! The pose of a set of cells is found among the servos' lattice angles
+//! (003 §2.4) in the meta-module's own simulated frame, so the grid's and
+//! the engine's conventions cannot drift apart: a plan whose cells no pose
+//! gives is refused at that move. What the replay measures is what the
+//! grid cannot see: whether the servos can drive each way (a stalled
+//! meta-module goes back and takes another pose with the same cells), how
+//! far the locks give while the others move, and whether the simulated
+//! meta-modules end on the plan's cells. Locks onto the structure are welds to the ground there
+//! (the structure does not move). Cubes meeting on the way are not
+//! counted: the engine lets them pass through each other, and its overlap
+//! test fires on the structure's neighbours sitting face to face.
+
+use std::collections::BTreeMap;
+use std::f64::consts::PI;
+
+use yamor_roombots::chain::ConnectionType;
+use yamor_roombots::enact::{Enactment, Report};
+use yamor_roombots::ik::MetaJoints;
+use yamor_roombots::play::Stage;
+use yamor_roombots::supervisor::{Command, End};
+
+use crate::grid::Cell;
+use crate::plan::Plan;
+
+/// What the simulation made of a plan.
+#[derive(Debug, Clone, Default)]
+pub struct Replayed {
+    pub moves: usize,
+    /// Supervisor commands enacted (moves, locks, unlocks).
+    pub commands: usize,
+    /// How far any lock gave at worst (m).
+    pub lock_gap: f64,
+    /// Moves after which some joint had not reached its goal.
+    pub unreached: usize,
+    /// Moves on which the simulated meta-module stalled (and went back
+    /// and took another pose with the same cells).
+    pub retried: usize,
+    /// How far a moved meta-module's connectors ended from the plan's
+    /// poses, at worst (m).
+    pub plan_error: f64,
+    /// Simulated seconds.
+    pub seconds: f64,
+    /// Every meta-module ended on the plan's last cells.
+    pub ends_on_plan: bool,
+}
+
+/// Why a plan was not replayed to its end.
+#[derive(Debug, thiserror::Error)]
+pub enum ReplayError {
+    #[error(
+        "meta-module {0} does not start standing upright on the floor (the replay stands them so)"
+    )]
+    NotUpright(u32),
+    #[error("move {step}: no pose of meta-module {id} held as it is puts its cubes on {cells:?}")]
+    NoPose {
+        step: usize,
+        id: u32,
+        cells: [Cell; 4],
+    },
+    #[error("move {step} (meta-module {id}): {why}")]
+    Refused { step: usize, id: u32, why: String },
+    #[error("the simulation: {0}")]
+    Physics(String),
+}
+
+/// The servos' lattice angles (003 §2.4): the outer servos in thirds of a
+/// turn, the middle ones in quarters.
+fn lattice() -> Vec<MetaJoints> {
+    let outer = [0.0, 2.0 * PI / 3.0, 4.0 * PI / 3.0];
+    let middle = [0.0, PI / 2.0, PI, 3.0 * PI / 2.0];
+    let mut all = Vec::with_capacity(1296);
+    for a in outer {
+        for b in middle {
+            for c in outer {
+                for d in outer {
+                    for e in middle {
+                        for f in outer {
+                            all.push([a, b, c, d, e, f]);
+                        }
+                    }
+                }
+            }
+        }
+    }
+    all
+}
+
+fn sorted(cells: &[[i64; 3]; 4]) -> [[i64; 3]; 4] {
+    let mut c = *cells;
+    c.sort_unstable();
+    c
+}
+
+fn wide(cells: &[Cell; 4]) -> [[i64; 3]; 4] {
+    cells.map(|c| c.map(i64::from))
+}
+
+/// The lattice poses of `stage`'s meta-module (held as it is) with its
+/// cubes on `cells`; with `to_lock`, only those whose free end faces a
+/// connector it can lock onto.
+fn poses_for(
+    stage: &Stage,
+    lattice: &[MetaJoints],
+    cells: &[Cell; 4],
+    to_lock: bool,
+) -> Vec<MetaJoints> {
+    let want = sorted(&wide(cells));
+    lattice
+        .iter()
+        .filter(|q| sorted(&stage.cells_at(**q)) == want)
+        .filter(|q| !to_lock || stage.free_end_lockable_at(**q).is_some())
+        .copied()
+        .collect()
+}
+
+/// Meta-module `id` standing upright on the floor where `cells` are.
+fn standing(
+    connection: ConnectionType,
+    id: u32,
+    cells: &[Cell; 4],
+    turn: u8,
+) -> Result<Stage, ReplayError> {
+    let [x, y, _] = cells[0];
+    let stage = Stage::standing_turned(connection, i64::from(x), i64::from(y), turn);
+    if sorted(&stage.cells()) == sorted(&wide(cells)) {
+        Ok(stage)
+    } else {
+        Err(ReplayError::NotUpright(id))
+    }
+}
+
+/// The poses each move of `plan` drives to (the intermediate ones, then
+/// the last), found on kinematic stages standing turned `turn` quarter
+/// turns. Several poses put the cubes on the same cells, and the one a
+/// step ends in decides how the new held end is turned, so which later
+/// shapes exist: each meta-module's moves are searched depth first for
+/// poses that carry it through all of them (the database keeps one pose
+/// per cells and goal facing; this finds the grid's). Locks onto the
+/// structure see every meta-module that filled its place before.
+fn choose_poses(
+    plan: &Plan,
+    connection: ConnectionType,
+    turn: u8,
+    lattice: &[MetaJoints],
+) -> Result<Vec<Vec<MetaJoints>>, ReplayError> {
+    let mut chosen = vec![Vec::new(); plan.steps.len()];
+    for (id, cells) in &plan.start {
+        let moves: Vec<usize> = (0..plan.steps.len())
+            .filter(|k| plan.steps[*k].id == *id)
+            .collect();
+        let stage = standing(connection, *id, cells, turn)?;
+        for (k, stops) in moves
+            .iter()
+            .zip(search_moves(plan, &moves, lattice, stage, &[])?)
+        {
+            chosen[*k] = stops;
+        }
+    }
+    Ok(chosen)
+}
+
+/// The stops of each of `moves` (one meta-module's, in order) from
+/// `stage`, avoiding `banned` poses.
+fn search_moves(
+    plan: &Plan,
+    moves: &[usize],
+    lattice: &[MetaJoints],
+    stage: Stage,
+    banned: &[(usize, MetaJoints)],
+) -> Result<Vec<Vec<MetaJoints>>, ReplayError> {
+    let settled: Vec<(usize, [[i64; 3]; 4])> = plan
+        .steps
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| s.filled)
+        .map(|(k, s)| (k, wide(&s.to)))
+        .collect();
+    let mut search = Search {
+        plan,
+        moves,
+        lattice,
+        settled: &settled,
+        found: Vec::new(),
+        deepest: (0, None),
+        banned,
+    };
+    if search.from(0, stage) {
+        Ok(search.found)
+    } else {
+        Err(search.deepest.1.expect("a failed search says why"))
+    }
+}
+
+/// A depth-first search over the poses of one meta-module's moves.
+struct Search<'a> {
+    plan: &'a Plan,
+    /// The meta-module's moves (indexes of the plan's steps).
+    moves: &'a [usize],
+    lattice: &'a [MetaJoints],
+    /// The steps that filled a place, and the cells that became structure.
+    settled: &'a [(usize, [[i64; 3]; 4])],
+    /// Each move's stops, so far.
+    found: Vec<Vec<MetaJoints>>,
+    /// The farthest move reached, and why it failed there.
+    deepest: (usize, Option<ReplayError>),
+    /// Poses the simulated meta-module stalled on the way to, by step.
+    banned: &'a [(usize, MetaJoints)],
+}
+
+impl Search<'_> {
+    fn fail(&mut self, i: usize, e: ReplayError) -> bool {
+        if i >= self.deepest.0 {
+            self.deepest = (i, Some(e));
+        }
+        false
+    }
+
+    /// Moves `i..` from `stage`.
+    fn from(&mut self, i: usize, mut stage: Stage) -> bool {
+        let Some(&k) = self.moves.get(i) else {
+            return true;
+        };
+        let step = &self.plan.steps[k];
+        let (number, id) = (k + 1, step.id);
+        for (_, cells) in self.settled.iter().filter(|(at, _)| *at < k) {
+            stage.add_structure(*cells);
+        }
+        let mut stops = Vec::new();
+        for cells in &step.via {
+            // The pose in between does not change which end holds, nor how.
+            let Some(q) = poses_for(&stage, self.lattice, cells, false)
+                .into_iter()
+                .find(|q| !self.banned.contains(&(k, *q)))
+            else {
+                return self.fail(
+                    i,
+                    ReplayError::NoPose {
+                        step: number,
+                        id,
+                        cells: *cells,
+                    },
+                );
+            };
+            if let Err(why) = stage.apply(&Command::Move {
+                end: End::Forward,
+                angles: q,
+            }) {
+                return self.fail(
+                    i,
+                    ReplayError::Refused {
+                        step: number,
+                        id,
+                        why,
+                    },
+                );
+            }
+            stops.push(q);
+        }
+        let mut candidates = poses_for(&stage, self.lattice, &step.to, !step.filled);
+        candidates.retain(|q| !self.banned.contains(&(k, *q)));
+        if candidates.is_empty() {
+            return self.fail(
+                i,
+                ReplayError::NoPose {
+                    step: number,
+                    id,
+                    cells: step.to,
+                },
+            );
+        }
+        for q in candidates {
+            let mut next = stage.clone();
+            let handed = next
+                .apply(&Command::Move {
+                    end: End::Forward,
+                    angles: q,
+                })
+                .and_then(|moved| {
+                    if step.filled {
+                        return Ok(moved);
+                    }
+                    let (module, connector) = next
+                        .free_end_lockable_at(q)
+                        .expect("the pose was chosen to lock");
+                    let (held_module, held_connector) = next.held_connector();
+                    next.apply(&Command::Lock { module, connector })?;
+                    next.apply(&Command::Unlock {
+                        module: held_module,
+                        connector: held_connector,
+                    })
+                });
+            if let Err(why) = handed {
+                self.fail(
+                    i,
+                    ReplayError::Refused {
+                        step: number,
+                        id,
+                        why,
+                    },
+                );
+                continue;
+            }
+            let mut these = stops.clone();
+            these.push(q);
+            self.found.push(these);
+            if self.from(i + 1, next) {
+                return true;
+            }
+            self.found.pop();
+        }
+        false
+    }
+}
+
+/// Stalls on one move before the replay gives up.
+const MAX_RETRIES: usize = 8;
+
+/// Replays `plan` with meta-modules of `connection` in the simulation.
+pub fn replay(plan: &Plan, connection: ConnectionType) -> Result<Replayed, ReplayError> {
+    let lattice = lattice();
+    // The grid stands every meta-module turned one way about the vertical;
+    // the simulation's is the turn in which the plan's poses exist.
+    let mut first_error = None;
+    let mut found = None;
+    for turn in 0..4 {
+        match choose_poses(plan, connection, turn, &lattice) {
+            Ok(poses) => {
+                found = Some((turn, poses));
+                break;
+            }
+            Err(e) => {
+                first_error.get_or_insert(e);
+            }
+        }
+    }
+    let Some((turn, poses)) = found else {
+        return Err(first_error.expect("four turns were tried"));
+    };
+    let mut index = BTreeMap::new();
+    let mut stages = Vec::with_capacity(plan.start.len());
+    for (k, (id, cells)) in plan.start.iter().enumerate() {
+        index.insert(*id, k);
+        stages.push(standing(connection, *id, cells, turn)?);
+    }
+    let mut world = Enactment::troupe(stages).map_err(|e| ReplayError::Physics(e.to_string()))?;
+    let mut out = Replayed {
+        moves: plan.steps.len(),
+        ..Replayed::default()
+    };
+    let note = |r: &Report, out: &mut Replayed| {
+        out.commands += 1;
+        out.lock_gap = out.lock_gap.max(r.lock_gap);
+        out.plan_error = out.plan_error.max(r.plan_error);
+    };
+    let mut poses = poses;
+    let mut banned: Vec<(usize, MetaJoints)> = Vec::new();
+    for (k, step) in plan.steps.iter().enumerate() {
+        let (number, id) = (k + 1, step.id);
+        let meta = index[&id];
+        let refused = |why: String| ReplayError::Refused {
+            step: number,
+            id,
+            why,
+        };
+        let mut reached = true;
+        loop {
+            let before = world.stages()[meta].clone();
+            let mut stalled = None;
+            for q in poses[k].clone() {
+                let r = world
+                    .apply_to(
+                        meta,
+                        &Command::Move {
+                            end: End::Forward,
+                            angles: q,
+                        },
+                    )
+                    .map_err(refused)?;
+                note(&r, &mut out);
+                if !r.reached {
+                    stalled = Some(q);
+                    break;
+                }
+            }
+            let Some(q) = stalled else { break };
+            if banned.iter().filter(|(j, _)| *j == k).count() >= MAX_RETRIES {
+                return Err(refused(format!(
+                    "the simulated meta-module stalled on the way {MAX_RETRIES} times"
+                )));
+            }
+            // The simulated meta-module could not drive there (a cube
+            // pushing on the floor, the servos stalling): back to where the
+            // move began, and another pose with the same cells, the rest of
+            // its moves chosen again from there.
+            out.retried += 1;
+            let back = Command::Move {
+                end: End::Forward,
+                angles: before.angles(),
+            };
+            let r = world.apply_to(meta, &back).map_err(refused)?;
+            note(&r, &mut out);
+            if !r.reached {
+                reached = false;
+                break;
+            }
+            banned.push((k, q));
+            let rest: Vec<usize> = (k..plan.steps.len())
+                .filter(|j| plan.steps[*j].id == id)
+                .collect();
+            let again = search_moves(plan, &rest, &lattice, before, &banned)?;
+            for (j, stops) in rest.iter().zip(again) {
+                poses[*j] = stops;
+            }
+        }
+        out.unreached += usize::from(!reached);
+        if step.filled {
+            world.settle(meta);
+            continue;
+        }
+        let stage = &world.stages()[meta];
+        let (module, connector) = stage
+            .free_end_lockable_at(stage.angles())
+            .expect("the pose was chosen to lock");
+        let (held_module, held_connector) = stage.held_connector();
+        for command in [
+            Command::Lock { module, connector },
+            Command::Unlock {
+                module: held_module,
+                connector: held_connector,
+            },
+        ] {
+            let r = world.apply_to(meta, &command).map_err(refused)?;
+            note(&r, &mut out);
+        }
+    }
+    out.seconds = world.clock();
+    let end = plan.after(usize::MAX);
+    out.ends_on_plan = end
+        .iter()
+        .all(|(id, cells)| sorted(&world.cells_of(index[id])) == sorted(&wide(cells)));
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::task::{Planner, Target, Task};
+
+    /// Two meta-modules building a platform of two: every move of the
+    /// grid's plan is a pose the simulated meta-module takes, every lock
+    /// holds, and the simulation ends on the plan's cells.
+    #[test]
+    fn a_small_build_replays_in_the_simulation_with_the_locks_holding() {
+        let task = Task {
+            target: Target::Platform { bars: 1, rows: 2 },
+            connection: ConnectionType::ShearS,
+            rule: crate::build::Rule::Reserve,
+            look_ahead: true,
+            size: 13,
+            max_rounds: 2000,
+        };
+        let planned = Planner::new(2).plan(&task, 0, &|| false).unwrap();
+        assert!(planned.report.built);
+        let replayed = replay(&planned.plan, task.connection).unwrap();
+        assert_eq!(replayed.moves, planned.report.moves.len());
+        assert!(replayed.commands >= replayed.moves);
+        assert!(replayed.ends_on_plan, "{replayed:?}");
+        assert!(replayed.lock_gap < 0.005, "{replayed:?}");
+    }
+
+    /// The seed's chair (four meta-modules, three levels: two legs, a
+    /// seat across them, a back) replayed: each meta-module climbs onto
+    /// the ones that settled before it, and every lock holds.
+    #[test]
+    fn the_chair_replays_in_the_simulation_with_the_locks_holding() {
+        let task = Task {
+            target: Target::Xml {
+                name: "chair-4.xml".into(),
+                xml: include_str!("../../../examples/roombots/structures/chair-4.xml").into(),
+            },
+            connection: ConnectionType::ShearS,
+            rule: crate::build::Rule::Reserve,
+            look_ahead: true,
+            size: 13,
+            max_rounds: 2000,
+        };
+        let planned = Planner::new(2).plan(&task, 0, &|| false).unwrap();
+        assert!(planned.report.built);
+        assert!(
+            planned
+                .plan
+                .steps
+                .iter()
+                .any(|s| s.to.iter().any(|c| c[2] >= 2)),
+            "some meta-module climbs the structure"
+        );
+        let replayed = replay(&planned.plan, task.connection).unwrap();
+        assert!(replayed.ends_on_plan, "{replayed:?}");
+        assert_eq!(replayed.unreached, 0, "{replayed:?}");
+        assert!(
+            replayed.lock_gap < yamor_roombots::enact::LOCK_REACH,
+            "{replayed:?}"
+        );
+    }
+
+    #[test]
+    fn a_start_off_the_floor_is_refused() {
+        let plan = Plan::parse("world 9 9 9\nstart 1 4,4,1 4,4,2 4,4,3 4,4,4\n").unwrap();
+        assert!(matches!(
+            replay(&plan, ConnectionType::ShearS),
+            Err(ReplayError::NotUpright(1))
+        ));
+    }
+}
