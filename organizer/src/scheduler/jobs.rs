@@ -243,7 +243,7 @@ impl Scheduler {
     ) {
         let end = tokio::select! {
             answer = tokio::time::timeout(timeout, call) => match answer {
-                Ok(Ok(outcome)) => AttemptEnd::Done(outcome),
+                Ok(Ok(outcome)) => AttemptEnd::Done(Box::new(outcome)),
                 Ok(Err(e)) => AttemptEnd::Failed(e),
                 Err(_) => AttemptEnd::TimedOut,
             },
@@ -280,7 +280,7 @@ impl Scheduler {
                         host.evaluations += 1;
                         host.last_seen = Instant::now();
                     }
-                    Some(self.finish_locked(&mut core, job_id, Ok(result)))
+                    Some(self.finish_locked(&mut core, job_id, Ok(*result)))
                 }
                 AttemptEnd::Failed(HostCallError::Busy(message)) => {
                     if let Some(host) = host {

@@ -241,7 +241,7 @@ pub struct Load {
 
 /// How an attempt ended.
 enum AttemptEnd {
-    Done(Outcome),
+    Done(Box<Outcome>),
     Failed(HostCallError),
     TimedOut,
 }

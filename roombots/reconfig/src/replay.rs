@@ -359,7 +359,10 @@ pub fn replay(plan: &Plan, connection: ConnectionType) -> Result<Replayed, Repla
     let note = |r: &Report, out: &mut Replayed| {
         out.commands += 1;
         out.lock_gap = out.lock_gap.max(r.lock_gap);
-        out.plan_error = out.plan_error.max(r.plan_error);
+        // A stalled drive is redone: only poses reached are judged.
+        if r.reached {
+            out.plan_error = out.plan_error.max(r.plan_error);
+        }
     };
     let mut poses = poses;
     let mut banned: Vec<(usize, MetaJoints)> = Vec::new();
