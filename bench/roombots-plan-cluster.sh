@@ -12,7 +12,7 @@ set -euo pipefail
 BIN=${BIN:-target/release/yamor}
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
-wall() { local s e; s=$(date +%s.%N); "$@" >"$TMP/out" 2>"$TMP/err" || { cat "$TMP/out" "$TMP/err"; exit 1; }; e=$(date +%s.%N); echo "$e - $s" | bc; }
+wall() { local s e; s=$(date +%s.%N); "$@" >"$TMP/out" 2>"$TMP/err" || { cat "$TMP/out" "$TMP/err" >&2; exit 1; }; e=$(date +%s.%N); echo "$e - $s" | bc; }
 run() {
     local label=$1 n=$2; shift 2
     local inproc cluster resumed

@@ -149,6 +149,10 @@ impl Job {
         self.request.job.robot = RobotSource::Default;
         if let Some(o) = &mut self.outcome {
             o.samples.clear();
+            // A plan of a hundred meta-modules is half a megabyte.
+            if let Some(plan) = &mut o.plan {
+                plan.plan.clear();
+            }
         }
         self
     }

@@ -1131,6 +1131,17 @@ async fn a_planning_jobs_build_is_drawn_step_by_step() {
     assert_eq!(job.state, JobState::Done, "{}", job.error);
     let plan = job.outcome.unwrap().plan.unwrap();
     assert!(plan.built);
+    // A brief listing leaves the plan's text out (a hundred meta-modules'
+    // is half a megabyte) and keeps its figures.
+    let brief = organizer
+        .scheduler
+        .list_jobs(JobFilter::default(), true)
+        .await
+        .unwrap();
+    let listed = brief.iter().find(|j| j.id == id).unwrap();
+    let listed_plan = listed.outcome.as_ref().unwrap().plan.as_ref().unwrap();
+    assert!(listed_plan.plan.is_empty());
+    assert_eq!(listed_plan.moves, plan.moves);
     let page = get(&address, &format!("/jobs/{id}")).await;
     assert_eq!(page.status, 200, "{}", page.body);
     assert!(

@@ -341,8 +341,11 @@ where
             service,
             RequireToken::new(security.token.clone()),
         ))
+        // The builder's tcp_nodelay applies only to listeners it binds
+        // itself: without it here every reply of more than a segment waited
+        // for a delayed ACK (40 ms per planning job on loopback).
         .serve_with_incoming_shutdown(
-            tokio_stream::wrappers::TcpListenerStream::new(listener),
+            tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true)),
             shutdown,
         )
         .await?;

@@ -244,10 +244,12 @@ async fn direct_jobs(organizer: &OrganizerClient) -> Result<Vec<Job>> {
             .list_jobs(
                 &JobFilter {
                     after_id,
-                    limit: Some(500),
+                    limit: Some(200),
                     ..JobFilter::default()
                 },
-                false,
+                // Without the plans' text: the finished ones are read
+                // one by one when watched.
+                true,
             )
             .await?;
         let Some(last) = page.last() else {
