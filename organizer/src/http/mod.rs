@@ -457,6 +457,17 @@ impl IntoResponse for PageError {
     }
 }
 
+impl App {
+    /// Job `id` whole, or a page saying there is none.
+    async fn job(&self, id: u64) -> Result<crate::model::Job, PageError> {
+        self.organizer
+            .scheduler
+            .job(id, false)
+            .await
+            .map_err(|_| not_found(format!("job {id}")))
+    }
+}
+
 fn not_found(what: impl std::fmt::Display) -> PageError {
     PageError(StatusCode::NOT_FOUND, format!("{what} not found"))
 }

@@ -28,12 +28,7 @@ pub(super) async fn plan_page(
     Path(id): Path<u64>,
     Query(query): Query<StepQuery>,
 ) -> Result<Html<String>, PageError> {
-    let job = app
-        .organizer
-        .scheduler
-        .job(id, false)
-        .await
-        .map_err(|_| not_found(format!("job {id}")))?;
+    let job = app.job(id).await?;
     let outcome = job
         .outcome
         .as_ref()

@@ -13,7 +13,7 @@ use serde::Serialize;
 
 use maud::{PreEscaped, html};
 
-use super::{App, PageError, internal, not_found, page};
+use super::{App, PageError, internal, page};
 use crate::model::Job;
 
 /// A recorded walk as the page plays it: box half extents, then per frame
@@ -41,12 +41,7 @@ async fn record(app: &App, id: u64) -> Result<Recording, PageError> {
             "this dashboard has no simulator to replay walks with".into(),
         )
     })?;
-    let job = app
-        .organizer
-        .scheduler
-        .job(id, false)
-        .await
-        .map_err(|_| not_found(format!("job {id}")))?;
+    let job = app.job(id).await?;
     let recorded_velocity = job.velocity();
     let mut recording = tokio::task::spawn_blocking(move || replayer(&job))
         .await

@@ -124,12 +124,7 @@ pub(super) async fn job_page(
     State(app): State<App>,
     Path(id): Path<u64>,
 ) -> Result<Html<String>, PageError> {
-    let job = app
-        .organizer
-        .scheduler
-        .job(id, false)
-        .await
-        .map_err(|_| super::not_found(format!("job {id}")))?;
+    let job = app.job(id).await?;
     let units = Units::of(std::iter::once(&job));
     let request = &job.request.job;
     let mut rows: Vec<(&str, String)> = vec![

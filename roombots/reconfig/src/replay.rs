@@ -20,7 +20,6 @@
 //! test fires on the structure's neighbours sitting face to face.
 
 use std::collections::BTreeMap;
-use std::f64::consts::PI;
 
 use yamor_roombots::chain::ConnectionType;
 use yamor_roombots::enact::{Enactment, Report};
@@ -70,28 +69,6 @@ pub enum ReplayError {
     Refused { step: usize, id: u32, why: String },
     #[error("the simulation: {0}")]
     Physics(String),
-}
-
-/// The servos' lattice angles (003 §2.4): the outer servos in thirds of a
-/// turn, the middle ones in quarters.
-fn lattice() -> Vec<MetaJoints> {
-    let outer = [0.0, 2.0 * PI / 3.0, 4.0 * PI / 3.0];
-    let middle = [0.0, PI / 2.0, PI, 3.0 * PI / 2.0];
-    let mut all = Vec::with_capacity(1296);
-    for a in outer {
-        for b in middle {
-            for c in outer {
-                for d in outer {
-                    for e in middle {
-                        for f in outer {
-                            all.push([a, b, c, d, e, f]);
-                        }
-                    }
-                }
-            }
-        }
-    }
-    all
 }
 
 fn sorted(cells: &[[i64; 3]; 4]) -> [[i64; 3]; 4] {
@@ -326,7 +303,9 @@ const MAX_RETRIES: usize = 8;
 
 /// Replays `plan` with meta-modules of `connection` in the simulation.
 pub fn replay(plan: &Plan, connection: ConnectionType) -> Result<Replayed, ReplayError> {
-    let lattice = lattice();
+    // The servos' lattice angles (003 §2.4), in the order the database
+    // visits them: the first pose per cells and facing is the one it kept.
+    let lattice = yamor_roombots::ik::lattice();
     // The grid stands every meta-module turned one way about the vertical;
     // the simulation's is the turn in which the plan's poses exist.
     let mut first_error = None;
@@ -456,15 +435,12 @@ pub fn replay(plan: &Plan, connection: ConnectionType) -> Result<Replayed, Repla
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::task::{Planner, Target, Task};
+    use crate::task::{Planned, Planner, Target, Task};
 
-    /// Two meta-modules building a platform of two: every move of the
-    /// grid's plan is a pose the simulated meta-module takes, every lock
-    /// holds, and the simulation ends on the plan's cells.
-    #[test]
-    fn a_small_build_replays_in_the_simulation_with_the_locks_holding() {
+    /// `target` built by shear S meta-modules from seed 0's start, ours.
+    fn planned(target: Target) -> (Task, Planned) {
         let task = Task {
-            target: Target::Platform { bars: 1, rows: 2 },
+            target,
             connection: ConnectionType::ShearS,
             rule: crate::build::Rule::Reserve,
             look_ahead: true,
@@ -473,6 +449,15 @@ mod tests {
         };
         let planned = Planner::new(2).plan(&task, 0, &|| false).unwrap();
         assert!(planned.report.built);
+        (task, planned)
+    }
+
+    /// Two meta-modules building a platform of two: every move of the
+    /// grid's plan is a pose the simulated meta-module takes, every lock
+    /// holds, and the simulation ends on the plan's cells.
+    #[test]
+    fn a_small_build_replays_in_the_simulation_with_the_locks_holding() {
+        let (task, planned) = planned(Target::Platform { bars: 1, rows: 2 });
         let replayed = replay(&planned.plan, task.connection).unwrap();
         assert_eq!(replayed.moves, planned.report.moves.len());
         assert!(replayed.commands >= replayed.moves);
@@ -485,19 +470,10 @@ mod tests {
     /// the ones that settled before it, and every lock holds.
     #[test]
     fn the_chair_replays_in_the_simulation_with_the_locks_holding() {
-        let task = Task {
-            target: Target::Xml {
-                name: "chair-4.xml".into(),
-                xml: include_str!("../../../examples/roombots/structures/chair-4.xml").into(),
-            },
-            connection: ConnectionType::ShearS,
-            rule: crate::build::Rule::Reserve,
-            look_ahead: true,
-            size: 13,
-            max_rounds: 2000,
-        };
-        let planned = Planner::new(2).plan(&task, 0, &|| false).unwrap();
-        assert!(planned.report.built);
+        let (task, planned) = planned(Target::Xml {
+            name: "chair-4.xml".into(),
+            xml: include_str!("../../../examples/roombots/structures/chair-4.xml").into(),
+        });
         assert!(
             planned
                 .plan
