@@ -16,7 +16,7 @@
 //! - [`expr`]: the expression backend: a MathEval expression of the
 //!   parameters, with an optional delay; the zero-cost host for testing and
 //!   benchmarking schedulers and optimizers.
-//! - [`planning`]: a host that plans Roombot self-reconfigurations
+//! - `planning` (feature `sim`): a host that plans Roombot self-reconfigurations
 //!   (`reconfig:` objectives, seed 003) on a blocking thread, cancellable
 //!   between rounds.
 //! - [`serial`]: the real robot over a serial port (SNP through
@@ -41,6 +41,7 @@ pub mod backend;
 pub mod expr;
 pub mod grpc;
 pub mod model;
+#[cfg(feature = "sim")]
 pub mod planning;
 #[cfg(feature = "sim")]
 pub mod roombots;

@@ -144,8 +144,8 @@ pub async fn serve(
     shutdown: impl Future<Output = ()> + Send,
 ) -> Result<(), TransportError> {
     let api = OrganizerServer::new(organizer.service())
-        .max_decoding_message_size(64 << 20)
-        .max_encoding_message_size(64 << 20);
+        .max_decoding_message_size(yamor_proto::MAX_MESSAGE_BYTES)
+        .max_encoding_message_size(yamor_proto::MAX_MESSAGE_BYTES);
     let scheduler = organizer.scheduler.clone();
     let shutdown = async move {
         shutdown.await;

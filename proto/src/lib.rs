@@ -25,4 +25,14 @@ pub mod v1 {
 }
 
 /// The encoded descriptors of every yamor service, for `tonic-reflection`.
+/// The metadata key a host's RESOURCE_EXHAUSTED carries when it refused a
+/// job only because it is still evaluating another: nothing ran, and the
+/// organizer re-queues the job without counting an attempt. Other
+/// RESOURCE_EXHAUSTED (a message too large, a quota) are failures.
+pub const BUSY_METADATA: &str = "yamor-busy";
+
+/// The largest message yamor's clients and servers accept (a plan of a
+/// hundred meta-modules is half a megabyte; tonic's default is 4 MB).
+pub const MAX_MESSAGE_BYTES: usize = 64 << 20;
+
 pub const FILE_DESCRIPTOR_SET: &[u8] = tonic::include_file_descriptor_set!("yamor_descriptor");

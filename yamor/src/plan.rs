@@ -115,11 +115,25 @@ const OWNER: &str = "plan";
 pub fn plan(args: &PlanArgs) -> Result<()> {
     let task = args.task.task()?;
     ensure!(args.starts >= 1, "--starts must be at least 1");
-    let seeds: Vec<u64> = (args.first_seed..args.first_seed + args.starts).collect();
+    let last = args
+        .first_seed
+        .checked_add(args.starts)
+        .context("--first-seed + --starts is past the last seed")?;
+    let seeds: Vec<u64> = (args.first_seed..last).collect();
     crate::block_on(async {
         let jobs = match &args.organizer {
             Some(url) => {
                 let organizer = OrganizerClient::new(url, &Default::default())?;
+                let served = organizer.list_hosts().await?.iter().any(|h| {
+                    h.objectives
+                        .iter()
+                        .any(|o| o == yamor_reconfig::task::SERVED)
+                });
+                if !served {
+                    eprintln!(
+                        "no host of {url} plans reconfigurations now: the jobs wait for one (`yamor host --plan --organizer {url}`)"
+                    );
+                }
                 plan_on(&organizer, &task, &seeds).await?
             }
             None => {

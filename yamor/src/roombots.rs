@@ -355,13 +355,12 @@ fn build(args: &BuildArgs) -> Result<()> {
         let r = yamor_reconfig::replay::replay(&plan, task.connection)
             .map_err(|e| anyhow::anyhow!("the replay in the simulation: {e}"))?;
         println!(
-            "replayed in the simulation: {} moves, {} commands, {:.1} s simulated in {:.1} s; the locks gave at most {:.2} mm; {} moves with a joint short of its goal, {} stalls driven back and done through another pose with the same cells; the connectors ended at most {:.1} mm from the plan; {}",
+            "replayed in the simulation: {} moves, {} commands, {:.1} s simulated in {:.1} s; the locks gave at most {:.2} mm; {} stalls driven back and done through another pose with the same cells; the connectors ended at most {:.1} mm from the plan; {}",
             r.moves,
             r.commands,
             r.seconds,
             started.elapsed().as_secs_f64(),
             r.lock_gap * 1e3,
-            r.unreached,
             r.retried,
             r.plan_error * 1e3,
             if r.ends_on_plan {

@@ -91,7 +91,16 @@ impl HostService {
 
     fn exclusive(&self) -> Result<SemaphorePermit<'_>, Status> {
         self.robot.try_acquire().map_err(|_| {
-            Status::resource_exhausted("host is busy: it runs one evaluation at a time")
+            let mut metadata = tonic::metadata::MetadataMap::new();
+            metadata.insert(
+                yamor_proto::BUSY_METADATA,
+                tonic::metadata::MetadataValue::from_static("1"),
+            );
+            Status::with_metadata(
+                tonic::Code::ResourceExhausted,
+                "host is busy: it runs one evaluation at a time",
+                metadata,
+            )
         })
     }
 
@@ -109,8 +118,8 @@ impl HostService {
 #[must_use]
 pub fn server(service: Arc<HostService>) -> HostAgentServer<HostService> {
     HostAgentServer::from_arc(service)
-        .max_decoding_message_size(64 << 20)
-        .max_encoding_message_size(64 << 20)
+        .max_decoding_message_size(yamor_proto::MAX_MESSAGE_BYTES)
+        .max_encoding_message_size(yamor_proto::MAX_MESSAGE_BYTES)
 }
 
 #[must_use]

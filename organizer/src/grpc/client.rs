@@ -69,7 +69,8 @@ impl OrganizerClient {
     pub fn new(url: &str, security: &ClientSecurity) -> Result<Self, ClientError> {
         Ok(OrganizerClient {
             url: url.to_owned(),
-            inner: PbClient::new(transport::channel(url, security)?),
+            inner: PbClient::new(transport::channel(url, security)?)
+                .max_decoding_message_size(yamor_proto::MAX_MESSAGE_BYTES),
         })
     }
 

@@ -25,7 +25,8 @@ impl HostConnector for GrpcConnector {
         let channel =
             yamor_proto::transport::channel(address, &self.security).map_err(|e| e.to_string())?;
         Ok(Arc::new(GrpcHost {
-            client: HostAgentClient::new(channel),
+            client: HostAgentClient::new(channel)
+                .max_decoding_message_size(yamor_proto::MAX_MESSAGE_BYTES),
         }))
     }
 }
@@ -87,7 +88,13 @@ fn host_error(status: Status) -> HostCallError {
             HostCallError::Unavailable(message)
         }
         Code::Unknown if transport => HostCallError::Unavailable(message),
-        Code::ResourceExhausted => HostCallError::Busy(message),
+        // Busy only when the host says so: a message too large or a quota
+        // is RESOURCE_EXHAUSTED too, and retrying it uncounted never ends.
+        Code::ResourceExhausted
+            if !transport && status.metadata().contains_key(yamor_proto::BUSY_METADATA) =>
+        {
+            HostCallError::Busy(message)
+        }
         // FAILED_PRECONDITION: not an objective this host serves; UNIMPLEMENTED:
         // a host without Evaluate. Others may serve it.
         _ => HostCallError::Failed(message),
@@ -112,8 +119,23 @@ mod tests {
         assert!(matches!(bad, HostCallError::InvalidJob(_)), "{bad:?}");
         let gone = host_error(Status::unavailable("connection refused"));
         assert!(matches!(gone, HostCallError::Unavailable(_)), "{gone:?}");
-        let busy = host_error(Status::resource_exhausted("host is busy"));
+        let mut marked = tonic::metadata::MetadataMap::new();
+        marked.insert(
+            yamor_proto::BUSY_METADATA,
+            tonic::metadata::MetadataValue::from_static("1"),
+        );
+        let busy = host_error(Status::with_metadata(
+            Code::ResourceExhausted,
+            "host is busy",
+            marked,
+        ));
         assert!(matches!(busy, HostCallError::Busy(_)), "{busy:?}");
+        // Unmarked, it is an attempt that failed (a message too large).
+        let too_large = host_error(Status::resource_exhausted("message too large"));
+        assert!(
+            matches!(too_large, HostCallError::Failed(_)),
+            "{too_large:?}"
+        );
         let late = host_error(Status::deadline_exceeded("timeout"));
         assert!(matches!(late, HostCallError::Unavailable(_)), "{late:?}");
     }

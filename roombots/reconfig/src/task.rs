@@ -125,6 +125,14 @@ impl Task {
             Target::Xml { name, xml } => {
                 parse(xml).map_err(|e| TaskError::Invalid(format!("{name}: {e}")))
             }
+            // Bounded before anything is allocated: a task comes from the
+            // network, and the world (at most 64 cells a side) holds no more.
+            Target::Platform { bars, rows } if *bars > self.size || *rows > self.size => {
+                Err(TaskError::Invalid(format!(
+                    "a platform of {bars}x{rows} does not fit a world of {} cells",
+                    self.size
+                )))
+            }
             Target::Platform { bars, rows } if *bars >= 1 && *rows >= 1 => {
                 Ok(platform(*bars, *rows, [self.size / 2, self.size / 2, 0]))
             }
@@ -290,6 +298,17 @@ mod tests {
                 }
                 .objective(),
                 "no meta-modules",
+            ),
+            (
+                &Task {
+                    target: Target::Platform {
+                        bars: 2_000_000_000,
+                        rows: 2_000_000_000,
+                    },
+                    ..task()
+                }
+                .objective(),
+                "does not fit",
             ),
         ];
         for (objective, says) in wrong {
