@@ -24,9 +24,14 @@ impl PlanningBackend {
     /// connection type is asked for.
     #[must_use]
     pub fn new(threads: usize) -> Self {
-        PlanningBackend {
-            planner: Arc::new(Planner::new(threads)),
-        }
+        PlanningBackend::sharing(Arc::new(Planner::new(threads)))
+    }
+
+    /// A host planning with `planner`, which other hosts of this process
+    /// may share (the database and the swept cells are read-only).
+    #[must_use]
+    pub fn sharing(planner: Arc<Planner>) -> Self {
+        PlanningBackend { planner }
     }
 }
 

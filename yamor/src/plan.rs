@@ -148,12 +148,14 @@ pub fn plan(args: &PlanArgs) -> Result<()> {
                     )
                 })?;
                 let hosts = yamor_local::default_hosts(args.hosts).max(1);
-                // Each host sweeps on one thread: the hosts themselves
-                // share the cores.
+                // One planner for every local host: the database and each
+                // connection type's swept cells are made once, on every core.
+                let planner = Arc::new(yamor_reconfig::task::Planner::new(hosts));
                 let cluster = yamor_local::LocalCluster::start_with(hosts, &db, |_| {
                     Ok(
-                        Arc::new(yamor_host_agent::planning::PlanningBackend::new(1))
-                            as Arc<dyn yamor_host_agent::Backend>,
+                        Arc::new(yamor_host_agent::planning::PlanningBackend::sharing(
+                            planner.clone(),
+                        )) as Arc<dyn yamor_host_agent::Backend>,
                     )
                 })
                 .await?;
