@@ -95,9 +95,7 @@ impl Scheduler {
             entry.robot = info.robot;
             entry.objectives = info.objectives;
             entry.last_seen = Instant::now();
-            // A host still busy with a job it was sent before stays down
-            // until a probe finds it free, as after a busy refusal.
-            if entry.state == HostState::Down && !info.busy {
+            if entry.state == HostState::Down {
                 entry.state = HostState::Free;
             }
             (id, host_view(id, entry), moved)
