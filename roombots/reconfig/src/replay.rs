@@ -97,6 +97,30 @@ fn poses_for(
         .collect()
 }
 
+/// A move of the whole meta-module to angles `q` (forward chain order).
+fn drive(q: MetaJoints) -> Command {
+    Command::Move {
+        end: End::Forward,
+        angles: q,
+    }
+}
+
+/// The inchworm step's hand-over from where `stage` stands: the free end
+/// locks onto the connector it faces, then the held end lets go.
+fn hand_over(stage: &Stage) -> [Command; 2] {
+    let (module, connector) = stage
+        .free_end_lockable_at(stage.angles())
+        .expect("the pose was chosen to lock");
+    let (held_module, held_connector) = stage.held_connector();
+    [
+        Command::Lock { module, connector },
+        Command::Unlock {
+            module: held_module,
+            connector: held_connector,
+        },
+    ]
+}
+
 /// Meta-module `id` standing upright on the floor where `cells` are.
 fn standing(
     connection: ConnectionType,
@@ -237,10 +261,7 @@ impl Search<'_> {
                     },
                 );
             };
-            if let Err(why) = stage.apply(&Command::Move {
-                end: End::Forward,
-                angles: q,
-            }) {
+            if let Err(why) = stage.apply(&drive(q)) {
                 return self.fail(
                     i,
                     ReplayError::Refused {
@@ -266,25 +287,14 @@ impl Search<'_> {
         }
         for q in candidates {
             let mut next = stage.clone();
-            let handed = next
-                .apply(&Command::Move {
-                    end: End::Forward,
-                    angles: q,
-                })
-                .and_then(|moved| {
-                    if step.filled {
-                        return Ok(moved);
-                    }
-                    let (module, connector) = next
-                        .free_end_lockable_at(q)
-                        .expect("the pose was chosen to lock");
-                    let (held_module, held_connector) = next.held_connector();
-                    next.apply(&Command::Lock { module, connector })?;
-                    next.apply(&Command::Unlock {
-                        module: held_module,
-                        connector: held_connector,
-                    })
-                });
+            let handed = next.apply(&drive(q)).and_then(|moved| {
+                if step.filled {
+                    return Ok(moved);
+                }
+                let [lock, unlock] = hand_over(&next);
+                next.apply(&lock)?;
+                next.apply(&unlock)
+            });
             if let Err(why) = handed {
                 self.fail(
                     i,
@@ -331,7 +341,7 @@ pub fn replay(plan: &Plan, connection: ConnectionType) -> Result<Replayed, Repla
             }
         }
     }
-    let Some((turn, poses)) = found else {
+    let Some((turn, mut poses)) = found else {
         return Err(first_error.expect("four turns were tried"));
     };
     let mut index = BTreeMap::new();
@@ -353,7 +363,6 @@ pub fn replay(plan: &Plan, connection: ConnectionType) -> Result<Replayed, Repla
             out.plan_error = out.plan_error.max(r.plan_error);
         }
     };
-    let mut poses = poses;
     let mut banned: Vec<(usize, MetaJoints)> = Vec::new();
     for (k, step) in plan.steps.iter().enumerate() {
         let (number, id) = (k + 1, step.id);
@@ -367,15 +376,7 @@ pub fn replay(plan: &Plan, connection: ConnectionType) -> Result<Replayed, Repla
             let before = world.stages()[meta].clone();
             let mut stalled = None;
             for q in poses[k].clone() {
-                let r = world
-                    .apply_to(
-                        meta,
-                        &Command::Move {
-                            end: End::Forward,
-                            angles: q,
-                        },
-                    )
-                    .map_err(refused)?;
+                let r = world.apply_to(meta, &drive(q)).map_err(refused)?;
                 note(&r, &mut out);
                 if !r.reached {
                     stalled = Some(q);
@@ -393,11 +394,9 @@ pub fn replay(plan: &Plan, connection: ConnectionType) -> Result<Replayed, Repla
             // move began, and another pose with the same cells, the rest of
             // its moves chosen again from there.
             out.retried += 1;
-            let back = Command::Move {
-                end: End::Forward,
-                angles: before.angles(),
-            };
-            let r = world.apply_to(meta, &back).map_err(refused)?;
+            let r = world
+                .apply_to(meta, &drive(before.angles()))
+                .map_err(refused)?;
             note(&r, &mut out);
             if !r.reached {
                 return Err(refused(
@@ -421,18 +420,7 @@ pub fn replay(plan: &Plan, connection: ConnectionType) -> Result<Replayed, Repla
             world.settle(meta);
             continue;
         }
-        let stage = &world.stages()[meta];
-        let (module, connector) = stage
-            .free_end_lockable_at(stage.angles())
-            .expect("the pose was chosen to lock");
-        let (held_module, held_connector) = stage.held_connector();
-        for command in [
-            Command::Lock { module, connector },
-            Command::Unlock {
-                module: held_module,
-                connector: held_connector,
-            },
-        ] {
+        for command in hand_over(&world.stages()[meta]) {
             let r = world.apply_to(meta, &command).map_err(refused)?;
             note(&r, &mut out);
         }
