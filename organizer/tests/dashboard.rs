@@ -1102,6 +1102,8 @@ async fn a_planning_jobs_build_is_drawn_step_by_step() {
         look_ahead: true,
         size: 13,
         max_rounds: 2000,
+        method: yamor_reconfig::task::Method::Decentralised,
+        from: None,
     };
     let mut events = organizer.scheduler.subscribe_jobs();
     let request = JobRequest {

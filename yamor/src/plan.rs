@@ -13,7 +13,7 @@ use yamor_core::evaluation::{EvaluationJob, EvaluationSpec, Objective};
 use yamor_organizer::OrganizerClient;
 use yamor_organizer::model::{Job, JobFilter, JobRequest, JobState};
 use yamor_reconfig::build::Rule;
-use yamor_reconfig::task::{Target, Task};
+use yamor_reconfig::task::{Method, Target, Task};
 use yamor_roombots::chain::ConnectionType;
 
 use crate::roombots::MoveRule;
@@ -43,20 +43,36 @@ pub struct TaskArgs {
     /// Rounds before a build gives up.
     #[arg(long, default_value_t = 2000)]
     max_rounds: usize,
+    /// Plan centrally: the fewest moves, by A* over the configurations of
+    /// all the meta-modules at once (at most 8 of them), instead of each
+    /// meta-module deciding for itself.
+    #[arg(long)]
+    central: bool,
+    /// The centralised search gives up after this many configurations.
+    #[arg(long, default_value_t = 1_000_000)]
+    max_expanded: usize,
+    /// Start standing as this structure (003 §2.7's XML) and take it apart
+    /// into the target: meta-modules on the target's places stay, the
+    /// others walk off and park on the floor clear of it. Needs --central.
+    #[arg(long, requires = "central")]
+    from: Option<PathBuf>,
 }
 
 impl TaskArgs {
+    /// The centralised search's give-up.
+    #[must_use]
+    pub fn max_expanded(&self) -> usize {
+        self.max_expanded
+    }
+
     /// The task, its structure file read and checked.
     pub fn task(&self) -> Result<Task> {
         let target = match (&self.structure, self.platform) {
-            (Some(path), _) => Target::Xml {
-                name: path.display().to_string(),
-                xml: std::fs::read_to_string(path)
-                    .with_context(|| format!("reading {}", path.display()))?,
-            },
+            (Some(path), _) => xml_target(path)?,
             (None, Some((bars, rows))) => Target::Platform { bars, rows },
             (None, None) => bail!("give a structure file or --platform"),
         };
+        let from = self.from.as_deref().map(xml_target).transpose()?;
         let task = Task {
             target,
             connection: self.connection,
@@ -68,9 +84,26 @@ impl TaskArgs {
             look_ahead: !self.no_look_ahead,
             size: self.size,
             max_rounds: self.max_rounds,
+            method: if self.central {
+                Method::Central {
+                    max_expanded: self.max_expanded,
+                }
+            } else {
+                Method::Decentralised
+            },
+            from,
         };
         Ok(task.checked()?)
     }
+}
+
+/// A structure file as a task's target.
+fn xml_target(path: &std::path::Path) -> Result<Target> {
+    Ok(Target::Xml {
+        name: path.display().to_string(),
+        xml: std::fs::read_to_string(path)
+            .with_context(|| format!("reading {}", path.display()))?,
+    })
 }
 
 fn bars_by_rows(text: &str) -> Result<(i32, i32), String> {

@@ -33,8 +33,9 @@ pub enum RoombotsCommand {
     /// local cluster's, stored (plan, moves, rounds, collisions, time) and
     /// resumed when run again; a table and a summary.
     Plan(crate::plan::PlanArgs),
-    /// The decentralised build against the fewest moves (A*, centralised):
-    /// one meta-module, one seed, random starts.
+    /// The decentralised build against the fewest moves (A* over the
+    /// configurations of all the meta-modules at once): moves and rounds,
+    /// over random starts of a small structure.
     Fewest(FewestArgs),
     /// 003 Fig 3.5: two meta-modules, each yielding to the other under the
     /// seed's canMove, and what the seed's remedy and ours do there.
@@ -96,15 +97,11 @@ pub struct BuildArgs {
 
 #[derive(Args)]
 pub struct FewestArgs {
-    /// How each meta-module's two modules are joined.
-    #[arg(long, default_value = "shear-s")]
-    connection: ConnectionType,
+    #[command(flatten)]
+    task: crate::plan::TaskArgs,
     /// Random starts.
     #[arg(long, default_value_t = 50)]
     trials: u64,
-    /// The seed's controller (canMove, no look-ahead) instead of ours.
-    #[arg(long)]
-    seeds_controller: bool,
 }
 
 #[derive(Args)]
@@ -251,6 +248,7 @@ pub fn roombots(command: RoombotsCommand) -> Result<()> {
 /// `BARSxROWS`.
 fn build(args: &BuildArgs) -> Result<()> {
     use yamor_reconfig::build::{self, Build, Film};
+    use yamor_reconfig::task::Method;
     let task = args.task.task()?;
     let structure = task.structure()?;
     let name = task.name();
@@ -262,6 +260,10 @@ fn build(args: &BuildArgs) -> Result<()> {
     anyhow::ensure!(
         args.trials == 1 || !args.replay,
         "--replay replays one build: drop --trials"
+    );
+    anyhow::ensure!(
+        args.trials == 1 || task.method == Method::Decentralised,
+        "--central plans one build; `yamor roombots fewest` sets it against the decentralised build over many starts"
     );
     let db = yamor_reconfig::srdb::Database::generate();
     let table = db.table(task.connection);
@@ -295,21 +297,53 @@ fn build(args: &BuildArgs) -> Result<()> {
         );
         return Ok(());
     }
-    let (world, starts) = task.start(args.seed)?;
+    let world = task.start(args.seed, table)?;
+    let movers: Vec<[i32; 3]> = world
+        .moving()
+        .iter()
+        .filter_map(|id| world.placement(*id).map(|p| p.root))
+        .collect();
     println!(
-        "{name}: {} places on levels {:?}; {} {} meta-modules start standing on {:?}",
+        "{name}: {} places on levels {:?}; {} {} meta-modules start with their roots on {:?}{}",
         structure.places.len(),
         structure.levels(),
-        starts.len(),
+        movers.len(),
         task.connection,
-        starts
+        movers,
+        match world
+            .seeds()
+            .iter()
+            .filter(|s| s.filled_by.is_some())
+            .count()
+        {
+            0 => String::new(),
+            k => format!(", {k} more standing on places of the target"),
+        }
     );
-    let mut b =
-        Build::new(world, table, &clouds, &starts, settings).map_err(|e| anyhow::anyhow!("{e}"))?;
-    let before = b.world.clone();
-    let mut film = Film::default();
+    let before = world.clone();
+    let mut b = Build::of_world(world, table, &clouds, settings);
     let start = std::time::Instant::now();
-    let report = b.run_filmed(Some(&mut film));
+    let (report, film) = match task.method {
+        Method::Decentralised => {
+            let mut film = Film::default();
+            (b.run_filmed(Some(&mut film)), film)
+        }
+        Method::Central { max_expanded } => {
+            let planned = yamor_reconfig::central::plan(&b, max_expanded, &|| false)?;
+            println!(
+                "centralised: {} configurations expanded, {} seen; at least {} moves{}",
+                planned.expanded,
+                planned.seen,
+                planned.bound,
+                if planned.report.built {
+                    "; the fewest moves"
+                } else {
+                    "; gave up (--max-expanded)"
+                }
+            );
+            (planned.report, planned.film)
+        }
+    };
     let seconds = start.elapsed().as_secs_f64();
     for m in &report.moves {
         println!(
@@ -378,51 +412,68 @@ fn build(args: &BuildArgs) -> Result<()> {
 }
 
 fn fewest(args: &FewestArgs) -> Result<()> {
-    use yamor_reconfig::build::{Rule, Settings};
+    let task = args.task.task()?;
+    let structure = task.structure()?;
     let db = yamor_reconfig::srdb::Database::generate();
-    let table = db.table(args.connection);
+    let table = db.table(task.connection);
     let clouds =
         yamor_reconfig::sweep::Clouds::build(table, yamor_reconfig::sweep::ROTATION_STEP, 2);
-    let settings = if args.seeds_controller {
-        Settings {
-            rule: Rule::CanMove,
-            look_ahead: false,
-            ..Settings::default()
-        }
-    } else {
-        Settings {
-            rule: Rule::Reserve,
-            ..Settings::default()
-        }
-    };
-    let pairs =
-        yamor_reconfig::central::against_decentralised(table, &clouds, settings, args.trials);
-    let both: Vec<(usize, usize)> = pairs
+    let runs = yamor_reconfig::central::against_decentralised(
+        table,
+        &clouds,
+        &structure,
+        [task.size; 3],
+        task.settings(),
+        args.trials,
+        args.task.max_expanded(),
+    )
+    .map_err(|e| anyhow::anyhow!("{}: {e}", task.name()))?;
+    let both: Vec<((usize, usize), (usize, usize))> = runs
         .iter()
-        .filter_map(|(f, d)| Some(((*f)?, (*d)?)))
+        .filter_map(|r| Some((r.central?, r.decentralised?)))
         .collect();
-    let mut ratios: Vec<f64> = both.iter().map(|(f, d)| *d as f64 / *f as f64).collect();
-    ratios.sort_by(f64::total_cmp);
-    anyhow::ensure!(!ratios.is_empty(), "no start both planned and built");
-    let mean = ratios.iter().sum::<f64>() / ratios.len() as f64;
-    let optimal = both.iter().filter(|(f, d)| f == d).count();
+    anyhow::ensure!(!both.is_empty(), "no start both planned and built");
+    let summary = |mut v: Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        let mean = v.iter().sum::<f64>() / v.len() as f64;
+        format!(
+            "mean {mean:.2}, median {:.2}, worst {:.2}",
+            v[v.len() / 2],
+            v[v.len() - 1]
+        )
+    };
+    let moves = summary(both.iter().map(|(c, d)| d.0 as f64 / c.0 as f64).collect());
+    let rounds = summary(both.iter().map(|(c, d)| d.1 as f64 / c.1 as f64).collect());
+    let optimal = both.iter().filter(|(c, d)| c.0 == d.0).count();
+    let mut seconds: Vec<f64> = runs.iter().map(|r| r.seconds).collect();
+    seconds.sort_by(f64::total_cmp);
+    let mut expanded: Vec<usize> = runs.iter().map(|r| r.expanded).collect();
+    expanded.sort_unstable();
     println!(
-        "one {} meta-module to one seed, {} random starts: {} planned and built; the decentralised build's moves over the fewest: mean {:.2}, median {:.2}, worst {:.2}; {} of {} optimal; fewest moves {}-{}",
-        args.connection,
-        pairs.len(),
+        "{}, {} {} meta-modules ({}), {} random starts: {} planned centrally and built; \
+         decentralised moves / fewest: {moves}; {optimal} of {} optimal; \
+         decentralised rounds / the fewest-moves plan's rounds: {rounds}; \
+         fewest moves {}-{}; the search: median {:.2} s, slowest {:.2} s, median {} configurations expanded, most {}",
+        task.name(),
+        structure.places.len(),
+        task.connection,
+        format!("{:?}", task.rule).to_lowercase(),
+        runs.len(),
         both.len(),
-        mean,
-        ratios[ratios.len() / 2],
-        ratios[ratios.len() - 1],
-        optimal,
         both.len(),
-        both.iter().map(|b| b.0).min().unwrap_or(0),
-        both.iter().map(|b| b.0).max().unwrap_or(0),
+        both.iter().map(|b| b.0.0).min().unwrap_or(0),
+        both.iter().map(|b| b.0.0).max().unwrap_or(0),
+        seconds[seconds.len() / 2],
+        seconds[seconds.len() - 1],
+        expanded[expanded.len() / 2],
+        expanded[expanded.len() - 1],
     );
-    let unplanned = pairs.iter().filter(|p| p.0.is_none()).count();
-    let unbuilt = pairs.iter().filter(|p| p.1.is_none()).count();
+    let unplanned = runs.iter().filter(|r| r.central.is_none()).count();
+    let unbuilt = runs.iter().filter(|r| r.decentralised.is_none()).count();
     if unplanned + unbuilt > 0 {
-        println!("  {unplanned} starts the planner gave up on, {unbuilt} the build did not finish");
+        println!(
+            "  {unplanned} starts the search gave up on, {unbuilt} the decentralised build did not finish"
+        );
     }
     Ok(())
 }

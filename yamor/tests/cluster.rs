@@ -1165,6 +1165,8 @@ async fn a_planning_job_killed_mid_plan_is_planned_elsewhere_with_nothing_lost()
         look_ahead: true,
         size: 40,
         max_rounds: 2000,
+        method: yamor_reconfig::task::Method::Decentralised,
+        from: None,
     };
     let mut events = org
         .watch_jobs(pb::WatchJobsRequest::default())
@@ -1265,4 +1267,51 @@ async fn a_planning_job_killed_mid_plan_is_planned_elsewhere_with_nothing_lost()
         .into_inner()
         .jobs;
     assert_eq!(listed.len(), 3, "one job per start, none planned twice");
+
+    // The centralised method as a job: 003 Fig 1.2's stool taken apart
+    // from six meta-modules to four, on the same hosts.
+    let structure = |name: &str| {
+        format!(
+            "{}/../examples/roombots/structures/{name}",
+            env!("CARGO_MANIFEST_DIR")
+        )
+    };
+    let (ok, out, err) = cli(
+        &url,
+        &[
+            "roombots",
+            "plan",
+            &structure("stool-4.xml"),
+            "--from",
+            &structure("stool-6.xml"),
+            "--central",
+            "--starts",
+            "1",
+        ],
+    );
+    assert!(ok, "{out}\n{err}");
+    assert!(
+        out.contains("built 1/1; 0 collisions; 0 jobs failed"),
+        "{out}"
+    );
+    let listed = org
+        .list_jobs(pb::ListJobsRequest::default())
+        .await
+        .unwrap()
+        .into_inner()
+        .jobs;
+    let central = listed
+        .iter()
+        .find(|j| {
+            let job = j.request.as_ref().and_then(|r| r.job.as_ref()).unwrap();
+            job.objective.contains("\"central\"")
+        })
+        .expect("the centralised job is stored");
+    let plan = central.result.as_ref().unwrap().plan.as_ref().unwrap();
+    assert!(plan.built && plan.moves >= 2, "{plan:?}");
+    assert_eq!(
+        plan.plan.matches("\nstart ").count(),
+        6,
+        "six stand at the start"
+    );
 }

@@ -26,6 +26,7 @@ use std::collections::VecDeque;
 use crate::grid::{Cell, CellSet, Dir, SIGHT, Turn, add, distance2, sub};
 use crate::search::{Sweeps, Way, find_way};
 use crate::srdb::Table;
+use crate::structure::Structure;
 use crate::sweep::Clouds;
 use crate::world::{Content, Placement, World};
 
@@ -146,6 +147,34 @@ pub fn upright(table: &Table) -> (usize, Turn) {
     (pose, turn)
 }
 
+/// The world cells a meta-module at `placement` sweeps going to `pose`
+/// by `way`.
+#[must_use]
+pub fn swept(clouds: &Clouds, placement: &Placement, pose: usize, way: &Way) -> Vec<Cell> {
+    let mut stops = vec![placement.pose];
+    stops.extend(way.intermediates());
+    stops.push(pose);
+    let mut set = CellSet::EMPTY;
+    for w in stops.windows(2) {
+        set = set.union(clouds.get(w[0], w[1]));
+    }
+    set.cells().map(|c| placement.world(c)).collect()
+}
+
+/// Meta-modules standing upright on floor cells `starts`.
+#[must_use]
+pub fn upright_on(table: &Table, starts: &[[i32; 2]]) -> Vec<Placement> {
+    let (pose, turn) = upright(table);
+    starts
+        .iter()
+        .map(|s| Placement {
+            root: [s[0], s[1], 0],
+            turn,
+            pose,
+        })
+        .collect()
+}
+
 impl<'a> Build<'a> {
     /// Meta-modules standing upright on `starts` (floor cells), ids 1 ….
     pub fn new(
@@ -155,16 +184,7 @@ impl<'a> Build<'a> {
         starts: &[[i32; 2]],
         settings: Settings,
     ) -> Result<Self, crate::world::WorldError> {
-        let (pose, turn) = upright(table);
-        let placements: Vec<Placement> = starts
-            .iter()
-            .map(|s| Placement {
-                root: [s[0], s[1], 0],
-                turn,
-                pose,
-            })
-            .collect();
-        Build::with_placements(world, table, clouds, &placements, settings)
+        Build::with_placements(world, table, clouds, &upright_on(table, starts), settings)
     }
 
     /// Meta-modules where `placements` put them, ids 1 ….
@@ -178,13 +198,25 @@ impl<'a> Build<'a> {
         for (k, p) in placements.iter().enumerate() {
             world.place(k as u32 + 1, *p, table)?;
         }
-        Ok(Build {
+        Ok(Build::of_world(world, table, clouds, settings))
+    }
+
+    /// A build of `world` as it stands (meta-modules already placed or
+    /// settled), with no history.
+    #[must_use]
+    pub fn of_world(
+        world: World,
+        table: &'a Table,
+        clouds: &'a Clouds,
+        settings: Settings,
+    ) -> Self {
+        Build {
             world,
             table,
             clouds,
             settings,
             history: std::collections::HashMap::new(),
-        })
+        }
     }
 
     /// Whether meta-module `id` waits this round under `canMove`.
@@ -398,14 +430,7 @@ impl<'a> Build<'a> {
 
     /// The world cells a move sweeps.
     fn swept(&self, placement: &Placement, pose: usize, way: &Way) -> Vec<Cell> {
-        let mut stops = vec![placement.pose];
-        stops.extend(way.intermediates());
-        stops.push(pose);
-        let mut set = CellSet::EMPTY;
-        for w in stops.windows(2) {
-            set = set.union(self.clouds.get(w[0], w[1]));
-        }
-        set.cells().map(|c| placement.world(c)).collect()
+        swept(self.clouds, placement, pose, way)
     }
 
     /// The order [`Rule::Reserve`]'s moves go in, highest first: covering
@@ -618,6 +643,10 @@ impl<'a> Build<'a> {
         cells
     }
 
+    pub(crate) fn settings(&self) -> Settings {
+        self.settings
+    }
+
     pub(crate) fn table_ref(&self) -> &'a Table {
         self.table
     }
@@ -707,6 +736,64 @@ pub fn random_starts(
         starts.push(c);
     }
     None
+}
+
+/// Meta-modules standing as the places of `from` stand (ids 1 … in its
+/// order), in a world with a structure to build: one on a place of the
+/// structure fills its seed; the others move, each turned so its root's
+/// connector faces a floor or structure connector where one does. Taking
+/// `from` apart into the world's structure (003 Fig 1.2's stool shrinking
+/// from six meta-modules to four) starts here.
+pub fn stand_as(world: &mut World, table: &Table, from: &Structure) -> Result<(), String> {
+    let places = from.world_cells();
+    let sorted = |mut c: [Cell; 4]| {
+        c.sort_unstable();
+        c
+    };
+    let seed_of = |cells: &[Cell; 4], world: &World| {
+        world
+            .seeds()
+            .iter()
+            .position(|s| s.filled_by.is_none() && sorted(s.cells) == sorted(*cells))
+    };
+    let placement_of = |cells: &[Cell; 4], world: &World| {
+        let root = cells[0];
+        let mut found = None;
+        for turn in Turn::all() {
+            let shape = [cells[1], cells[2], cells[3]].map(|c| turn.inverse().apply(sub(c, root)));
+            let Some(pose) = table.query_shape(shape).next() else {
+                continue;
+            };
+            let p = Placement { root, turn, pose };
+            let faces = turn.apply_dir(crate::srdb::root_facing()).step();
+            if world.lockable(add(root, faces)) {
+                return Some(p);
+            }
+            found.get_or_insert(p);
+        }
+        found
+    };
+    // Those on the structure first: their cells become connectors the
+    // others' roots may face.
+    let seeds: Vec<Option<usize>> = places.iter().map(|c| seed_of(c, world)).collect();
+    for on_structure in [true, false] {
+        for (k, cells) in places.iter().enumerate() {
+            let id = k as u32 + 1;
+            let seed = seeds[k];
+            if seed.is_some() != on_structure {
+                continue;
+            }
+            let p = placement_of(cells, world)
+                .ok_or_else(|| format!("place {id} of the start is no pose of a meta-module"))?;
+            world
+                .place(id, p, table)
+                .map_err(|e| format!("place {id} of the start: {e}"))?;
+            if let Some(seed) = seed {
+                world.fill(id, seed, table).map_err(|e| e.to_string())?;
+            }
+        }
+    }
+    Ok(())
 }
 
 /// A 13-cell world with one open seed: a meta-module standing upright on

@@ -447,6 +447,8 @@ mod tests {
             look_ahead: true,
             size: 13,
             max_rounds: 2000,
+            method: crate::task::Method::Decentralised,
+            from: None,
         };
         let planned = Planner::new(2).plan(&task, 0, &|| false).unwrap();
         assert!(planned.report.built);

@@ -35,7 +35,7 @@ impl Sweeps<'_> {
 }
 
 /// What a search found.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Way {
     /// A → B directly.
     Direct,

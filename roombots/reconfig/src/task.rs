@@ -13,9 +13,9 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 use yamor_roombots::chain::ConnectionType;
 
-use crate::build::{Build, Report, Rule, Settings, random_starts};
+use crate::build::{Build, Report, Rule, Settings, random_starts, stand_as, upright_on};
 use crate::plan::Plan;
-use crate::srdb::Database;
+use crate::srdb::{Database, Table};
 use crate::structure::{Structure, parse, platform};
 use crate::sweep::{Clouds, ROTATION_STEP};
 use crate::world::World;
@@ -50,6 +50,25 @@ pub struct Task {
     /// Cells along each side of the cubic world.
     pub size: i32,
     pub max_rounds: usize,
+    /// Who plans: the meta-modules themselves, or a centralised search.
+    #[serde(default)]
+    pub method: Method,
+    /// A structure the meta-modules stand as at the start, to be taken
+    /// apart into the target (003 Fig 1.2), instead of random starts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from: Option<Target>,
+}
+
+/// Who plans a task.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub enum Method {
+    /// 003 §2.6: every meta-module its own Gradient Controller.
+    #[default]
+    Decentralised,
+    /// [`crate::central`]: the fewest moves, by A* over whole
+    /// configurations, giving up after `max_expanded` of them.
+    Central { max_expanded: usize },
 }
 
 mod connection_text {
@@ -115,13 +134,52 @@ impl Task {
         if self.max_rounds == 0 {
             return Err(TaskError::Invalid("max_rounds must be at least 1".into()));
         }
-        self.structure()?;
+        let places = self.structure()?.places.len();
+        let from = self.from_structure()?;
+        match (self.method, &from) {
+            (Method::Decentralised, Some(_)) => {
+                return Err(TaskError::Invalid(
+                    "the decentralised controller builds from scattered meta-modules only \
+                     (003 §2.6); taking a structure apart needs the central method"
+                        .into(),
+                ));
+            }
+            (Method::Central { max_expanded: 0 }, _) => {
+                return Err(TaskError::Invalid(
+                    "the central method needs max_expanded of at least 1".into(),
+                ));
+            }
+            (Method::Central { .. }, _) if self.size > crate::central::MAX_WORLD => {
+                return Err(TaskError::Invalid(
+                    crate::central::CentralError::WorldTooLarge([self.size; 3]).to_string(),
+                ));
+            }
+            (Method::Central { .. }, _) => {
+                let movers = from.map_or(places, |f| f.places.len());
+                if movers > crate::central::MAX_MOVING || places > crate::central::MAX_SEEDS {
+                    return Err(TaskError::Invalid(format!(
+                        "{}",
+                        crate::central::CentralError::TooLarge(movers, places)
+                    )));
+                }
+            }
+            (Method::Decentralised, None) => {}
+        }
         Ok(self)
     }
 
     /// The structure, placed in the world.
     pub fn structure(&self) -> Result<Structure, TaskError> {
-        match &self.target {
+        self.structure_of(&self.target)
+    }
+
+    /// The structure the meta-modules start as, if the task names one.
+    pub fn from_structure(&self) -> Result<Option<Structure>, TaskError> {
+        self.from.as_ref().map(|f| self.structure_of(f)).transpose()
+    }
+
+    fn structure_of(&self, target: &Target) -> Result<Structure, TaskError> {
+        match target {
             Target::Xml { name, xml } => {
                 parse(xml).map_err(|e| TaskError::Invalid(format!("{name}: {e}")))
             }
@@ -162,14 +220,20 @@ impl Task {
         }
     }
 
-    /// The world with the structure's seeds and the meta-modules standing
-    /// on the floor where `seed` puts them, before anything moved.
-    pub fn start(&self, seed: u64) -> Result<(World, Vec<[i32; 2]>), TaskError> {
+    /// The world with the structure's seeds and the meta-modules where
+    /// they start: standing as the `from` structure, or on the floor where
+    /// `seed` puts them; nothing moved yet.
+    pub fn start(&self, seed: u64, table: &Table) -> Result<World, TaskError> {
         let structure = self.structure()?;
         let mut world = World::new([self.size; 3]);
         world
             .set_structure(&structure)
             .map_err(|e| TaskError::Invalid(format!("{}: {e}", self.name())))?;
+        if let Some(from) = self.from_structure()? {
+            stand_as(&mut world, table, &from)
+                .map_err(|e| TaskError::Invalid(format!("{}: {e}", self.name())))?;
+            return Ok(world);
+        }
         let starts = random_starts(&world, structure.places.len(), 3, seed).ok_or_else(|| {
             TaskError::Invalid(format!(
                 "{}: no room on a floor of {} cells to spread {} meta-modules out",
@@ -178,7 +242,12 @@ impl Task {
                 structure.places.len()
             ))
         })?;
-        Ok((world, starts))
+        for (k, p) in upright_on(table, &starts).into_iter().enumerate() {
+            world
+                .place(k as u32 + 1, p, table)
+                .map_err(|e| TaskError::Invalid(e.to_string()))?;
+        }
+        Ok(world)
     }
 }
 
@@ -225,12 +294,21 @@ impl Planner {
             .expect("every connection type is listed");
         let clouds =
             self.clouds[index].get_or_init(|| Clouds::build(table, ROTATION_STEP, self.threads));
-        let (world, starts) = task.start(seed)?;
+        let world = task.start(seed, table)?;
         let began = Instant::now();
-        let mut build = Build::new(world, table, clouds, &starts, task.settings())
-            .map_err(|e| TaskError::Invalid(e.to_string()))?;
-        let before = build.world.clone();
-        let report = build.run_until(None, stop).ok_or(TaskError::Stopped)?;
+        let before = world.clone();
+        let mut build = Build::of_world(world, table, clouds, task.settings());
+        let report = match task.method {
+            Method::Decentralised => build.run_until(None, stop).ok_or(TaskError::Stopped)?,
+            Method::Central { max_expanded } => {
+                crate::central::plan(&build, max_expanded, stop)
+                    .map_err(|e| match e {
+                        crate::central::CentralError::Stopped => TaskError::Stopped,
+                        e => TaskError::Invalid(e.to_string()),
+                    })?
+                    .report
+            }
+        };
         let plan = Plan::record(&before, table, &report);
         Ok(Planned {
             report,
@@ -260,6 +338,8 @@ mod tests {
             look_ahead: true,
             size: 13,
             max_rounds: 2000,
+            method: Method::Decentralised,
+            from: None,
         }
     }
 
@@ -314,6 +394,90 @@ mod tests {
         for (objective, says) in wrong {
             let e = Task::from_objective(objective).unwrap().unwrap_err();
             assert!(e.to_string().contains(says), "{objective}: {e}");
+        }
+    }
+
+    fn stool(name: &str) -> Target {
+        let path = format!(
+            "{}/../../examples/roombots/structures/{name}",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        Target::Xml {
+            name: name.into(),
+            xml: std::fs::read_to_string(path).unwrap(),
+        }
+    }
+
+    #[test]
+    fn the_central_method_plans_no_more_moves_and_takes_a_stool_apart() {
+        let planner = Planner::new(2);
+        let central = Task {
+            target: Target::Platform { bars: 1, rows: 2 },
+            method: Method::Central {
+                max_expanded: 100_000,
+            },
+            ..task()
+        };
+        let decentralised = Task {
+            method: Method::Decentralised,
+            ..central.clone()
+        };
+        let fewest = planner.plan(&central, 0, &|| false).unwrap();
+        let built = planner.plan(&decentralised, 0, &|| false).unwrap();
+        assert!(fewest.report.built && built.report.built);
+        assert!(fewest.report.moves.len() <= built.report.moves.len());
+        assert_eq!(fewest.plan.start, built.plan.start, "one seed, one start");
+        assert_eq!(
+            Task::from_objective(&central.objective()).unwrap().unwrap(),
+            central
+        );
+
+        let shrink = Task {
+            target: stool("stool-4.xml"),
+            from: Some(stool("stool-6.xml")),
+            ..central.clone()
+        };
+        let apart = planner.plan(&shrink, 0, &|| false).unwrap();
+        assert!(apart.report.built);
+        assert_eq!(apart.plan.start.len(), 6);
+        assert!(
+            apart.report.moves.iter().all(|m| !m.filled),
+            "stool-4 stands already"
+        );
+
+        let refused = [
+            (
+                Task {
+                    method: Method::Decentralised,
+                    ..shrink.clone()
+                },
+                "central method",
+            ),
+            (
+                Task {
+                    method: Method::Central { max_expanded: 0 },
+                    ..central.clone()
+                },
+                "max_expanded",
+            ),
+            (
+                Task {
+                    target: Target::Platform { bars: 3, rows: 3 },
+                    ..central.clone()
+                },
+                "at most 8",
+            ),
+            (
+                Task {
+                    size: 40,
+                    ..central.clone()
+                },
+                "at most 24 cells",
+            ),
+        ];
+        for (task, says) in refused {
+            let e = task.checked().unwrap_err();
+            assert!(e.to_string().contains(says), "{e}");
         }
     }
 

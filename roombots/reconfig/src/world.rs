@@ -263,6 +263,15 @@ impl World {
         Ok(())
     }
 
+    /// Takes moving meta-module `id` out of the world.
+    pub fn remove(&mut self, id: u32, table: &Table) -> Option<Placement> {
+        let placement = self.moving.remove(&id)?;
+        for c in placement.cells(table) {
+            self.occupied.remove(&c);
+        }
+        Some(placement)
+    }
+
     #[must_use]
     pub fn placement(&self, id: u32) -> Option<Placement> {
         self.moving.get(&id).copied()
