@@ -756,10 +756,24 @@ pub fn stand_as(world: &mut World, table: &Table, from: &Structure) -> Result<()
             .iter()
             .position(|s| s.filled_by.is_none() && sorted(s.cells) == sorted(*cells))
     };
+    // Upright on the floor, a meta-module stands as random starts stand
+    // it (the pose and turn the physics replay expects there); otherwise
+    // that turn is tried first.
+    let mut turns = Turn::all();
+    let (up_pose, up) = upright(table);
+    turns.sort_by_key(|t| *t != up);
     let placement_of = |cells: &[Cell; 4], world: &World| {
         let root = cells[0];
+        let standing = Placement {
+            root,
+            turn: up,
+            pose: up_pose,
+        };
+        if standing.cells(table) == *cells && root[2] == 0 {
+            return Some(standing);
+        }
         let mut found = None;
-        for turn in Turn::all() {
+        for turn in turns.iter().copied() {
             let shape = [cells[1], cells[2], cells[3]].map(|c| turn.inverse().apply(sub(c, root)));
             let Some(pose) = table.query_shape(shape).next() else {
                 continue;

@@ -223,17 +223,18 @@ pub fn plan(
 }
 
 /// What [`search`] may use; without them it is breadth-first over every
-/// order of moves (the tests' check that they lose no plan).
-#[derive(Debug, Clone, Copy)]
-struct Shortcuts {
+/// order of moves (the tests' check that they lose no plan, and the plain
+/// search the benchmark sets the planner against).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shortcuts {
     /// The module docs' bound.
-    bounded: bool,
-    /// Independent moves in one order only (see [`Problem::moves`]).
-    one_order: bool,
+    pub bounded: bool,
+    /// Independent moves in one order only (see `Problem::moves`).
+    pub one_order: bool,
 }
 
 impl Shortcuts {
-    const ALL: Shortcuts = Shortcuts {
+    pub const ALL: Shortcuts = Shortcuts {
         bounded: true,
         one_order: true,
     };
@@ -242,7 +243,8 @@ impl Shortcuts {
 /// A configuration and the move that led to it.
 type Node = (Vec<Slot>, Option<(u32, Placement, usize, Way)>);
 
-fn search(
+/// [`plan`] with only some of its shortcuts.
+pub fn search(
     build: &Build<'_>,
     max_expanded: usize,
     stop: &dyn Fn() -> bool,
@@ -698,27 +700,28 @@ pub struct Versus {
     pub seconds: f64,
 }
 
-/// `structure` built by `count` … of random starts (seeds `0..trials`,
-/// as [`crate::build::trials`] draws them), each planned by both.
+/// The structure of `world` (its seeds, nobody standing) built from
+/// `trials` random starts (seeds `0..trials`, as [`crate::build::trials`]
+/// draws them), each planned by both, the centralised search with
+/// `shortcuts`.
 pub fn against_decentralised(
     table: &Table,
     clouds: &Clouds,
-    structure: &crate::structure::Structure,
-    size: [i32; 3],
+    world: &World,
     settings: Settings,
     trials: u64,
     max_expanded: usize,
+    shortcuts: Shortcuts,
 ) -> Result<Vec<Versus>, String> {
     let mut out = Vec::new();
     for seed in 0..trials {
-        let mut world = World::new(size);
-        world.set_structure(structure).map_err(|e| e.to_string())?;
-        let starts = crate::build::random_starts(&world, structure.places.len(), 3, seed)
+        let starts = crate::build::random_starts(world, world.seeds().len(), 3, seed)
             .ok_or("no room for the meta-modules spread out")?;
-        let build =
-            Build::new(world, table, clouds, &starts, settings).map_err(|e| e.to_string())?;
+        let build = Build::new(world.clone(), table, clouds, &starts, settings)
+            .map_err(|e| e.to_string())?;
         let began = std::time::Instant::now();
-        let planned = plan(&build, max_expanded, &|| false).map_err(|e| e.to_string())?;
+        let planned =
+            search(&build, max_expanded, &|| false, shortcuts).map_err(|e| e.to_string())?;
         let seconds = began.elapsed().as_secs_f64();
         let report = {
             let mut b = build;

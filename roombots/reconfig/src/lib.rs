@@ -18,8 +18,9 @@
 //!   level, what a meta-module is told of its surroundings.
 //! - [`build`]: the decentralised build of 003 §2.6: a Gradient
 //!   Controller per meta-module, rounds, the rules of who may move.
-//! - [`central`]: the fewest moves for one meta-module to fill a seed
-//!   (A*), to check the decentralised build against.
+//! - [`central`]: the fewest moves of several meta-modules at once (A*
+//!   over whole configurations), to check the decentralised build
+//!   against and to take a structure apart.
 //! - [`plan`]: a build written down (start and every move) as text, read
 //!   back with line errors, replayed step by step.
 //! - [`replay`]: a plan replayed in the module's physics simulation (the
