@@ -291,8 +291,11 @@ async fn a_busy_refusal_costs_no_attempt_and_the_host_waits_until_free() {
     // One attempt: a refusal that counted would fail the job.
     request.max_attempts = 1;
     let job_id = scheduler.submit("c", 0, vec![(0, request)]).await.unwrap()[0];
+    // The host counts the call before the organizer has its refusal:
+    // wait for the organizer to have put the host down too.
     until("the busy host refused", Duration::from_secs(2), || {
         host.evaluations.load(Ordering::SeqCst) == 1
+            && scheduler.hosts()[0].state == HostState::Down
     })
     .await;
     // Heartbeats keep arriving; each probe finds it busy.

@@ -747,6 +747,21 @@ mod tests {
     use crate::sweep::Clouds;
     use yamor_roombots::chain::ConnectionType;
 
+    /// The shear S table and its swept cells, made once for every test.
+    fn shear_s() -> (&'static Table, &'static Clouds) {
+        static MADE: std::sync::OnceLock<(Database, Clouds)> = std::sync::OnceLock::new();
+        let (db, clouds) = MADE.get_or_init(|| {
+            let db = Database::generate();
+            let clouds = Clouds::build(
+                db.table(ConnectionType::ShearS),
+                crate::sweep::ROTATION_STEP,
+                2,
+            );
+            (db, clouds)
+        });
+        (db.table(ConnectionType::ShearS), clouds)
+    }
+
     fn settings() -> Settings {
         Settings {
             rule: Rule::Reserve,
@@ -820,13 +835,11 @@ mod tests {
 
     #[test]
     fn the_bound_never_overestimates_breadth_first_finds_the_same_fewest() {
-        let db = Database::generate();
-        let table = db.table(ConnectionType::ShearS);
-        let clouds = Clouds::build(table, crate::sweep::ROTATION_STEP, 2);
+        let (table, clouds) = shear_s();
         for seed in 0..4 {
             let world = crate::build::one_seed_world();
             let starts = random_starts(&world, 1, 3, seed).unwrap();
-            let build = Build::new(world, table, &clouds, &starts, settings()).unwrap();
+            let build = Build::new(world, table, clouds, &starts, settings()).unwrap();
             let a_star = plan(&build, 1_000_000, &|| false).unwrap();
             let breadth_first = search(
                 &build,
@@ -855,16 +868,14 @@ mod tests {
 
     #[test]
     fn two_meta_modules_no_decentralised_build_beats_the_plan_and_the_plan_plays() {
-        let db = Database::generate();
-        let table = db.table(ConnectionType::ShearS);
-        let clouds = Clouds::build(table, crate::sweep::ROTATION_STEP, 2);
+        let (table, clouds) = shear_s();
         let platform = crate::structure::platform(1, 2, [6, 6, 0]);
         let mut parallel = 0;
         for seed in 0..3 {
             let mut world = World::new([13; 3]);
             world.set_structure(&platform).unwrap();
             let starts = random_starts(&world, 2, 3, seed).unwrap();
-            let build = Build::new(world.clone(), table, &clouds, &starts, settings()).unwrap();
+            let build = Build::new(world.clone(), table, clouds, &starts, settings()).unwrap();
             let before = build.world.clone();
             let planned = plan(&build, 2_000_000, &|| false).unwrap();
             let r = &planned.report;
@@ -885,7 +896,7 @@ mod tests {
             )
             .unwrap();
             assert_eq!(every_order.report.moves.len(), r.moves.len(), "seed {seed}");
-            let decentralised = Build::new(world, table, &clouds, &starts, settings())
+            let decentralised = Build::new(world, table, clouds, &starts, settings())
                 .unwrap()
                 .run();
             assert!(decentralised.built);
@@ -896,15 +907,13 @@ mod tests {
 
     #[test]
     fn the_stool_of_fig_1_2_shrinks_from_six_meta_modules_to_four() {
-        let db = Database::generate();
-        let table = db.table(ConnectionType::ShearS);
-        let clouds = Clouds::build(table, crate::sweep::ROTATION_STEP, 2);
+        let (table, clouds) = shear_s();
         let mut world = World::new([13; 3]);
         world.set_structure(&structure("stool-4.xml")).unwrap();
         crate::build::stand_as(&mut world, table, &structure("stool-6.xml")).unwrap();
         assert!(world.built(), "stool-4's places are stool-6's");
         assert_eq!(world.moving().len(), 2, "two legs leave");
-        let build = Build::of_world(world.clone(), table, &clouds, settings());
+        let build = Build::of_world(world.clone(), table, clouds, settings());
         let planned = plan(&build, 2_000_000, &|| false).unwrap();
         let r = &planned.report;
         assert!(r.built, "{} expanded", planned.expanded);
@@ -918,21 +927,19 @@ mod tests {
 
     #[test]
     fn too_many_meta_modules_are_refused_and_a_stop_stops() {
-        let db = Database::generate();
-        let table = db.table(ConnectionType::ShearS);
-        let clouds = Clouds::build(table, crate::sweep::ROTATION_STEP, 2);
+        let (table, clouds) = shear_s();
         let platform = crate::structure::platform(3, 3, [6, 6, 0]);
         let mut world = World::new([13; 3]);
         world.set_structure(&platform).unwrap();
         let starts = random_starts(&world, 9, 3, 0).unwrap();
-        let build = Build::new(world, table, &clouds, &starts, settings()).unwrap();
+        let build = Build::new(world, table, clouds, &starts, settings()).unwrap();
         assert_eq!(
             plan(&build, 10, &|| false).unwrap_err(),
             CentralError::TooLarge(9, 9)
         );
         let world = crate::build::one_seed_world();
         let starts = random_starts(&world, 1, 3, 0).unwrap();
-        let build = Build::new(world, table, &clouds, &starts, settings()).unwrap();
+        let build = Build::new(world, table, clouds, &starts, settings()).unwrap();
         assert_eq!(
             plan(&build, 10, &|| true).unwrap_err(),
             CentralError::Stopped
