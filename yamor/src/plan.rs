@@ -313,13 +313,7 @@ fn report(task: &Task, jobs: &BTreeMap<u64, Job>, write: Option<&std::path::Path
     if let Some(dir) = write {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     }
-    println!(
-        "{} with {} meta-modules, rule {:?}: {} starts",
-        task.name(),
-        task.connection,
-        task.rule,
-        jobs.len()
-    );
+    println!("{}: {} starts", task.describe(), jobs.len());
     println!("seed   job  built  rounds  moves  collisions  plan ms  host (attempts)");
     let (mut built, mut collisions, mut failed) = (0, 0, 0);
     let mut moves = Vec::new();

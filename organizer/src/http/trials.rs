@@ -107,13 +107,7 @@ fn objective(objective: &yamor_core::evaluation::Objective) -> String {
     use yamor_core::evaluation::Objective;
     match objective {
         Objective::Named(text) => match yamor_reconfig::task::Task::from_objective(text) {
-            Some(Ok(task)) => format!(
-                "a reconfiguration: {} with {} meta-modules, rule {:?}, a world of {} cells",
-                task.name(),
-                task.connection,
-                task.rule,
-                task.size
-            ),
+            Some(Ok(task)) => format!("a reconfiguration: {}", task.describe()),
             _ => objective.to_string(),
         },
         other => other.to_string(),

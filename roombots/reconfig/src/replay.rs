@@ -121,6 +121,23 @@ fn hand_over(stage: &Stage) -> [Command; 2] {
     ]
 }
 
+/// The meta-modules that start on a place of the target and never move
+/// (a structure being taken apart): fixed cells to lock onto and keep
+/// clear of, not simulated.
+fn standing_structure(plan: &Plan) -> Vec<(u32, [[i64; 3]; 4])> {
+    plan.start
+        .iter()
+        .filter(|(id, cells)| {
+            plan.steps.iter().all(|s| s.id != *id)
+                && plan
+                    .target
+                    .iter()
+                    .any(|t| sorted(&wide(t)) == sorted(&wide(cells)))
+        })
+        .map(|(id, cells)| (*id, wide(cells)))
+        .collect()
+}
+
 /// Meta-module `id` standing upright on the floor where `cells` are.
 fn standing(
     connection: ConnectionType,
@@ -152,11 +169,16 @@ fn choose_poses(
     lattice: &[MetaJoints],
 ) -> Result<Vec<Vec<MetaJoints>>, ReplayError> {
     let mut chosen = vec![Vec::new(); plan.steps.len()];
+    let fixed = standing_structure(plan);
     for (id, cells) in &plan.start {
+        if fixed.iter().any(|(f, _)| f == id) {
+            continue;
+        }
         let moves: Vec<usize> = (0..plan.steps.len())
             .filter(|k| plan.steps[*k].id == *id)
             .collect();
-        let stage = standing(connection, *id, cells, turn)?;
+        let mut stage = standing(connection, *id, cells, turn)?;
+        stage.add_structure(fixed.iter().flat_map(|(_, c)| *c));
         for (k, stops) in moves
             .iter()
             .zip(search_moves(plan, &moves, lattice, stage, &[])?)
@@ -346,9 +368,15 @@ pub fn replay(plan: &Plan, connection: ConnectionType) -> Result<Replayed, Repla
     };
     let mut index = BTreeMap::new();
     let mut stages = Vec::with_capacity(plan.start.len());
-    for (k, (id, cells)) in plan.start.iter().enumerate() {
-        index.insert(*id, k);
-        stages.push(standing(connection, *id, cells, turn)?);
+    let fixed = standing_structure(plan);
+    for (id, cells) in &plan.start {
+        if fixed.iter().any(|(f, _)| f == id) {
+            continue;
+        }
+        index.insert(*id, stages.len());
+        let mut stage = standing(connection, *id, cells, turn)?;
+        stage.add_structure(fixed.iter().flat_map(|(_, c)| *c));
+        stages.push(stage);
     }
     let mut world = Enactment::troupe(stages).map_err(|e| ReplayError::Physics(e.to_string()))?;
     let mut out = Replayed {
@@ -429,7 +457,8 @@ pub fn replay(plan: &Plan, connection: ConnectionType) -> Result<Replayed, Repla
     let end = plan.after(usize::MAX);
     out.ends_on_plan = end
         .iter()
-        .all(|(id, cells)| sorted(&world.cells_of(index[id])) == sorted(&wide(cells)));
+        .filter_map(|(id, cells)| index.get(id).map(|k| (k, cells)))
+        .all(|(k, cells)| sorted(&world.cells_of(*k)) == sorted(&wide(cells)));
     Ok(out)
 }
 
@@ -453,6 +482,40 @@ mod tests {
         let planned = Planner::new(2).plan(&task, 0, &|| false).unwrap();
         assert!(planned.report.built);
         (task, planned)
+    }
+
+    /// 003 Fig 1.2: the two legs leave the six-meta-module stool (the four
+    /// that stay are fixed cells); every lock holds and the leavers end on
+    /// the plan's cells.
+    #[test]
+    fn the_stool_of_fig_1_2_comes_apart_in_the_simulation() {
+        let xml = |name: &str| Target::Xml {
+            name: name.into(),
+            xml: std::fs::read_to_string(format!(
+                "{}/../../examples/roombots/structures/{name}",
+                env!("CARGO_MANIFEST_DIR")
+            ))
+            .unwrap(),
+        };
+        let task = Task {
+            target: xml("stool-4.xml"),
+            from: Some(xml("stool-6.xml")),
+            method: crate::task::Method::Central {
+                max_expanded: 100_000,
+            },
+            connection: ConnectionType::ShearS,
+            rule: crate::build::Rule::Reserve,
+            look_ahead: true,
+            size: 13,
+            max_rounds: 2000,
+        };
+        let planned = Planner::new(2).plan(&task, 0, &|| false).unwrap();
+        assert!(planned.report.built && !planned.report.moves.is_empty());
+        assert_eq!(standing_structure(&planned.plan).len(), 4);
+        let replayed = replay(&planned.plan, task.connection).unwrap();
+        assert_eq!(replayed.moves, planned.report.moves.len());
+        assert!(replayed.lock_gap < 0.005, "{replayed:?}");
+        assert!(replayed.ends_on_plan, "{replayed:?}");
     }
 
     /// Two meta-modules building a platform of two: every move of the

@@ -209,6 +209,32 @@ impl Task {
         }
     }
 
+    /// The task in a sentence, as pages name it: what, with what, how.
+    #[must_use]
+    pub fn describe(&self) -> String {
+        let from = match &self.from {
+            Some(Target::Xml { name, .. }) => format!(", taken apart from {name}"),
+            Some(Target::Platform { bars, rows }) => {
+                format!(", taken apart from a platform {bars}x{rows}")
+            }
+            None => String::new(),
+        };
+        let method = match self.method {
+            Method::Decentralised => format!("each meta-module deciding (rule {:?})", self.rule),
+            Method::Central { max_expanded } => {
+                format!(
+                    "centrally, the fewest moves (A*, giving up after {max_expanded} configurations)"
+                )
+            }
+        };
+        format!(
+            "{} with {} meta-modules{from}, planned {method}, a world of {} cells",
+            self.name(),
+            self.connection,
+            self.size
+        )
+    }
+
     /// How the build runs.
     #[must_use]
     pub fn settings(&self) -> Settings {
