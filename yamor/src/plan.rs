@@ -148,6 +148,10 @@ const OWNER: &str = "plan";
 pub fn plan(args: &PlanArgs) -> Result<()> {
     let task = args.task.task()?;
     ensure!(args.starts >= 1, "--starts must be at least 1");
+    ensure!(
+        args.starts == 1 || args.task.from.is_none(),
+        "a structure taken apart (--from) has one start, whatever the seed: use --starts 1"
+    );
     let last = args
         .first_seed
         .checked_add(args.starts)

@@ -335,16 +335,16 @@ fn build(args: &BuildArgs) -> Result<()> {
         }
         Method::Central { max_expanded } => {
             let planned = yamor_reconfig::central::plan(&b, max_expanded, &|| false)?;
+            let outcome = if planned.report.built {
+                format!("at least {} moves; the fewest moves", planned.bound)
+            } else if planned.exhausted {
+                "every reachable configuration searched: no plan exists".to_string()
+            } else {
+                format!("at least {} moves; gave up (--max-expanded)", planned.bound)
+            };
             println!(
-                "centralised: {} configurations expanded, {} seen; at least {} moves{}",
-                planned.expanded,
-                planned.seen,
-                planned.bound,
-                if planned.report.built {
-                    "; the fewest moves"
-                } else {
-                    "; gave up (--max-expanded)"
-                }
+                "centralised: {} configurations expanded, {} seen; {outcome}",
+                planned.expanded, planned.seen,
             );
             (planned.report, planned.film)
         }
@@ -419,6 +419,10 @@ fn build(args: &BuildArgs) -> Result<()> {
 fn fewest(args: &FewestArgs) -> Result<()> {
     use yamor_reconfig::central::Shortcuts;
     let task = args.task.task()?;
+    anyhow::ensure!(
+        task.from.is_none(),
+        "fewest compares builds from random starts; plan a structure taken apart with `build --from F --central`"
+    );
     let structure = task.structure()?;
     let db = yamor_reconfig::srdb::Database::generate();
     let table = db.table(task.connection);

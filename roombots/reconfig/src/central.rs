@@ -45,6 +45,13 @@ use crate::world::{Placement, World};
 /// A bound this high: the goal cannot be reached from there.
 const DEAD_END: usize = usize::MAX / 8;
 
+/// The most configurations the search keeps (about 1 kB each with their
+/// index): past them it gives up as past `max_expanded`.
+pub const MAX_NODES: usize = 4_000_000;
+
+/// The most configurations a task may ask the search to expand.
+pub const MAX_EXPANDED: usize = 10_000_000;
+
 /// The most moving meta-modules the planner takes.
 pub const MAX_MOVING: usize = 8;
 
@@ -66,6 +73,9 @@ pub struct Planned {
     pub seen: usize,
     /// The bound at the start: no plan has fewer moves.
     pub bound: usize,
+    /// Not built because no plan exists: the search ran out of
+    /// configurations (rather than giving up).
+    pub exhausted: bool,
     /// Every meta-module's modules at the start and after each round.
     pub film: Film,
 }
@@ -287,14 +297,17 @@ pub fn search(
     )]);
     let mut expanded = 0;
     let mut goal = None;
+    let mut gave_up = false;
     while let Some((Reverse(_), moves, Reverse(at))) = open.pop() {
         if moves > cost[at] {
             continue;
         }
-        if expanded % 256 == 0 && stop() {
+        // Asked every time: one expansion may run hundreds of searches.
+        if stop() {
             return Err(CentralError::Stopped);
         }
-        if expanded >= max_expanded {
+        if expanded >= max_expanded || nodes.len() >= MAX_NODES {
+            gave_up = true;
             break;
         }
         expanded += 1;
@@ -347,6 +360,7 @@ pub fn search(
         expanded,
         seen: nodes.len(),
         bound: problem.bound(&nodes[0].0),
+        exhausted: goal.is_none() && !gave_up,
     })
 }
 
@@ -487,7 +501,7 @@ impl<'a> Problem<'a> {
     /// Two moves that come no nearer than a cell to each other (before,
     /// after and swept) and where the first fills no seed may be swapped:
     /// each finds its cells as free and its connectors as there in either
-    /// order, and they end in the same configuration. Swapping such a pair
+    /// order, and they end with the same cells filled and taken. Swapping such a pair
     /// whose higher id goes first removes one inversion of the ids, so
     /// every plan has one as short in which a move follows an independent
     /// one only by a higher id: searching only those loses no plan, and
@@ -946,5 +960,15 @@ mod tests {
         );
         let gave_up = plan(&build, 1, &|| false).unwrap();
         assert!(!gave_up.report.built && gave_up.report.moves.is_empty());
+        assert!(!gave_up.exhausted, "it gave up; it did not prove anything");
+        // Two seeds, one meta-module: no plan, proved at once.
+        let mut world = World::new([13; 3]);
+        world
+            .set_structure(&crate::structure::platform(1, 2, [6, 6, 0]))
+            .unwrap();
+        let starts = random_starts(&world, 1, 3, 0).unwrap();
+        let build = Build::new(world, table, clouds, &starts, settings()).unwrap();
+        let none = plan(&build, 1_000, &|| false).unwrap();
+        assert!(!none.report.built && none.exhausted && none.expanded == 1);
     }
 }

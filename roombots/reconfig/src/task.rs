@@ -51,7 +51,9 @@ pub struct Task {
     pub size: i32,
     pub max_rounds: usize,
     /// Who plans: the meta-modules themselves, or a centralised search.
-    #[serde(default)]
+    /// Left out of the objective when decentralised, so objectives stored
+    /// before it existed, and hosts that predate it, still match and read.
+    #[serde(default, skip_serializing_if = "Method::is_decentralised")]
     pub method: Method,
     /// A structure the meta-modules stand as at the start, to be taken
     /// apart into the target (003 Fig 1.2), instead of random starts.
@@ -69,6 +71,13 @@ pub enum Method {
     /// [`crate::central`]: the fewest moves, by A* over whole
     /// configurations, giving up after `max_expanded` of them.
     Central { max_expanded: usize },
+}
+
+impl Method {
+    #[must_use]
+    pub fn is_decentralised(&self) -> bool {
+        *self == Method::Decentralised
+    }
 }
 
 mod connection_text {
@@ -144,10 +153,13 @@ impl Task {
                         .into(),
                 ));
             }
-            (Method::Central { max_expanded: 0 }, _) => {
-                return Err(TaskError::Invalid(
-                    "the central method needs max_expanded of at least 1".into(),
-                ));
+            (Method::Central { max_expanded }, _)
+                if max_expanded == 0 || max_expanded > crate::central::MAX_EXPANDED =>
+            {
+                return Err(TaskError::Invalid(format!(
+                    "the central method's max_expanded must be in 1..={}",
+                    crate::central::MAX_EXPANDED
+                )));
             }
             (Method::Central { .. }, _) if self.size > crate::central::MAX_WORLD => {
                 return Err(TaskError::Invalid(
@@ -155,7 +167,23 @@ impl Task {
                 ));
             }
             (Method::Central { .. }, _) => {
-                let movers = from.map_or(places, |f| f.places.len());
+                // Those standing on a place of the target stay put.
+                let sorted = |mut c: [crate::grid::Cell; 4]| {
+                    c.sort_unstable();
+                    c
+                };
+                let target: Vec<_> = self
+                    .structure()?
+                    .world_cells()
+                    .into_iter()
+                    .map(sorted)
+                    .collect();
+                let movers = from.map_or(places, |f| {
+                    f.world_cells()
+                        .into_iter()
+                        .filter(|c| !target.contains(&sorted(*c)))
+                        .count()
+                });
                 if movers > crate::central::MAX_MOVING || places > crate::central::MAX_SEEDS {
                     return Err(TaskError::Invalid(format!(
                         "{}",
@@ -482,6 +510,15 @@ mod tests {
             (
                 Task {
                     method: Method::Central { max_expanded: 0 },
+                    ..central.clone()
+                },
+                "max_expanded",
+            ),
+            (
+                Task {
+                    method: Method::Central {
+                        max_expanded: usize::MAX,
+                    },
                     ..central.clone()
                 },
                 "max_expanded",
