@@ -423,13 +423,11 @@ fn fewest(args: &FewestArgs) -> Result<()> {
         task.from.is_none(),
         "fewest compares builds from random starts; plan a structure taken apart with `build --from F --central`"
     );
-    let structure = task.structure()?;
     let db = yamor_reconfig::srdb::Database::generate();
     let table = db.table(task.connection);
     let clouds =
         yamor_reconfig::sweep::Clouds::build(table, yamor_reconfig::sweep::ROTATION_STEP, 2);
-    let mut world = yamor_reconfig::world::World::new([task.size; 3]);
-    world.set_structure(&structure)?;
+    let world = task.world()?;
     let versus = |shortcuts| {
         yamor_reconfig::central::against_decentralised(
             table,
@@ -463,16 +461,17 @@ fn fewest(args: &FewestArgs) -> Result<()> {
             ),
         ] {
             let plain = versus(shortcuts)?;
-            let ratios: Vec<f64> = runs
+            let both: Vec<_> = runs
                 .iter()
                 .zip(&plain)
                 .filter(|(a, b)| a.central.is_some() && b.central.is_some())
+                .collect();
+            let ratios: Vec<f64> = both
+                .iter()
                 .map(|(a, b)| b.expanded as f64 / a.expanded as f64)
                 .collect();
-            let same = runs
+            let same = both
                 .iter()
-                .zip(&plain)
-                .filter(|(a, b)| a.central.is_some() && b.central.is_some())
                 .all(|(a, b)| a.central.map(|c| c.0) == b.central.map(|c| c.0));
             let geo =
                 (ratios.iter().map(|r| r.ln()).sum::<f64>() / ratios.len().max(1) as f64).exp();
@@ -515,7 +514,7 @@ fn fewest(args: &FewestArgs) -> Result<()> {
          decentralised rounds / the fewest-moves plan's rounds: {rounds}; \
          fewest moves {}-{}; the search: median {:.2} s, slowest {:.2} s, median {} configurations expanded, most {}",
         task.name(),
-        structure.places.len(),
+        world.seeds().len(),
         task.connection,
         format!("{:?}", task.rule).to_lowercase(),
         runs.len(),

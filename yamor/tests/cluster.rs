@@ -128,6 +128,15 @@ fn temp_db(name: &str) -> PathBuf {
     dir.join("yamor.db")
 }
 
+/// Every job the organizer holds (up to a page).
+async fn all_jobs(org: &mut OrganizerClient<AuthChannel>) -> Vec<pb::Job> {
+    org.list_jobs(pb::ListJobsRequest::default())
+        .await
+        .unwrap()
+        .into_inner()
+        .jobs
+}
+
 /// Polls ListHosts until `n` hosts are free (the organizer's own view).
 async fn wait_free_hosts(org: &mut OrganizerClient<AuthChannel>, n: usize) {
     let deadline = Instant::now() + Duration::from_secs(60);
@@ -1260,12 +1269,7 @@ async fn a_planning_job_killed_mid_plan_is_planned_elsewhere_with_nothing_lost()
         Some(job_id.to_string().as_str()),
         "{out}"
     );
-    let listed = org
-        .list_jobs(pb::ListJobsRequest::default())
-        .await
-        .unwrap()
-        .into_inner()
-        .jobs;
+    let listed = all_jobs(&mut org).await;
     assert_eq!(listed.len(), 3, "one job per start, none planned twice");
 
     // The centralised method as a job: 003 Fig 1.2's stool taken apart
@@ -1294,12 +1298,7 @@ async fn a_planning_job_killed_mid_plan_is_planned_elsewhere_with_nothing_lost()
         out.contains("built 1/1; 0 collisions; 0 jobs failed"),
         "{out}"
     );
-    let listed = org
-        .list_jobs(pb::ListJobsRequest::default())
-        .await
-        .unwrap()
-        .into_inner()
-        .jobs;
+    let listed = all_jobs(&mut org).await;
     let central = listed
         .iter()
         .find(|j| {

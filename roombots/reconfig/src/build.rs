@@ -23,7 +23,7 @@
 
 use std::collections::VecDeque;
 
-use crate::grid::{Cell, CellSet, Dir, SIGHT, Turn, add, distance2, sub};
+use crate::grid::{Cell, CellSet, Dir, SIGHT, Turn, add, cell_set, distance2, sub};
 use crate::search::{Sweeps, Way, find_way};
 use crate::srdb::Table;
 use crate::structure::Structure;
@@ -339,18 +339,7 @@ impl<'a> Build<'a> {
                         .expect("a swept way ends on free cells");
                     // The goal cube locks, the root lets go: roles swap.
                     next = self.after_step(&next, pose, goal);
-                    debug_assert_eq!(
-                        {
-                            let mut a = next.cells(self.table).to_vec();
-                            a.sort_unstable();
-                            a
-                        },
-                        {
-                            let mut b = to.to_vec();
-                            b.sort_unstable();
-                            b
-                        }
-                    );
+                    debug_assert_eq!(cell_set(next.cells(self.table)), cell_set(to));
                     self.world
                         .place(id, next, self.table)
                         .expect("swapping roles moves nothing");
@@ -746,15 +735,11 @@ pub fn random_starts(
 /// from six meta-modules to four) starts here.
 pub fn stand_as(world: &mut World, table: &Table, from: &Structure) -> Result<(), String> {
     let places = from.world_cells();
-    let sorted = |mut c: [Cell; 4]| {
-        c.sort_unstable();
-        c
-    };
     let seed_of = |cells: &[Cell; 4], world: &World| {
         world
             .seeds()
             .iter()
-            .position(|s| s.filled_by.is_none() && sorted(s.cells) == sorted(*cells))
+            .position(|s| s.filled_by.is_none() && cell_set(s.cells) == cell_set(*cells))
     };
     // Upright on the floor, a meta-module stands as random starts stand
     // it (the pose and turn the physics replay expects there); otherwise
@@ -774,11 +759,9 @@ pub fn stand_as(world: &mut World, table: &Table, from: &Structure) -> Result<()
         }
         let mut found = None;
         for turn in turns.iter().copied() {
-            let shape = [cells[1], cells[2], cells[3]].map(|c| turn.inverse().apply(sub(c, root)));
-            let Some(pose) = table.query_shape(shape).next() else {
+            let Some(p) = Placement::turned_onto(table, cells, turn) else {
                 continue;
             };
-            let p = Placement { root, turn, pose };
             let faces = turn.apply_dir(crate::srdb::root_facing()).step();
             if world.lockable(add(root, faces)) {
                 return Some(p);
@@ -991,11 +974,11 @@ mod tests {
             assert!(fills[0].round < fills[1].round);
             let placed: Vec<[Cell; 4]> = build.world.seeds().iter().map(|s| s.cells).collect();
             for (fill, cells) in fills.iter().zip(&placed) {
-                let mut a = fill.to.to_vec();
-                a.sort_unstable();
-                let mut b = cells.to_vec();
-                b.sort_unstable();
-                assert_eq!(a, b, "{t}: the seed's cells, exactly");
+                assert_eq!(
+                    cell_set(fill.to),
+                    cell_set(*cells),
+                    "{t}: the seed's cells, exactly"
+                );
             }
             // After a step the goal cube is the root: a meta-module's next
             // move starts from where its last step put its goal cube.
@@ -1003,11 +986,11 @@ mod tests {
                 let mine: Vec<&Move> = report.moves.iter().filter(|m| m.id == id).collect();
                 for w in mine.windows(2) {
                     assert_eq!(w[1].from[0], w[0].to[3], "{t}: {:?}", w);
-                    let mut a = w[1].from.to_vec();
-                    let mut b = w[0].to.to_vec();
-                    a.sort_unstable();
-                    b.sort_unstable();
-                    assert_eq!(a, b, "{t}: the swap moves no cube");
+                    assert_eq!(
+                        cell_set(w[1].from),
+                        cell_set(w[0].to),
+                        "{t}: the swap moves no cube"
+                    );
                 }
             }
         }

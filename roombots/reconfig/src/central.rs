@@ -116,6 +116,17 @@ struct Edge {
     goal: Option<Cell>,
 }
 
+impl Edge {
+    /// Where the meta-module stands once the move is made, before any
+    /// hand-over: its root and turn as they were, the new pose.
+    fn stood(&self) -> Placement {
+        Placement {
+            pose: self.pose,
+            ..self.from
+        }
+    }
+}
+
 /// The planner's view of one build: the world without its moving
 /// meta-modules, and their ids.
 struct Problem<'a> {
@@ -223,7 +234,7 @@ impl Relaxed {
 /// The fewest moves from `build`'s world as it stands to its goal, or the
 /// search's give-up when `max_expanded` configurations were expanded
 /// (then `report.built` is false and `report.moves` empty). `stop` is
-/// asked every few hundred expansions.
+/// asked before every expansion.
 pub fn plan(
     build: &Build<'_>,
     max_expanded: usize,
@@ -529,7 +540,6 @@ impl<'a> Problem<'a> {
                 out.push((next, edge));
             };
             if let Some((seed, pose, way)) = build.fill_way(&here, &blocked) {
-                let filled = Placement { pose, ..here };
                 let edge = Edge {
                     id: *id,
                     from: here,
@@ -538,7 +548,7 @@ impl<'a> Problem<'a> {
                     fill: Some(seed),
                     goal: None,
                 };
-                with(Slot::Filled(seed, filled), edge);
+                with(Slot::Filled(seed, edge.stood()), edge);
             }
             for (goal, poses) in build.goal_cells(*id, &here) {
                 let level = if seeds.contains(&goal) { 3 } else { 2 };
@@ -572,13 +582,7 @@ impl<'a> Problem<'a> {
     fn span(&self, e: &Edge) -> Vec<Cell> {
         let mut cells = crate::build::swept(self.clouds, &e.from, e.pose, &e.way);
         cells.extend(e.from.cells(self.table));
-        cells.extend(
-            Placement {
-                pose: e.pose,
-                ..e.from
-            }
-            .cells(self.table),
-        );
+        cells.extend(e.stood().cells(self.table));
         cells
     }
 
@@ -632,11 +636,7 @@ impl<'a> Problem<'a> {
                     id: e.id,
                     round: rounds[k],
                     from: e.from.cells(self.table),
-                    to: Placement {
-                        pose: e.pose,
-                        ..e.from
-                    }
-                    .cells(self.table),
+                    to: e.stood().cells(self.table),
                     via: e
                         .way
                         .intermediates()
@@ -658,13 +658,7 @@ impl<'a> Problem<'a> {
         film.frames.push(frame(&now));
         for (n, &k) in order.iter().enumerate() {
             let e = &edges[k];
-            now.insert(
-                e.id,
-                Placement {
-                    pose: e.pose,
-                    ..e.from
-                },
-            );
+            now.insert(e.id, e.stood());
             if order
                 .get(n + 1)
                 .is_none_or(|&next| rounds[next] != rounds[k])
@@ -688,16 +682,6 @@ impl<'a> Problem<'a> {
         };
         (report, film)
     }
-}
-
-/// The fewest moves for the build's moving meta-modules to reach its goal
-/// (see [`plan`]), or `None` when the search gave up.
-#[must_use]
-pub fn fewest_moves(build: &Build<'_>, max_expanded: usize) -> Option<usize> {
-    plan(build, max_expanded, &|| false)
-        .ok()
-        .filter(|p| p.report.built)
-        .map(|p| p.report.moves.len())
 }
 
 /// One decentralised build against the centralised plan from the same
@@ -756,6 +740,7 @@ pub fn against_decentralised(
 mod tests {
     use super::*;
     use crate::build::{Rule, random_starts};
+    use crate::grid::cell_set;
     use crate::srdb::Database;
     use crate::structure::parse;
     use crate::sweep::Clouds;
@@ -784,11 +769,7 @@ mod tests {
     }
 
     fn structure(file: &str) -> crate::structure::Structure {
-        let path = format!(
-            "{}/../../examples/roombots/structures/{file}",
-            env!("CARGO_MANIFEST_DIR")
-        );
-        parse(&std::fs::read_to_string(path).unwrap()).unwrap()
+        parse(&crate::structure::example_xml(file)).unwrap()
     }
 
     /// Plays `report`'s moves on `before` one by one: each onto cells that
@@ -796,41 +777,24 @@ mod tests {
     /// other, and the end where `reached` says.
     fn check_plan(before: &World, table: &Table, report: &Report) -> World {
         let mut world = before.clone();
-        let sorted = |mut c: [Cell; 4]| {
-            c.sort_unstable();
-            c
-        };
         let by_cells = |world: &World, cells: [Cell; 4]| {
             world
                 .moving()
                 .into_iter()
-                .find(|id| sorted(world.placement(*id).unwrap().cells(table)) == sorted(cells))
+                .find(|id| cell_set(world.placement(*id).unwrap().cells(table)) == cell_set(cells))
         };
         for (n, m) in report.moves.iter().enumerate() {
             let id = by_cells(&world, m.from).expect("a move starts where a meta-module stands");
             assert_eq!(id, m.id);
             for other in &report.moves[..n] {
                 if other.round == m.round {
-                    let near = other.to.iter().chain(&other.from).any(|p| {
-                        m.to.iter()
-                            .chain(&m.from)
-                            .any(|q| (0..3).all(|k| (p[k] - q[k]).abs() <= 1))
-                    });
+                    let near = touch(&[other.from, other.to].concat(), &[m.from, m.to].concat());
                     assert!(!near, "two moves of round {} touch", m.round);
                 }
             }
-            let p = crate::grid::Turn::all()
+            let p = Turn::all()
                 .into_iter()
-                .find_map(|turn| {
-                    let shape = [m.to[1], m.to[2], m.to[3]]
-                        .map(|c| turn.inverse().apply(crate::grid::sub(c, m.to[0])));
-                    let pose = table.query_shape(shape).next()?;
-                    Some(Placement {
-                        root: m.to[0],
-                        turn,
-                        pose,
-                    })
-                })
+                .find_map(|turn| Placement::turned_onto(table, &m.to, turn))
                 .expect("a pose of the table");
             world
                 .place(id, p, table)
@@ -838,7 +802,7 @@ mod tests {
             if m.filled {
                 let seed = world
                     .open_seeds()
-                    .find(|(_, s)| sorted(s.cells) == sorted(m.to))
+                    .find(|(_, s)| cell_set(s.cells) == cell_set(m.to))
                     .map(|(k, _)| k)
                     .expect("a fill fills an open seed");
                 world.fill(id, seed, table).unwrap();

@@ -74,6 +74,14 @@ pub fn sub(a: Cell, b: Cell) -> Cell {
     [a[0] - b[0], a[1] - b[1], a[2] - b[2]]
 }
 
+/// Four cubes' cells sorted: the cells a meta-module or a place takes,
+/// whichever cube is its root, to compare as a set.
+#[must_use]
+pub fn cell_set(mut cells: [Cell; 4]) -> [Cell; 4] {
+    cells.sort_unstable();
+    cells
+}
+
 /// Squared Euclidean distance between two cells.
 #[must_use]
 pub fn distance2(a: Cell, b: Cell) -> i32 {

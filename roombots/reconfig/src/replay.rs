@@ -132,7 +132,7 @@ fn standing_structure(plan: &Plan) -> Vec<(u32, [[i64; 3]; 4])> {
                 && plan
                     .target
                     .iter()
-                    .any(|t| sorted(&wide(t)) == sorted(&wide(cells)))
+                    .any(|t| crate::grid::cell_set(*t) == crate::grid::cell_set(*cells))
         })
         .map(|(id, cells)| (*id, wide(cells)))
         .collect()
@@ -491,11 +491,7 @@ mod tests {
     fn the_stool_of_fig_1_2_comes_apart_in_the_simulation() {
         let xml = |name: &str| Target::Xml {
             name: name.into(),
-            xml: std::fs::read_to_string(format!(
-                "{}/../../examples/roombots/structures/{name}",
-                env!("CARGO_MANIFEST_DIR")
-            ))
-            .unwrap(),
+            xml: crate::structure::example_xml(name),
         };
         let task = Task {
             target: xml("stool-4.xml"),

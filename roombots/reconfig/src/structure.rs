@@ -287,6 +287,16 @@ fn place(
     })
 }
 
+/// The XML of examples/roombots/structures/`name`, for tests.
+#[cfg(test)]
+pub(crate) fn example_xml(name: &str) -> String {
+    let path = format!(
+        "{}/../../examples/roombots/structures/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 use yamor_roombots::chain::ConnectionType;
 
 use crate::build::{Build, Report, Rule, Settings, random_starts, stand_as, upright_on};
+use crate::grid::cell_set;
 use crate::plan::Plan;
 use crate::srdb::{Database, Table};
 use crate::structure::{Structure, parse, platform};
@@ -143,7 +144,8 @@ impl Task {
         if self.max_rounds == 0 {
             return Err(TaskError::Invalid("max_rounds must be at least 1".into()));
         }
-        let places = self.structure()?.places.len();
+        let structure = self.structure()?;
+        let places = structure.places.len();
         let from = self.from_structure()?;
         match (self.method, &from) {
             (Method::Decentralised, Some(_)) => {
@@ -168,20 +170,11 @@ impl Task {
             }
             (Method::Central { .. }, _) => {
                 // Those standing on a place of the target stay put.
-                let sorted = |mut c: [crate::grid::Cell; 4]| {
-                    c.sort_unstable();
-                    c
-                };
-                let target: Vec<_> = self
-                    .structure()?
-                    .world_cells()
-                    .into_iter()
-                    .map(sorted)
-                    .collect();
+                let target: Vec<_> = structure.world_cells().into_iter().map(cell_set).collect();
                 let movers = from.map_or(places, |f| {
                     f.world_cells()
                         .into_iter()
-                        .filter(|c| !target.contains(&sorted(*c)))
+                        .filter(|c| !target.contains(&cell_set(*c)))
                         .count()
                 });
                 if movers > crate::central::MAX_MOVING || places > crate::central::MAX_SEEDS {
@@ -274,26 +267,32 @@ impl Task {
         }
     }
 
+    /// The world with the structure's seeds, nobody in it yet.
+    pub fn world(&self) -> Result<World, TaskError> {
+        let mut world = World::new([self.size; 3]);
+        world
+            .set_structure(&self.structure()?)
+            .map_err(|e| TaskError::Invalid(format!("{}: {e}", self.name())))?;
+        Ok(world)
+    }
+
     /// The world with the structure's seeds and the meta-modules where
     /// they start: standing as the `from` structure, or on the floor where
     /// `seed` puts them; nothing moved yet.
     pub fn start(&self, seed: u64, table: &Table) -> Result<World, TaskError> {
-        let structure = self.structure()?;
-        let mut world = World::new([self.size; 3]);
-        world
-            .set_structure(&structure)
-            .map_err(|e| TaskError::Invalid(format!("{}: {e}", self.name())))?;
+        let mut world = self.world()?;
+        let places = world.seeds().len();
         if let Some(from) = self.from_structure()? {
             stand_as(&mut world, table, &from)
                 .map_err(|e| TaskError::Invalid(format!("{}: {e}", self.name())))?;
             return Ok(world);
         }
-        let starts = random_starts(&world, structure.places.len(), 3, seed).ok_or_else(|| {
+        let starts = random_starts(&world, places, 3, seed).ok_or_else(|| {
             TaskError::Invalid(format!(
                 "{}: no room on a floor of {} cells to spread {} meta-modules out",
                 self.name(),
                 self.size,
-                structure.places.len()
+                places
             ))
         })?;
         for (k, p) in upright_on(table, &starts).into_iter().enumerate() {
@@ -452,13 +451,9 @@ mod tests {
     }
 
     fn stool(name: &str) -> Target {
-        let path = format!(
-            "{}/../../examples/roombots/structures/{name}",
-            env!("CARGO_MANIFEST_DIR")
-        );
         Target::Xml {
             name: name.into(),
-            xml: std::fs::read_to_string(path).unwrap(),
+            xml: crate::structure::example_xml(name),
         }
     }
 

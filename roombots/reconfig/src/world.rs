@@ -93,6 +93,16 @@ impl Placement {
             .map(|c| add(self.root, self.turn.apply(c)))
     }
 
+    /// The placement turned `turn` whose cubes lie on `cells` (root
+    /// first), if the table has that shape.
+    #[must_use]
+    pub fn turned_onto(table: &Table, cells: &[Cell; 4], turn: Turn) -> Option<Placement> {
+        let root = cells[0];
+        let shape = [cells[1], cells[2], cells[3]].map(|c| turn.inverse().apply(sub(c, root)));
+        let pose = table.query_shape(shape).next()?;
+        Some(Placement { root, turn, pose })
+    }
+
     /// A world cell in the root's frame.
     #[must_use]
     pub fn local(&self, world: Cell) -> Cell {
