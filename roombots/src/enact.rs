@@ -34,6 +34,9 @@ pub const COMMAND_TIMEOUT: f64 = 30.0;
 /// How far a connector may be from the floor connector and still lock
 /// (m): the retractable latches pull in a few millimetres.
 pub const LOCK_REACH: f64 = 0.01;
+/// How often one move may send a joint's goal again after it swung off
+/// it on arriving.
+const MAX_APPROACHES: usize = 6;
 /// How long the world settles before the first command (s).
 const SETTLE: f64 = 0.5;
 
@@ -296,6 +299,10 @@ impl Enactment {
             })
             .collect();
         let mut done = [false; 6];
+        // Every joint was within its tolerance at the last observation: one
+        // more, with the chain come to rest, says whether they stay there.
+        let mut all_reached_at = None;
+        let mut approaches = 0;
         let mut t = 0.0;
         let mut next_look = OBSERVATION;
         while t < COMMAND_TIMEOUT {
@@ -314,10 +321,28 @@ impl Enactment {
             // A joint still on its way is not judged by the bounding trial:
             // it moves as fast as it was told to.
             for k in 0..6 {
+                let (position, _) = self.robot.joint(first + k / 3, k % 3);
+                if done[k] && (position - trials[k].goal()).abs() > GOAL_TOLERANCE {
+                    // Swung off its goal as the chain came to rest (the
+                    // engine's solver can leave it there, the servo
+                    // saturated): the goal is sent again, as a supervisor
+                    // re-sends a position.
+                    approaches += 1;
+                    if approaches > MAX_APPROACHES {
+                        report.reached = false;
+                        self.hold();
+                        return;
+                    }
+                    let goal = trials[k].goal();
+                    let mut p = Profile::new(position, goal, t);
+                    p.duration = ((goal - position).abs() / MAX_SPEED).max(OBSERVATION);
+                    joints[k] = p;
+                    done[k] = false;
+                    all_reached_at = None;
+                }
                 if done[k] || t < joints[k].start + joints[k].duration {
                     continue;
                 }
-                let (position, _) = self.robot.joint(first + k / 3, k % 3);
                 match trials[k].observe(position) {
                     Verdict::Reached => done[k] = true,
                     Verdict::Moving { goal } => {
@@ -337,7 +362,11 @@ impl Enactment {
                 }
             }
             if done.iter().all(|d| *d) {
-                return;
+                match all_reached_at {
+                    Some(at) if at < t => return,
+                    Some(_) => {}
+                    None => all_reached_at = Some(t),
+                }
             }
         }
         report.reached = false;
