@@ -131,17 +131,61 @@ fn pose(m: &Isometry3<f64>) -> Pose3 {
 /// Whether two submodules, their `M` frames given, overlap.
 #[must_use]
 pub fn submodules_overlap(a: &Isometry3<f64>, b: &Isometry3<f64>) -> bool {
+    submodules_depth(a, b) > TOLERANCE
+}
+
+/// How deep two submodules, their `M` frames given, run into each other
+/// (m; 0 when apart or touching).
+#[must_use]
+pub fn submodules_depth(a: &Isometry3<f64>, b: &Isometry3<f64>) -> f64 {
     // Too far apart to touch: each lies within RADIUS of its centre.
     if (a.translation.vector - b.translation.vector).norm() > 2.0 * RADIUS {
-        return false;
+        return 0.0;
     }
     let (shape, _) = half_shape();
-    match parry3d::query::contact(&pose(a), shape, &pose(b), shape, 0.0) {
-        Ok(Some(contact)) => f64::from(contact.dist) < -TOLERANCE,
-        Ok(None) => false,
-        // Convex polyhedra are supported; refuse rather than pass.
-        Err(_) => true,
+    depth(parry3d::query::contact(
+        &pose(a),
+        shape,
+        &pose(b),
+        shape,
+        0.0,
+    ))
+}
+
+/// The depth of a contact query's answer; convex shapes are supported, so
+/// an error is taken as the deepest overlap rather than as none.
+fn depth(contact: Result<Option<parry3d::query::Contact>, parry3d::query::Unsupported>) -> f64 {
+    match contact {
+        Ok(Some(contact)) => f64::from(-contact.dist).max(0.0),
+        Ok(None) => 0.0,
+        Err(_) => f64::INFINITY,
     }
+}
+
+/// How deep the cubes of two modules' chains run into each other (m): the
+/// deepest overlap of a submodule of `a` with one of `b` (two meta-modules,
+/// or a meta-module and one that settled).
+#[must_use]
+pub fn chains_depth(a: &[ModulePose], b: &[ModulePose]) -> f64 {
+    let (a, b) = (chain(a), chain(b));
+    a.iter()
+        .flat_map(|x| b.iter().map(move |y| submodules_depth(x, y)))
+        .fold(0.0, f64::max)
+}
+
+/// How deep any submodule of `modules` runs into the cube of side
+/// [`CELL`] centred at `centre` (m).
+#[must_use]
+pub fn cell_depth(modules: &[ModulePose], centre: &Vector3<f64>) -> f64 {
+    let (shape, _) = half_shape();
+    let cube = parry3d::shape::Cuboid::new(Vec3::splat(HALF as f32));
+    let at = pose(&Isometry3::translation(centre.x, centre.y, centre.z));
+    chain(modules)
+        .iter()
+        // A half lies within RADIUS of its centre; a cube within HALF·√3.
+        .filter(|m| (m.translation.vector - centre).norm() <= RADIUS + HALF * 3f64.sqrt())
+        .map(|m| depth(parry3d::query::contact(&pose(m), shape, &at, &cube, 0.0)))
+        .fold(0.0, f64::max)
 }
 
 /// The submodules of posed modules in chain order: modules in order, each
@@ -207,20 +251,7 @@ pub fn self_collision(modules: &[ModulePose]) -> Option<(usize, usize)> {
 /// [`TOLERANCE`]; faces that touch do not count.
 #[must_use]
 pub fn into_cell(modules: &[ModulePose], centre: &Vector3<f64>) -> bool {
-    let (shape, _) = half_shape();
-    let cube = parry3d::shape::Cuboid::new(Vec3::splat(HALF as f32));
-    let at = pose(&Isometry3::translation(centre.x, centre.y, centre.z));
-    chain(modules).iter().any(|m| {
-        // A half lies within RADIUS of its centre; a cube within HALF·√3.
-        if (m.translation.vector - centre).norm() > RADIUS + HALF * 3f64.sqrt() {
-            return false;
-        }
-        match parry3d::query::contact(&pose(m), shape, &at, &cube, 0.0) {
-            Ok(Some(contact)) => f64::from(contact.dist) < -TOLERANCE,
-            Ok(None) => false,
-            Err(_) => true,
-        }
-    })
+    cell_depth(modules, centre) > TOLERANCE
 }
 
 /// How deep the lowest point of `modules` lies below the plane `z =

@@ -19,6 +19,7 @@ use nalgebra::Isometry3;
 
 use crate::bounding::{BoundingTrial, Verdict};
 use crate::chain::ConnectionType;
+use crate::collision;
 use crate::ik::MetaJoints;
 use crate::module::{Connector, wrap};
 use crate::physics::{LockId, MAX_SPEED, PhysicsError, Robot, RobotSettings};
@@ -52,8 +53,14 @@ pub struct Report {
     pub reached: bool,
     /// Goal changes of the bounding trial, over all joints.
     pub retargets: u32,
-    /// Observations at which two cubes overlapped.
+    /// Observations at which two cubes of one meta-module overlapped.
     pub overlaps: usize,
+    /// Observations at which a cube's centre lay in a cell another
+    /// meta-module's cube or the structure held.
+    pub collisions: usize,
+    /// How deep, at worst, a cube ran into another meta-module's cube or
+    /// into a structure cell (m).
+    pub overlap_depth: f64,
     /// How far the locks gave at worst during the command (m).
     pub lock_gap: f64,
     /// The farthest any connector of the commanded meta-module ended from
@@ -190,6 +197,8 @@ impl Enactment {
             reached: true,
             retargets: 0,
             overlaps: 0,
+            overlap_depth: 0.0,
+            collisions: 0,
             lock_gap: self.worst_lock_gap(),
             plan_error: 0.0,
         };
@@ -257,10 +266,43 @@ impl Enactment {
     }
 
     fn note(&self, report: &mut Report) {
-        if self.robot.self_collision().is_some() {
+        let poses = self.robot.module_poses();
+        if poses
+            .chunks(2)
+            .any(|meta| collision::self_collision(meta).is_some())
+        {
             report.overlaps += 1;
         }
+        let (collided, depth) = self.meeting(&poses);
+        report.collisions += usize::from(collided);
+        report.overlap_depth = report.overlap_depth.max(depth);
         report.lock_gap = report.lock_gap.max(self.worst_lock_gap());
+    }
+
+    /// How meta-modules meet each other and the structure (fixed cells and
+    /// the meta-modules that settled, as each plan sees it): whether a cube
+    /// centre lies in a cell another meta-module's cube or the structure
+    /// holds (the grid's own rule, 003 §2.4.4), and how deep, at worst, a
+    /// cube's body runs into another meta-module's or a structure cell (m).
+    /// Cubes locked face to face, or resting on the structure, touch at 0
+    /// on the plan; here they overlap by the millimetres the servos sag.
+    fn meeting(&self, poses: &[crate::module::ModulePose]) -> (bool, f64) {
+        let metas: Vec<&[crate::module::ModulePose]> = poses.chunks(2).collect();
+        let cells: Vec<[[i64; 3]; 4]> = metas.iter().map(|m| crate::play::chain_cells(m)).collect();
+        let mut collided = false;
+        let mut deepest: f64 = 0.0;
+        for (i, a) in metas.iter().enumerate() {
+            for (j, b) in metas.iter().enumerate().skip(i + 1) {
+                collided |= cells[i].iter().any(|c| cells[j].contains(c));
+                deepest = deepest.max(collision::chains_depth(a, b));
+            }
+            for cell in self.stages[i].structure() {
+                collided |= cells[i].contains(cell);
+                let centre = crate::play::cell_centre(*cell);
+                deepest = deepest.max(collision::cell_depth(a, &centre));
+            }
+        }
+        (collided, deepest)
     }
 
     fn worst_lock_gap(&self) -> f64 {
@@ -479,6 +521,28 @@ mod tests {
     use super::*;
     use crate::module::Connector;
     use crate::supervisor::parse;
+
+    /// Two meta-modules standing face to face on neighbouring cells touch
+    /// (the servos' sag aside) and collide with nothing; two standing in
+    /// the same cells collide by the grid's rule and overlap by a cube.
+    #[test]
+    fn meta_modules_meeting_are_told_from_meta_modules_touching() {
+        let wait = Command::Step { milliseconds: 300 };
+        let pair = |x: i64| {
+            let mut troupe = Enactment::troupe(vec![
+                Stage::standing_on(ConnectionType::ShearS, 0, 0),
+                Stage::standing_on(ConnectionType::ShearS, x, 0),
+            ])
+            .unwrap();
+            troupe.apply_to(0, &wait).unwrap()
+        };
+        let touching = pair(1);
+        assert_eq!(touching.collisions, 0, "{touching:?}");
+        assert!(touching.overlap_depth < 0.005, "{touching:?}");
+        let meeting = pair(0);
+        assert_eq!(meeting.collisions, 3, "{meeting:?}");
+        assert!(meeting.overlap_depth > 0.05, "{meeting:?}");
+    }
 
     #[test]
     fn a_lock_where_the_simulated_connector_is_not_is_refused_and_changes_nothing() {
