@@ -6,12 +6,16 @@
 //! A move drives all six joints along one straight line in joint space,
 //! each at most [`MAX_SPEED`], so they arrive together; a joint turns to
 //! the nearest angle equal to its goal modulo a turn, and the bounding
-//! trial sends it round the other way when it is blocked. What each
-//! command did is a [`Report`]: how long it took, whether every joint
-//! reached its goal, how often the cubes overlapped on the way (the engine
-//! lets them pass through each other, so overlaps are counted, not
-//! prevented), how far the locks gave, and how far the simulated
-//! connectors ended from the kinematic plan.
+//! trial sends it round the other way when it is blocked. A move is done
+//! when every joint is still at its goal one observation after all
+//! reached it; a joint that swung off as the chain came to rest is sent
+//! its goal again. What each command did is a [`Report`]: how long it
+//! took, whether every joint reached its goal, how often the cubes met on
+//! the way — a meta-module's own, and cubes of different meta-modules or
+//! a structure cell, by cell and by depth (the engine lets them pass
+//! through each other, so meetings are measured, not prevented) — how far
+//! the locks gave, and how far the simulated connectors ended from the
+//! kinematic plan.
 
 use std::collections::BTreeMap;
 

@@ -18,10 +18,7 @@
 //! (the structure does not move). The engine lets cubes pass through each
 //! other, so meetings are measured, not prevented: how often a cube's
 //! centre lies in a cell another meta-module or the structure holds (the
-//! grid's own rule), and how deep a cube's body runs into them. Of the
-//! poses with a move's cells, those whose straight joint path from where
-//! the meta-module stands keeps clear of the cells taken then are tried
-//! first.
+//! grid's own rule), and how deep a cube's body runs into them.
 
 use std::collections::BTreeMap;
 
@@ -107,55 +104,6 @@ fn poses_for(
         .filter(|q| sorted(&stage.cells_at(**q)) == want)
         .filter(|q| !to_lock || stage.free_end_lockable_at(**q).is_some())
         .copied()
-        .collect()
-}
-
-/// How finely a drive's path is looked at (rad per joint and sample):
-/// half the grid's sweep step (003 §2.4.4's `ROTATION_STEP`).
-const PATH_STEP: f64 = crate::sweep::ROTATION_STEP / 2.0;
-
-/// Whether driving `stage`'s meta-module from where it stands to `q` (the
-/// straight line in joint space the simulation's servos take, each joint
-/// the short way round) keeps every cube centre out of `taken` cells and
-/// above the floor. The grid swept the database's pose; the simulation
-/// drives from the pose it stands in, which may be another with the same
-/// cells and sweep other cells.
-fn path_clear(stage: &Stage, q: MetaJoints, taken: &std::collections::BTreeSet<[i64; 3]>) -> bool {
-    let from = stage.angles();
-    let delta: [f64; 6] = std::array::from_fn(|k| yamor_roombots::module::wrap(q[k] - from[k]));
-    let widest = delta.iter().fold(0.0_f64, |m, d| m.max(d.abs()));
-    let samples = (widest / PATH_STEP).ceil().max(1.0) as usize;
-    (1..=samples).all(|i| {
-        let s = i as f64 / samples as f64;
-        let at: MetaJoints = std::array::from_fn(|k| from[k] + s * delta[k]);
-        stage
-            .cells_at(at)
-            .iter()
-            .all(|c| c[2] >= 0 && !taken.contains(c))
-    })
-}
-
-/// `poses` with those whose path from where `stage` stands is clear
-/// first (the order is otherwise kept): a way the grid swept clear from
-/// the database's pose may not be clear from the pose the meta-module
-/// stands in, and the grid's sweep samples only every π/8.
-fn prefer_clear(
-    poses: &mut [MetaJoints],
-    stage: &Stage,
-    taken: &std::collections::BTreeSet<[i64; 3]>,
-) {
-    poses.sort_by_key(|q| !path_clear(stage, *q, taken));
-}
-
-/// The cells a meta-module's path must keep out of at the plan's step
-/// `k`: every other meta-module where the plan has it then, and the
-/// structure.
-fn taken_at(plan: &Plan, k: usize, id: u32, stage: &Stage) -> std::collections::BTreeSet<[i64; 3]> {
-    plan.after(k)
-        .into_iter()
-        .filter(|(other, _)| *other != id)
-        .flat_map(|(_, cells)| wide(&cells))
-        .chain(stage.structure().iter().copied())
         .collect()
 }
 
@@ -329,14 +277,13 @@ impl Search<'_> {
         for (_, cells) in self.settled.iter().filter(|(at, _)| *at < k) {
             stage.add_structure(*cells);
         }
-        let taken = taken_at(self.plan, k, id, &stage);
         let mut stops = Vec::new();
         for cells in &step.via {
             // The pose in between does not change which end holds, nor how.
-            let mut poses = poses_for(&stage, self.lattice, cells, false);
-            poses.retain(|q| !self.banned.contains(&(k, *q)));
-            prefer_clear(&mut poses, &stage, &taken);
-            let Some(q) = poses.first().copied() else {
+            let Some(q) = poses_for(&stage, self.lattice, cells, false)
+                .into_iter()
+                .find(|q| !self.banned.contains(&(k, *q)))
+            else {
                 return self.fail(
                     i,
                     ReplayError::NoPose {
@@ -360,7 +307,6 @@ impl Search<'_> {
         }
         let mut candidates = poses_for(&stage, self.lattice, &step.to, !step.filled);
         candidates.retain(|q| !self.banned.contains(&(k, *q)));
-        prefer_clear(&mut candidates, &stage, &taken);
         if candidates.is_empty() {
             return self.fail(
                 i,
