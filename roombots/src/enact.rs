@@ -347,7 +347,7 @@ impl Enactment {
         let mut done = [false; 6];
         // Every joint was within its tolerance at the last observation: one
         // more, with the chain come to rest, says whether they stay there.
-        let mut all_reached_at = None;
+        let mut all_reached_before = false;
         let mut approaches = 0;
         let mut t = 0.0;
         let mut next_look = OBSERVATION;
@@ -379,12 +379,9 @@ impl Enactment {
                         self.hold();
                         return;
                     }
-                    let goal = trials[k].goal();
-                    let mut p = Profile::new(position, goal, t);
-                    p.duration = ((goal - position).abs() / MAX_SPEED).max(OBSERVATION);
-                    joints[k] = p;
+                    joints[k] = Profile::at_full_speed(position, trials[k].goal(), t);
                     done[k] = false;
-                    all_reached_at = None;
+                    all_reached_before = false;
                 }
                 if done[k] || t < joints[k].start + joints[k].duration {
                     continue;
@@ -395,9 +392,7 @@ impl Enactment {
                         if goal != joints[k].goal {
                             // Round the other way, at full speed.
                             report.retargets += 1;
-                            let mut p = Profile::new(position, goal, t);
-                            p.duration = ((goal - position).abs() / MAX_SPEED).max(OBSERVATION);
-                            joints[k] = p;
+                            joints[k] = Profile::at_full_speed(position, goal, t);
                         }
                     }
                     Verdict::Stuck { .. } => {
@@ -408,11 +403,10 @@ impl Enactment {
                 }
             }
             if done.iter().all(|d| *d) {
-                match all_reached_at {
-                    Some(at) if at < t => return,
-                    Some(_) => {}
-                    None => all_reached_at = Some(t),
+                if all_reached_before {
+                    return;
                 }
+                all_reached_before = true;
             }
         }
         report.reached = false;
@@ -482,6 +476,15 @@ impl Profile {
             goal,
             start,
             duration: OBSERVATION,
+        }
+    }
+
+    /// From `from` to `goal` as fast as a joint turns, started at `start`
+    /// (a joint sent round the other way, or sent its goal again).
+    fn at_full_speed(from: f64, goal: f64, start: f64) -> Self {
+        Profile {
+            duration: ((goal - from).abs() / MAX_SPEED).max(OBSERVATION),
+            ..Profile::new(from, goal, start)
         }
     }
 

@@ -20,8 +20,8 @@
 //!   rebuilds the robot where it stands (at rest), a joint that then
 //!   closes a loop becoming a loop hinge of the engine;
 //! - not modelled: the modules' bodies colliding with each other (the
-//!   engine's bodies touch only the ground). [`Robot::self_collision`]
-//!   reports overlaps instead, against the same shape as the kinematics.
+//!   engine's bodies touch only the ground). [`crate::enact`] measures
+//!   overlaps instead, against the same shape as the kinematics.
 
 use std::f64::consts::TAU;
 use std::sync::OnceLock;
@@ -789,12 +789,5 @@ impl Robot {
     #[must_use]
     pub fn lowest_point(&self) -> f64 {
         self.world.lowest_point()
-    }
-
-    /// Two cubes of the robot that overlap, by their shape (the engine
-    /// lets them pass through each other).
-    #[must_use]
-    pub fn self_collision(&self) -> Option<(usize, usize)> {
-        collision::self_collision(&self.module_poses())
     }
 }

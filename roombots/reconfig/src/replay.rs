@@ -50,8 +50,8 @@ pub struct Replayed {
     /// Every meta-module ended on the plan's last cells.
     pub ends_on_plan: bool,
     /// How deep, at worst, a cube ran into another meta-module's cube or
-    /// a structure cell (m): meta-modules meeting on the way, beyond the
-    /// millimetres that cubes touching face to face overlap as the servos
+    /// a structure cell (m): meta-modules meeting on the way, or cubes
+    /// touching face to face overlapping by the millimetres the servos
     /// sag.
     pub overlap_depth: f64,
     /// Observations (every 0.1 s) at which a cube's centre lay in a cell
