@@ -167,7 +167,7 @@ fn depth(contact: Result<Option<parry3d::query::Contact>, parry3d::query::Unsupp
 /// or a meta-module and one that settled).
 #[must_use]
 pub fn chains_depth(a: &[ModulePose], b: &[ModulePose]) -> f64 {
-    let (a, b) = (chain(a), chain(b));
+    let (a, b) = (halves(a), halves(b));
     a.iter()
         .flat_map(|x| b.iter().map(move |y| submodules_depth(x, y)))
         .fold(0.0, f64::max)
@@ -177,10 +177,16 @@ pub fn chains_depth(a: &[ModulePose], b: &[ModulePose]) -> f64 {
 /// [`CELL`] centred at `centre` (m).
 #[must_use]
 pub fn cell_depth(modules: &[ModulePose], centre: &Vector3<f64>) -> f64 {
+    halves_cell_depth(&halves(modules), centre)
+}
+
+/// [`cell_depth`] of submodules given by their `M` frames.
+#[must_use]
+pub fn halves_cell_depth(halves: &[Isometry3<f64>], centre: &Vector3<f64>) -> f64 {
     let (shape, _) = half_shape();
     let cube = parry3d::shape::Cuboid::new(Vec3::splat(HALF as f32));
     let at = pose(&Isometry3::translation(centre.x, centre.y, centre.z));
-    chain(modules)
+    halves
         .iter()
         // A half lies within RADIUS of its centre; a cube within HALF·√3.
         .filter(|m| (m.translation.vector - centre).norm() <= RADIUS + HALF * 3f64.sqrt())
@@ -188,9 +194,10 @@ pub fn cell_depth(modules: &[ModulePose], centre: &Vector3<f64>) -> f64 {
         .fold(0.0, f64::max)
 }
 
-/// The submodules of posed modules in chain order: modules in order, each
-/// from submodule 0 to 3.
-fn chain(modules: &[ModulePose]) -> Vec<Isometry3<f64>> {
+/// The submodules' `M` frames of posed modules in chain order: modules in
+/// order, each from submodule 0 to 3.
+#[must_use]
+pub fn halves(modules: &[ModulePose]) -> Vec<Isometry3<f64>> {
     modules.iter().flat_map(|m| m.middles).collect()
 }
 
@@ -224,7 +231,7 @@ fn axes_on_grid(m: &Isometry3<f64>) -> bool {
 /// cell; the rest are compared half by half with parry.
 #[must_use]
 pub fn self_collision(modules: &[ModulePose]) -> Option<(usize, usize)> {
-    let halves = chain(modules);
+    let halves = halves(modules);
     let cubes: Vec<&[Isometry3<f64>]> = halves.chunks(2).collect();
     for k in 0..cubes.len() {
         for l in k + 2..cubes.len() {
@@ -246,22 +253,40 @@ pub fn self_collision(modules: &[ModulePose]) -> Option<(usize, usize)> {
     None
 }
 
-/// Whether any submodule of `modules` runs into the cube of side [`CELL`]
-/// centred at `centre` (a cell of a passive structure) by more than
-/// [`TOLERANCE`]; faces that touch do not count.
-#[must_use]
-pub fn into_cell(modules: &[ModulePose], centre: &Vector3<f64>) -> bool {
-    cell_depth(modules, centre) > TOLERANCE
-}
-
 /// How deep the lowest point of `modules` lies below the plane `z =
 /// floor` of their frame (0 when nothing does).
 #[must_use]
 pub fn below(modules: &[ModulePose], floor: &Isometry3<f64>) -> f64 {
+    halves_below(&halves(modules), floor)
+}
+
+/// How high the lowest point of `halves` (submodules' `M` frames) stands
+/// above the plane `z = 0` of `floor` (m; negative below it).
+#[must_use]
+pub fn halves_height(halves: &[Isometry3<f64>], floor: &Isometry3<f64>) -> f64 {
+    let (_, vertices) = half_shape();
+    let to_floor = floor.inverse();
+    let mut lowest = f64::INFINITY;
+    for m in halves {
+        let in_floor = to_floor * m;
+        // A half lies within RADIUS of its centre.
+        if in_floor.translation.vector.z - RADIUS >= lowest {
+            continue;
+        }
+        for v in vertices {
+            lowest = lowest.min(in_floor.transform_point(&(*v).into()).z);
+        }
+    }
+    lowest
+}
+
+/// [`below`] of submodules given by their `M` frames.
+#[must_use]
+pub fn halves_below(halves: &[Isometry3<f64>], floor: &Isometry3<f64>) -> f64 {
     let (_, vertices) = half_shape();
     let to_floor = floor.inverse();
     let mut deepest = 0.0_f64;
-    for m in chain(modules) {
+    for m in halves {
         let in_floor = to_floor * m;
         let height = in_floor.translation.vector.z;
         // A half lies within RADIUS of its centre, and within HALF of it

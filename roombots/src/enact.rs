@@ -3,10 +3,13 @@
 //! engine ([`Robot`]) moves there with its servos, the bounding trial of
 //! 002 §4.1.1 watching every joint, and locks become welds onto the floor.
 //!
-//! A move drives all six joints along one straight line in joint space,
-//! each at most [`MAX_SPEED`], so they arrive together; a joint turns to
-//! the nearest angle equal to its goal modulo a turn, and the bounding
-//! trial sends it round the other way when it is blocked. A move is done
+//! A move drives all six joints along a way through joint space that the
+//! plan's kinematics finds clear ([`Stage::path_to`]: the straight line
+//! when it is, else a way around that lifts a free end off its surface
+//! first), each joint at most [`MAX_SPEED`], all passing each pose of the
+//! way together; a joint turns to the nearest angle equal to its goal
+//! modulo a turn, and the bounding trial sends it round the other way
+//! when it is blocked. A move is done
 //! when every joint is still at its goal one observation after all
 //! reached it; a joint that swung off as the chain came to rest is sent
 //! its goal again. What each command did is a [`Report`]: how long it
@@ -26,8 +29,9 @@ use crate::chain::ConnectionType;
 use crate::collision;
 use crate::ik::MetaJoints;
 use crate::module::{Connector, wrap};
+use crate::path::{Path, Planner};
 use crate::physics::{LockId, MAX_SPEED, PhysicsError, Robot, RobotSettings};
-use crate::play::Stage;
+use crate::play::{Clearance, Stage};
 use crate::supervisor::Command;
 
 /// How often the bounding trial looks at the joints (s).
@@ -70,6 +74,20 @@ pub struct Report {
     /// The farthest any connector of the commanded meta-module ended from
     /// where the plan puts it (m).
     pub plan_error: f64,
+    /// The way a move or reach took through joint space (None for the
+    /// other commands).
+    pub way: Option<Way>,
+}
+
+/// The way a move took through joint space.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Way {
+    /// Poses passed through between its start and its goal: 0 for the
+    /// straight line, more for a way around.
+    pub waypoints: usize,
+    /// What it was found clear of at every pose checked
+    /// ([`Stage::path_to`]).
+    pub clearance: Clearance,
 }
 
 /// Meta-modules standing on a floor of connectors, simulated in one world.
@@ -82,6 +100,8 @@ pub struct Enactment {
     settings: RobotSettings,
     /// Simulated time (s).
     clock: f64,
+    /// Moves planned so far: seeds the next one's path search.
+    moves: u64,
 }
 
 impl Enactment {
@@ -129,6 +149,7 @@ impl Enactment {
             locks,
             settings,
             clock: 0.0,
+            moves: 0,
         };
         enactment.hold();
         enactment.run_for(SETTLE);
@@ -193,6 +214,8 @@ impl Enactment {
                 ));
             }
         }
+        let before = matches!(command, Command::Move { .. } | Command::Reach { .. })
+            .then(|| self.stages[meta].clone());
         let plan = self.stages[meta].apply(command)?;
         let start = self.clock;
         let mut report = Report {
@@ -205,11 +228,23 @@ impl Enactment {
             collisions: 0,
             lock_gap: self.worst_lock_gap(),
             plan_error: 0.0,
+            way: None,
         };
+        if let Some(before) = before {
+            let planner = Planner {
+                seed: self.moves,
+                ..Planner::default()
+            };
+            self.moves += 1;
+            let (path, clearance) = before.path_to(self.stages[meta].angles(), &planner);
+            report.way = Some(Way {
+                waypoints: path.waypoints.len().saturating_sub(2),
+                clearance,
+            });
+            self.drive(meta, &path, &mut report);
+        }
         match *command {
-            Command::Move { .. } | Command::Reach { .. } => {
-                self.drive(meta, self.stages[meta].angles(), &mut report);
-            }
+            Command::Move { .. } | Command::Reach { .. } => {}
             Command::Lock { module, connector } => {
                 let frame = self.stages[meta].modules()[usize::from(module)].connector(connector);
                 let weld = self
@@ -317,31 +352,31 @@ impl Enactment {
             .fold(0.0, f64::max)
     }
 
-    /// Drives meta-module `meta`'s joints to `goal` (forward chain order).
-    fn drive(&mut self, meta: usize, goal: MetaJoints, report: &mut Report) {
+    /// Drives meta-module `meta`'s joints along `path` (forward chain
+    /// order), from the angles they are at: each joint starts from the
+    /// turn of the path's angles nearest where it is, and all six pass
+    /// each pose of the path together.
+    fn drive(&mut self, meta: usize, path: &Path, report: &mut Report) {
         let dt = self.settings.dt;
         let first = 2 * meta;
-        let mut joints: Vec<Profile> = (0..6)
-            .map(|k| {
-                let (now, _) = self.robot.joint(first + k / 3, k % 3);
-                Profile::new(now, now + wrap(goal[k] - now), 0.0)
-            })
-            .collect();
-        // One duration for all: they travel together.
-        let duration = joints
-            .iter()
-            .map(|p| (p.goal - p.from).abs() / MAX_SPEED)
-            .fold(OBSERVATION, f64::max);
-        for p in &mut joints {
-            p.duration = duration;
-        }
+        let now: MetaJoints = std::array::from_fn(|k| self.robot.joint(first + k / 3, k % 3).0);
+        let start = path.waypoints[0];
+        let shift: MetaJoints =
+            std::array::from_fn(|k| now[k] + wrap(start[k] - now[k]) - start[k]);
+        let mut poses = vec![now];
+        poses.extend(
+            path.waypoints[1..]
+                .iter()
+                .map(|w| std::array::from_fn(|k| w[k] + shift[k])),
+        );
+        let mut joints: Vec<Profile> = (0..6).map(|k| Profile::through(&poses, k)).collect();
         let mut trials: Vec<BoundingTrial> = joints
             .iter()
             .map(|p| {
                 // Less than a fifth of the planned travel per observation is
                 // standing still.
-                let expected = (p.goal - p.from).abs() / p.duration * OBSERVATION;
-                BoundingTrial::new(p.goal, GOAL_TOLERANCE, (0.2 * expected).max(1e-3))
+                let expected = (p.goal() - p.from()).abs() / p.duration() * OBSERVATION;
+                BoundingTrial::new(p.goal(), GOAL_TOLERANCE, (0.2 * expected).max(1e-3))
             })
             .collect();
         let mut done = [false; 6];
@@ -383,13 +418,13 @@ impl Enactment {
                     done[k] = false;
                     all_reached_before = false;
                 }
-                if done[k] || t < joints[k].start + joints[k].duration {
+                if done[k] || t < joints[k].end() {
                     continue;
                 }
                 match trials[k].observe(position) {
                     Verdict::Reached => done[k] = true,
                     Verdict::Moving { goal } => {
-                        if goal != joints[k].goal {
+                        if goal != joints[k].goal() {
                             // Round the other way, at full speed.
                             report.retargets += 1;
                             joints[k] = Profile::at_full_speed(position, goal, t);
@@ -460,43 +495,72 @@ impl Enactment {
     }
 }
 
-/// A joint's straight run from `from` to `goal`, started at `start` (s).
-#[derive(Debug, Clone, Copy)]
+/// A joint's commanded angle over time: straight runs between knots
+/// (time, angle), held at the last.
+#[derive(Debug, Clone)]
 struct Profile {
-    from: f64,
-    goal: f64,
-    start: f64,
-    duration: f64,
+    knots: Vec<(f64, f64)>,
 }
 
 impl Profile {
-    fn new(from: f64, goal: f64, start: f64) -> Self {
-        Profile {
-            from,
-            goal,
-            start,
-            duration: OBSERVATION,
+    /// Joint `k`'s run through `poses` from time 0, each run taking as
+    /// long as the joint that turns furthest in it needs at full speed
+    /// (so all six pass each pose together), and the whole at least one
+    /// observation.
+    fn through(poses: &[MetaJoints], k: usize) -> Self {
+        let mut t = 0.0;
+        let mut knots = vec![(0.0, poses[0][k])];
+        for pair in poses.windows(2) {
+            let widest = (0..6).fold(0.0_f64, |m, j| m.max((pair[1][j] - pair[0][j]).abs()));
+            t += widest / MAX_SPEED;
+            knots.push((t, pair[1][k]));
         }
+        if t < OBSERVATION {
+            let last = knots.len() - 1;
+            knots[last].0 = OBSERVATION;
+        }
+        Profile { knots }
     }
 
     /// From `from` to `goal` as fast as a joint turns, started at `start`
     /// (a joint sent round the other way, or sent its goal again).
     fn at_full_speed(from: f64, goal: f64, start: f64) -> Self {
+        let duration = ((goal - from).abs() / MAX_SPEED).max(OBSERVATION);
         Profile {
-            duration: ((goal - from).abs() / MAX_SPEED).max(OBSERVATION),
-            ..Profile::new(from, goal, start)
+            knots: vec![(start, from), (start + duration, goal)],
         }
+    }
+
+    fn from(&self) -> f64 {
+        self.knots[0].1
+    }
+
+    fn goal(&self) -> f64 {
+        self.knots[self.knots.len() - 1].1
+    }
+
+    /// When the run ends (s).
+    fn end(&self) -> f64 {
+        self.knots[self.knots.len() - 1].0
+    }
+
+    fn duration(&self) -> f64 {
+        self.end() - self.knots[0].0
     }
 
     /// The commanded angle and rate at time `t`.
     fn at(&self, t: f64) -> (f64, f64) {
-        let s = ((t - self.start) / self.duration).clamp(0.0, 1.0);
-        let rate = if s < 1.0 {
-            (self.goal - self.from) / self.duration
-        } else {
-            0.0
-        };
-        (self.from + (self.goal - self.from) * s, rate)
+        if t < self.knots[0].0 {
+            return (self.from(), 0.0);
+        }
+        match self.knots.windows(2).find(|w| t < w[1].0) {
+            Some(w) => {
+                let ((t0, a0), (t1, a1)) = (w[0], w[1]);
+                let rate = (a1 - a0) / (t1 - t0);
+                (a0 + rate * (t - t0), rate)
+            }
+            None => (self.goal(), 0.0),
+        }
     }
 }
 
@@ -549,6 +613,47 @@ mod tests {
         let meeting = pair(0);
         assert_eq!(meeting.collisions, 3, "{meeting:?}");
         assert!(meeting.overlap_depth > 0.05, "{meeting:?}");
+    }
+
+    /// A move whose straight line runs the cubes through each other or
+    /// the floor goes around in the simulation too: it arrives, and its
+    /// cubes do not meet on the way.
+    #[test]
+    fn a_move_goes_the_way_around_the_plan_found_and_its_cubes_do_not_meet() {
+        let stage = Stage::new(ConnectionType::ShearS);
+        let start = stage.angles();
+        let goal = crate::ik::lattice()
+            .into_iter()
+            .find(|q| {
+                let mut s = stage.clone();
+                let reached = s
+                    .apply(&Command::Move {
+                        end: crate::supervisor::End::Forward,
+                        angles: *q,
+                    })
+                    .is_ok();
+                let blocked = (1..20).any(|i| {
+                    let p: MetaJoints = std::array::from_fn(|k| {
+                        start[k] + wrap(q[k] - start[k]) * f64::from(i) / 20.0
+                    });
+                    !stage.free_at(p, Clearance::Everything)
+                });
+                reached && blocked
+            })
+            .expect("a lattice pose whose straight line is blocked");
+        let mut enactment = Enactment::new(ConnectionType::ShearS).unwrap();
+        let report = enactment
+            .apply(&Command::Move {
+                end: crate::supervisor::End::Forward,
+                angles: goal,
+            })
+            .unwrap();
+        assert!(report.reached, "{report:?}");
+        let way = report.way.expect("a move has a way");
+        assert_eq!(way.clearance, Clearance::Everything, "{report:?}");
+        assert!(way.waypoints > 0, "{report:?}");
+        assert_eq!(report.overlaps, 0, "{report:?}");
+        assert!(report.plan_error < 0.01, "{report:?}");
     }
 
     #[test]

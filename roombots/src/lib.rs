@@ -15,6 +15,8 @@
 //! - [`experiment`]: 002 §5.3 rebuilt, every IK variant over the plane.
 //! - [`supervisor`]: the supervisor language of 002 App. B, read with
 //!   clear errors.
+//! - [`path`]: a way through joint space between two poses that keeps the
+//!   cubes clear all along (the straight line, else RRT-Connect).
 //! - [`play`]: supervisor commands played kinematically on a floor of
 //!   connectors (locks, the inchworm hand-over, every pose checked).
 //! - [`enact`]: the same commands on simulated meta-modules (one or
@@ -40,6 +42,7 @@ pub mod experiment;
 pub mod gait;
 pub mod ik;
 pub mod module;
+pub mod path;
 pub mod physics;
 pub mod picture;
 pub mod play;

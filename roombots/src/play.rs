@@ -23,7 +23,34 @@ use crate::chain::{ConnectionType, MetaModule};
 use crate::collision;
 use crate::ik::{MetaJoints, Solver};
 use crate::module::{CELL, Connector, HALF, ModulePose};
+use crate::path::{Path, Planner};
 use crate::supervisor::{Command, End};
+use rand::{Rng, SeedableRng};
+
+/// How far off its surface a free end is lifted before a move turns
+/// anything (m): a half turning about its diagonal reaches 15 mm beyond
+/// its cube.
+const RETREAT: f64 = 0.015;
+/// How far a moving cube may scrape into the floor or the structure on the
+/// way between two poses (m): the contact gives that much and the servos
+/// push through it; deeper, they stall.
+const SCRAPE: f64 = 0.003;
+/// The largest turn of any joint leaving a surface (rad).
+const RETREAT_TURN: f64 = 0.35;
+/// Random directions tried to leave a surface, besides each joint alone.
+const RETREAT_TRIES: usize = 120;
+
+/// What a way between two poses is checked against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Clearance {
+    /// The floor, the structure, the other meta-modules and itself.
+    Everything,
+    /// The floor only: all the engine's bodies touch (it lets cubes pass
+    /// through each other), so all a stalled servo needs.
+    Floor,
+    /// Nothing: no way clear of the floor was found either.
+    Nothing,
+}
 
 /// A meta-module on a floor of connectors (the plane `z = 0`, a connector
 /// at every cell face's centre).
@@ -251,34 +278,144 @@ impl Stage {
                 ));
             }
         }
-        let modules = self.modules_at(q);
-        if let Some((a, b)) = collision::self_collision(&modules) {
-            return Err(format!("the pose runs cube {a} into cube {b}"));
+        self.obstruction(q, collision::TOLERANCE, Clearance::Everything)
+            .map_or(Ok(()), Err)
+    }
+
+    /// Whether the meta-module at `q` (held as now) is free of what
+    /// `against` names, scraping at most [`SCRAPE`] into a surface.
+    #[must_use]
+    pub fn free_at(&self, q: MetaJoints, against: Clearance) -> bool {
+        self.obstruction(q, SCRAPE, against).is_none()
+    }
+
+    /// A way from the pose now to `goal` (held as now) along which every
+    /// pose is free ([`crate::path`]), and what it is clear of: of
+    /// everything if such a way was found, else of the floor (what the
+    /// engine's servos must push against), else of nothing (the straight
+    /// line). A free end resting on a surface is lifted off it first, and
+    /// comes down onto the goal's surface last.
+    pub fn path_to(&self, goal: MetaJoints, planner: &Planner) -> (Path, Clearance) {
+        let mut straight = None;
+        for against in [Clearance::Everything, Clearance::Floor] {
+            let free = |q: &MetaJoints| self.free_at(*q, against);
+            let path = planner.plan_retreating(
+                self.q,
+                goal,
+                [&self.retreat(self.q, &free), &self.retreat(goal, &free)],
+                free,
+            );
+            if path.clear {
+                return (path, against);
+            }
+            straight.get_or_insert(path);
         }
-        let depth = collision::below(&modules, &Isometry3::identity());
-        if depth > collision::TOLERANCE {
-            return Err(format!(
+        (straight.expect("planned at least once"), Clearance::Nothing)
+    }
+
+    /// A pose a straight, free turn of at most [`RETREAT_TURN`] from `q`
+    /// (held as now) whose free end stands furthest off the surface its
+    /// active connector faces at `q`, and at least [`RETREAT`] off, as
+    /// the one step of a way off that surface; empty when the free end
+    /// faces no surface, or no such pose was found.
+    ///
+    /// Turning a half-cube that rests on a surface drives its rim into it;
+    /// lifting first needs the joints to turn together, in a narrow set of
+    /// directions a random search rarely hits. Each joint alone and a
+    /// seeded set of directions are tried. (Climbing in several smaller
+    /// steps, also off the floor, was tried: it mended no more builds and
+    /// broke a perpendicular one, a lock then missing by 10.2 mm.)
+    #[must_use]
+    pub fn retreat(&self, q: MetaJoints, free: &impl Fn(&MetaJoints) -> bool) -> Vec<MetaJoints> {
+        let Some((module, connector)) = self.free_end_lockable_at(q) else {
+            return Vec::new();
+        };
+        // The surface's frame: the connector's, Z turned into the module.
+        let surface = self.modules_at(q)[usize::from(module)].connector(connector)
+            * UnitQuaternion::from_axis_angle(&Vector3::x_axis(), std::f64::consts::PI);
+        let free_cube = match self.held_by {
+            End::Forward => 6..8,
+            End::Backward => 0..2,
+        };
+        let height = |p: &MetaJoints| {
+            let halves = collision::halves(&self.modules_at(*p));
+            collision::halves_height(&halves[free_cube.clone()], &surface)
+        };
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(0);
+        let mut directions: Vec<MetaJoints> = (0..12)
+            .map(|i| std::array::from_fn(|k| if k == i / 2 { [1.0, -1.0][i % 2] } else { 0.0 }))
+            .collect();
+        directions.extend(
+            (0..RETREAT_TRIES)
+                .map(|_| -> MetaJoints { std::array::from_fn(|_| rng.random_range(-1.0..1.0)) }),
+        );
+        directions
+            .iter()
+            .map(|d| {
+                let widest = d.iter().fold(0.0_f64, |m, x| m.max(x.abs()));
+                std::array::from_fn(|k| q[k] + d[k] / widest * RETREAT_TURN)
+            })
+            .filter(|p: &MetaJoints| crate::path::edge_free(&q, p, free))
+            .map(|p| (height(&p), p))
+            .filter(|(h, _)| *h >= RETREAT)
+            .max_by(|a, b| a.0.total_cmp(&b.0))
+            .map(|(_, p)| p)
+            .into_iter()
+            .collect()
+    }
+
+    /// What the meta-module at `q` (held as now) runs into, if anything.
+    fn obstruction(&self, q: MetaJoints, scrape: f64, against: Clearance) -> Option<String> {
+        let modules = self.modules_at(q);
+        let everything = against == Clearance::Everything;
+        if everything && let Some((a, b)) = collision::self_collision(&modules) {
+            return Some(format!("the pose runs cube {a} into cube {b}"));
+        }
+        // The held cube is locked onto the surface under it and cannot lift
+        // off: its turning half scrapes that surface (a half's rim reaches
+        // 15 mm beyond its cube) as the servos allow. Everything else must
+        // stay clear of it.
+        let all = collision::halves(&modules);
+        let (module, connector) = self.held_connector();
+        let held_cube = match self.held_by {
+            End::Forward => 0..2,
+            End::Backward => 6..8,
+        };
+        let rest: Vec<_> = all
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| !held_cube.contains(i))
+            .map(|(_, h)| *h)
+            .collect();
+        let under = self.surface_under(&modules[usize::from(module)].connector(connector));
+        let on_floor = under.is_some_and(|c| c[2] < 0);
+        let depth =
+            collision::halves_below(if on_floor { &rest } else { &all }, &Isometry3::identity());
+        if depth > scrape {
+            return Some(format!(
                 "the pose reaches {:.1} mm into the floor",
                 depth * 1e3
             ));
         }
-        if let Some(cell) = self
-            .structure
-            .iter()
-            .find(|c| collision::into_cell(&modules, &cell_centre(**c)))
-        {
-            return Err(format!("the pose runs into the structure's cell {cell:?}"));
+        if !everything {
+            return None;
+        }
+        if let Some(cell) = self.structure.iter().find(|c| {
+            let who = if under == Some(**c) { &rest } else { &all };
+            collision::halves_cell_depth(who, &cell_centre(**c)) > scrape
+        }) {
+            return Some(format!("the pose runs into the structure's cell {cell:?}"));
         }
         if let Some(cell) = self
             .obstacles
             .iter()
-            .find(|c| collision::into_cell(&modules, &cell_centre(**c)))
+            .find(|c| collision::halves_cell_depth(&all, &cell_centre(**c)) > collision::TOLERANCE)
         {
-            return Err(format!(
+            return Some(format!(
                 "the pose runs into the meta-module in cell {cell:?}"
             ));
         }
-        Ok(())
+        None
     }
 
     /// Plays one command.
@@ -540,6 +677,70 @@ mod tests {
             }
         }
         false
+    }
+
+    /// Goals the straight line in joint space cannot reach without the
+    /// cubes running into the floor or each other are reached another way,
+    /// and every pose on it is free.
+    #[test]
+    fn a_blocked_straight_line_is_gone_around_with_every_pose_on_the_way_free() {
+        let stage = Stage::new(ConnectionType::ShearS);
+        let start = stage.angles();
+        let everything = |q: &MetaJoints| stage.free_at(*q, Clearance::Everything);
+        let blocked: Vec<MetaJoints> = crate::ik::lattice()
+            .into_iter()
+            .filter(|q| stage.check(*q).is_ok() && !crate::path::edge_free(&start, q, &everything))
+            .step_by(7)
+            .take(6)
+            .collect();
+        assert_eq!(blocked.len(), 6);
+        for goal in blocked {
+            let (path, clearance) = stage.path_to(goal, &Planner::default());
+            assert_eq!(clearance, Clearance::Everything, "{goal:?}");
+            assert!(!path.is_straight());
+            let w = &path.waypoints;
+            assert_eq!(w[0], start);
+            let end = w.last().unwrap();
+            assert!(
+                (0..6).all(|k| crate::module::wrap(end[k] - goal[k]).abs() < 1e-9),
+                "{end:?} is not {goal:?}"
+            );
+            for pair in w.windows(2) {
+                assert!(crate::path::edge_free(&pair[0], &pair[1], &everything));
+            }
+        }
+    }
+
+    /// A free end resting on the floor is lifted off it by a small turn
+    /// before anything else (turning a half that rests on the floor would
+    /// drive its rim 15 mm into it).
+    #[test]
+    fn a_free_end_resting_on_the_floor_is_lifted_off_it_first() {
+        let mut lifted = 0;
+        for t in ConnectionType::ALL {
+            let mut stage = Stage::new(t);
+            if !reach_the_floor(&mut stage) {
+                continue;
+            }
+            let q = stage.angles();
+            assert!(stage.free_end_lockable_at(q).is_some(), "{t}");
+            let floor = |p: &MetaJoints| stage.free_at(*p, Clearance::Floor);
+            let steps = stage.retreat(q, &floor);
+            if steps.is_empty() {
+                continue;
+            }
+            lifted += 1;
+            let mut from = q;
+            for p in &steps {
+                assert!((0..6).all(|k| (p[k] - from[k]).abs() <= RETREAT_TURN + 1e-12));
+                assert!(crate::path::edge_free(&from, p, &floor));
+                from = *p;
+            }
+            let free_end = collision::halves(&stage.modules_at(from))[6..8].to_vec();
+            let height = collision::halves_height(&free_end, &Isometry3::identity());
+            assert!(height >= RETREAT, "{t}: {height}");
+        }
+        assert!(lifted >= 2, "{lifted} connection types lifted");
     }
 
     #[test]

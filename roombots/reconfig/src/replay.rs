@@ -25,7 +25,7 @@ use std::collections::BTreeMap;
 use yamor_roombots::chain::ConnectionType;
 use yamor_roombots::enact::{Enactment, Report};
 use yamor_roombots::ik::MetaJoints;
-use yamor_roombots::play::Stage;
+use yamor_roombots::play::{Clearance, Stage};
 use yamor_roombots::supervisor::{Command, End};
 
 use crate::grid::Cell;
@@ -58,6 +58,18 @@ pub struct Replayed {
     /// another meta-module's cube or the structure held: a collision by
     /// the grid's own rule.
     pub collisions: usize,
+    /// Drives (a move of the grid is one or more, through its
+    /// intermediate configurations, and a stall adds the way back).
+    pub drives: usize,
+    /// Drives whose way through joint space was found clear of
+    /// everything: the floor, the structure, the other meta-modules and
+    /// itself.
+    pub clear: usize,
+    /// Drives whose way was found clear of the floor only (what the
+    /// engine's bodies touch).
+    pub floor_only: usize,
+    /// Drives that went around rather than straight through joint space.
+    pub detours: usize,
 }
 
 /// Why a plan was not replayed to its end.
@@ -398,6 +410,15 @@ pub fn replay(plan: &Plan, connection: ConnectionType) -> Result<Replayed, Repla
         out.lock_gap = out.lock_gap.max(r.lock_gap);
         out.overlap_depth = out.overlap_depth.max(r.overlap_depth);
         out.collisions += r.collisions;
+        if let Some(way) = r.way {
+            out.drives += 1;
+            out.detours += usize::from(way.waypoints > 0);
+            match way.clearance {
+                Clearance::Everything => out.clear += 1,
+                Clearance::Floor => out.floor_only += 1,
+                Clearance::Nothing => {}
+            }
+        }
         // A stalled drive is redone: only poses reached are judged.
         if r.reached {
             out.plan_error = out.plan_error.max(r.plan_error);
@@ -538,9 +559,12 @@ mod tests {
         );
         let replayed = replay(&planned.plan, task.connection).unwrap();
         assert_eq!(replayed.moves, planned.report.moves.len());
-        // From this start the first pose of a move stalls the servos;
-        // the replay goes back and takes another with the same cells.
-        assert!(replayed.retried > 0, "{replayed:?}");
+        // From this start the straight line to the first pose of a move
+        // turns a cube resting on the floor, and the servos stalled there
+        // (the replay went back and took another pose with the same
+        // cells); the way around lifts it first.
+        assert_eq!(replayed.retried, 0, "{replayed:?}");
+        assert!(replayed.detours > 0, "{replayed:?}");
         assert!(replayed.ends_on_plan, "{replayed:?}");
         assert!(replayed.lock_gap < 0.005, "{replayed:?}");
     }
