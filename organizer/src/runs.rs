@@ -59,6 +59,10 @@ pub enum RunError {
     ToldBeforeProposed(u64),
     #[error("the scheduler went away")]
     SchedulerGone,
+    /// The runtime cancelled the optimizer's step: the organizer is shutting
+    /// down, and the run resumes at the next start (it did not fail).
+    #[error("the organizer is shutting down")]
+    ShuttingDown,
     #[error(transparent)]
     Schedule(#[from] ScheduleError),
     #[error(transparent)]
@@ -574,8 +578,10 @@ impl Runs {
                 )
                 .await;
             me.scheduler.detach_run(id);
-            if let Err(error) = outcome {
-                me.fail(id, &error);
+            match outcome {
+                // Left running in the store: the next start resumes it.
+                Ok(()) | Err(RunError::ShuttingDown) => {}
+                Err(error) => me.fail(id, &error),
             }
         });
     }
@@ -797,7 +803,13 @@ impl Executor<'_> {
             (optimizer, step)
         })
         .await
-        .map_err(|e| RunError::Optimizer(format!("the optimizer panicked: {e}")))?;
+        .map_err(|e| {
+            if e.is_cancelled() {
+                RunError::ShuttingDown
+            } else {
+                RunError::Optimizer(format!("the optimizer panicked: {e}"))
+            }
+        })?;
         self.optimizer = Some(optimizer);
         Ok(step)
     }

@@ -7,9 +7,10 @@
 //! plan's kinematics finds clear ([`Stage::path_to`]: the straight line
 //! when it is, else a way around that lifts a free end off its surface
 //! first), each joint at most [`MAX_SPEED`], all passing each pose of the
-//! way together; a joint turns to the nearest angle equal to its goal
-//! modulo a turn, and the bounding trial sends it round the other way
-//! when it is blocked. A move is done
+//! way together; each joint ends on the way's last pose, unwrapped along
+//! the way from the angle it started at (the straight line: the nearest
+//! angle equal to its goal modulo a turn), and the bounding trial sends
+//! it round the other way when it is blocked. A move is done
 //! when every joint is still at its goal one observation after all
 //! reached it; a joint that swung off as the chain came to rest is sent
 //! its goal again. What each command did is a [`Report`]: how long it

@@ -21,8 +21,11 @@ use crate::ik::MetaJoints;
 use crate::module::wrap;
 
 /// The largest turn of any joint between two poses checked along an edge
-/// (rad): 0.02 rad moves the far end of a meta-module (four cells, 0.44
-/// m) at most 9 mm, and a cube at the near end far less.
+/// (rad). One joint turning 0.02 rad moves the far end of a meta-module
+/// (four cells, 0.44 m) at most 9 mm; several turning together move it
+/// up to their sum, so a dip into a surface shallower than that can pass
+/// between two checked poses unseen (the simulation's meetings measure
+/// what the way really does).
 pub const RESOLUTION: f64 = 0.02;
 /// The longest step a tree grows by towards a sample (rad, Euclidean over
 /// the six joints).
@@ -82,8 +85,8 @@ impl Path {
 
 impl Planner {
     /// A way from `start` to `goal` along which `free` holds at every pose
-    /// checked; the straight line, marked not clear, when none was found.
-    /// `start` is taken as free; `goal` must be, or nothing reaches it.
+    /// checked; the straight line, marked not clear, when none was found
+    /// or `goal` itself is not free. `start` is taken as free.
     pub fn plan(
         &self,
         start: MetaJoints,
@@ -110,6 +113,11 @@ impl Planner {
     ) -> Path {
         if edge_free(&start, &goal, &free) {
             return Path::straight(start, goal, true);
+        }
+        // The goal's tree is rooted there, and an edge's first pose is not
+        // checked: a goal that is not free would be joined all the same.
+        if !free(&goal) {
+            return Path::straight(start, goal, false);
         }
         let free_chain = |from: MetaJoints, chain: &[MetaJoints]| {
             let mut at = from;
