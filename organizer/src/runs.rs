@@ -69,6 +69,26 @@ pub enum RunError {
     Store(#[from] StoreError),
 }
 
+/// Why the optimizer's step on a blocking thread gave no answer: the
+/// runtime cancels a step not yet started when it shuts down (the run is
+/// resumed at the next start), else the step panicked (the run fails).
+fn step_lost(e: tokio::task::JoinError) -> RunError {
+    if e.is_cancelled() {
+        RunError::ShuttingDown
+    } else {
+        RunError::Optimizer(format!("the optimizer panicked: {e}"))
+    }
+}
+
+impl RunError {
+    /// Whether the run is marked failed; one the organizer leaves because
+    /// it is shutting down stays running in the store, and the next start
+    /// resumes it.
+    fn fails_the_run(&self) -> bool {
+        !matches!(self, RunError::ShuttingDown)
+    }
+}
+
 /// How a point of the space becomes a job.
 enum Blueprint {
     /// A gait: a yamorconfig with <optimize> rules.
@@ -578,10 +598,10 @@ impl Runs {
                 )
                 .await;
             me.scheduler.detach_run(id);
-            match outcome {
-                // Left running in the store: the next start resumes it.
-                Ok(()) | Err(RunError::ShuttingDown) => {}
-                Err(error) => me.fail(id, &error),
+            if let Err(error) = &outcome
+                && error.fails_the_run()
+            {
+                me.fail(id, error);
             }
         });
     }
@@ -803,13 +823,7 @@ impl Executor<'_> {
             (optimizer, step)
         })
         .await
-        .map_err(|e| {
-            if e.is_cancelled() {
-                RunError::ShuttingDown
-            } else {
-                RunError::Optimizer(format!("the optimizer panicked: {e}"))
-            }
-        })?;
+        .map_err(step_lost)?;
         self.optimizer = Some(optimizer);
         Ok(step)
     }
@@ -1375,5 +1389,22 @@ mod tests {
         // Below a walk going backwards that keeps it, and ordered by excess.
         assert!(slightly < constrained_value(-0.5, 0.0, Some(5.0)));
         assert!(badly < slightly);
+    }
+
+    #[tokio::test]
+    async fn a_step_the_shutdown_cancels_leaves_the_run_to_resume_and_a_panic_fails_it() {
+        // A task that never ends, cancelled as the runtime cancels a step.
+        let cancelled = tokio::spawn(std::future::pending::<()>());
+        cancelled.abort();
+        let panicked = tokio::task::spawn_blocking(|| panic!("the optimizer's bug"));
+        let (Err(cancelled), Err(panicked)) = (cancelled.await, panicked.await) else {
+            panic!("both steps fail");
+        };
+        let error = step_lost(cancelled);
+        assert!(matches!(error, RunError::ShuttingDown));
+        assert!(!error.fails_the_run());
+        let error = step_lost(panicked);
+        assert!(matches!(&error, RunError::Optimizer(m) if m.contains("panicked")));
+        assert!(error.fails_the_run());
     }
 }

@@ -202,11 +202,7 @@ impl Enactment {
             planned.apply(command)?;
             // The plan locks where its connector is; the simulated one may
             // be elsewhere (a move that got stuck): a weld would yank it.
-            let frame = planned.modules()[usize::from(module)].connector(connector);
-            let real = self
-                .robot
-                .connector(2 * meta + usize::from(module), connector);
-            let gap = (real.translation.vector - floor_under(&frame).translation.vector).norm();
+            let gap = self.gap_to_lock(meta, &planned, module, connector);
             if gap > LOCK_REACH {
                 return Err(format!(
                     "{module}:{connector} is {:.1} mm from the floor connector in the simulation (at most {:.0} mm locks)",
@@ -274,6 +270,27 @@ impl Enactment {
         report.seconds = self.clock - start;
         report.plan_error = self.plan_error(meta);
         Ok(report)
+    }
+
+    /// How far, in the simulation, connector `connector` of module
+    /// `module` of meta-module `meta` is from the floor connector `plan`
+    /// locks it onto (m).
+    fn gap_to_lock(&self, meta: usize, plan: &Stage, module: u8, connector: Connector) -> f64 {
+        let frame = plan.modules()[usize::from(module)].connector(connector);
+        let real = self
+            .robot
+            .connector(2 * meta + usize::from(module), connector);
+        (real.translation.vector - floor_under(&frame).translation.vector).norm()
+    }
+
+    /// How far meta-module `meta`'s free end is, in the simulation, from
+    /// the connector it faces on its plan (m): beyond [`LOCK_REACH`] it
+    /// cannot lock there. `None` when it faces none.
+    #[must_use]
+    pub fn gap_ahead(&self, meta: usize) -> Option<f64> {
+        let plan = &self.stages[meta];
+        let (module, connector) = plan.free_end_lockable_at(plan.angles())?;
+        Some(self.gap_to_lock(meta, plan, module, connector))
     }
 
     /// Every servo holds the angle it is at.

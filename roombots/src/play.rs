@@ -35,6 +35,12 @@ const RETREAT: f64 = 0.015;
 /// way between two poses (m): the contact gives that much and the servos
 /// push through it; deeper, they stall.
 const SCRAPE: f64 = 0.003;
+/// How far a moving cube may scrape into a surface on a gentle way (m),
+/// the first a move looks for.
+const GENTLE: f64 = 0.001;
+/// How far the free end may dip into the surface it leaves or comes down
+/// onto (m): the contact's own give.
+const LIFT_SCRAPE: f64 = 0.0005;
 /// The largest turn of any joint leaving a surface (rad).
 const RETREAT_TURN: f64 = 0.35;
 /// Random directions tried to leave a surface, besides each joint alone.
@@ -298,19 +304,43 @@ impl Stage {
     pub fn path_to(&self, goal: MetaJoints, planner: &Planner) -> (Path, Clearance) {
         let mut straight = None;
         for against in [Clearance::Everything, Clearance::Floor] {
-            let free = |q: &MetaJoints| self.free_at(*q, against);
-            let path = planner.plan_retreating(
-                self.q,
-                goal,
-                [&self.retreat(self.q, &free), &self.retreat(goal, &free)],
-                free,
-            );
-            if path.clear {
-                return (path, against);
+            // A way that barely touches a surface first: one that scrapes
+            // along it may leave a cube pressed into it, short of the goal.
+            for scrape in [GENTLE, SCRAPE] {
+                let path = self.path_within(goal, planner, against, scrape);
+                if path.clear {
+                    return (path, against);
+                }
+                straight.get_or_insert(path);
             }
-            straight.get_or_insert(path);
         }
         (straight.expect("planned at least once"), Clearance::Nothing)
+    }
+
+    /// A way from the pose now to `goal` (held as now) clear of what
+    /// `against` names, scraping at most [`SCRAPE`] into a surface, a free
+    /// end resting on a surface lifted off it first; the straight line
+    /// marked not clear when none was found.
+    #[must_use]
+    pub fn path_clear_of(&self, goal: MetaJoints, planner: &Planner, against: Clearance) -> Path {
+        self.path_within(goal, planner, against, SCRAPE)
+    }
+
+    /// [`Stage::path_clear_of`], scraping at most `scrape` into a surface.
+    fn path_within(
+        &self,
+        goal: MetaJoints,
+        planner: &Planner,
+        against: Clearance,
+        scrape: f64,
+    ) -> Path {
+        let free = |q: &MetaJoints| self.obstruction(*q, scrape, against).is_none();
+        planner.plan_retreating(
+            self.q,
+            goal,
+            [&self.retreat(self.q, &free), &self.retreat(goal, &free)],
+            free,
+        )
     }
 
     /// A pose a straight, free turn of at most [`RETREAT_TURN`] from `q`
@@ -333,10 +363,7 @@ impl Stage {
         // The surface's frame: the connector's, Z turned into the module.
         let surface = self.modules_at(q)[usize::from(module)].connector(connector)
             * UnitQuaternion::from_axis_angle(&Vector3::x_axis(), std::f64::consts::PI);
-        let free_cube = match self.held_by {
-            End::Forward => 6..8,
-            End::Backward => 0..2,
-        };
+        let free_cube = end_cube(self.held_by.other());
         let height = |p: &MetaJoints| {
             let halves = collision::halves(&self.modules_at(*p));
             collision::halves_height(&halves[free_cube.clone()], &surface)
@@ -355,7 +382,14 @@ impl Stage {
                 let widest = d.iter().fold(0.0_f64, |m, x| m.max(x.abs()));
                 std::array::from_fn(|k| q[k] + d[k] / widest * RETREAT_TURN)
             })
-            .filter(|p: &MetaJoints| crate::path::edge_free(&q, p, free))
+            // The free end itself leaves (or comes down onto) its surface
+            // cleanly: its half's rim turning into the surface as it goes
+            // is what the engine's contact stops short of the goal.
+            .filter(|p: &MetaJoints| {
+                crate::path::edge_free(&q, p, &|r: &MetaJoints| {
+                    free(r) && height(r) >= -LIFT_SCRAPE
+                })
+            })
             .map(|p| (height(&p), p))
             .filter(|(h, _)| *h >= RETREAT)
             .max_by(|a, b| a.0.total_cmp(&b.0))
@@ -377,20 +411,15 @@ impl Stage {
         // stay clear of it.
         let all = collision::halves(&modules);
         let (module, connector) = self.held_connector();
-        let held_cube = match self.held_by {
-            End::Forward => 0..2,
-            End::Backward => 6..8,
+        // The held cube is the chain's first or last: the rest is one slice.
+        let rest = match self.held_by {
+            End::Forward => &all[end_cube(End::Forward).end..],
+            End::Backward => &all[..end_cube(End::Backward).start],
         };
-        let rest: Vec<_> = all
-            .iter()
-            .enumerate()
-            .filter(|(i, _)| !held_cube.contains(i))
-            .map(|(_, h)| *h)
-            .collect();
         let under = self.surface_under(&modules[usize::from(module)].connector(connector));
         let on_floor = under.is_some_and(|c| c[2] < 0);
         let depth =
-            collision::halves_below(if on_floor { &rest } else { &all }, &Isometry3::identity());
+            collision::halves_below(if on_floor { rest } else { &all }, &Isometry3::identity());
         if depth > scrape {
             return Some(format!(
                 "the pose reaches {:.1} mm into the floor",
@@ -401,7 +430,7 @@ impl Stage {
             return None;
         }
         if let Some(cell) = self.structure.iter().find(|c| {
-            let who = if under == Some(**c) { &rest } else { &all };
+            let who = if under == Some(**c) { rest } else { &all };
             collision::halves_cell_depth(who, &cell_centre(**c)) > scrape
         }) {
             return Some(format!("the pose runs into the structure's cell {cell:?}"));
@@ -518,10 +547,11 @@ impl Stage {
                 if others.iter().all(|(m, _)| *m != holding_module) {
                     // The other end holds it now: its cube frame is the base.
                     let modules = self.modules();
-                    (self.held_by, self.base) = match self.held_by {
-                        End::Forward => (End::Backward, modules[1].middles[3]),
-                        End::Backward => (End::Forward, modules[0].middles[0]),
+                    self.base = match self.held_by {
+                        End::Forward => modules[1].middles[3],
+                        End::Backward => modules[0].middles[0],
                     };
+                    self.held_by = self.held_by.other();
                     self.solver.floor = Some(self.floor_in_holding_frame());
                     return Ok(format!(
                         "unlocked {module}:{connector}; the meta-module is held by its {} end now",
@@ -547,6 +577,15 @@ impl Stage {
                 Ok("terminal input is not read while playing a file; skipped".to_owned())
             }
         }
+    }
+}
+
+/// The indices in [`collision::halves`] of the two halves of the cube at
+/// `end` of the chain.
+fn end_cube(end: End) -> std::ops::Range<usize> {
+    match end {
+        End::Forward => 0..2,
+        End::Backward => 6..8,
     }
 }
 
@@ -736,7 +775,8 @@ mod tests {
                 assert!(crate::path::edge_free(&from, p, &floor));
                 from = *p;
             }
-            let free_end = collision::halves(&stage.modules_at(from))[6..8].to_vec();
+            let free_end =
+                collision::halves(&stage.modules_at(from))[end_cube(End::Backward)].to_vec();
             let height = collision::halves_height(&free_end, &Isometry3::identity());
             assert!(height >= RETREAT, "{t}: {height}");
         }

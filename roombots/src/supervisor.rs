@@ -39,6 +39,17 @@ pub enum End {
     Backward,
 }
 
+impl End {
+    /// The chain's other end.
+    #[must_use]
+    pub fn other(self) -> Self {
+        match self {
+            Self::Forward => Self::Backward,
+            Self::Backward => Self::Forward,
+        }
+    }
+}
+
 /// The longest `step` (ms): an hour. A simulated step runs on the one
 /// simulation thread a bridge shares, so an endless one would stall every
 /// client.

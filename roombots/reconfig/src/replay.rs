@@ -25,6 +25,7 @@ use std::collections::BTreeMap;
 use yamor_roombots::chain::ConnectionType;
 use yamor_roombots::enact::{Enactment, Report};
 use yamor_roombots::ik::MetaJoints;
+use yamor_roombots::path::Planner;
 use yamor_roombots::play::{Clearance, Stage};
 use yamor_roombots::supervisor::{Command, End};
 
@@ -39,8 +40,9 @@ pub struct Replayed {
     pub commands: usize,
     /// How far any lock gave at worst (m).
     pub lock_gap: f64,
-    /// Moves on which the simulated meta-module stalled (and went back
-    /// and took another pose with the same cells).
+    /// Moves on which the simulated meta-module stalled, or its free end
+    /// came to rest out of its connector's reach (and went back and took
+    /// another pose with the same cells).
     pub retried: usize,
     /// How far a moved meta-module's connectors ended from the plan's
     /// poses, at worst (m).
@@ -70,6 +72,10 @@ pub struct Replayed {
     pub floor_only: usize,
     /// Drives that went around rather than straight through joint space.
     pub detours: usize,
+    /// Moves whose free end came to rest beyond a lock's reach of its
+    /// connector, driven back and done through another pose (counted in
+    /// `retried` too).
+    pub missed: usize,
 }
 
 /// Why a plan was not replayed to its end.
@@ -81,6 +87,15 @@ pub enum ReplayError {
     NotUpright(u32),
     #[error("move {step}: no pose of meta-module {id} held as it is puts its cubes on {cells:?}")]
     NoPose {
+        step: usize,
+        id: u32,
+        cells: [Cell; 4],
+    },
+    #[error(
+        "move {step}: no way clear of the floor takes meta-module {id} from where it stands to a \
+         pose on {cells:?}"
+    )]
+    NoWay {
         step: usize,
         id: u32,
         cells: [Cell; 4],
@@ -244,6 +259,17 @@ fn search_moves(
     }
 }
 
+/// Whether the meta-module of `stage` can drive from where it stands to
+/// `q` by a way clear of the floor (all the simulation's bodies touch):
+/// a pose reached only through the floor, or one the meta-module cannot
+/// leave (a chain lying flat in a corner), is a dead end of the search.
+/// The others are not looked at: they will have moved.
+fn way_exists(stage: &Stage, q: MetaJoints) -> bool {
+    stage
+        .path_clear_of(q, &Planner::default(), Clearance::Floor)
+        .clear
+}
+
 /// A depth-first search over the poses of one meta-module's moves.
 struct Search<'a> {
     plan: &'a Plan,
@@ -292,16 +318,18 @@ impl Search<'_> {
         let mut stops = Vec::new();
         for cells in &step.via {
             // The pose in between does not change which end holds, nor how.
-            let Some(q) = poses_for(&stage, self.lattice, cells, false)
+            let poses: Vec<MetaJoints> = poses_for(&stage, self.lattice, cells, false)
                 .into_iter()
-                .find(|q| !self.banned.contains(&(k, *q)))
-            else {
+                .filter(|q| !self.banned.contains(&(k, *q)))
+                .collect();
+            let Some(q) = poses.iter().copied().find(|q| way_exists(&stage, *q)) else {
+                let (step, cells) = (number, *cells);
                 return self.fail(
                     i,
-                    ReplayError::NoPose {
-                        step: number,
-                        id,
-                        cells: *cells,
+                    if poses.is_empty() {
+                        ReplayError::NoPose { step, id, cells }
+                    } else {
+                        ReplayError::NoWay { step, id, cells }
                     },
                 );
             };
@@ -330,6 +358,17 @@ impl Search<'_> {
             );
         }
         for q in candidates {
+            if !way_exists(&stage, q) {
+                self.fail(
+                    i,
+                    ReplayError::NoWay {
+                        step: number,
+                        id,
+                        cells: step.to,
+                    },
+                );
+                continue;
+            }
             let mut next = stage.clone();
             let handed = next.apply(&drive(q)).and_then(|moved| {
                 if step.filled {
@@ -419,8 +458,9 @@ pub fn replay(plan: &Plan, connection: ConnectionType) -> Result<Replayed, Repla
                 Clearance::Nothing => {}
             }
         }
-        // A stalled drive is redone: only poses reached are judged.
-        if r.reached {
+        // A move's drives are judged once it is kept (a stalled one, or one
+        // whose free end ended out of reach, is redone).
+        if r.way.is_none() {
             out.plan_error = out.plan_error.max(r.plan_error);
         }
     };
@@ -436,6 +476,7 @@ pub fn replay(plan: &Plan, connection: ConnectionType) -> Result<Replayed, Repla
         loop {
             let before = world.stages()[meta].clone();
             let mut stalled = None;
+            let mut off_plan: f64 = 0.0;
             for q in poses[k].clone() {
                 let r = world.apply_to(meta, &drive(q)).map_err(refused)?;
                 note(&r, &mut out);
@@ -443,11 +484,27 @@ pub fn replay(plan: &Plan, connection: ConnectionType) -> Result<Replayed, Repla
                     stalled = Some(q);
                     break;
                 }
+                off_plan = off_plan.max(r.plan_error);
             }
-            let Some(q) = stalled else { break };
+            // A free end that came to rest out of its connector's reach (a
+            // chain hanging from above lands short, pressed onto the
+            // surface) cannot lock: another pose, as after a stall.
+            if stalled.is_none()
+                && !step.filled
+                && world
+                    .gap_ahead(meta)
+                    .is_some_and(|gap| gap > yamor_roombots::enact::LOCK_REACH)
+            {
+                out.missed += 1;
+                stalled = poses[k].last().copied();
+            }
+            let Some(q) = stalled else {
+                out.plan_error = out.plan_error.max(off_plan);
+                break;
+            };
             if banned.iter().filter(|(j, _)| *j == k).count() >= MAX_RETRIES {
                 return Err(refused(format!(
-                    "the simulated meta-module stalled on the way {MAX_RETRIES} times"
+                    "the simulated meta-module stalled on the way, or ended out of its connector's reach, {MAX_RETRIES} times"
                 )));
             }
             // The simulated meta-module could not drive there (a cube
@@ -546,6 +603,72 @@ mod tests {
         assert_eq!(replayed.moves, planned.report.moves.len());
         assert!(replayed.lock_gap < 0.005, "{replayed:?}");
         assert!(replayed.ends_on_plan, "{replayed:?}");
+    }
+
+    /// Parallel meta-modules building the seed's four-meta-module stool.
+    /// A pose whose only ways go through the floor, or that the
+    /// meta-module cannot leave by one, is a dead end of the pose search:
+    /// before, move 23 stalled on such a pose and no other was left. The
+    /// stool replays to the end with no stall, every lock holding.
+    #[test]
+    fn a_parallel_stool_replays_to_the_end_its_poses_chosen_with_a_way_to_each() {
+        let (task, planned) = planned(
+            Target::Xml {
+                name: "stool-4.xml".into(),
+                xml: crate::structure::example_xml("stool-4.xml"),
+            },
+            ConnectionType::Parallel,
+        );
+        let replayed = replay(&planned.plan, task.connection).unwrap();
+        assert_eq!(replayed.moves, planned.report.moves.len());
+        assert_eq!(replayed.retried, 0, "{replayed:?}");
+        assert!(replayed.ends_on_plan, "{replayed:?}");
+        assert!(
+            replayed.lock_gap < yamor_roombots::enact::LOCK_REACH,
+            "{replayed:?}"
+        );
+    }
+
+    /// Parallel meta-modules building the seed's chair. Meta-module 3 hangs
+    /// from the chair's top down to the floor, and its free end lands
+    /// short, pressed onto the floor beyond a latch's reach of its
+    /// connector; before, that refused the lock and ended the replay. Such
+    /// a move is driven back and done through another pose, and the chair
+    /// replays to the end, every lock holding.
+    #[test]
+    fn a_parallel_chair_replays_to_the_end_a_free_end_landing_short_redone() {
+        let (task, planned) = planned(
+            Target::Xml {
+                name: "chair-4.xml".into(),
+                xml: crate::structure::example_xml("chair-4.xml"),
+            },
+            ConnectionType::Parallel,
+        );
+        let replayed = replay(&planned.plan, task.connection).unwrap();
+        assert_eq!(replayed.moves, planned.report.moves.len());
+        assert!(replayed.missed > 0, "{replayed:?}");
+        assert!(replayed.ends_on_plan, "{replayed:?}");
+        assert!(
+            replayed.lock_gap < yamor_roombots::enact::LOCK_REACH,
+            "{replayed:?}"
+        );
+    }
+
+    /// A goal whose cubes lie in the floor has no way to it; a pose one
+    /// joint's small turn away, clear of the floor, has.
+    #[test]
+    fn a_pose_in_the_floor_has_no_way_and_a_near_free_one_has() {
+        let stage = Stage::standing_on(ConnectionType::Parallel, 2, 2);
+        let q = stage.angles();
+        let mut near = q;
+        near[2] += 0.3;
+        assert!(stage.free_at(near, Clearance::Floor));
+        assert!(way_exists(&stage, near));
+        let down = yamor_roombots::ik::lattice()
+            .into_iter()
+            .find(|p| !stage.free_at(*p, Clearance::Floor))
+            .expect("some lattice pose lays the chain through the floor");
+        assert!(!way_exists(&stage, down));
     }
 
     /// Two meta-modules building a platform of two: every move of the
