@@ -701,4 +701,30 @@ mod tests {
         assert_eq!(enactment.stages[0].locks(), &locks, "the plan is unchanged");
         assert_eq!(enactment.locks.len(), 1, "no weld was added");
     }
+
+    /// What the replay asks before locking: standing, the free end faces
+    /// nothing; planned onto the floor but not driven there, it is out of
+    /// a latch's reach; driven there, within it.
+    #[test]
+    fn the_gap_ahead_says_whether_the_free_end_is_within_a_latch_of_its_connector() {
+        let mut enactment = Enactment::new(ConnectionType::Parallel).unwrap();
+        assert_eq!(enactment.gap_ahead(0), None);
+        let reach = parse("reachfw 0 -3 0 1 0 0 1").unwrap().remove(0);
+        let driven = enactment.apply(&reach).unwrap();
+        assert!(driven.reached, "{driven:?}");
+        let within = enactment
+            .gap_ahead(0)
+            .expect("the free end faces the floor");
+        assert!(within < LOCK_REACH, "{within}");
+        // The plan alone reaches the floor, the simulated module stands.
+        let standing = Enactment::new(ConnectionType::Parallel).unwrap();
+        let mut plan = standing.stages[0].clone();
+        plan.apply(&reach).unwrap();
+        let mut not_driven = standing;
+        not_driven.stages[0] = plan;
+        let out = not_driven
+            .gap_ahead(0)
+            .expect("the plan's free end faces the floor");
+        assert!(out > LOCK_REACH, "{out}");
+    }
 }

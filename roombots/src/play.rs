@@ -41,6 +41,10 @@ const GENTLE: f64 = 0.001;
 /// How far the free end may dip into the surface it leaves or comes down
 /// onto (m): the contact's own give.
 const LIFT_SCRAPE: f64 = 0.0005;
+/// How far a half's rim reaches beyond its cube as it turns about its
+/// diagonal (m), with a millimetre to spare: the depth into a neighbour a
+/// way clear of everything but rims allows.
+pub const RIM: f64 = 0.016;
 /// The largest turn of any joint leaving a surface (rad).
 const RETREAT_TURN: f64 = 0.35;
 /// Random directions tried to leave a surface, besides each joint alone.
@@ -51,6 +55,11 @@ const RETREAT_TRIES: usize = 120;
 pub enum Clearance {
     /// The floor, the structure, the other meta-modules and itself.
     Everything,
+    /// The floor and itself, and the structure and the other meta-modules
+    /// but for a turning half's rim ([`RIM`]): a cube face to face with a
+    /// neighbour cannot turn its half without the rim entering the
+    /// neighbour's cell, which the grid allows.
+    Rims,
     /// The floor only: all the engine's bodies touch (it lets cubes pass
     /// through each other), so all a stalled servo needs.
     Floor,
@@ -303,7 +312,7 @@ impl Stage {
     /// comes down onto the goal's surface last.
     pub fn path_to(&self, goal: MetaJoints, planner: &Planner) -> (Path, Clearance) {
         let mut straight = None;
-        for against in [Clearance::Everything, Clearance::Floor] {
+        for against in [Clearance::Everything, Clearance::Rims, Clearance::Floor] {
             // A way that barely touches a surface first: one that scrapes
             // along it may leave a cube pressed into it, short of the goal.
             for scrape in [GENTLE, SCRAPE] {
@@ -401,8 +410,15 @@ impl Stage {
     /// What the meta-module at `q` (held as now) runs into, if anything.
     fn obstruction(&self, q: MetaJoints, scrape: f64, against: Clearance) -> Option<String> {
         let modules = self.modules_at(q);
-        let everything = against == Clearance::Everything;
-        if everything && let Some((a, b)) = collision::self_collision(&modules) {
+        // How far a cube may go into the structure and into the others.
+        let give = match against {
+            Clearance::Everything => Some((scrape, collision::TOLERANCE)),
+            Clearance::Rims => Some((RIM, RIM)),
+            Clearance::Floor | Clearance::Nothing => None,
+        };
+        if give.is_some()
+            && let Some((a, b)) = collision::self_collision(&modules)
+        {
             return Some(format!("the pose runs cube {a} into cube {b}"));
         }
         // The held cube is locked onto the surface under it and cannot lift
@@ -426,19 +442,17 @@ impl Stage {
                 depth * 1e3
             ));
         }
-        if !everything {
-            return None;
-        }
+        let (into_structure, into_others) = give?;
         if let Some(cell) = self.structure.iter().find(|c| {
             let who = if under == Some(**c) { rest } else { &all };
-            collision::halves_cell_depth(who, &cell_centre(**c)) > scrape
+            collision::halves_cell_depth(who, &cell_centre(**c)) > into_structure
         }) {
             return Some(format!("the pose runs into the structure's cell {cell:?}"));
         }
         if let Some(cell) = self
             .obstacles
             .iter()
-            .find(|c| collision::halves_cell_depth(&all, &cell_centre(**c)) > collision::TOLERANCE)
+            .find(|c| collision::halves_cell_depth(&all, &cell_centre(**c)) > into_others)
         {
             return Some(format!(
                 "the pose runs into the meta-module in cell {cell:?}"
@@ -873,6 +887,56 @@ mod tests {
         // Nothing locks onto another meta-module's cube.
         assert!(!stages[0].solid(over));
         assert!(stages[0].taken(over));
+    }
+
+    /// A neighbour face to face with the top cube: turning that cube's
+    /// half a little sweeps its rim into the neighbour's cell, which only
+    /// a way clear of everything but rims allows; a cube in the
+    /// neighbour's cell, none but the floor's.
+    #[test]
+    fn a_turning_half_may_brush_a_neighbour_by_its_rim_and_no_deeper() {
+        let mut stage = Stage::new(ConnectionType::ShearS);
+        let q = stage.angles();
+        let top = stage.cells().into_iter().max_by_key(|c| c[2]).unwrap();
+        let beside = [top[0] + 1, top[1], top[2]];
+        stage.set_obstacles([beside]);
+        // A small turn of the top cube's own joint, and a bend that swings
+        // the top cubes over the neighbour.
+        let turns: Vec<MetaJoints> = (0..6)
+            .map(|k| {
+                let mut p = q;
+                p[k] += 0.3;
+                p
+            })
+            .collect();
+        let brushes = turns
+            .iter()
+            .find(|p| {
+                stage.cells_at(**p) == stage.cells()
+                    && !stage.free_at(**p, Clearance::Everything)
+                    && stage.free_at(**p, Clearance::Floor)
+            })
+            .expect("some small turn brushes the neighbour by a rim");
+        assert!(
+            stage
+                .obstruction(*brushes, SCRAPE, Clearance::Rims)
+                .is_none()
+        );
+        // A pose with a cube in a neighbour's cell.
+        let mut stage = Stage::new(ConnectionType::ShearS);
+        let (into, cell) = crate::ik::lattice()
+            .into_iter()
+            .find_map(|p| {
+                let cell = stage
+                    .cells_at(p)
+                    .into_iter()
+                    .find(|c| !stage.cells().contains(c))?;
+                stage.free_at(p, Clearance::Floor).then_some((p, cell))
+            })
+            .expect("some lattice pose leaves the column");
+        assert!(stage.free_at(into, Clearance::Rims));
+        stage.set_obstacles([cell]);
+        assert!(!stage.free_at(into, Clearance::Rims));
     }
 
     #[test]

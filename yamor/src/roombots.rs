@@ -394,7 +394,7 @@ fn build(args: &BuildArgs) -> Result<()> {
         let r = yamor_reconfig::replay::replay(&plan, task.connection)
             .map_err(|e| anyhow::anyhow!("the replay in the simulation: {e}"))?;
         println!(
-            "replayed in the simulation: {} moves, {} commands, {:.1} s simulated in {:.1} s; the locks gave at most {:.2} mm; {} stalls or free ends out of reach ({} of them) driven back and done through another pose with the same cells; the connectors ended at most {:.1} mm from the plan; a cube's centre in a cell another meta-module or the structure held at {} observations (every 0.1 s), and cubes' bodies ran into them by at most {:.1} mm; of {} drives, {} went around rather than straight, {} on a way clear of everything, {} clear of the floor only, {} on no clear way; {}",
+            "replayed in the simulation: {} moves, {} commands, {:.1} s simulated in {:.1} s; the locks gave at most {:.2} mm; {} stalls or free ends out of reach ({} of them) driven back and done through another pose with the same cells; the connectors ended at most {:.1} mm from the plan; a cube's centre in a cell another meta-module or the structure held at {} observations (every 0.1 s), and cubes' bodies ran into them by at most {:.1} mm; of {} drives, {} went around rather than straight, {} on a way clear of everything, {} of everything but a turning half's rim, {} of the floor only, {} on no clear way; {}",
             r.moves,
             r.commands,
             r.seconds,
@@ -408,8 +408,9 @@ fn build(args: &BuildArgs) -> Result<()> {
             r.drives,
             r.detours,
             r.clear,
+            r.rims,
             r.floor_only,
-            r.drives - r.clear - r.floor_only,
+            r.drives - r.clear - r.rims - r.floor_only,
             if r.ends_on_plan {
                 "every meta-module ended on the plan's cells"
             } else {

@@ -67,6 +67,10 @@ pub struct Replayed {
     /// everything: the floor, the structure, the other meta-modules and
     /// itself.
     pub clear: usize,
+    /// Drives whose way was found clear of everything but for a turning
+    /// half's rim entering the structure or another meta-module
+    /// ([`yamor_roombots::play::RIM`]).
+    pub rims: usize,
     /// Drives whose way was found clear of the floor only (what the
     /// engine's bodies touch).
     pub floor_only: usize,
@@ -454,6 +458,7 @@ pub fn replay(plan: &Plan, connection: ConnectionType) -> Result<Replayed, Repla
             out.detours += usize::from(way.waypoints > 0);
             match way.clearance {
                 Clearance::Everything => out.clear += 1,
+                Clearance::Rims => out.rims += 1,
                 Clearance::Floor => out.floor_only += 1,
                 Clearance::Nothing => {}
             }
@@ -629,14 +634,12 @@ mod tests {
         );
     }
 
-    /// Parallel meta-modules building the seed's chair. Meta-module 3 hangs
-    /// from the chair's top down to the floor, and its free end lands
-    /// short, pressed onto the floor beyond a latch's reach of its
-    /// connector; before, that refused the lock and ended the replay. Such
-    /// a move is driven back and done through another pose, and the chair
-    /// replays to the end, every lock holding.
+    /// Parallel meta-modules building the seed's chair: the last of the
+    /// twelve builds to replay to its end (it stopped at move 20, a chain
+    /// lying flat in a corner, then at move 34, a free end landing out of
+    /// a latch's reach), every lock holding.
     #[test]
-    fn a_parallel_chair_replays_to_the_end_a_free_end_landing_short_redone() {
+    fn a_parallel_chair_replays_to_the_end() {
         let (task, planned) = planned(
             Target::Xml {
                 name: "chair-4.xml".into(),
@@ -646,7 +649,6 @@ mod tests {
         );
         let replayed = replay(&planned.plan, task.connection).unwrap();
         assert_eq!(replayed.moves, planned.report.moves.len());
-        assert!(replayed.missed > 0, "{replayed:?}");
         assert!(replayed.ends_on_plan, "{replayed:?}");
         assert!(
             replayed.lock_gap < yamor_roombots::enact::LOCK_REACH,
