@@ -580,18 +580,35 @@ mod tests {
         (task, planned)
     }
 
+    /// One of the seed's structures, from `examples/roombots/structures/`.
+    fn example(name: &str) -> Target {
+        Target::Xml {
+            name: name.into(),
+            xml: crate::structure::example_xml(name),
+        }
+    }
+
+    /// The replay of `planned`: it makes every move, ends on the plan's
+    /// cells, and every lock stays within a latch's reach.
+    fn replays_holding(task: &Task, planned: &Planned) -> Replayed {
+        let replayed = replay(&planned.plan, task.connection).unwrap();
+        assert_eq!(replayed.moves, planned.report.moves.len());
+        assert!(replayed.ends_on_plan, "{replayed:?}");
+        assert!(
+            replayed.lock_gap < yamor_roombots::enact::LOCK_REACH,
+            "{replayed:?}"
+        );
+        replayed
+    }
+
     /// 003 Fig 1.2: the two legs leave the six-meta-module stool (the four
     /// that stay are fixed cells); every lock holds and the leavers end on
     /// the plan's cells.
     #[test]
     fn the_stool_of_fig_1_2_comes_apart_in_the_simulation() {
-        let xml = |name: &str| Target::Xml {
-            name: name.into(),
-            xml: crate::structure::example_xml(name),
-        };
         let task = Task {
-            target: xml("stool-4.xml"),
-            from: Some(xml("stool-6.xml")),
+            target: example("stool-4.xml"),
+            from: Some(example("stool-6.xml")),
             method: crate::task::Method::Central {
                 max_expanded: 100_000,
             },
@@ -617,21 +634,9 @@ mod tests {
     /// stool replays to the end with no stall, every lock holding.
     #[test]
     fn a_parallel_stool_replays_to_the_end_its_poses_chosen_with_a_way_to_each() {
-        let (task, planned) = planned(
-            Target::Xml {
-                name: "stool-4.xml".into(),
-                xml: crate::structure::example_xml("stool-4.xml"),
-            },
-            ConnectionType::Parallel,
-        );
-        let replayed = replay(&planned.plan, task.connection).unwrap();
-        assert_eq!(replayed.moves, planned.report.moves.len());
+        let (task, planned) = planned(example("stool-4.xml"), ConnectionType::Parallel);
+        let replayed = replays_holding(&task, &planned);
         assert_eq!(replayed.retried, 0, "{replayed:?}");
-        assert!(replayed.ends_on_plan, "{replayed:?}");
-        assert!(
-            replayed.lock_gap < yamor_roombots::enact::LOCK_REACH,
-            "{replayed:?}"
-        );
     }
 
     /// Parallel meta-modules building the seed's chair: the last of the
@@ -640,20 +645,8 @@ mod tests {
     /// a latch's reach), every lock holding.
     #[test]
     fn a_parallel_chair_replays_to_the_end() {
-        let (task, planned) = planned(
-            Target::Xml {
-                name: "chair-4.xml".into(),
-                xml: crate::structure::example_xml("chair-4.xml"),
-            },
-            ConnectionType::Parallel,
-        );
-        let replayed = replay(&planned.plan, task.connection).unwrap();
-        assert_eq!(replayed.moves, planned.report.moves.len());
-        assert!(replayed.ends_on_plan, "{replayed:?}");
-        assert!(
-            replayed.lock_gap < yamor_roombots::enact::LOCK_REACH,
-            "{replayed:?}"
-        );
+        let (task, planned) = planned(example("chair-4.xml"), ConnectionType::Parallel);
+        replays_holding(&task, &planned);
     }
 
     /// A goal whose cubes lie in the floor has no way to it; a pose one
@@ -699,13 +692,7 @@ mod tests {
     /// the ones that settled before it, and every lock holds.
     #[test]
     fn the_chair_replays_in_the_simulation_with_the_locks_holding() {
-        let (task, planned) = planned(
-            Target::Xml {
-                name: "chair-4.xml".into(),
-                xml: crate::structure::example_xml("chair-4.xml"),
-            },
-            ConnectionType::ShearS,
-        );
+        let (task, planned) = planned(example("chair-4.xml"), ConnectionType::ShearS);
         assert!(
             planned
                 .plan
@@ -714,12 +701,7 @@ mod tests {
                 .any(|s| s.to.iter().any(|c| c[2] >= 2)),
             "some meta-module climbs the structure"
         );
-        let replayed = replay(&planned.plan, task.connection).unwrap();
-        assert!(replayed.ends_on_plan, "{replayed:?}");
-        assert!(
-            replayed.lock_gap < yamor_roombots::enact::LOCK_REACH,
-            "{replayed:?}"
-        );
+        replays_holding(&task, &planned);
     }
 
     /// Shear Z meta-modules climbing the chair hang a module beside the
@@ -728,20 +710,8 @@ mod tests {
     /// was sent again. The chair replays to the end, every lock holding.
     #[test]
     fn a_shear_z_chair_replays_with_the_locks_holding() {
-        let (task, planned) = planned(
-            Target::Xml {
-                name: "chair-4.xml".into(),
-                xml: crate::structure::example_xml("chair-4.xml"),
-            },
-            ConnectionType::ShearZ,
-        );
-        let replayed = replay(&planned.plan, task.connection).unwrap();
-        assert_eq!(replayed.moves, planned.report.moves.len());
-        assert!(replayed.ends_on_plan, "{replayed:?}");
-        assert!(
-            replayed.lock_gap < yamor_roombots::enact::LOCK_REACH,
-            "{replayed:?}"
-        );
+        let (task, planned) = planned(example("chair-4.xml"), ConnectionType::ShearZ);
+        replays_holding(&task, &planned);
     }
 
     #[test]
