@@ -56,9 +56,10 @@ pub enum Clearance {
     /// The floor, the structure, the other meta-modules and itself.
     Everything,
     /// The floor and itself, and the structure and the other meta-modules
-    /// but for a turning half's rim ([`RIM`]): a cube face to face with a
-    /// neighbour cannot turn its half without the rim entering the
-    /// neighbour's cell, which the grid allows.
+    /// but for [`RIM`]: any half may enter them that far, as far as a
+    /// turning half's rim reaches (a cube face to face with a neighbour
+    /// cannot turn its half without the rim entering the neighbour's cell,
+    /// which the grid allows).
     Rims,
     /// The floor only: all the engine's bodies touch (it lets cubes pass
     /// through each other), so all a stalled servo needs.
@@ -306,10 +307,12 @@ impl Stage {
 
     /// A way from the pose now to `goal` (held as now) along which every
     /// pose is free ([`crate::path`]), and what it is clear of: of
-    /// everything if such a way was found, else of the floor (what the
-    /// engine's servos must push against), else of nothing (the straight
-    /// line). A free end resting on a surface is lifted off it first, and
-    /// comes down onto the goal's surface last.
+    /// everything if such a way was found, else of everything but rims,
+    /// else of the floor (what the engine's servos must push against),
+    /// else of nothing (the straight line). At each level a way scraping
+    /// at most [`GENTLE`] into a surface is sought before one scraping
+    /// [`SCRAPE`]. A free end resting on a surface is lifted off it first,
+    /// and comes down onto the goal's surface last.
     pub fn path_to(&self, goal: MetaJoints, planner: &Planner) -> (Path, Clearance) {
         let mut straight = None;
         for against in [Clearance::Everything, Clearance::Rims, Clearance::Floor] {
@@ -900,8 +903,8 @@ mod tests {
         let top = stage.cells().into_iter().max_by_key(|c| c[2]).unwrap();
         let beside = [top[0] + 1, top[1], top[2]];
         stage.set_obstacles([beside]);
-        // A small turn of the top cube's own joint, and a bend that swings
-        // the top cubes over the neighbour.
+        // Each joint turned a little alone: one of them turns the top
+        // cube's half.
         let turns: Vec<MetaJoints> = (0..6)
             .map(|k| {
                 let mut p = q;

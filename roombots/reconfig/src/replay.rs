@@ -286,7 +286,8 @@ struct Search<'a> {
     found: Vec<Vec<MetaJoints>>,
     /// The farthest move reached, and why it failed there.
     deepest: (usize, Option<ReplayError>),
-    /// Poses the simulated meta-module stalled on the way to, by step.
+    /// Poses the simulated meta-module stalled on the way to, or whose
+    /// free end ended out of its connector's reach, by step.
     banned: &'a [(usize, MetaJoints)],
     /// Dead ends met so far; the search gives up after [`SEARCH_BUDGET`].
     nodes: usize,
@@ -405,7 +406,8 @@ impl Search<'_> {
     }
 }
 
-/// Stalls on one move before the replay gives up.
+/// Tries of one move that stalled or ended out of reach before the
+/// replay gives up.
 const MAX_RETRIES: usize = 8;
 
 /// Replays `plan` with meta-modules of `connection` in the simulation.
@@ -523,7 +525,8 @@ pub fn replay(plan: &Plan, connection: ConnectionType) -> Result<Replayed, Repla
             note(&r, &mut out);
             if !r.reached {
                 return Err(refused(
-                    "the simulated meta-module stalled on the way and again on the way back".into(),
+                    "the simulated meta-module could not finish the move, and stalled on the way back"
+                        .into(),
                 ));
             }
             banned.push((k, q));
@@ -588,11 +591,11 @@ mod tests {
         }
     }
 
-    /// The replay of `planned`: it makes every move, ends on the plan's
-    /// cells, and every lock stays within a latch's reach.
+    /// The replay of `planned`: it makes every move (else it is an
+    /// error), ends on the plan's cells, and every lock stays within a
+    /// latch's reach.
     fn replays_holding(task: &Task, planned: &Planned) -> Replayed {
         let replayed = replay(&planned.plan, task.connection).unwrap();
-        assert_eq!(replayed.moves, planned.report.moves.len());
         assert!(replayed.ends_on_plan, "{replayed:?}");
         assert!(
             replayed.lock_gap < yamor_roombots::enact::LOCK_REACH,
@@ -622,7 +625,6 @@ mod tests {
         assert!(planned.report.built && !planned.report.moves.is_empty());
         assert_eq!(standing_structure(&planned.plan).len(), 4);
         let replayed = replay(&planned.plan, task.connection).unwrap();
-        assert_eq!(replayed.moves, planned.report.moves.len());
         assert!(replayed.lock_gap < 0.005, "{replayed:?}");
         assert!(replayed.ends_on_plan, "{replayed:?}");
     }
@@ -676,7 +678,6 @@ mod tests {
             ConnectionType::ShearS,
         );
         let replayed = replay(&planned.plan, task.connection).unwrap();
-        assert_eq!(replayed.moves, planned.report.moves.len());
         // From this start the straight line to the first pose of a move
         // turns a cube resting on the floor, and the servos stalled there
         // (the replay went back and took another pose with the same
