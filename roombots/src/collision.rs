@@ -264,13 +264,29 @@ pub fn below(modules: &[ModulePose], floor: &Isometry3<f64>) -> f64 {
 /// above the plane `z = 0` of `floor` (m; negative below it).
 #[must_use]
 pub fn halves_height(halves: &[Isometry3<f64>], floor: &Isometry3<f64>) -> f64 {
+    lowest_under(halves, floor, f64::INFINITY)
+}
+
+/// [`below`] of submodules given by their `M` frames.
+#[must_use]
+pub fn halves_below(halves: &[Isometry3<f64>], floor: &Isometry3<f64>) -> f64 {
+    -lowest_under(halves, floor, 0.0)
+}
+
+/// The height above the plane `z = 0` of `floor` of the lowest point of
+/// `halves`, or `ceiling` when none lies lower.
+fn lowest_under(halves: &[Isometry3<f64>], floor: &Isometry3<f64>, ceiling: f64) -> f64 {
     let (_, vertices) = half_shape();
     let to_floor = floor.inverse();
-    let mut lowest = f64::INFINITY;
+    let mut lowest = ceiling;
     for m in halves {
         let in_floor = to_floor * m;
-        // A half lies within RADIUS of its centre.
-        if in_floor.translation.vector.z - RADIUS >= lowest {
+        let height = in_floor.translation.vector.z;
+        // A half lies within RADIUS of its centre, and within HALF of it
+        // along each axis when its axes lie along the grid's: only the
+        // halves that may reach lower are looked at closely.
+        if height - RADIUS >= lowest || (axes_on_grid(&in_floor) && height - HALF >= lowest - 1e-9)
+        {
             continue;
         }
         for v in vertices {
@@ -278,28 +294,6 @@ pub fn halves_height(halves: &[Isometry3<f64>], floor: &Isometry3<f64>) -> f64 {
         }
     }
     lowest
-}
-
-/// [`below`] of submodules given by their `M` frames.
-#[must_use]
-pub fn halves_below(halves: &[Isometry3<f64>], floor: &Isometry3<f64>) -> f64 {
-    let (_, vertices) = half_shape();
-    let to_floor = floor.inverse();
-    let mut deepest = 0.0_f64;
-    for m in halves {
-        let in_floor = to_floor * m;
-        let height = in_floor.translation.vector.z;
-        // A half lies within RADIUS of its centre, and within HALF of it
-        // along each axis when its axes lie along the grid's: only the rest
-        // is looked at closely.
-        if height - RADIUS >= 0.0 || (axes_on_grid(&in_floor) && height - HALF >= -1e-9) {
-            continue;
-        }
-        for v in vertices {
-            deepest = deepest.max(-in_floor.transform_point(&(*v).into()).z);
-        }
-    }
-    deepest
 }
 
 #[cfg(test)]
