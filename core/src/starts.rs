@@ -151,6 +151,24 @@ impl Spread {
     }
 }
 
+impl Spread {
+    /// The spread of values that have no unit (a bare objective's):
+    /// `0.123400 ± 0.001000 (20 starts, p10 0.120000, 0.110000–0.130000)`.
+    #[must_use]
+    pub fn plain(&self) -> String {
+        format!(
+            "{:.6} ± {:.6} ({} start{}, p10 {:.6}, {:.6}–{:.6})",
+            self.mean,
+            self.se,
+            self.n,
+            if self.n == 1 { "" } else { "s" },
+            self.p10,
+            self.min,
+            self.max,
+        )
+    }
+}
+
 /// The `q`-quantile of non-empty ascending `sorted`, numpy's "linear".
 fn percentile_linear(sorted: &[f64], q: f64) -> f64 {
     let rank = q * (sorted.len() - 1) as f64;

@@ -15,9 +15,7 @@ use clap::Args;
 
 use crate::quadruped_run;
 use yamor_local::default_hosts;
-use yamor_local::{
-    GAIT_RUN_BUDGET, LocalCluster, default_optimization, evaluations, gait_run_settings,
-};
+use yamor_local::{GAIT_RUN_BUDGET, LocalCluster, default_optimization, evaluations};
 
 #[derive(Args)]
 pub struct GaitTimeArgs {
@@ -88,7 +86,6 @@ pub async fn gait_time(args: GaitTimeArgs) -> Result<()> {
             seed,
         );
         request.settings.extend(args.settings.iter().cloned());
-        gait_run_settings(&args.optimizer, &mut request.settings);
         request.max_seconds = args.time;
         request.spec.seed = seed;
         let run = cluster.run_to_end(request).await?;

@@ -111,7 +111,6 @@ fn relearning_settings(args: &ScenarioArgs) -> BTreeMap<String, String> {
         settings.insert("variant".to_owned(), "interval".to_owned());
     }
     settings.extend(args.settings.iter().cloned());
-    yamor_local::gait_run_settings(&args.optimizer, &mut settings);
     settings
 }
 

@@ -16,8 +16,9 @@
 //! - [`shared`]: the one database every `yamor run` records into, held
 //!   by one process at a time, and what an ended one left running.
 //! - [`optimizers`]: the optimizers every organizer of this build offers;
-//!   [`default_hosts`]: one host per core; [`GAIT_RUN_BUDGET`] and
-//!   [`gait_run_settings`]: what `yamor run` gives a gait by default;
+//!   [`default_hosts`]: one host per core; [`GAIT_RUN_BUDGET`]: the budget
+//!   `yamor run` gives a gait by default (the organizer fills a gait run's
+//!   default settings, whichever way it starts);
 //!   [`parse_setting`], [`parse_settings`] and [`batch_variants`]: settings
 //!   as a command line gives them (`--set name=value`, `--variant a=1,b=2`).
 
@@ -35,7 +36,10 @@ use std::sync::Arc;
 use yamor_organizer::model::RunVariant;
 
 pub use cluster::{HostTask, LocalCluster, serve_host};
-pub use problem::{dashboard_options, default_optimization, generic_optimization, run_problem};
+pub use problem::{
+    check_run, check_walk, dashboard_options, default_optimization, generic_optimization,
+    run_problem,
+};
 pub use report::{
     Evaluation, Failures, Walks, evaluations, failures, new_run_dir, plot_progress, register_font,
     write_outputs,
@@ -90,6 +94,8 @@ pub enum LocalError {
     Setting(String),
     #[error("--variant {variant:?}: {message}")]
     Variant { variant: String, message: String },
+    #[error("--{0}")]
+    Seed(String),
 }
 
 impl LocalError {
@@ -101,7 +107,7 @@ impl LocalError {
     }
 }
 
-pub use yamor_organizer::model::{GAIT_CMAES_POPULATION, GAIT_RUN_BUDGET, gait_run_settings};
+pub use yamor_organizer::model::{GAIT_CMAES_POPULATION, GAIT_RUN_BUDGET};
 
 /// One optimizer setting given on a command line as `name=value`.
 pub use yamor_organizer::model::parse_setting;
@@ -117,7 +123,9 @@ pub fn parse_settings(pairs: &[String]) -> Result<BTreeMap<String, String>, Loca
 /// One variant of a batch per settings list (`particles=10,inertia=0.6`),
 /// named by the organizer after its settings; seeds count up from `seed`.
 pub fn batch_variants(variants: &[String], seed: u64) -> Result<Vec<RunVariant>, LocalError> {
-    let variant = |(i, v): (usize, &String)| {
+    let seeds =
+        yamor_organizer::model::batch_seeds(seed, variants.len()).map_err(LocalError::Seed)?;
+    let variant = |(v, seed): (&String, u64)| {
         let settings = yamor_organizer::model::parse_setting_list(v).map_err(|message| {
             LocalError::Variant {
                 variant: v.clone(),
@@ -127,10 +135,10 @@ pub fn batch_variants(variants: &[String], seed: u64) -> Result<Vec<RunVariant>,
         Ok(RunVariant {
             name: String::new(),
             settings,
-            seed: seed + i as u64,
+            seed,
         })
     };
-    variants.iter().enumerate().map(variant).collect()
+    variants.iter().zip(seeds).map(variant).collect()
 }
 
 /// Hosts to start when none are asked for: one per core.

@@ -20,12 +20,43 @@ pub fn run_problem(
     if params.is_empty() {
         return Ok(Problem::OptimizationXml(match config {
             // The thesis' own files are Windows-1252: read in the declared encoding.
-            Some(path) => yamor_core::read_xml_file(path)?,
+            Some(path) => problem_file(path)?,
             None => default()?,
         }));
     }
     let bounds = params.iter().map(|p| p.parse().map_err(LocalError::Param));
     Ok(Problem::Space(bounds.collect::<Result<_, _>>()?))
+}
+
+/// The optimization file at `path`, read in its declared encoding (the
+/// thesis' own files are Windows-1252) and checked here, so that an error
+/// names the file and line the user wrote.
+pub fn problem_file(path: &Path) -> Result<String, LocalError> {
+    let text = yamor_core::read_xml_file(path)?;
+    OptimizationConfig::from_xml_str(&path.display().to_string(), &text)?;
+    Ok(text)
+}
+
+/// Everything a run of this build's organizer would refuse `spec` for that
+/// needs neither a database nor hosts (the optimizer and its settings, the
+/// walk, the problem), checked before a local run writes anything. The
+/// walk's limits are named by the flags that set them.
+pub fn check_run(spec: &yamor_organizer::model::RunSpec) -> Result<(), LocalError> {
+    check_walk(&spec.spec)?;
+    yamor_organizer::runs::check_run(&crate::optimizers(), spec).map_err(LocalError::Problem)
+}
+
+/// The walk's limits, named by the flags that set them (`--measure`), not
+/// by the wire's fields.
+pub fn check_walk(spec: &yamor_core::evaluation::EvaluationSpec) -> Result<(), LocalError> {
+    spec.check().map_err(|e| {
+        let flag = match e.field {
+            "warmup_s" => "--warmup".to_owned(),
+            "measure_s" => "--measure".to_owned(),
+            other => format!("spec.{other}"),
+        };
+        LocalError::Problem(format!("{flag} must be {}, got {}", e.expected, e.value))
+    })
 }
 
 /// The optimization configuration shipped with `robot`, or a generic one:
@@ -59,30 +90,56 @@ pub fn example_names() -> Vec<&'static str> {
 
 /// Every oscillating module's amplitude and offset, and every coupled
 /// pair's phase lag, of `gait`, within the module's limit angles.
+///
+/// Around the middle `c` of a joint's limits, with `h` half their span, an
+/// amplitude ranges over `[0, h]` and an offset over `c ± h/2` (widened to
+/// take in the gait's own offset where that lies between the limits): the
+/// ranges `OptimizationConfig` accepts for any limits, symmetric or not. A
+/// hand-made gait may drive a joint past its limits on purpose (the
+/// thesis' trebuchet swings its amplitude-1 joints into limits 0.5 rad
+/// apart, and the servo clamps); such a value is moved to the nearest one
+/// in range, so the run starts from the closest gait of its space, and the
+/// move is logged.
 pub fn generic_optimization(
     robot: &str,
-    gait: yamor_core::RobotConfig,
+    mut gait: yamor_core::RobotConfig,
 ) -> Result<String, LocalError> {
     let mut rules = Vec::new();
-    for m in &gait.modules {
-        if m.speed == 0.0 {
+    for m in &mut gait.modules {
+        let half = (m.max_angle - m.min_angle) / 2.0;
+        // A joint that cannot move has nothing to learn.
+        if m.speed == 0.0 || half <= 0.0 {
             continue;
         }
-        let reach = m.max_angle.abs().min(m.min_angle.abs());
-        let amplitude = m.amplitude.clamp(0.0, reach);
+        let centre = (m.max_angle + m.min_angle) / 2.0;
+        let amplitude = m.amplitude.clamp(0.0, half);
+        let offset = m.offset.clamp(m.min_angle, m.max_angle);
+        for (param, from, to) in [
+            (ParamName::Amplitude(m.id), m.amplitude, amplitude),
+            (ParamName::Offset(m.id), m.offset, offset),
+        ] {
+            if from != to {
+                tracing::info!(
+                    "{robot}: the default problem starts {param} at {to} (the gait's {from} \
+                     drives module {} past its joint limits [{}, {}])",
+                    m.id,
+                    m.min_angle,
+                    m.max_angle
+                );
+            }
+        }
+        m.amplitude = amplitude;
+        m.offset = offset;
         rules.push(Rule::Free {
             param: ParamName::Amplitude(m.id),
             min: 0.0,
-            max: reach.max(amplitude),
+            max: half,
         });
-        let offset = reach / 2.0;
-        if m.offset.abs() <= offset {
-            rules.push(Rule::Free {
-                param: ParamName::Offset(m.id),
-                min: -offset,
-                max: offset,
-            });
-        }
+        rules.push(Rule::Free {
+            param: ParamName::Offset(m.id),
+            min: (centre - half / 2.0).min(offset),
+            max: (centre + half / 2.0).max(offset),
+        });
         for link in &m.cpg_links {
             if link.to > m.id && (-PI..=PI).contains(&link.phase) {
                 rules.push(Rule::Free {
@@ -93,8 +150,13 @@ pub fn generic_optimization(
             }
         }
     }
-    let config = OptimizationConfig::new(gait, rules)
-        .map_err(|e| LocalError::Problem(format!("the default problem of {robot}: {e}")))?;
+    let config = OptimizationConfig::new(gait, rules).map_err(|e| {
+        LocalError::Problem(format!(
+            "the problem generated from {robot}'s gait (every amplitude, offset and phase lag \
+             free) does not fit it: {e}; write the problem yourself (--config FILE, or an \
+             optimize.xml beside the robot's files)"
+        ))
+    })?;
     Ok(config.to_xml_string())
 }
 

@@ -55,6 +55,21 @@ impl RunRobot {
         }
     }
 
+    /// What the robot is called where its runs are shown: the example's
+    /// name, or the name of the directory the user's files are in.
+    #[must_use]
+    pub fn name(&self) -> String {
+        match self {
+            RunRobot::Example(name) => name.clone(),
+            RunRobot::Own { path, .. } => {
+                let dir = robot_dir(path);
+                let dir = std::fs::canonicalize(&dir).unwrap_or(dir);
+                dir.file_name()
+                    .map_or_else(|| path.clone(), |n| n.to_string_lossy().into_owned())
+            }
+        }
+    }
+
     /// The problem a run solves when given none: the example's, or the
     /// `optimize.xml` beside the user's robot, or a generic one of its gait.
     pub fn default_problem(&self) -> Result<String, LocalError> {
@@ -63,7 +78,7 @@ impl RunRobot {
             RunRobot::Own { path, gait, .. } => {
                 let beside = robot_dir(path).join("optimize.xml");
                 if beside.exists() {
-                    Ok(yamor_core::read_xml_file(&beside)?)
+                    crate::problem::problem_file(&beside)
                 } else {
                     crate::generic_optimization(path, gait.clone())
                 }

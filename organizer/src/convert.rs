@@ -229,6 +229,7 @@ pub fn run_spec(request: pb::StartRunRequest) -> Result<RunSpec, String> {
         settings: request.settings.into_iter().collect(),
         seed: request.seed,
         robot: robot(request.robot),
+        robot_name: request.robot_name,
         problem,
         spec: spec(request.spec)?,
         backend: backend(request.backend)?,
@@ -257,6 +258,8 @@ pub fn run_to_pb(run: &Run) -> pb::Run {
     pb::Run {
         id: run.id,
         name: run.name.clone(),
+        robot: run.robot.clone(),
+        gait: run.gait,
         optimizer: run.optimizer.clone(),
         settings: run
             .settings
@@ -319,6 +322,8 @@ pub fn run_from_pb(run: pb::Run) -> Result<Run, String> {
     Ok(Run {
         id: run.id,
         name: run.name,
+        robot: run.robot,
+        gait: run.gait,
         optimizer: run.optimizer,
         settings: run.settings.into_iter().collect(),
         seed: run.seed,
@@ -385,6 +390,7 @@ pub fn run_spec_to_pb(spec: &RunSpec) -> pb::StartRunRequest {
         settings: spec.settings.clone().into_iter().collect(),
         seed: spec.seed,
         robot: yamor_proto::evaluation::robot_to_pb(&spec.robot),
+        robot_name: spec.robot_name.clone(),
         problem: Some(problem),
         spec: Some(yamor_proto::evaluation::spec_to_pb(&spec.spec)),
         backend: backend_to_pb(spec.backend) as i32,

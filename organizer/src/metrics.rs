@@ -1,4 +1,6 @@
-//! Prometheus metrics of one organizer, in the text exposition format.
+//! Prometheus metrics of one organizer, in OpenMetrics text (for a scraper
+//! that asks for it) or Prometheus' classic text format 0.0.4 (for anyone
+//! else: [`classic_text`]).
 //!
 //! Counters and histograms are updated where things happen (the scheduler
 //! when a job starts, ends or is re-queued; the store's writer after each
@@ -34,7 +36,8 @@ pub struct Metrics {
     hosts: Family<Labels, Gauge>,
     queued: Family<Labels, Gauge>,
     runs: Family<Labels, Gauge>,
-    best: Family<Labels, Gauge<f64, AtomicU64>>,
+    best_velocity: Family<Labels, Gauge<f64, AtomicU64>>,
+    best_value: Family<Labels, Gauge<f64, AtomicU64>>,
     evaluations: Family<Labels, Gauge>,
     database_writable: Gauge,
 }
@@ -48,8 +51,9 @@ pub struct Snapshot {
     pub queued: Vec<(u64, i64)>,
     /// (state name, runs in it).
     pub runs: Vec<(&'static str, i64)>,
-    /// (run id, run name, best fitness, evaluations).
-    pub run_best: Vec<(u64, String, Option<f64>, u64)>,
+    /// (run id, run name, whether a gait (the best is m/s) or bare
+    /// parameters (no unit), best value, evaluations).
+    pub run_best: Vec<(u64, String, bool, Option<f64>, u64)>,
     /// Whether the last commit succeeded (false on a full disk).
     pub database_writable: bool,
 }
@@ -71,7 +75,8 @@ impl Metrics {
         let hosts = Family::<Labels, Gauge>::default();
         let queued = Family::<Labels, Gauge>::default();
         let runs = Family::<Labels, Gauge>::default();
-        let best = Family::<Labels, Gauge<f64, AtomicU64>>::default();
+        let best_velocity = Family::<Labels, Gauge<f64, AtomicU64>>::default();
+        let best_value = Family::<Labels, Gauge<f64, AtomicU64>>::default();
         let evaluations = Family::<Labels, Gauge>::default();
         let database_writable = Gauge::default();
         registry.register(
@@ -117,9 +122,14 @@ impl Metrics {
         );
         registry.register("runs", "Optimizer runs by state", runs.clone());
         registry.register(
-            "run_best_fitness",
-            "Best fitness of each run so far (maximised; m/s for a gait)",
-            best.clone(),
+            "run_best_velocity_meters_per_second",
+            "Best velocity of each gait run so far (its held-out mean once re-walked)",
+            best_velocity.clone(),
+        );
+        registry.register(
+            "run_best_value",
+            "Best value of each run over bare parameters so far (maximised; the objective's own, no unit)",
+            best_value.clone(),
         );
         registry.register(
             "run_evaluations",
@@ -142,7 +152,8 @@ impl Metrics {
             hosts,
             queued,
             runs,
-            best,
+            best_velocity,
+            best_value,
             evaluations,
             database_writable,
         }
@@ -163,15 +174,21 @@ impl Metrics {
         for (state, n) in &snapshot.runs {
             self.runs.get_or_create(&label("state", state)).set(*n);
         }
-        self.best.clear();
+        self.best_velocity.clear();
+        self.best_value.clear();
         self.evaluations.clear();
-        for (id, name, best, evaluations) in &snapshot.run_best {
+        for (id, name, gait, best, evaluations) in &snapshot.run_best {
             let labels = vec![
                 ("run".to_owned(), id.to_string()),
                 ("name".to_owned(), name.clone()),
             ];
+            let family = if *gait {
+                &self.best_velocity
+            } else {
+                &self.best_value
+            };
             if let Some(best) = best {
-                self.best.get_or_create(&labels).set(*best);
+                family.get_or_create(&labels).set(*best);
             }
             self.evaluations
                 .get_or_create(&labels)
@@ -183,6 +200,42 @@ impl Metrics {
         encode(&mut out, &self.registry).expect("writing to a String cannot fail");
         out
     }
+}
+
+/// `openmetrics` (as [`Metrics::render`] writes it) in Prometheus' classic
+/// text format 0.0.4, which is what `text/plain` promises: a counter's
+/// `# HELP` and `# TYPE` name its samples' `_total` name (OpenMetrics names
+/// the family without it, and a classic parser then reads every counter as
+/// untyped), and OpenMetrics' `# UNIT` and `# EOF` lines go.
+#[must_use]
+pub fn classic_text(openmetrics: &str) -> String {
+    let counters: std::collections::HashSet<&str> = openmetrics
+        .lines()
+        .filter_map(|l| l.strip_prefix("# TYPE "))
+        .filter_map(|rest| rest.strip_suffix(" counter"))
+        .collect();
+    let mut out = String::with_capacity(openmetrics.len());
+    for line in openmetrics.lines() {
+        if line == "# EOF" || line.starts_with("# UNIT ") {
+            continue;
+        }
+        let descriptor = ["# HELP ", "# TYPE "]
+            .into_iter()
+            .find_map(|prefix| line.strip_prefix(prefix).map(|rest| (prefix, rest)));
+        match descriptor {
+            Some((prefix, rest)) => {
+                let (name, tail) = rest.split_once(' ').unwrap_or((rest, ""));
+                if counters.contains(name) {
+                    out.push_str(&format!("{prefix}{name}_total {tail}"));
+                } else {
+                    out.push_str(line);
+                }
+            }
+            None => out.push_str(line),
+        }
+        out.push('\n');
+    }
+    out
 }
 
 /// A histogram for the store's commit latency (100 µs .. ~3 s).

@@ -275,7 +275,8 @@ pub enum Problem {
 /// exactly what was asked for.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunSpec {
-    /// A label; empty: "<optimizer>-<id>".
+    /// A label; empty: "<robot>-<optimizer>-<id>" (`robot_name` or the
+    /// example's name), or "<optimizer>-<id>" for a run naming no robot.
     pub name: String,
     pub optimizer: String,
     /// Setting values as text, checked against the optimizer's settings;
@@ -286,6 +287,11 @@ pub struct RunSpec {
     pub settings: BTreeMap<String, String>,
     pub seed: u64,
     pub robot: RobotSource,
+    /// What the robot is called where the run is shown: the example's name,
+    /// or the name of the directory the user's robot came from. Empty: see
+    /// [`RunSpec::robot_label`]. Runs stored before it existed have none.
+    #[serde(default)]
+    pub robot_name: String,
     pub problem: Problem,
     pub spec: EvaluationSpec,
     /// `None`: simulation for gaits, expression for bare problems.
@@ -316,6 +322,17 @@ pub struct RunSpec {
     /// run's complete walks). Off for the thesis' figures and by default.
     #[serde(default)]
     pub early_stop: bool,
+}
+
+/// The first eight hex digits of a morphology document's FNV-1a hash:
+/// stable across builds and platforms, so a run's label names the same
+/// robot wherever it is read.
+#[must_use]
+pub fn morphology_hash(xml: &str) -> String {
+    use std::hash::Hasher as _;
+    let mut hasher = fnv::FnvHasher::default();
+    hasher.write(xml.as_bytes());
+    format!("{:016x}", hasher.finish())[..8].to_owned()
 }
 
 /// The value a walk is told to the optimizer as (m/s, maximised) under a
@@ -414,7 +431,38 @@ impl HeldOut {
     pub fn is_on(self) -> bool {
         self.candidates > 0 && self.starts > 0
     }
+
+    /// At most [`HeldOut::MAX_CANDIDATES`] finalists from at most
+    /// [`yamor_core::starts::MAX_HELD_OUT`] starts: the held-out starts that
+    /// exist, and blocks of re-walks that stay below [`REFERENCE_SEQ`].
+    pub fn check(self) -> Result<(), String> {
+        use yamor_core::starts::MAX_HELD_OUT;
+        if self.candidates > Self::MAX_CANDIDATES {
+            return Err(format!(
+                "held_out_candidates: at most {} finalists are re-walked, got {}",
+                Self::MAX_CANDIDATES,
+                self.candidates
+            ));
+        }
+        if self.starts > MAX_HELD_OUT {
+            return Err(format!(
+                "held_out_starts: at most {MAX_HELD_OUT} held-out starts exist, got {}",
+                self.starts
+            ));
+        }
+        Ok(())
+    }
+
+    /// Finalists a run may re-walk: more than any ranking of a noisy run
+    /// tells apart, and few enough that every block of re-walks fits
+    /// below [`REFERENCE_SEQ`] at the most starts.
+    pub const MAX_CANDIDATES: u32 = 100;
 }
+
+const _: () = assert!(
+    HeldOut::MAX_CANDIDATES as u64 * yamor_core::starts::MAX_HELD_OUT as u64
+        <= REFERENCE_SEQ - HELD_OUT_SEQ
+);
 
 /// Proposal numbers from here on are held-out re-walks: recorded with the
 /// run, never told to its optimizer.
@@ -427,6 +475,30 @@ pub const HELD_OUT_SEQ: u64 = 1 << 40;
 pub const REFERENCE_SEQ: u64 = HELD_OUT_SEQ + (1 << 30);
 
 impl RunSpec {
+    /// The robot the run walks as people read it: `robot_name` with, for a
+    /// robot carried as a morphology document, the document's hash (two
+    /// directories of one name are told apart, and an edited robot is
+    /// another robot); else the example's name, the morphology's hash, or
+    /// the hosts' own robot. Empty for a run over bare parameters, which
+    /// walks no robot.
+    #[must_use]
+    pub fn robot_label(&self) -> String {
+        if matches!(self.problem, Problem::Space(_)) {
+            return String::new();
+        }
+        let name = self.robot_name.trim();
+        match &self.robot {
+            RobotSource::Example(example) if name.is_empty() => example.clone(),
+            RobotSource::Example(_) => name.to_owned(),
+            RobotSource::Morphology(xml) if name.is_empty() => {
+                format!("morphology {}", morphology_hash(xml))
+            }
+            RobotSource::Morphology(xml) => format!("{name} (morphology {})", morphology_hash(xml)),
+            RobotSource::Default if !name.is_empty() => name.to_owned(),
+            RobotSource::Default => "the hosts' own robot".to_owned(),
+        }
+    }
+
     /// A run of `optimizer` on `problem`, everything else at its default:
     /// the host's own robot, the thesis' evaluation, seed 0, no budget.
     #[must_use]
@@ -437,6 +509,7 @@ impl RunSpec {
             settings: BTreeMap::new(),
             seed: 0,
             robot: RobotSource::Default,
+            robot_name: String::new(),
             spec: EvaluationSpec::default(),
             backend: None,
             max_evaluations: 0,
@@ -497,6 +570,23 @@ pub fn parse_setting(pair: &str) -> Result<(String, String), String> {
         .map_err(|e| e.to_string())
 }
 
+/// The seeds of a batch's `count` variants: one each, counting up from
+/// `seed`. Refused with a sentence when the last would pass `u64::MAX`
+/// (wrapping would give the last variants seeds 0, 1, …, which another
+/// batch may have used).
+pub fn batch_seeds(seed: u64, count: usize) -> Result<impl Iterator<Item = u64>, String> {
+    let span = u64::try_from(count.saturating_sub(1)).unwrap_or(u64::MAX);
+    if seed.checked_add(span).is_none() {
+        return Err(format!(
+            "seed {seed}: the {count} variants' seeds count up from it by one each and would \
+             pass {}; give a seed of at most {}",
+            u64::MAX,
+            u64::MAX - span
+        ));
+    }
+    Ok((0..=span).take(count).map(move |i| seed + i))
+}
+
 /// One batch variant's settings on one line: `name=value, name=value`.
 pub fn parse_setting_list(line: &str) -> Result<BTreeMap<String, String>, String> {
     line.split(',')
@@ -545,6 +635,12 @@ pub struct RunVariant {
 pub struct Run {
     pub id: u64,
     pub name: String,
+    /// [`RunSpec::robot_label`]: what the run walks.
+    pub robot: String,
+    /// Whether the run optimizes a gait, whose values are velocities in
+    /// m/s; else bare parameters, whose values are the objective's own and
+    /// carry no unit.
+    pub gait: bool,
     pub optimizer: String,
     /// Every setting, defaults filled in.
     pub settings: BTreeMap<String, String>,
@@ -582,8 +678,9 @@ impl Run {
     #[must_use]
     pub fn best_text(&self) -> String {
         match (self.held_out, self.best_velocity) {
-            (Some(spread), _) => format!("{} held out", spread.cm_s()),
-            (None, Some(v)) if !self.best_gait_xml.is_empty() => {
+            (Some(spread), _) if self.gait => format!("{} held out", spread.cm_s()),
+            (Some(spread), _) => format!("{} held out", spread.plain()),
+            (None, Some(v)) if self.gait => {
                 format!("{:.2} cm/s (one walk, provisional)", v * 100.0)
             }
             (None, Some(v)) => format!("{v:.6}"),

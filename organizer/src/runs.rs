@@ -24,7 +24,7 @@ use tokio::time::Instant;
 use tokio_stream::wrappers::BroadcastStream;
 use tokio_stream::{Stream, StreamExt};
 use yamor_core::evaluation::{
-    BackendKind, CHECKPOINT_FRACTIONS, EarlyStop, EvaluationJob, Objective,
+    BackendKind, CHECKPOINT_FRACTIONS, EarlyStop, EvaluationJob, Objective, RobotSource,
 };
 use yamor_core::optimize::OptimizationConfig;
 use yamor_core::starts::{Spread, candidate_seed, held_out_seeds};
@@ -198,6 +198,7 @@ fn prepare(spec: &RunSpec) -> Result<Prepared, String> {
             "max_turn_deg_s must be a positive number of degrees per second, got {max}"
         ));
     }
+    spec.held_out.check()?;
     if !spec.max_seconds.is_finite() || spec.max_seconds < 0.0 {
         return Err(format!(
             "max_seconds must be non-negative, got {}",
@@ -318,25 +319,8 @@ impl Runs {
         self.plugins.iter().map(|p| p.info()).collect()
     }
 
-    fn plugin(&self, name: &str) -> Result<&Arc<dyn Plugin>, String> {
-        self.plugins
-            .iter()
-            .find(|p| p.info().name == name)
-            .ok_or_else(|| {
-                let known: Vec<String> = self.plugins.iter().map(|p| p.info().name).collect();
-                format!("optimizer: unknown {name:?}; known: {}", known.join(", "))
-            })
-    }
-
-    /// The one place a run's settings (text, from a request or the store)
-    /// become the typed values its optimizer is made with.
     fn resolve_settings(&self, spec: &RunSpec) -> Result<Settings, String> {
-        let plugin = self.plugin(&spec.optimizer)?;
-        Settings::parse(
-            &plugin.info().settings,
-            spec.settings.iter().map(|(k, v)| (k.as_str(), v.as_str())),
-        )
-        .map_err(|e| format!("settings: {e}"))
+        resolve_settings(&self.plugins, spec)
     }
 
     /// Validates, persists and starts a run.
@@ -355,21 +339,23 @@ impl Runs {
         mut spec: RunSpec,
         settings: Settings,
     ) -> Result<Run, ScheduleError> {
-        if spec.objective == Objective::Expression(String::new()) {
-            return Err(ScheduleError::Invalid(
-                "objective: expr: needs an expression, e.g. expr:-(x*x + y*y)".into(),
-            ));
-        }
-        let prepared = prepare(&spec).map_err(ScheduleError::Invalid)?;
-        // Creating the optimizer validates the settings against the space.
-        self.plugin(&spec.optimizer)
-            .map_err(ScheduleError::Invalid)?
-            .create(&prepared.space, &settings, spec.seed, budget_of(&spec))
-            .map_err(|e| ScheduleError::Invalid(format!("settings: {e}")))?;
+        let prepared = checked(&self.plugins, &spec, &settings).map_err(ScheduleError::Invalid)?;
         // A run nobody can serve would wait forever without a word.
-        if !self.scheduler.serves(&prepared.template) {
+        let served = self
+            .scheduler
+            .serves_after_restart(&prepared.template)
+            .await;
+        if served != Ok(true) {
+            let silent = match served {
+                Err(names) => format!(
+                    "; the hosts known from before the organizer started ({}) have not \
+                     answered yet",
+                    names.join(", ")
+                ),
+                Ok(_) => String::new(),
+            };
             return Err(ScheduleError::Invalid(format!(
-                "no registered host serves {}{}: register one first (yamor host …)",
+                "no registered host serves {}{}{silent}: register one first (yamor host …)",
                 spec.objective,
                 prepared
                     .template
@@ -383,7 +369,18 @@ impl Runs {
             *next - 1
         };
         let name = if spec.name.is_empty() {
-            format!("{}-{id}", spec.optimizer)
+            // The robot first: a list of runs reads by what was walked.
+            let robot = match &spec.robot {
+                _ if matches!(spec.problem, Problem::Space(_)) => "",
+                _ if !spec.robot_name.trim().is_empty() => spec.robot_name.trim(),
+                RobotSource::Example(example) => example,
+                _ => "",
+            };
+            if robot.is_empty() {
+                format!("{}-{id}", spec.optimizer)
+            } else {
+                format!("{robot}-{}-{id}", spec.optimizer)
+            }
         } else {
             spec.name.clone()
         };
@@ -448,7 +445,7 @@ impl Runs {
             runs: by_state,
             run_best: runs
                 .iter()
-                .map(|r| (r.id, r.name.clone(), r.best_velocity, r.evaluations))
+                .map(|r| (r.id, r.name.clone(), r.gait, r.best_velocity, r.evaluations))
                 .collect(),
             database_writable: self.scheduler.store().unwritable().is_none(),
         }
@@ -688,8 +685,7 @@ impl Runs {
         elapsed_before: f64,
     ) -> Result<Executor<'a>, RunError> {
         let prepared = prepare(spec).map_err(RunError::Invalid)?;
-        let plugin = self
-            .plugin(&spec.optimizer)
+        let plugin = plugin(&self.plugins, &spec.optimizer)
             .map_err(RunError::Invalid)?
             .clone();
         let optimizer = plugin
@@ -1267,6 +1263,8 @@ fn row_view(row: &RunRow) -> Run {
     Run {
         id: row.id,
         name: row.name.clone(),
+        robot: row.spec.robot_label(),
+        gait: matches!(row.spec.problem, Problem::OptimizationXml(_)),
         optimizer: row.optimizer.clone(),
         settings: row.spec.settings.clone(),
         seed: row.seed,
@@ -1284,6 +1282,61 @@ fn row_view(row: &RunRow) -> Run {
         reference: None,
         elapsed_s: row.elapsed_s,
     }
+}
+
+fn plugin<'a>(plugins: &'a [Arc<dyn Plugin>], name: &str) -> Result<&'a Arc<dyn Plugin>, String> {
+    plugins
+        .iter()
+        .find(|p| p.info().name == name)
+        .ok_or_else(|| {
+            let known: Vec<String> = plugins.iter().map(|p| p.info().name).collect();
+            format!("optimizer: unknown {name:?}; known: {}", known.join(", "))
+        })
+}
+
+/// The one place a run's settings (text, from a request or the store)
+/// become the typed values its optimizer is made with. A gait run gets the
+/// gait-run defaults ([`crate::model::gait_run_settings`]) for what it does
+/// not set, whichever way it came in (gRPC, the form, a local run); a
+/// stored run names every setting already.
+fn resolve_settings(plugins: &[Arc<dyn Plugin>], spec: &RunSpec) -> Result<Settings, String> {
+    let plugin = plugin(plugins, &spec.optimizer)?;
+    let mut given = spec.settings.clone();
+    if matches!(spec.problem, Problem::OptimizationXml(_)) {
+        crate::model::gait_run_settings(&spec.optimizer, &mut given);
+    }
+    Settings::parse(
+        &plugin.info().settings,
+        given.iter().map(|(k, v)| (k.as_str(), v.as_str())),
+    )
+    .map_err(|e| format!("settings: {e}"))
+}
+
+/// What a run is checked for before anything of it is stored: its
+/// objective and problem ([`prepare`]), and its settings against the
+/// optimizer made over its space.
+fn checked(
+    plugins: &[Arc<dyn Plugin>],
+    spec: &RunSpec,
+    settings: &Settings,
+) -> Result<Prepared, String> {
+    if spec.objective == Objective::Expression(String::new()) {
+        return Err("objective: expr: needs an expression, e.g. expr:-(x*x + y*y)".into());
+    }
+    let prepared = prepare(spec)?;
+    // Creating the optimizer validates the settings against the space.
+    plugin(plugins, &spec.optimizer)?
+        .create(&prepared.space, settings, spec.seed, budget_of(spec))
+        .map_err(|e| format!("settings: {e}"))?;
+    Ok(prepared)
+}
+
+/// Everything [`Runs::start`] checks of `spec` that needs neither a
+/// database nor hosts: a local run checks it before it writes anything.
+pub fn check_run(plugins: &[Arc<dyn Plugin>], spec: &RunSpec) -> Result<(), String> {
+    spec.spec.check().map_err(|e| e.to_string())?;
+    let settings = resolve_settings(plugins, spec)?;
+    checked(plugins, spec, &settings).map(drop)
 }
 
 /// The budget a plugin may plan with (0 means the optimizer's own schedule).

@@ -2,7 +2,10 @@
 //! and one row per value, or one JSON document per value. The CLI prints
 //! them; a script client gets the same documents.
 //!
-//! Values are maximised and stored in m/s, which the headers say.
+//! Values are maximised. A gait's are velocities: a person reads them in
+//! cm/s, a script in m/s under field names that say so (`velocity_m_s`,
+//! `best_velocity_m_s`, `held_out_m_s`); a bare objective's values have no
+//! unit and are printed and named as plain values (`value`, `best_value`).
 //!
 //! The functions taking a [`Format`] return a command's whole answer as
 //! printed, with every line ended: a table or sentences for a person, one
@@ -244,26 +247,27 @@ pub fn host_json(h: &Host) -> Value {
 #[must_use]
 pub fn run_header() -> String {
     format!(
-        "{:>4}  {:<20} {:<8} {:<9} {:>7} {:>12} {:>9}",
-        "id", "name", "plugin", "state", "evals", "best", "time"
+        "{:>4}  {:<20} {:<18} {:<8} {:<9} {:>7} {:>12} {:>9}",
+        "id", "name", "robot", "plugin", "state", "evals", "best", "time"
     )
 }
 
 #[must_use]
 pub fn run_row(r: &Run) -> String {
     format!(
-        "{:>4}  {:<20} {:<8} {:<9} {:>7} {:>12} {:>8.1}s  {}",
+        "{:>4}  {:<20} {:<18} {:<8} {:<9} {:>7} {:>12} {:>8.1}s  {}",
         r.id,
         r.name,
+        if r.robot.is_empty() { "-" } else { &r.robot },
         r.optimizer,
         r.state.as_str(),
         r.evaluations,
         r.best_velocity.map_or("-".to_owned(), |v| {
             // People read a gait's velocity in cm/s (files keep m/s).
-            if r.best_gait_xml.is_empty() {
-                format!("{v:.4}")
-            } else {
+            if r.gait {
                 format!("{:.2} cm/s", v * 100.0)
+            } else {
+                format!("{v:.4}")
             }
         }),
         r.elapsed_s,
@@ -273,9 +277,11 @@ pub fn run_row(r: &Run) -> String {
 
 #[must_use]
 pub fn run_json(r: &Run) -> Value {
-    json!({
+    let mut run = json!({
         "id": r.id,
         "name": r.name,
+        "robot": r.robot,
+        "gait": r.gait,
         "optimizer": r.optimizer,
         "settings": r.settings,
         "seed": r.seed,
@@ -283,15 +289,22 @@ pub fn run_json(r: &Run) -> Value {
         "evaluations": r.evaluations,
         "max_evaluations": r.max_evaluations,
         "max_seconds": r.max_seconds,
-        "best": r.best_velocity,
         "best_parameters": named_values(&r.best_parameters),
         "error": r.error,
         "started_ms": r.started_ms,
         "finished_ms": r.finished_ms,
         "elapsed_s": r.elapsed_s,
-        "held_out": r.held_out,
-        "reference": r.reference,
-    })
+    });
+    // The names carry the unit where there is one.
+    let (best, held_out, reference) = if r.gait {
+        ("best_velocity_m_s", "held_out_m_s", "reference_m_s")
+    } else {
+        ("best_value", "held_out", "reference")
+    };
+    run[best] = json!(r.best_velocity);
+    run[held_out] = json!(r.held_out);
+    run[reference] = json!(r.reference);
+    run
 }
 
 /// A run in detail: state, budget, settings, best value and parameters,
@@ -313,11 +326,16 @@ pub fn run_details(r: &Run) -> Vec<String> {
     let settings: Vec<String> = r.settings.iter().map(|(k, v)| format!("{k}={v}")).collect();
     let mut lines = vec![
         format!(
-            "run {} ({}): {} with {}, seed {}",
+            "run {} ({}): {} with {}{}, seed {}",
             r.id,
             r.name,
             r.state.as_str(),
             r.optimizer,
+            if r.robot.is_empty() {
+                " over bare parameters".to_owned()
+            } else {
+                format!(" on {}", r.robot)
+            },
             r.seed
         ),
         format!(
@@ -370,13 +388,15 @@ pub fn job_row(j: &Job) -> String {
 /// A job's value as a listing shows it; a walk stopped early is marked, its
 /// value being a partial one.
 fn job_value(j: &Job) -> String {
-    match (
-        j.velocity(),
-        j.outcome.as_ref().and_then(|o| o.stopped_early),
-    ) {
-        (Some(v), Some(_)) => format!("{v:.5} (early)"),
-        (Some(v), None) => format!("{v:.5}"),
-        (None, _) => "-".to_owned(),
+    let value = match j.velocity() {
+        // People read a walk's velocity in cm/s.
+        Some(v) if j.request.job.gait.is_some() => format!("{:.2} cm/s", v * 100.0),
+        Some(v) => format!("{v:.5}"),
+        None => return "-".to_owned(),
+    };
+    match j.outcome.as_ref().and_then(|o| o.stopped_early) {
+        Some(_) => format!("{value} (early)"),
+        None => value,
     }
 }
 
@@ -390,7 +410,8 @@ pub fn job_json(j: &Job) -> Value {
         "state": j.state.as_str(),
         "attempts": j.attempts,
         "host": j.host,
-        "value": j.velocity(),
+        // A walk's velocity names its unit; a bare objective's value has none.
+        (if j.request.job.gait.is_some() { "velocity_m_s" } else { "value" }): j.velocity(),
         // The checkpoint the walk was stopped at as hopeless: `value` is then
         // its velocity so far, never a complete result.
         "stopped_early_at": j.outcome.as_ref().and_then(|o| o.stopped_early),
@@ -411,6 +432,8 @@ mod tests {
         Run {
             id: 3,
             name: "walk".into(),
+            robot: "quadruped".into(),
+            gait: true,
             optimizer: "cmaes".into(),
             settings: Default::default(),
             seed: 1,

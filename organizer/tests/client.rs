@@ -537,3 +537,151 @@ async fn a_reopened_run_shows_every_recorded_result_from_the_first_answer() {
     let reopened = open();
     assert_eq!(reopened.runs.get(run.id).unwrap().evaluations, 12);
 }
+
+/// Right after a restart the hosts known from the store have not told what
+/// they serve; a run started then waits for them instead of being refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_started_right_after_a_restart_waits_for_the_known_hosts() {
+    let dir = common::temp_dir("client-restart-hosts");
+    let database = dir.join("yamor.db");
+    let open = || {
+        Organizer::open(
+            &database,
+            yamor_organizer::SchedulerConfig::default(),
+            ClientSecurity::default(),
+            vec![Arc::new(yamor_pso::Pso)],
+        )
+        .unwrap()
+    };
+    let first = open();
+    common::add_expression_hosts(&first, 1, "-(x*x + y*y)", Duration::ZERO).await;
+    let store = first.scheduler.store();
+    store.sync_within(Duration::from_secs(5)).await.unwrap();
+    first.scheduler.stop_dispatching();
+    drop(first);
+    let second = open();
+    assert!(
+        second.scheduler.hosts().iter().all(|h| h.backend.is_none()),
+        "a restored host is not known to serve anything before it answers"
+    );
+    let run = tokio::time::timeout(Duration::from_secs(20), second.runs.start(space_run(4)))
+        .await
+        .expect("the start decides within a lease")
+        .expect("the restored host serves the run");
+    assert_eq!(run.name, "typed");
+}
+
+/// A restored host that never answers is named in the refusal.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_refused_after_a_restart_names_the_silent_hosts() {
+    let dir = common::temp_dir("client-restart-silent");
+    let database = dir.join("yamor.db");
+    let config = yamor_organizer::SchedulerConfig::from_seconds(0.1, 0.5, 3, 60.0).unwrap();
+    let open = || {
+        Organizer::open(
+            &database,
+            config.clone(),
+            ClientSecurity::default(),
+            vec![Arc::new(yamor_pso::Pso)],
+        )
+        .unwrap()
+    };
+    let first = open();
+    let (shutdown, stopped) = tokio::sync::oneshot::channel::<()>();
+    let service = Arc::new(yamor_host_agent::HostService::new(
+        "gone",
+        Arc::new(ExprBackend::new("x", Duration::ZERO).unwrap()),
+    ));
+    let (address, task) = common::serve_until(service, async move {
+        let _ = stopped.await;
+    })
+    .await;
+    first
+        .scheduler
+        .register_host("gone", &address)
+        .await
+        .unwrap();
+    first
+        .scheduler
+        .store()
+        .sync_within(Duration::from_secs(5))
+        .await
+        .unwrap();
+    first.scheduler.stop_dispatching();
+    drop(first);
+    shutdown.send(()).unwrap();
+    task.await.unwrap();
+    let second = open();
+    let refused = tokio::time::timeout(Duration::from_secs(20), second.runs.start(space_run(4)))
+        .await
+        .expect("the start decides within a lease")
+        .unwrap_err()
+        .to_string();
+    assert!(refused.contains("no registered host serves"), "{refused}");
+    assert!(
+        refused.contains("(gone) have not answered yet"),
+        "{refused}"
+    );
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(256))]
+
+    /// Every seed and count either gives as many distinct seeds counting up,
+    /// or a sentence; never a panic or a wrap.
+    #[test]
+    fn batch_seeds_count_up_or_refuse(seed in proptest::prelude::any::<u64>(), count in 0usize..300) {
+        match yamor_organizer::model::batch_seeds(seed, count) {
+            Ok(seeds) => {
+                let seeds: Vec<u64> = seeds.collect();
+                proptest::prop_assert_eq!(seeds.len(), count);
+                for (i, s) in seeds.iter().enumerate() {
+                    proptest::prop_assert_eq!(*s, seed + i as u64);
+                }
+            }
+            Err(message) => {
+                proptest::prop_assert!(seed.checked_add(count as u64 - 1).is_none());
+                proptest::prop_assert!(message.contains("give a seed of at most"), "{}", message);
+            }
+        }
+    }
+
+    /// Held-out plans the organizer accepts never run past the reference's
+    /// block of proposal numbers; the rest are refused with a sentence.
+    #[test]
+    fn held_out_plans_fit_or_are_refused(candidates in proptest::prelude::any::<u32>(), starts in proptest::prelude::any::<u32>()) {
+        let plan = yamor_organizer::model::HeldOut { candidates, starts };
+        match plan.check() {
+            Ok(()) => proptest::prop_assert!(
+                u64::from(candidates) * u64::from(starts)
+                    <= yamor_organizer::model::REFERENCE_SEQ - yamor_organizer::model::HELD_OUT_SEQ
+            ),
+            Err(message) => proptest::prop_assert!(message.starts_with("held_out_"), "{}", message),
+        }
+    }
+}
+
+/// The seed and held-out counts travel from every way in and are checked:
+/// the largest seed with two variants is refused, not wrapped or panicked.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_seed_that_cannot_count_up_is_refused_in_a_sentence() {
+    let refused = yamor_organizer::model::batch_seeds(u64::MAX, 2)
+        .err()
+        .expect("two seeds from u64::MAX pass the top");
+    assert!(
+        refused.contains(&format!("give a seed of at most {}", u64::MAX - 1)),
+        "{refused}"
+    );
+    let (client, organizer) = organizer("client-held-out-range").await;
+    common::add_expression_hosts(&organizer, 1, "-(x*x + y*y)", Duration::ZERO).await;
+    let mut spec = space_run(4);
+    spec.held_out = yamor_organizer::model::HeldOut {
+        candidates: 2,
+        starts: u32::MAX,
+    };
+    let remote = client.start_run(&spec).await.unwrap_err();
+    assert!(
+        remote.to_string().contains("held_out_starts: at most"),
+        "{remote}"
+    );
+}

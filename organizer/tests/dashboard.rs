@@ -319,12 +319,13 @@ async fn metrics_parse_as_prometheus_text_and_count_jobs() {
     let (organizer, address) = dashboard("dash-metrics", 2, None).await;
     let run = organizer.runs.start(run_spec(24)).await.unwrap();
     until_ended(&organizer, run.id).await;
-    // A browser's request shows as text; Prometheus's gets OpenMetrics.
+    // A browser's request, or a scraper's of the classic format, gets
+    // text format 0.0.4; Prometheus's gets OpenMetrics.
     let shown = get(&address, "/metrics").await;
     assert!(
         shown
             .head
-            .contains("content-type: text/plain; charset=utf-8"),
+            .contains("content-type: text/plain; version=0.0.4; charset=utf-8"),
         "{}",
         shown.head
     );
@@ -338,13 +339,38 @@ async fn metrics_parse_as_prometheus_text_and_count_jobs() {
         "{}",
         reply.head
     );
+    // OpenMetrics names a counter's family without `_total`, its samples
+    // with it, and ends with `# EOF`.
     assert!(
-        shown.body.contains("yamor_jobs_finished_total"),
+        reply.body.contains("# TYPE yamor_jobs_finished counter\n")
+            && reply.body.contains("\nyamor_jobs_finished_total ")
+            && reply.body.ends_with("# EOF\n"),
         "{}",
-        shown.body
+        reply.body
     );
-    let lines = reply.body.lines().map(|l| Ok(l.to_owned()));
+    // The classic text, read by a classic parser: every counter is typed
+    // as one (its TYPE line names its sample), and no OpenMetrics lines.
+    assert!(!shown.body.contains("# EOF"), "{}", shown.body);
+    let lines = shown.body.lines().map(|l| Ok(l.to_owned()));
     let scrape = prometheus_parse::Scrape::parse(lines).expect("Prometheus text");
+    for counter in [
+        "yamor_jobs_started_total",
+        "yamor_jobs_finished_total",
+        "yamor_jobs_failed_total",
+        "yamor_jobs_retried_total",
+        "yamor_runs_started_total",
+    ] {
+        let sample = scrape
+            .samples
+            .iter()
+            .find(|s| s.metric == counter)
+            .unwrap_or_else(|| panic!("no {counter} in\n{}", shown.body));
+        assert!(
+            matches!(sample.value, prometheus_parse::Value::Counter(_)),
+            "{counter} parsed as {:?}",
+            sample.value
+        );
+    }
     let value = |name: &str, label: Option<(&str, &str)>| -> f64 {
         scrape
             .samples
@@ -356,7 +382,7 @@ async fn metrics_parse_as_prometheus_text_and_count_jobs() {
                 | prometheus_parse::Value::Untyped(v) => v,
                 _ => f64::NAN,
             })
-            .unwrap_or_else(|| panic!("no sample {name} {label:?} in\n{}", reply.body))
+            .unwrap_or_else(|| panic!("no sample {name} {label:?} in\n{}", shown.body))
     };
     assert_eq!(value("yamor_jobs_finished_total", None), 24.0);
     assert!(value("yamor_jobs_started_total", None) >= 24.0);
@@ -366,7 +392,15 @@ async fn metrics_parse_as_prometheus_text_and_count_jobs() {
     assert_eq!(value("yamor_hosts", Some(("state", "down"))), 0.0);
     assert_eq!(value("yamor_runs", Some(("state", "finished"))), 1.0);
     let best = organizer.runs.get(run.id).unwrap().best_velocity.unwrap();
-    assert_eq!(value("yamor_run_best_fitness", Some(("run", "1"))), best);
+    // A run over bare parameters: its best has no unit, and says so.
+    assert_eq!(value("yamor_run_best_value", Some(("run", "1"))), best);
+    assert!(
+        !shown
+            .body
+            .contains("yamor_run_best_velocity_meters_per_second{"),
+        "{}",
+        shown.body
+    );
     assert_eq!(value("yamor_run_evaluations", Some(("run", "1"))), 24.0);
     // Histograms: 24 evaluation latencies, and the store committed.
     let histogram_count = |name: &str| {
@@ -380,7 +414,7 @@ async fn metrics_parse_as_prometheus_text_and_count_jobs() {
                 }
                 _ => f64::NAN,
             })
-            .unwrap_or_else(|| panic!("no histogram {name} in\n{}", reply.body))
+            .unwrap_or_else(|| panic!("no histogram {name} in\n{}", shown.body))
     };
     assert_eq!(histogram_count("yamor_evaluation_seconds"), 24.0);
     assert!(histogram_count("yamor_store_commit_seconds") >= 1.0);
@@ -627,6 +661,9 @@ async fn the_start_form_offers_and_starts_what_yamor_run_does() {
     let mut runs = organizer.runs.list();
     runs.sort_by_key(|r| r.id);
     assert_eq!(runs.len(), 2);
+    // The run says what it walks, in its record and its default name.
+    assert_eq!(runs[0].robot, "quadruped");
+    assert_eq!(runs[0].name, format!("quadruped-cmaes-{}", runs[0].id));
     assert_eq!(runs[0].max_evaluations, GAIT_RUN_BUDGET);
     assert_eq!(
         runs[0].settings["population"],
@@ -649,6 +686,7 @@ async fn the_start_form_offers_and_starts_what_yamor_run_does() {
         .start(RunSpec {
             name: "my snake".into(),
             robot: body.clone(),
+            robot_name: "snake-dir".into(),
             ..RunSpec::new(
                 "cmaes",
                 yamor_organizer::model::Problem::OptimizationXml(problem.to_owned()),
@@ -658,9 +696,16 @@ async fn the_start_form_offers_and_starts_what_yamor_run_does() {
         .unwrap();
     organizer.runs.stop(brought.id).unwrap();
     let page = get(&address, "/runs/new").await;
+    assert_eq!(
+        brought.robot,
+        format!(
+            "snake-dir (morphology {})",
+            yamor_organizer::model::morphology_hash(&snake.morphology().unwrap().to_xml_string())
+        )
+    );
     let offered = format!(
-        "<option value=\"run:{}\">the robot of run {} (my snake)</option>",
-        brought.id, brought.id
+        "<option value=\"run:{}\">{}: the robot of run {} (my snake)</option>",
+        brought.id, brought.robot, brought.id
     );
     assert!(page.body.contains(&offered), "{}", page.body);
     let again = [
@@ -679,6 +724,7 @@ async fn the_start_form_offers_and_starts_what_yamor_run_does() {
         .unwrap();
     let stored = organizer.scheduler.store().run(newest).unwrap().unwrap();
     assert_eq!(stored.spec.robot, body);
+    assert_eq!(stored.spec.robot_name, "snake-dir");
     organizer.runs.stop(newest).unwrap();
     // A robot no run brought is refused by name.
     let unknown = post_form(

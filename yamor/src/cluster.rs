@@ -8,11 +8,10 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail};
 use clap::{Args, Subcommand};
 use tokio_stream::StreamExt;
-use yamor_core::evaluation::{BackendKind, EvaluationSpec, Objective, RobotSource};
+use yamor_core::evaluation::{BackendKind, EvaluationSpec, Objective};
 use yamor_host_agent::expr::ExprBackend;
 use yamor_host_agent::serial::SerialSettings;
 use yamor_host_agent::{Backend, HostOptions, HostServer};
-use yamor_local::LocalError;
 use yamor_organizer::model::{HeldOut, JobFilter, Run, RunSpec, RunState, Starts};
 use yamor_organizer::server::{OrganizerServer, ServerOptions, Stopped};
 use yamor_organizer::{SchedulerConfig, text};
@@ -302,7 +301,7 @@ pub struct RunOptions {
     /// Seconds measured.
     #[arg(long, default_value_t = 12.0)]
     pub measure: f64,
-    /// A label for the run (default: <optimizer>-<id>; a batch: after its settings).
+    /// A label for the run (default: <robot>-<optimizer>-<id>, or <optimizer>-<id> over bare parameters; a batch: after its settings).
     #[arg(long)]
     pub name: Option<String>,
     /// Which hosts evaluate: sim (default for gaits), real (robots on a
@@ -312,7 +311,10 @@ pub struct RunOptions {
     /// Walk every candidate from the start --seed (the thesis' protocol), not a fresh start each.
     #[arg(long)]
     pub fixed_start: bool,
-    /// Held-out starts the finalists are re-walked from; the best mean is reported (0: none; default 20, 0 on a real robot).
+    /// Held-out starts the finalists are re-walked from; the best mean is
+    /// reported (0: none). Default: 20 for a gait in simulation; 0 on a
+    /// real robot and for bare parameters (--param), whose run then reports
+    /// its best single value (give a number for a noisy objective).
     #[arg(long)]
     pub held_out: Option<u32>,
     /// Finalists re-walked from the held-out starts.
@@ -345,23 +347,21 @@ impl RunOptions {
     /// `budget` unless one was given.
     pub fn spec(&self, robot: &str, budget: u64) -> Result<RunSpec> {
         let robot = yamor_local::RunRobot::load(robot)?;
-        self.spec_on(robot.source(), || robot.default_problem(), budget)
+        self.spec_on(&robot, budget)
     }
 
-    /// The run on `robot`; without --config its problem is `default_problem`.
-    pub fn spec_on(
-        &self,
-        robot: RobotSource,
-        default_problem: impl FnOnce() -> Result<String, LocalError>,
-        budget: u64,
-    ) -> Result<RunSpec> {
-        let problem =
-            yamor_local::run_problem(self.config.as_deref(), &self.param, default_problem)?;
-        Ok(RunSpec {
+    /// The run on `robot`; without --config its problem is the robot's
+    /// default one.
+    pub fn spec_on(&self, robot: &yamor_local::RunRobot, budget: u64) -> Result<RunSpec> {
+        let problem = yamor_local::run_problem(self.config.as_deref(), &self.param, || {
+            robot.default_problem()
+        })?;
+        let spec = RunSpec {
             name: self.name.clone().unwrap_or_default(),
             settings: yamor_local::parse_settings(&self.settings)?,
             seed: self.seed,
-            robot,
+            robot: robot.source(),
+            robot_name: robot.name(),
             spec: EvaluationSpec {
                 warmup: self.warmup,
                 measure: self.measure,
@@ -377,7 +377,9 @@ impl RunOptions {
             max_turn_deg_s: self.max_turn,
             early_stop: self.early_stop,
             ..RunSpec::new(self.optimizer.clone(), problem)
-        })
+        };
+        yamor_local::check_walk(&spec.spec)?;
+        Ok(spec)
     }
 }
 

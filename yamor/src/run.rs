@@ -48,17 +48,8 @@ pub async fn run(args: RunArgs) -> Result<Option<i32>> {
     // exists, so a refused start leaves nothing behind.
     let hosts = yamor_local::default_hosts(args.hosts);
     let robot = RunRobot::load(&args.robot)?;
-    let mut spec = args.spec.spec_on(
-        robot.source(),
-        || robot.default_problem(),
-        yamor_local::GAIT_RUN_BUDGET,
-    )?;
-    if matches!(
-        spec.problem,
-        yamor_organizer::model::Problem::OptimizationXml(_)
-    ) {
-        yamor_local::gait_run_settings(&spec.optimizer, &mut spec.settings);
-    }
+    let mut spec = args.spec.spec_on(&robot, yamor_local::GAIT_RUN_BUDGET)?;
+    yamor_local::check_run(&spec)?;
     let out = match &args.out {
         Some(dir) => dir.clone(),
         None => yamor_local::new_run_dir(&args.robot)?,

@@ -18,8 +18,8 @@ use yamor_optimizer_api::{PluginInfo, SettingKind, SettingSpec};
 
 use super::{App, page, script};
 use crate::model::{
-    GAIT_RUN_BUDGET, ParameterBound, Problem, RunSpec, RunVariant, gait_run_default,
-    gait_run_settings, parse_setting_list,
+    GAIT_RUN_BUDGET, ParameterBound, Problem, RunSpec, RunVariant, batch_seeds, gait_run_default,
+    parse_setting_list,
 };
 use crate::runs::MAX_BATCH_VARIANTS;
 
@@ -75,6 +75,9 @@ pub(super) struct UsedRobot {
     run: u64,
     name: String,
     robot: RobotSource,
+    robot_name: String,
+    /// How the form lists it ([`RunSpec::robot_label`]).
+    label: String,
     problem: Problem,
 }
 
@@ -96,10 +99,13 @@ async fn used_robots(app: &App) -> Vec<UsedRobot> {
         if used.iter().any(|u| u.robot == row.spec.robot) {
             continue;
         }
+        let label = row.spec.robot_label();
         used.push(UsedRobot {
             run: row.id,
             name: row.name,
             robot: row.spec.robot,
+            label,
+            robot_name: row.spec.robot_name,
             problem: row.spec.problem,
         });
     }
@@ -141,14 +147,15 @@ fn number<T: std::str::FromStr>(fields: &Fields, name: &str, default: T) -> Resu
     }
 }
 
-/// The robot a form names and the problem it brings: uploaded files
-/// (checked by the dashboard's [`super::OwnRobot`]), a robot an earlier run
+/// The robot a form names, what it is called, and the problem it brings:
+/// uploaded files (checked by the dashboard's [`super::OwnRobot`]; called
+/// by the `robot_name` field, else "uploaded"), a robot an earlier run
 /// brought (`run:ID`), or an example by name.
 fn robot_and_problem(
     app: &App,
     used: &[UsedRobot],
     fields: &Fields,
-) -> Result<(RobotSource, Problem), String> {
+) -> Result<(RobotSource, String, Problem), String> {
     let world = field(fields, "world_xml");
     if !world.trim().is_empty() {
         let own = app.options.own_robot.as_ref().ok_or(
@@ -156,8 +163,13 @@ fn robot_and_problem(
         )?;
         let optimize = Some(field(fields, "optimize_xml")).filter(|t| !t.trim().is_empty());
         let (morphology, problem) = own(world, field(fields, "gait_xml"), optimize)?;
+        let name = match field(fields, "robot_name").trim() {
+            "" => "uploaded",
+            name => name,
+        };
         return Ok((
             RobotSource::Morphology(morphology),
+            name.to_owned(),
             Problem::OptimizationXml(problem),
         ));
     }
@@ -167,7 +179,11 @@ fn robot_and_problem(
             .iter()
             .find(|u| u.run.to_string() == id)
             .ok_or_else(|| format!("robot: run {id} brought no robot of its own"))?;
-        return Ok((run.robot.clone(), run.problem.clone()));
+        return Ok((
+            run.robot.clone(),
+            run.robot_name.clone(),
+            run.problem.clone(),
+        ));
     }
     let problem_for = app
         .options
@@ -176,6 +192,7 @@ fn robot_and_problem(
         .ok_or("this organizer knows no robots: give parameters")?;
     Ok((
         RobotSource::Example(robot.to_owned()),
+        robot.to_owned(),
         Problem::OptimizationXml(problem_for(robot)?),
     ))
 }
@@ -189,9 +206,11 @@ fn run_spec(
     let params = field(fields, "params");
     let robot_run = params.is_empty();
     let mut robot = RobotSource::Default;
+    let mut robot_name = String::new();
     let problem = if robot_run {
-        let (source, problem) = robot_and_problem(app, used, fields)?;
+        let (source, name, problem) = robot_and_problem(app, used, fields)?;
         robot = source;
+        robot_name = name;
         problem
     } else {
         Problem::Space(
@@ -205,16 +224,15 @@ fn run_spec(
     };
     let seed = number(fields, "seed", 1)?;
     let defaults = EvaluationSpec::default();
-    let mut settings = changed_settings(plugin, fields, robot_run);
-    if robot_run {
-        // A script's post without the field gets what the form shows.
-        gait_run_settings(&plugin.name, &mut settings);
-    }
+    // A script's post without a setting gets what the form shows: the
+    // organizer fills a gait run's defaults.
+    let settings = changed_settings(plugin, fields, robot_run);
     Ok(RunSpec {
         name: field(fields, "name").to_owned(),
         settings,
         seed,
         robot,
+        robot_name,
         spec: EvaluationSpec {
             warmup: number(fields, "warmup", defaults.warmup)?,
             measure: number(fields, "measure", defaults.measure)?,
@@ -276,17 +294,23 @@ fn form_default(optimizer: &str, setting: &SettingSpec) -> String {
 /// from `seed`.
 fn variants(text: &str, seed: u64) -> Result<Vec<RunVariant>, String> {
     // The cap on their number is `Runs::batch_start`'s, as for gRPC.
-    text.lines()
+    let lines: Vec<&str> = text
+        .lines()
         .map(str::trim)
         .filter(|l| !l.is_empty())
+        .collect();
+    let seeds = batch_seeds(seed, lines.len())?;
+    lines
+        .into_iter()
+        .zip(seeds)
         .enumerate()
-        .map(|(i, line)| {
+        .map(|(i, (line, seed))| {
             let settings =
                 parse_setting_list(line).map_err(|e| format!("variant {}: {e}", i + 1))?;
             Ok(RunVariant {
                 name: String::new(),
                 settings,
-                seed: seed + i as u64,
+                seed,
             })
         })
         .collect()
@@ -356,7 +380,7 @@ fn render(app: &App, used: &[UsedRobot], fields: &Fields, error: Option<&str>) -
                 @for u in used {
                     @let key = format!("run:{}", u.run);
                     option value=(key) selected[key == chosen_robot] {
-                        "the robot of run " (u.run) " (" (u.name) ")"
+                        (u.label) ": the robot of run " (u.run) " (" (u.name) ")"
                     }
                 }
             }
@@ -367,6 +391,7 @@ fn render(app: &App, used: &[UsedRobot], fields: &Fields, error: Option<&str>) -
                 "or your own: world.xml " input #world type="file" accept=".xml";
                 " gait.xml " input #gait type="file" accept=".xml";
                 " optimize.xml (optional) " input #optimize type="file" accept=".xml";
+                " called " input name="robot_name" placeholder="uploaded" value=(value("robot_name", ""));
             }
             textarea name="world_xml" hidden { (value("world_xml", "")) }
             textarea name="gait_xml" hidden { (value("gait_xml", "")) }

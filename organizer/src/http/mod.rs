@@ -1217,24 +1217,34 @@ async fn gaits_page(State(app): State<App>) -> Result<Html<String>, PageError> {
     Ok(page("Gaits", body))
 }
 
-/// The metrics as OpenMetrics text. A scraper that asks for OpenMetrics
-/// (Prometheus does, in its `Accept`) gets that content type; anyone else,
-/// a browser above all, gets the same text as `text/plain`, which it shows
-/// instead of downloading (or, headless, hanging on).
+/// The metrics as OpenMetrics text to a scraper that asks for it
+/// (Prometheus does, in its `Accept`); to anyone else (a browser, an older
+/// scraper) Prometheus' classic text format 0.0.4, which `text/plain`
+/// means to a scraper, and which a browser shows instead of downloading.
 async fn metrics(State(app): State<App>, headers: axum::http::HeaderMap) -> Response {
     let openmetrics = headers
         .get_all(header::ACCEPT)
         .iter()
         .filter_map(|v| v.to_str().ok())
         .any(|v| v.contains("application/openmetrics-text"));
-    let content_type = if openmetrics {
-        "application/openmetrics-text; version=1.0.0; charset=utf-8"
+    let text = app.organizer.runs.metrics_text();
+    if openmetrics {
+        (
+            [(
+                header::CONTENT_TYPE,
+                "application/openmetrics-text; version=1.0.0; charset=utf-8",
+            )],
+            text,
+        )
+            .into_response()
     } else {
-        "text/plain; charset=utf-8"
-    };
-    (
-        [(header::CONTENT_TYPE, content_type)],
-        app.organizer.runs.metrics_text(),
-    )
-        .into_response()
+        (
+            [(
+                header::CONTENT_TYPE,
+                "text/plain; version=0.0.4; charset=utf-8",
+            )],
+            crate::metrics::classic_text(&text),
+        )
+            .into_response()
+    }
 }

@@ -217,6 +217,36 @@ impl Scheduler {
             .any(|h| fits(request, h.backend, &h.objectives))
     }
 
+    /// Whether any registered host could take `request`, waiting up to a
+    /// lease for hosts known from the store that have not told what they
+    /// serve yet (right after a restart, until their first heartbeat or
+    /// probe answers). `Err` names those that stayed silent.
+    pub async fn serves_after_restart(&self, request: &JobRequest) -> Result<bool, Vec<String>> {
+        let unproven = || -> Vec<String> {
+            let core = self.core.lock();
+            core.hosts
+                .values()
+                .filter(|h| h.backend.is_none())
+                .map(|h| h.name.clone())
+                .collect()
+        };
+        let mut learnt = self.registrations.subscribe();
+        let deadline = tokio::time::Instant::now() + self.config.lease;
+        loop {
+            if self.serves(request) {
+                return Ok(true);
+            }
+            let silent = unproven();
+            if silent.is_empty() {
+                return Ok(false);
+            }
+            match tokio::time::timeout_at(deadline, learnt.changed()).await {
+                Ok(Ok(())) => {}
+                _ => return Err(silent),
+            }
+        }
+    }
+
     // --------------------------------------------------------------- leases
 
     pub(super) async fn watch_leases(me: std::sync::Weak<Self>) {
@@ -308,6 +338,9 @@ impl Scheduler {
                 host.backend = info.backend.or(host.backend);
                 host.robot = info.robot;
                 host.objectives = info.objectives;
+                // What it serves is known now: a run start waiting on it
+                // can decide.
+                self.registrations.send_modify(|n| *n += 1);
                 // A host still busy with an evaluation it was sent before
                 // (and the organizer gave up on) stays down until it is free.
                 if host.state == HostState::Down && !info.busy {

@@ -1,0 +1,57 @@
+//! Every robot `yamor robots` lists optimizes with `yamor run NAME` and its
+//! defaults (its default problem, optimizer and walks; a small budget), and
+//! the run records which robot it walked.
+
+use std::process::Command;
+
+const BIN: &str = env!("CARGO_BIN_EXE_yamor");
+
+fn listed_robots() -> Vec<String> {
+    let out = Command::new(BIN).arg("robots").output().unwrap();
+    assert!(out.status.success());
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .filter_map(|l| l.split_whitespace().next().map(str::to_owned))
+        .collect()
+}
+
+#[test]
+fn every_listed_robot_runs_with_its_defaults_and_the_run_names_it() {
+    let robots = listed_robots();
+    assert!(robots.len() >= 7, "{robots:?}");
+    let home = std::env::temp_dir().join(format!("yamor-robots-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&home);
+    let mut failed = Vec::new();
+    for robot in &robots {
+        let out = Command::new(BIN)
+            .args(["run", robot, "--budget", "24", "--hosts", "2"])
+            .args(["--held-out", "2", "--finalists", "1"])
+            .env("YAMOR_RUNS", &home)
+            .env("RUST_BACKTRACE", "0")
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        if !out.status.success() || !stderr.contains("best gait: ") {
+            failed.push(format!("{robot}: {stderr}"));
+        }
+    }
+    assert!(failed.is_empty(), "{}", failed.join("\n\n"));
+    // The shared database says which robot each run walked.
+    let listed = Command::new(BIN)
+        .args(["optimize", "list", "--json", "--db"])
+        .arg(home.join("yamor.db"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&listed.stdout);
+    assert!(listed.status.success(), "{text}");
+    let runs: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let walked: Vec<&str> = runs
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["robot"].as_str().unwrap())
+        .collect();
+    assert_eq!(walked, robots);
+    let _ = std::fs::remove_dir_all(&home);
+}
