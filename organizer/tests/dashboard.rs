@@ -776,6 +776,12 @@ async fn a_read_only_view_shows_a_database_and_changes_nothing() {
     let form = get(&address, "/runs/new").await;
     assert!(form.body.contains("read-only view"), "{}", form.body);
     assert_eq!(view.runs.list().len(), 2);
+    // Its hosts are recorded, not heard: neither down nor aged from the
+    // view's own start.
+    let hosts = get(&address, "/hosts").await;
+    assert!(hosts.body.contains("not live"), "{}", hosts.body);
+    assert!(!hosts.body.contains("class=\"down\""), "{}", hosts.body);
+    assert!(!hosts.body.contains(" s ago"), "{}", hosts.body);
     // A commit through the view is refused, not lost silently.
     assert!(matches!(
         view.scheduler.store().check_writable(),

@@ -576,7 +576,9 @@ pub async fn dashboard(args: DashboardArgs) -> Result<()> {
         read_only: true,
         ..yamor_local::dashboard_options(None)
     };
+    let store = organizer.scheduler.store().clone();
     yamor_organizer::http::serve(listener, organizer, options, shutdown_signal()).await?;
+    tokio::task::spawn_blocking(move || store.close_view()).await?;
     Ok(())
 }
 

@@ -376,6 +376,20 @@ fn yamor_dashboard_shows_the_shared_database_without_a_cluster_and_changes_nothi
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    dashboard.kill().unwrap();
-    dashboard.wait().unwrap();
+    // Ended as a user ends it (Ctrl-C, or a service manager's SIGTERM),
+    // it leaves nothing beside the database: no -wal, no -shm.
+    let ended = Command::new("kill")
+        .args(["-TERM", &dashboard.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(ended.success());
+    let status = dashboard.wait().unwrap();
+    assert!(status.success(), "{status}");
+    let beside: Vec<String> = std::fs::read_dir(&home)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("yamor.db-"))
+        .collect();
+    assert!(beside.is_empty(), "{beside:?}");
 }

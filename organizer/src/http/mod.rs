@@ -551,13 +551,23 @@ async fn hosts_page(State(app): State<App>) -> Html<String> {
                             (h.backend.map_or("unknown", |k| k.as_str()))
                             @if !h.robot.is_empty() { " (" (h.robot) ")" }
                         }
-                        td class=(h.state.as_str()) { (h.state.as_str()) }
+                        // A read-only view hears no heartbeats, and the
+                        // store keeps none: its hosts are not live, not down.
+                        @if app.options.read_only {
+                            td.recorded { "not live" }
+                        } @else {
+                            td class=(h.state.as_str()) { (h.state.as_str()) }
+                        }
                         td {
                             @if h.current_job > 0 {
                                 a href={ "/jobs/" (h.current_job) } { (h.current_job) }
                             } @else { "–" }
                         }
-                        td { (format!("{:.1} s ago", h.last_seen.as_secs_f64())) }
+                        @if app.options.read_only {
+                            td { "not live (a read-only view)" }
+                        } @else {
+                            td { (format!("{:.1} s ago", h.last_seen.as_secs_f64())) }
+                        }
                         td.num { (h.evaluations) }
                         td.num { (h.failures) }
                         td.num {

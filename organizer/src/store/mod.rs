@@ -312,7 +312,15 @@ pub struct Store {
     unwritable: Unwritable,
     /// Opened by [`Store::open_view`]: every write is dropped, every
     /// commit refused.
-    view_only: bool,
+    view: Option<Arc<ViewedFile>>,
+}
+
+/// The file a view reads, and whether its WAL files (`-wal`, `-shm`) were
+/// absent when the view opened it: then the view made them, and
+/// [`Store::close_view`] takes them away again.
+struct ViewedFile {
+    path: PathBuf,
+    made_wal_files: bool,
 }
 
 /// The schema version this code writes (`PRAGMA user_version`). Version 0
@@ -504,7 +512,7 @@ impl Store {
             commit_seconds,
             reader: Arc::new(Mutex::new(reader)),
             unwritable,
-            view_only: false,
+            view: None,
         })
     }
 
@@ -514,6 +522,12 @@ impl Store {
     /// [`StoreError::ViewOnly`].
     pub fn open_view(path: &Path) -> Result<Store, StoreError> {
         use rusqlite::OpenFlags;
+        let beside = |suffix: &str| {
+            let mut name = path.as_os_str().to_owned();
+            name.push(suffix);
+            PathBuf::from(name)
+        };
+        let made_wal_files = !beside("-wal").exists() && !beside("-shm").exists();
         let wrap = |source| StoreError::Open {
             path: path.to_owned(),
             source,
@@ -557,7 +571,10 @@ impl Store {
             commit_seconds: crate::metrics::commit_histogram(),
             reader: Arc::new(Mutex::new(reader)),
             unwritable: Unwritable::default(),
-            view_only: true,
+            view: Some(Arc::new(ViewedFile {
+                path: path.to_owned(),
+                made_wal_files,
+            })),
         })
     }
 
@@ -568,10 +585,30 @@ impl Store {
         self.unwritable.lock().clone()
     }
 
+    /// Ends a view ([`Store::open_view`]; nothing for a store that writes):
+    /// its connection closes, and WAL files it made are taken away. A
+    /// read-only connection cannot remove them, so a connection that may
+    /// write opens the file and closes at once, writing nothing: SQLite's
+    /// last connection to close removes them, and while another process
+    /// has the database open they stay, as they must.
+    pub fn close_view(&self) {
+        let Some(view) = &self.view else { return };
+        if let Ok(memory) = Connection::open_in_memory() {
+            *self.reader.lock() = memory;
+        }
+        if view.made_wal_files
+            && let Ok(conn) = Connection::open(&view.path)
+        {
+            // Opening is lazy: a read makes the connection take part.
+            let _ = conn.query_row("PRAGMA user_version", [], |r| r.get::<_, i64>(0));
+            let _ = conn.close();
+        }
+    }
+
     /// [`StoreError::Unwritable`] while the database cannot be written:
     /// for requests that should be refused rather than wait.
     pub fn check_writable(&self) -> Result<(), StoreError> {
-        if self.view_only {
+        if self.view.is_some() {
             return Err(StoreError::ViewOnly);
         }
         match self.unwritable() {
