@@ -269,6 +269,8 @@ fn reevaluate_zero_proposes_exactly_what_powell_did_before_it() {
                 &settings(&[
                     ("variant", SettingValue::Text(variant.into())),
                     ("reevaluate", SettingValue::Int(0)),
+                    // The thesis' fixed line-search resolution.
+                    ("step_tolerance", SettingValue::Float(0.0)),
                 ]),
                 13,
                 budget,
@@ -461,10 +463,17 @@ fn a_deterministic_objective_is_confirmed_three_times_then_searched_as_by_the_th
     let space = square(4, &[0.2, -0.4, 0.6, 0.0]);
     for variant in ["classic", "stadium", "clamp", "interval"] {
         for seed in [13, 14] {
-            let (default, recommended) =
-                batches(&space, config(variant, 2), seed, None, 50_000, valley);
+            // At the thesis' fixed line-search resolution: with
+            // `step_tolerance` the resolution follows the moves only once
+            // the search no longer re-evaluates, so the default and
+            // `reevaluate` = 0 differ from their first line search.
+            let fixed = |reevaluate| PowellConfig {
+                step_tolerance: 0.0,
+                ..config(variant, reevaluate)
+            };
+            let (default, recommended) = batches(&space, fixed(2), seed, None, 50_000, valley);
             let (thesis, thesis_recommended) =
-                batches(&space, config(variant, 0), seed, None, 50_000, valley);
+                batches(&space, fixed(0), seed, None, 50_000, valley);
             let (fresh, repeats, holding) = split_repeats(&default);
             assert_eq!(
                 repeats,
@@ -517,7 +526,14 @@ fn evaluations_to_target(
         vec![4.0; 10],
     )
     .unwrap();
-    let mut opt = Powell::search(&space, config(variant, reevaluate), seed, Some(20_000)).unwrap();
+    // At the thesis' fixed line-search resolution, where the detection
+    // leaves the default on `reevaluate` = 0's path (see
+    // a_deterministic_objective_is_confirmed_three_times_then_searched_as_by_the_thesis_powell).
+    let config = PowellConfig {
+        step_tolerance: 0.0,
+        ..config(variant, reevaluate)
+    };
+    let mut opt = Powell::search(&space, config, seed, Some(20_000)).unwrap();
     let mut evaluations = 0;
     loop {
         let Step::Evaluate(candidates) = opt.ask() else {
