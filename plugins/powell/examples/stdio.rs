@@ -7,7 +7,9 @@
 //! (a bound triple per dimension, then the plugin's settings). The example
 //! answers `ASK <k>` and k lines of coordinates, the script one line of k
 //! fitness values (to be maximised), until the search finishes or `budget`
-//! evaluations were asked; then it writes `END`. Numbers are written with
+//! evaluations were asked; then it writes `END`. The pair `told_budget=no`
+//! (not a plugin setting) creates the search without a budget, as a
+//! runtime that only stops asking would. Numbers are written with
 //! Rust's shortest round-trip form, so both sides see the same bits.
 
 use std::io::{self, BufRead, BufWriter, Write};
