@@ -668,6 +668,21 @@ pub struct Run {
     /// held-out starts: what the run's answer improves on. `None` before the
     /// re-walk and for runs without one or without a gait.
     pub reference: Option<yamor_core::starts::Spread>,
+    /// The optimizer's own answer (CMA-ES's mean, Powell's incumbent), as
+    /// it last gave it; the run's answer above is its best walk or best
+    /// re-walked finalist, and a client may prefer this one. `None` for
+    /// an optimizer that gives none.
+    pub recommendation: Option<Recommendation>,
+}
+
+/// An optimizer's recommended point, and how it walked when the re-walk
+/// took it among the finalists.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Recommendation {
+    pub parameters: Vec<(String, f64)>,
+    /// Its values over the held-out starts (m/s for a gait); `None` before
+    /// the re-walk, or without one.
+    pub held_out: Option<yamor_core::starts::Spread>,
 }
 
 impl Run {

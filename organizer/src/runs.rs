@@ -31,8 +31,8 @@ use yamor_core::starts::{Spread, candidate_seed, held_out_seeds};
 use yamor_optimizer_api::{Bound, Fitness, Optimizer, Plugin, PluginInfo, Settings, Space, Step};
 
 use crate::model::{
-    HELD_OUT_SEQ, JobRequest, Problem, REFERENCE_SEQ, Run, RunEvaluation, RunEvent, RunSpec,
-    RunState, RunVariant, Starts, constrained_value,
+    HELD_OUT_SEQ, JobRequest, Problem, REFERENCE_SEQ, Recommendation, Run, RunEvaluation,
+    RunEvent, RunSpec, RunState, RunVariant, Starts, constrained_value,
 };
 use crate::model::{JobState, now_ms};
 use crate::scheduler::{Completion, ScheduleError, Scheduler};
@@ -286,9 +286,9 @@ impl Runs {
                 .evaluations
                 .max(recorded.get(&row.id).copied().unwrap_or(0));
             if row.spec.held_out.is_on() {
-                let walks = runs.scheduler.store().held_out_jobs(row.id)?;
+                let stored = runs.scheduler.store().held_out_jobs(row.id)?;
                 let walks: Vec<(u64, Option<(f64, f64)>)> =
-                    walks.iter().map(|j| (j.seq, j.walked())).collect();
+                    stored.iter().map(|j| (j.seq, j.walked())).collect();
                 view.held_out = re_walk_winner(
                     row.spec.held_out.starts,
                     row.spec.max_turn_deg_s,
@@ -296,6 +296,18 @@ impl Runs {
                 )
                 .map(|(_, spread)| spread);
                 view.reference = reference_spread(walks);
+                if let Some(recommendation) = &mut view.recommendation {
+                    // Its walks are the held-out ones of its very point.
+                    recommendation.held_out = spread_of(
+                        stored
+                            .iter()
+                            .filter(|j| {
+                                j.seq < REFERENCE_SEQ
+                                    && j.request.job.parameters == recommendation.parameters
+                            })
+                            .map(|j| (j.seq, j.walked())),
+                    );
+                }
             }
             let (stop, _) = watch::channel(false);
             let running = resume && row.state == RunState::Running;
@@ -398,6 +410,7 @@ impl Runs {
             evaluations: 0,
             best_velocity: None,
             best_parameters: Vec::new(),
+            recommendation: Vec::new(),
             error: String::new(),
             started_ms: now_ms(),
             finished_ms: 0,
@@ -629,6 +642,11 @@ impl Runs {
             evaluations: view.evaluations,
             best_velocity: view.best_velocity,
             best_parameters: view.best_parameters.clone(),
+            recommendation: view
+                .recommendation
+                .as_ref()
+                .map(|r| r.parameters.clone())
+                .unwrap_or_default(),
             error: view.error.clone(),
             finished_ms: view.finished_ms,
             elapsed_s: view.elapsed_s,
@@ -976,6 +994,7 @@ impl Executor<'_> {
             return Ok(());
         }
         let (evaluations, elapsed) = (self.evaluations, self.elapsed());
+        let recommendation = self.recommendation();
         let best = self.best.as_ref().map(|(b, bx)| {
             (
                 *b,
@@ -987,6 +1006,9 @@ impl Executor<'_> {
             // A replay recounts from zero; the count shown never goes back.
             v.evaluations = v.evaluations.max(evaluations);
             v.elapsed_s = elapsed;
+            if recommendation.is_some() {
+                v.recommendation = recommendation;
+            }
             if let Some((b, parameters, gait)) = best {
                 v.best_velocity = Some(b);
                 v.best_parameters = parameters;
@@ -1013,6 +1035,22 @@ impl Executor<'_> {
             }
         }
         Ok(())
+    }
+
+    /// The optimizer's recommendation now, when it gives one inside the
+    /// space.
+    fn recommended_point(&self) -> Option<Vec<f64>> {
+        self.optimizer
+            .as_ref()
+            .and_then(|o| o.recommendation())
+            .filter(|x| self.prepared.space.contains(x))
+    }
+
+    fn recommendation(&self) -> Option<Recommendation> {
+        self.recommended_point().map(|x| Recommendation {
+            parameters: self.prepared.parameters(&x),
+            held_out: None,
+        })
     }
 
     /// The candidates the re-walk compares: the run's `count` best
@@ -1046,9 +1084,7 @@ impl Executor<'_> {
             .take(count)
             .map(|(x, _, _)| x.clone())
             .collect();
-        let recommendation = self.optimizer.as_ref().and_then(|o| o.recommendation());
-        if let Some(x) = recommendation
-            && self.prepared.space.contains(&x)
+        if let Some(x) = self.recommended_point()
             && !finalists.iter().any(|f| same_point(f, &x))
         {
             finalists.push(x);
@@ -1137,7 +1173,21 @@ impl Executor<'_> {
         }
         let walked: Vec<(u64, Option<(f64, f64)>)> = walked.into_iter().collect();
         let reference = reference_spread(walked.iter().copied());
-        runs.update(self.id, |v| v.reference = reference);
+        let recommended = self.recommended_point().and_then(|x| {
+            let k = finalists.iter().position(|f| same_point(f, &x))?;
+            let first = HELD_OUT_SEQ + k as u64 * u64::from(plan.starts);
+            let block = first..first + u64::from(plan.starts);
+            Some(Recommendation {
+                parameters: self.prepared.parameters(&x),
+                held_out: spread_of(walked.iter().filter(|(seq, _)| block.contains(seq)).copied()),
+            })
+        });
+        runs.update(self.id, |v| {
+            v.reference = reference;
+            if recommended.is_some() {
+                v.recommendation = recommended;
+            }
+        });
         let Some((k, spread)) = re_walk_winner(plan.starts, self.spec.max_turn_deg_s, walked)
         else {
             runs.persist(self.id);
@@ -1236,9 +1286,13 @@ fn re_walk_winner(
 /// The reference gait's spread over its held-out re-walks (seq from
 /// [`REFERENCE_SEQ`]; failed walks left out, two needed).
 fn reference_spread(walks: impl IntoIterator<Item = (u64, Option<(f64, f64)>)>) -> Option<Spread> {
+    spread_of(walks.into_iter().filter(|(seq, _)| *seq >= REFERENCE_SEQ))
+}
+
+/// The spread of `walks`' velocities, failed walks left out; two needed.
+fn spread_of(walks: impl IntoIterator<Item = (u64, Option<(f64, f64)>)>) -> Option<Spread> {
     let velocities: Vec<f64> = walks
         .into_iter()
-        .filter(|(seq, _)| *seq >= REFERENCE_SEQ)
         .filter_map(|(_, walk)| walk.map(|(v, _)| v).filter(|v| v.is_finite()))
         .collect();
     (velocities.len() >= 2)
@@ -1280,6 +1334,10 @@ fn row_view(row: &RunRow) -> Run {
         finished_ms: row.finished_ms,
         held_out: None,
         reference: None,
+        recommendation: (!row.recommendation.is_empty()).then(|| Recommendation {
+            parameters: row.recommendation.clone(),
+            held_out: None,
+        }),
         elapsed_s: row.elapsed_s,
     }
 }

@@ -304,6 +304,14 @@ pub fn run_json(r: &Run) -> Value {
     run[best] = json!(r.best_velocity);
     run[held_out] = json!(r.held_out);
     run[reference] = json!(r.reference);
+    run["recommendation"] = match &r.recommendation {
+        Some(rec) => {
+            let mut value = json!({ "parameters": named_values(&rec.parameters) });
+            value[held_out] = json!(rec.held_out);
+            value
+        }
+        None => Value::Null,
+    };
     run
 }
 
@@ -356,6 +364,19 @@ pub fn run_details(r: &Run) -> Vec<String> {
             .iter()
             .map(|(name, value)| format!("    {name:<16} {value:.6}")),
     );
+    if let Some(rec) = &r.recommendation {
+        let walked = match rec.held_out {
+            Some(spread) if r.gait => format!(": {} held out", spread.cm_s()),
+            Some(spread) => format!(": {} held out", spread.plain()),
+            None => String::new(),
+        };
+        lines.push(format!("  the optimizer's recommendation{walked}"));
+        lines.extend(
+            rec.parameters
+                .iter()
+                .map(|(name, value)| format!("    {name:<16} {value:.6}")),
+        );
+    }
     if !r.error.is_empty() {
         lines.push(format!("  error: {}", r.error));
     }
@@ -428,12 +449,13 @@ pub fn job_json(j: &Job) -> Value {
 mod tests {
     use super::*;
 
+    /// A finished run; a gait's when `best_gait_xml` is not empty.
     fn run(best_gait_xml: &str) -> Run {
         Run {
             id: 3,
             name: "walk".into(),
-            robot: "quadruped".into(),
-            gait: true,
+            robot: if best_gait_xml.is_empty() { "" } else { "quadruped" }.into(),
+            gait: !best_gait_xml.is_empty(),
             optimizer: "cmaes".into(),
             settings: Default::default(),
             seed: 1,
@@ -450,6 +472,7 @@ mod tests {
             elapsed_s: 1.0,
             held_out: None,
             reference: None,
+            recommendation: None,
         }
     }
 
@@ -459,6 +482,25 @@ mod tests {
         assert!(gait.contains("20.46 cm/s"), "{gait}");
         let bare = run_row(&run(""));
         assert!(bare.contains("0.2046") && !bare.contains("cm/s"), "{bare}");
+    }
+
+    /// A bare objective's held-out spread carries no gait unit, and the
+    /// JSON names the unit where there is one.
+    #[test]
+    fn values_that_are_not_velocities_get_no_gait_units() {
+        let spread = yamor_core::starts::Spread::of(&[-0.001, 0.001]).unwrap();
+        let mut bare = run("");
+        bare.held_out = Some(spread);
+        let shown = run_details(&bare).join("\n");
+        assert!(!shown.contains("cm/s"), "{shown}");
+        assert!(shown.contains("over bare parameters"), "{shown}");
+        let json = run_json(&bare);
+        assert_eq!(json["best_value"], 0.2046);
+        assert!(json.get("best_velocity_m_s").is_none(), "{json}");
+        let gait = run_json(&run("<yamorconfig/>"));
+        assert_eq!(gait["best_velocity_m_s"], 0.2046);
+        assert_eq!(gait["robot"], "quadruped");
+        assert!(gait.get("best_value").is_none(), "{gait}");
     }
 
     #[test]

@@ -685,3 +685,56 @@ async fn a_seed_that_cannot_count_up_is_refused_in_a_sentence() {
         "{remote}"
     );
 }
+
+/// The optimizer's own recommendation is the run's too, apart from its
+/// answer: over gRPC, with its held-out values once re-walked, and the same
+/// after a restart.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_reports_its_optimizers_recommendation_with_its_held_out_values() {
+    let dir = common::temp_dir("client-recommendation");
+    let database = dir.join("yamor.db");
+    let open = || {
+        Organizer::open(
+            &database,
+            yamor_organizer::SchedulerConfig::default(),
+            ClientSecurity::default(),
+            vec![Arc::new(yamor_cmaes::Cmaes)],
+        )
+        .unwrap()
+    };
+    let organizer = open();
+    common::add_expression_hosts(&organizer, 2, "-(x*x + y*y)", Duration::ZERO).await;
+    let (client, _) = common::serve_organizer(&organizer).await;
+    let spec = RunSpec {
+        held_out: yamor_organizer::model::HeldOut {
+            candidates: 2,
+            starts: 3,
+        },
+        ..RunSpec::new("cmaes", common::sphere_space())
+    };
+    let spec = RunSpec {
+        max_evaluations: 40,
+        objective: Objective::Expression("-(x*x + y*y)".into()),
+        ..spec
+    };
+    let run = client.start_run(&spec).await.unwrap();
+    let ended = run_end(&client, run.id).await;
+    let recommendation = ended.recommendation.clone().expect("CMA-ES recommends its mean");
+    let names: Vec<&str> = recommendation.parameters.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(names, ["x", "y"]);
+    let walked = recommendation.held_out.expect("re-walked among the finalists");
+    assert_eq!(walked.n, 3);
+    let (x, y) = (recommendation.parameters[0].1, recommendation.parameters[1].1);
+    assert!((walked.mean - -(x * x + y * y)).abs() < 1e-12, "{walked:?}");
+    // A run over bare parameters walks no robot, and its values are no
+    // velocities.
+    assert_eq!(ended.robot, "");
+    assert!(!ended.gait);
+    // Stored with the run: read back after a restart, held-out values too.
+    organizer.scheduler.store().sync().await.unwrap();
+    organizer.scheduler.stop_dispatching();
+    drop(organizer);
+    let reopened = open();
+    let again = reopened.runs.get(run.id).unwrap();
+    assert_eq!(again.recommendation, ended.recommendation);
+}

@@ -37,21 +37,12 @@ fn every_listed_robot_runs_with_its_defaults_and_the_run_names_it() {
         }
     }
     assert!(failed.is_empty(), "{}", failed.join("\n\n"));
-    // The shared database says which robot each run walked.
-    let listed = Command::new(BIN)
-        .args(["optimize", "list", "--json", "--db"])
-        .arg(home.join("yamor.db"))
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&listed.stdout);
-    assert!(listed.status.success(), "{text}");
-    let runs: serde_json::Value = serde_json::from_str(&text).unwrap();
-    let walked: Vec<&str> = runs
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| r["robot"].as_str().unwrap())
-        .collect();
+    // The shared database says which robot each run walked, and names the
+    // run after it.
+    let store = yamor_organizer::store::Store::open_view(&home.join("yamor.db")).unwrap();
+    let runs = store.runs().unwrap();
+    let walked: Vec<String> = runs.iter().map(|r| r.spec.robot_label()).collect();
     assert_eq!(walked, robots);
+    store.close_view();
     let _ = std::fs::remove_dir_all(&home);
 }

@@ -47,7 +47,7 @@ pub(super) fn from_json<T: serde::de::DeserializeOwned>(
 }
 
 pub(super) const JOB_COLUMNS: &str = "id, run_id, owner, seq, tell_seq, state, robot_kind, robot, gait_xml, parameters, spec, backend, max_attempts, timeout_s, attempts, host, velocity, outcome, error, submitted_ms, started_ms, finished_ms, objective";
-pub(super) const RUN_COLUMNS: &str = "id, name, optimizer, settings, seed, spec, state, evaluations, best_velocity, best_parameters, error, started_ms, finished_ms, elapsed_s";
+pub(super) const RUN_COLUMNS: &str = "id, name, optimizer, settings, seed, spec, state, evaluations, best_velocity, best_parameters, error, started_ms, finished_ms, elapsed_s, recommendation";
 
 pub(super) fn job_row(r: &rusqlite::Row<'_>) -> Result<Job, StoreError> {
     let id = r.get::<_, i64>(0)? as u64;
@@ -131,6 +131,7 @@ pub(super) fn run_row(r: &rusqlite::Row<'_>) -> Result<RunRow, StoreError> {
         evaluations: r.get::<_, i64>(7)? as u64,
         best_velocity: r.get(8)?,
         best_parameters: from_json("best parameters", &r.get::<_, String>(9)?)?,
+        recommendation: from_json("recommendation", &r.get::<_, String>(14)?)?,
         error: r.get(10)?,
         started_ms: r.get(11)?,
         finished_ms: r.get(12)?,
@@ -177,7 +178,7 @@ pub(super) fn insert_job(tx: &rusqlite::Transaction<'_>, j: &Job) -> rusqlite::R
 
 pub(super) fn insert_run(tx: &rusqlite::Transaction<'_>, r: &RunRow) -> rusqlite::Result<()> {
     tx.prepare_cached(&format!(
-        "INSERT INTO runs ({RUN_COLUMNS}) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14)"
+        "INSERT INTO runs ({RUN_COLUMNS}) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15)"
     ))?
     .execute(params![
         r.id as i64,
@@ -193,7 +194,8 @@ pub(super) fn insert_run(tx: &rusqlite::Transaction<'_>, r: &RunRow) -> rusqlite
         r.error,
         r.started_ms,
         r.finished_ms,
-        r.elapsed_s
+        r.elapsed_s,
+        to_json(&r.recommendation)
     ])?;
     Ok(())
 }

@@ -133,6 +133,9 @@ pub struct RunRow {
     pub evaluations: u64,
     pub best_velocity: Option<f64>,
     pub best_parameters: Vec<(String, f64)>,
+    /// The optimizer's own recommendation as it last gave it (empty: none,
+    /// or a run stored before version 4).
+    pub recommendation: Vec<(String, f64)>,
     pub error: String,
     pub started_ms: i64,
     pub finished_ms: i64,
@@ -227,6 +230,7 @@ pub enum Write {
         evaluations: u64,
         best_velocity: Option<f64>,
         best_parameters: Vec<(String, f64)>,
+        recommendation: Vec<(String, f64)>,
         error: String,
         finished_ms: i64,
         elapsed_s: f64,
@@ -326,10 +330,11 @@ struct ViewedFile {
 /// The schema version this code writes (`PRAGMA user_version`). Version 0
 /// is the layout before versions: protobuf blobs and proto enum numbers;
 /// version 1 had no job objectives; version 2 kept one velocity per gait
-/// (its last window), not the mean of its windows.
-pub const SCHEMA_VERSION: i64 = 3;
+/// (its last window), not the mean of its windows; version 3 kept no
+/// optimizer's recommendation with its run.
+pub const SCHEMA_VERSION: i64 = 4;
 
-/// Version 3. States are text; a job's request is columns (the objective,
+/// Version 4. States are text; a job's request is columns (the objective,
 /// the robot, the gait XML, parameters and spec as JSON); an outcome is JSON
 /// of core's `Outcome`. Nothing here depends on the wire format.
 const SCHEMA: &str = "
@@ -349,6 +354,7 @@ CREATE TABLE IF NOT EXISTS runs (
     evaluations INTEGER NOT NULL,
     best_velocity REAL,
     best_parameters TEXT NOT NULL,
+    recommendation TEXT NOT NULL DEFAULT '[]',
     error TEXT NOT NULL,
     started_ms INTEGER NOT NULL,
     finished_ms INTEGER NOT NULL,
@@ -432,6 +438,20 @@ fn add_gait_windows(tx: &rusqlite::Transaction<'_>) -> rusqlite::Result<()> {
     Ok(())
 }
 
+/// Gives an older file's runs the column of their optimizer's
+/// recommendation: none was kept.
+fn add_run_recommendations(tx: &rusqlite::Transaction<'_>) -> rusqlite::Result<()> {
+    let has: bool = tx.query_row(
+        "SELECT COUNT(*) > 0 FROM pragma_table_info('runs') WHERE name = 'recommendation'",
+        [],
+        |r| r.get(0),
+    )?;
+    if !has {
+        tx.execute_batch("ALTER TABLE runs ADD COLUMN recommendation TEXT NOT NULL DEFAULT '[]'")?;
+    }
+    Ok(())
+}
+
 /// Brings the file to [`SCHEMA_VERSION`]: creates an empty one, migrates
 /// an older one in one transaction, refuses a newer one.
 fn upgrade(conn: &mut Connection, path: &Path) -> Result<(), StoreError> {
@@ -467,6 +487,7 @@ fn upgrade(conn: &mut Connection, path: &Path) -> Result<(), StoreError> {
             tx.execute_batch("ALTER TABLE jobs ADD COLUMN objective TEXT NOT NULL DEFAULT ''")?;
         }
         add_gait_windows(&tx)?;
+        add_run_recommendations(&tx)?;
     }
     tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
     tx.commit()?;

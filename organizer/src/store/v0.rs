@@ -70,6 +70,7 @@ pub(super) fn migrate(tx: &Transaction<'_>) -> Result<(), String> {
             best_velocity: r.get(8).map_err(sql)?,
             best_parameters: serde_json::from_str(&best)
                 .map_err(|e| format!("run {id}: best parameters: {e}"))?,
+            recommendation: Vec::new(),
             error: r.get(10).map_err(sql)?,
             started_ms: r.get(11).map_err(sql)?,
             finished_ms: r.get(12).map_err(sql)?,

@@ -393,12 +393,13 @@ pub(super) fn apply(conn: &mut Connection, batch: &[Envelope]) -> rusqlite::Resu
                 evaluations,
                 best_velocity,
                 best_parameters,
+                recommendation,
                 error,
                 finished_ms,
                 elapsed_s,
             } => {
                 tx.prepare_cached(
-                    "UPDATE runs SET state = ?2, evaluations = ?3, best_velocity = ?4, best_parameters = ?5, error = ?6, finished_ms = ?7, elapsed_s = ?8 WHERE id = ?1",
+                    "UPDATE runs SET state = ?2, evaluations = ?3, best_velocity = ?4, best_parameters = ?5, error = ?6, finished_ms = ?7, elapsed_s = ?8, recommendation = ?9 WHERE id = ?1",
                 )?
                 .execute(params![
                     *id as i64,
@@ -408,7 +409,8 @@ pub(super) fn apply(conn: &mut Connection, batch: &[Envelope]) -> rusqlite::Resu
                     to_json(best_parameters),
                     error,
                     finished_ms,
-                    elapsed_s
+                    elapsed_s,
+                    to_json(recommendation)
                 ])?;
             }
         }
