@@ -280,13 +280,10 @@ pub fn run_to_pb(run: &Run) -> pb::Run {
         elapsed_s: run.elapsed_s,
         held_out: run.held_out.map(spread_to_pb),
         reference: run.reference.map(spread_to_pb),
-        recommendation: run
-            .recommendation
-            .as_ref()
-            .map(|r| pb::Recommendation {
-                parameters: parameters_to_pb(&r.parameters),
-                held_out: r.held_out.map(spread_to_pb),
-            }),
+        recommendation: run.recommendation.as_ref().map(|r| pb::Recommendation {
+            parameters: parameters_to_pb(&r.parameters),
+            held_out: r.held_out.map(spread_to_pb),
+        }),
     }
 }
 
@@ -352,7 +349,11 @@ pub fn run_from_pb(run: pb::Run) -> Result<Run, String> {
         held_out: run.held_out.map(spread_from_pb),
         reference: run.reference.map(spread_from_pb),
         recommendation: run.recommendation.map(|r| crate::model::Recommendation {
-            parameters: r.parameters.into_iter().map(|p| (p.name, p.value)).collect(),
+            parameters: r
+                .parameters
+                .into_iter()
+                .map(|p| (p.name, p.value))
+                .collect(),
             held_out: r.held_out.map(spread_from_pb),
         }),
     })

@@ -31,8 +31,8 @@ use yamor_core::starts::{Spread, candidate_seed, held_out_seeds};
 use yamor_optimizer_api::{Bound, Fitness, Optimizer, Plugin, PluginInfo, Settings, Space, Step};
 
 use crate::model::{
-    HELD_OUT_SEQ, JobRequest, Problem, REFERENCE_SEQ, Recommendation, Run, RunEvaluation,
-    RunEvent, RunSpec, RunState, RunVariant, Starts, constrained_value,
+    HELD_OUT_SEQ, JobRequest, Problem, REFERENCE_SEQ, Recommendation, Run, RunEvaluation, RunEvent,
+    RunSpec, RunState, RunVariant, Starts, constrained_value,
 };
 use crate::model::{JobState, now_ms};
 use crate::scheduler::{Completion, ScheduleError, Scheduler};
@@ -1179,7 +1179,12 @@ impl Executor<'_> {
             let block = first..first + u64::from(plan.starts);
             Some(Recommendation {
                 parameters: self.prepared.parameters(&x),
-                held_out: spread_of(walked.iter().filter(|(seq, _)| block.contains(seq)).copied()),
+                held_out: spread_of(
+                    walked
+                        .iter()
+                        .filter(|(seq, _)| block.contains(seq))
+                        .copied(),
+                ),
             })
         });
         runs.update(self.id, |v| {

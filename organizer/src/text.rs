@@ -454,7 +454,12 @@ mod tests {
         Run {
             id: 3,
             name: "walk".into(),
-            robot: if best_gait_xml.is_empty() { "" } else { "quadruped" }.into(),
+            robot: if best_gait_xml.is_empty() {
+                ""
+            } else {
+                "quadruped"
+            }
+            .into(),
             gait: !best_gait_xml.is_empty(),
             optimizer: "cmaes".into(),
             settings: Default::default(),

@@ -719,12 +719,24 @@ async fn a_run_reports_its_optimizers_recommendation_with_its_held_out_values() 
     };
     let run = client.start_run(&spec).await.unwrap();
     let ended = run_end(&client, run.id).await;
-    let recommendation = ended.recommendation.clone().expect("CMA-ES recommends its mean");
-    let names: Vec<&str> = recommendation.parameters.iter().map(|(n, _)| n.as_str()).collect();
+    let recommendation = ended
+        .recommendation
+        .clone()
+        .expect("CMA-ES recommends its mean");
+    let names: Vec<&str> = recommendation
+        .parameters
+        .iter()
+        .map(|(n, _)| n.as_str())
+        .collect();
     assert_eq!(names, ["x", "y"]);
-    let walked = recommendation.held_out.expect("re-walked among the finalists");
+    let walked = recommendation
+        .held_out
+        .expect("re-walked among the finalists");
     assert_eq!(walked.n, 3);
-    let (x, y) = (recommendation.parameters[0].1, recommendation.parameters[1].1);
+    let (x, y) = (
+        recommendation.parameters[0].1,
+        recommendation.parameters[1].1,
+    );
     assert!((walked.mean - -(x * x + y * y)).abs() < 1e-12, "{walked:?}");
     // A run over bare parameters walks no robot, and its values are no
     // velocities.
