@@ -664,6 +664,31 @@ async fn the_start_form_offers_and_starts_what_yamor_run_does() {
     // The run says what it walks, in its record and its default name.
     assert_eq!(runs[0].robot, "quadruped");
     assert_eq!(runs[0].name, format!("quadruped-cmaes-{}", runs[0].id));
+    // … and every page that shows a run shows it.
+    let listed = get(&address, "/runs").await;
+    assert!(
+        listed.body.contains("<td class=\"robot\">quadruped</td>"),
+        "{}",
+        listed.body
+    );
+    let shown = get(&address, &format!("/runs/{}", runs[0].id)).await;
+    assert!(
+        shown.body.contains("robot <b id=\"robot\">quadruped</b>"),
+        "{}",
+        shown.body
+    );
+    let compared = get(
+        &address,
+        &format!("/compare?run={}&run={}", runs[0].id, runs[1].id),
+    )
+    .await;
+    assert!(
+        compared
+            .body
+            .contains("<tr><th>robot</th><td>quadruped</td><td>quadruped</td></tr>"),
+        "{}",
+        compared.body
+    );
     assert_eq!(runs[0].max_evaluations, GAIT_RUN_BUDGET);
     assert_eq!(
         runs[0].settings["population"],

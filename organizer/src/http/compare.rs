@@ -228,6 +228,7 @@ pub(super) async fn compare_page(
                 @for (run, _) in &chosen_runs { th { "run " (run.id) } }
             }
             (setting_row("name", &each(&|r| r.name.clone())))
+            (setting_row("robot", &each(&|r| if r.robot.is_empty() { "–".into() } else { r.robot.clone() })))
             (setting_row("optimizer", &each(&|r| r.optimizer.clone())))
             (setting_row("seed", &each(&|r| r.seed.to_string())))
             (setting_row("state", &each(&|r| r.state.as_str().to_owned())))

@@ -700,7 +700,7 @@ async fn runs_page(
         }
         table #runs {
             tr {
-                th {} th { "id" } th { "name" } th { "optimizer" } th { "settings" } th { "state" }
+                th {} th { "id" } th { "name" } th { "robot" } th { "optimizer" } th { "settings" } th { "state" }
                 th { "progress" } th.num { "best" } th { "best so far" } th { "started" }
                 th.num { "elapsed" } th {}
             }
@@ -709,6 +709,7 @@ async fn runs_page(
                     td { input type="checkbox" name="run" value=(r.id) form="compare"; }
                     td { a href={ "/runs/" (r.id) } { (r.id) } }
                     td { a href={ "/runs/" (r.id) } { (r.name) } }
+                    td.robot { @if r.robot.is_empty() { "–" } @else { (r.robot) } }
                     td { (r.optimizer) }
                     td { small { @for (k, v) in &r.settings { (k) "=" (v) " " } } }
                     td { (r.state.as_str()) }
@@ -882,6 +883,7 @@ async fn run_page(State(app): State<App>, Path(id): Path<u64>) -> Result<Html<St
     engines.dedup();
     let body = html! {
         p {
+            @if !r.robot.is_empty() { "robot " b #robot { (r.robot) } " · " }
             "optimizer " b { (r.optimizer) }
             " · state " b #state { (r.state.as_str()) }
             " · " span #progress { (progress(&r)) }
