@@ -545,13 +545,11 @@ async fn a_run_started_right_after_a_restart_waits_for_the_known_hosts() {
     let dir = common::temp_dir("client-restart-hosts");
     let database = dir.join("yamor.db");
     let open = || {
-        Organizer::open(
+        open_at(
             &database,
             yamor_organizer::SchedulerConfig::default(),
-            ClientSecurity::default(),
-            vec![Arc::new(yamor_pso::Pso)],
+            pso(),
         )
-        .unwrap()
     };
     let first = open();
     common::add_expression_hosts(&first, 1, "-(x*x + y*y)", Duration::ZERO).await;
@@ -577,15 +575,7 @@ async fn a_run_refused_after_a_restart_names_the_silent_hosts() {
     let dir = common::temp_dir("client-restart-silent");
     let database = dir.join("yamor.db");
     let config = yamor_organizer::SchedulerConfig::from_seconds(0.1, 0.5, 3, 60.0).unwrap();
-    let open = || {
-        Organizer::open(
-            &database,
-            config.clone(),
-            ClientSecurity::default(),
-            vec![Arc::new(yamor_pso::Pso)],
-        )
-        .unwrap()
-    };
+    let open = || open_at(&database, config.clone(), pso());
     let first = open();
     let (shutdown, stopped) = tokio::sync::oneshot::channel::<()>();
     let service = Arc::new(yamor_host_agent::HostService::new(
@@ -694,13 +684,11 @@ async fn a_run_reports_its_optimizers_recommendation_with_its_held_out_values() 
     let dir = common::temp_dir("client-recommendation");
     let database = dir.join("yamor.db");
     let open = || {
-        Organizer::open(
+        open_at(
             &database,
             yamor_organizer::SchedulerConfig::default(),
-            ClientSecurity::default(),
             vec![Arc::new(yamor_cmaes::Cmaes)],
         )
-        .unwrap()
     };
     let organizer = open();
     common::add_expression_hosts(&organizer, 2, "-(x*x + y*y)", Duration::ZERO).await;
@@ -749,4 +737,17 @@ async fn a_run_reports_its_optimizers_recommendation_with_its_held_out_values() 
     let reopened = open();
     let again = reopened.runs.get(run.id).unwrap();
     assert_eq!(again.recommendation, ended.recommendation);
+}
+
+/// An organizer on `database` (a restart opens it again).
+fn open_at(
+    database: &std::path::Path,
+    config: yamor_organizer::SchedulerConfig,
+    plugins: Vec<Arc<dyn yamor_optimizer_api::Plugin>>,
+) -> Organizer {
+    Organizer::open(database, config, ClientSecurity::default(), plugins).unwrap()
+}
+
+fn pso() -> Vec<Arc<dyn yamor_optimizer_api::Plugin>> {
+    vec![Arc::new(yamor_pso::Pso)]
 }

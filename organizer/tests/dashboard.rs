@@ -698,6 +698,24 @@ async fn the_start_form_offers_and_starts_what_yamor_run_does() {
     for run in runs {
         organizer.runs.stop(run.id).unwrap();
     }
+    // StartRun (gRPC) starts the same run from the same request: the
+    // organizer fills the gait run's population, not each entry point.
+    let by_rpc = organizer
+        .runs
+        .start(RunSpec {
+            robot: yamor_core::evaluation::RobotSource::Example("quadruped".into()),
+            ..RunSpec::new(
+                "cmaes",
+                yamor_organizer::model::Problem::OptimizationXml(problem.to_owned()),
+            )
+        })
+        .await
+        .unwrap();
+    organizer.runs.stop(by_rpc.id).unwrap();
+    assert_eq!(
+        by_rpc.settings["population"],
+        GAIT_CMAES_POPULATION.to_string()
+    );
 
     // A run that brought its own robot (here the snake's body, as
     // `optimize start --robot DIR` sends it): the form offers that robot

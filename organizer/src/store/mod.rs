@@ -421,33 +421,21 @@ fn open(path: &Path) -> Result<Connection, StoreError> {
     Ok(conn)
 }
 
-/// Gives an older file's gaits table the columns of their windows: each
-/// stored velocity counts as one window (it is all that was kept).
-fn add_gait_windows(tx: &rusqlite::Transaction<'_>) -> rusqlite::Result<()> {
+/// Runs `alter` unless `table` has `column` already: brings an older
+/// file's table to the columns this version adds.
+fn add_columns(
+    tx: &rusqlite::Transaction<'_>,
+    table: &str,
+    column: &str,
+    alter: &str,
+) -> rusqlite::Result<()> {
     let has: bool = tx.query_row(
-        "SELECT COUNT(*) > 0 FROM pragma_table_info('gaits') WHERE name = 'windows'",
-        [],
+        "SELECT COUNT(*) > 0 FROM pragma_table_info(?1) WHERE name = ?2",
+        params![table, column],
         |r| r.get(0),
     )?;
     if !has {
-        tx.execute_batch(
-            "ALTER TABLE gaits ADD COLUMN windows INTEGER NOT NULL DEFAULT 1;
-             ALTER TABLE gaits ADD COLUMN velocity_m2 REAL NOT NULL DEFAULT 0;",
-        )?;
-    }
-    Ok(())
-}
-
-/// Gives an older file's runs the column of their optimizer's
-/// recommendation: none was kept.
-fn add_run_recommendations(tx: &rusqlite::Transaction<'_>) -> rusqlite::Result<()> {
-    let has: bool = tx.query_row(
-        "SELECT COUNT(*) > 0 FROM pragma_table_info('runs') WHERE name = 'recommendation'",
-        [],
-        |r| r.get(0),
-    )?;
-    if !has {
-        tx.execute_batch("ALTER TABLE runs ADD COLUMN recommendation TEXT NOT NULL DEFAULT '[]'")?;
+        tx.execute_batch(alter)?;
     }
     Ok(())
 }
@@ -486,8 +474,21 @@ fn upgrade(conn: &mut Connection, path: &Path) -> Result<(), StoreError> {
             // expression host" for bare problems (see `legacy_objective`).
             tx.execute_batch("ALTER TABLE jobs ADD COLUMN objective TEXT NOT NULL DEFAULT ''")?;
         }
-        add_gait_windows(&tx)?;
-        add_run_recommendations(&tx)?;
+        // A gait's stored velocity counts as one window (all that was kept).
+        add_columns(
+            &tx,
+            "gaits",
+            "windows",
+            "ALTER TABLE gaits ADD COLUMN windows INTEGER NOT NULL DEFAULT 1;
+             ALTER TABLE gaits ADD COLUMN velocity_m2 REAL NOT NULL DEFAULT 0;",
+        )?;
+        // No run kept its optimizer's recommendation.
+        add_columns(
+            &tx,
+            "runs",
+            "recommendation",
+            "ALTER TABLE runs ADD COLUMN recommendation TEXT NOT NULL DEFAULT '[]'",
+        )?;
     }
     tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
     tx.commit()?;
