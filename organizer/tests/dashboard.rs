@@ -348,6 +348,7 @@ async fn metrics_parse_as_prometheus_text_and_count_jobs() {
         "{}",
         reply.body
     );
+    openmetrics_counters_parse(&reply.body);
     // The classic text, read by a classic parser: every counter is typed
     // as one (its TYPE line names its sample), and no OpenMetrics lines.
     assert!(!shown.body.contains("# EOF"), "{}", shown.body);
@@ -418,6 +419,57 @@ async fn metrics_parse_as_prometheus_text_and_count_jobs() {
     };
     assert_eq!(histogram_count("yamor_evaluation_seconds"), 24.0);
     assert!(histogram_count("yamor_store_commit_seconds") >= 1.0);
+}
+
+/// Reads `body` with a real OpenMetrics parser, Python's `prometheus_client`
+/// (strict: it refuses a text without `# EOF` or a counter sample that
+/// does not end in `_total`), under `$YAMOR_PYTHON` (CI installs it there);
+/// says it skipped without one.
+fn openmetrics_counters_parse(body: &str) {
+    use std::io::Write as _;
+    let Some(python) = std::env::var_os("YAMOR_PYTHON") else {
+        eprintln!(
+            "skipped: the OpenMetrics parser check needs $YAMOR_PYTHON with prometheus_client"
+        );
+        return;
+    };
+    let script = [
+        "import sys",
+        "from prometheus_client.openmetrics.parser import text_string_to_metric_families",
+        "for f in text_string_to_metric_families(sys.stdin.read()):",
+        "    print(f.name, f.type)",
+    ]
+    .join("\n");
+    let mut child = std::process::Command::new(python)
+        .args(["-c", &script])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(body.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let families = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}\n{body}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for counter in [
+        "yamor_jobs_started",
+        "yamor_jobs_finished",
+        "yamor_runs_started",
+    ] {
+        assert!(
+            families.lines().any(|l| l == format!("{counter} counter")),
+            "{counter} is not a counter: {families}"
+        );
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
