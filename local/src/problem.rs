@@ -254,3 +254,44 @@ fn replay(
         recorded_velocity: None,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use yamor_core::evaluation::RobotSource;
+    use yamor_organizer::model::{Problem, RunSpec};
+
+    /// What the start form and `optimize start --robot NAME` send for each
+    /// listed robot (its default problem, the default optimizer) is a run
+    /// the organizer accepts: before, trebuchet's and dog's were refused.
+    #[test]
+    fn every_listed_robots_default_run_is_accepted() {
+        for name in example_names() {
+            let problem = default_optimization(name)
+                .unwrap_or_else(|e| panic!("{name}: no default problem: {e}"));
+            let spec = RunSpec {
+                robot: RobotSource::Example(name.to_owned()),
+                robot_name: name.to_owned(),
+                ..RunSpec::new("cmaes", Problem::OptimizationXml(problem))
+            };
+            check_run(&spec).unwrap_or_else(|e| panic!("{name}: refused: {e}"));
+            assert_eq!(spec.robot_label(), name);
+        }
+    }
+
+    /// A gait that drives a joint past asymmetric limits starts from the
+    /// nearest gait of the space, every range inside the limits.
+    #[test]
+    fn the_generic_problem_follows_asymmetric_limits() {
+        let text = default_optimization("trebuchet").unwrap();
+        let config = OptimizationConfig::from_xml_str("trebuchet", &text).unwrap();
+        let module = |id| config.robot().modules.iter().find(|m| m.id == id).unwrap();
+        // Module 10: limits [-1, 0], the thesis' amplitude 1.
+        assert_eq!(module(10).amplitude, 0.5);
+        // Module 7: limits [1, 1.57], the thesis' offset 0.8 below them.
+        assert_eq!(module(7).offset, 1.0);
+        for p in config.free_parameters() {
+            assert!(p.min <= p.start && p.start <= p.max, "{p:?}");
+        }
+    }
+}
