@@ -14,6 +14,10 @@
 //! - [`evaluation`]: one evaluation as every crate speaks of it: the spec
 //!   (warm-up, window, seed, situation), trajectory samples, the velocity of
 //!   thesis 6.2.1 and the outcome.
+//! - [`family`]: the seam between yamor and a kind of module: a
+//!   [`family::RobotFamily`] names its examples, recognises its robot
+//!   documents and builds a [`family::Walker`] that walks gaits;
+//!   [`family::Families`] is a process's registry of them.
 //! - [`cpg`]: the coupled oscillator network of thesis equation set 6.1 and
 //!   its fixed-step RK4 integrator.
 //! - [`matheval`]: MathEval (thesis 5.6): expressions with functions and
@@ -42,6 +46,7 @@ pub mod config;
 pub mod cpg;
 pub mod error;
 pub mod evaluation;
+pub mod family;
 pub mod matheval;
 pub mod morphology;
 pub mod network;

@@ -25,7 +25,6 @@ use yamor_core::script::{Script, Step};
 use yamor_core::starts::{Spread, held_out_seeds};
 use yamor_core::{Connection, Connector, Morphology, RobotConfig};
 use yamor_host_agent::model::OpenRequest;
-use yamor_host_agent::sim::SimBackend;
 use yamor_host_agent::{HostService, RobotClient};
 use yamor_lifelong::anomaly::{Symptom, three_periods};
 use yamor_lifelong::database::Gaits;
@@ -193,7 +192,7 @@ impl Scenario {
         let (address, robot_host) = yamor_local::serve_host(
             Arc::new(HostService::new(
                 "robot",
-                Arc::new(SimBackend::example("quadruped", Default::default())?),
+                Arc::new(yamor_families::sim_backend("quadruped", Default::default())?),
             )),
             async move {
                 let mut rx = stop_rx;

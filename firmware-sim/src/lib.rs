@@ -16,6 +16,8 @@
 //! - [`sim`]: [`Simulation`], the device loop (read sensors → integrate
 //!   oscillators → write servos → step) and the supervisor commands.
 //! - [`evaluate`]: gait evaluation as in thesis 6.2.1 and trajectories.
+//! - [`family`]: YaMoR as a `yamor_core::family::RobotFamily`: its
+//!   examples, its documents, walks and replays through the simulator.
 //! - [`replay`]: a walk recorded for watching, every box's pose per frame.
 //! - [`bridge`]: the TCP server playing the YaMoR Webots Bridge.
 //! - [`robots`]: the example robots of `examples/robots`, embedded.
@@ -27,6 +29,7 @@ pub mod bridge;
 #[cfg(feature = "clap")]
 pub mod cli;
 pub mod evaluate;
+pub mod family;
 pub mod firmware;
 pub mod geometry;
 pub mod mjcf;

@@ -1,24 +1,20 @@
 //! The host agent: a gRPC server that wraps exactly one robot behind a
-//! [`Backend`] seam: the simulator of `yamor-sim`, the real robot
-//! over a serial line (issue 5), or an expression standing in for a robot.
+//! [`Backend`] seam: a simulated robot of any family, the real robot over
+//! a serial line (issue 5), or an expression standing in for a robot. It
+//! links no physics engine and knows no robot family: a family
+//! (`yamor_core::family::RobotFamily`) is handed in.
 //!
 //! # Layout
 //! - [`backend`]: the seam: the [`Backend`] trait, the domain types of a
 //!   job, and the session seam a backend may offer (`RobotLink`,
 //!   `Supervisor`, `SessionFactory`).
-//! - `sim` (feature `sim`, on by default): the simulation backend (a fresh
-//!   world per evaluation on the chosen engine, the articulated one by
-//!   default, rapier3d as the reference; on a blocking thread, cancellable);
-//!   a real-robot host built without it links no physics engine.
-//! - `roombots` (feature `sim`): the simulation backend of the Roombot
-//!   module family, and [`roombots::example_backend`] that picks the family
-//!   of an embedded example by its name.
+//! - [`family`]: [`family::FamilyBackend`], any robot family's robots
+//!   walked on a blocking thread (cancellable), a job of another family
+//!   refused with an error the organizer retries elsewhere; a family may
+//!   add robot sessions.
 //! - [`expr`]: the expression backend: a MathEval expression of the
 //!   parameters, with an optional delay; the zero-cost host for testing and
 //!   benchmarking schedulers and optimizers.
-//! - `planning` (feature `sim`): a host that plans Roombot self-reconfigurations
-//!   (`reconfig:` objectives, seed 003) on a blocking thread, cancellable
-//!   between rounds.
 //! - [`serial`]: the real robot over a serial port (SNP through
 //!   `serialport`, the 5.2.1 set-up in one call, the 5.5.4 acknowledgement
 //!   bug handled, motors off whenever nothing is being evaluated).
@@ -39,17 +35,12 @@
 
 pub mod backend;
 pub mod expr;
+pub mod family;
 pub mod grpc;
 pub mod model;
-#[cfg(feature = "sim")]
-pub mod planning;
-#[cfg(feature = "sim")]
-pub mod roombots;
 pub mod serial;
 pub mod server;
 pub mod session;
-#[cfg(feature = "sim")]
-pub mod sim;
 
 pub use backend::{
     Backend, BackendKind, EvaluationJob, EvaluationSpec, HostError, Outcome, RobotSource,

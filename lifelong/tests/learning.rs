@@ -8,7 +8,6 @@ use std::sync::Arc;
 use yamor_core::evaluation::{DefectMode, EvaluationSpec};
 use yamor_core::{Morphology, RobotConfig};
 use yamor_host_agent::HostService;
-use yamor_host_agent::sim::SimBackend;
 use yamor_host_agent::{RobotClient, RobotClientError};
 use yamor_lifelong::anomaly::Symptom;
 use yamor_lifelong::database::Gaits;
@@ -44,7 +43,7 @@ fn quadruped() -> Morphology {
 
 /// A simulation host of the quadruped, served until the test ends; returns its URL.
 async fn sim_host(name: &str) -> String {
-    let backend = Arc::new(SimBackend::example("quadruped", Default::default()).unwrap());
+    let backend = Arc::new(yamor_families::sim_backend("quadruped", Default::default()).unwrap());
     let service = Arc::new(HostService::new(name, backend));
     yamor_local::serve_host(service, std::future::pending())
         .await

@@ -59,7 +59,7 @@ impl LocalCluster {
     /// `hosts` simulation hosts of the embedded `robot`.
     pub async fn start(robot: &str, hosts: usize, db: &Path) -> Result<LocalCluster, LocalError> {
         Self::start_with(hosts, db, |_| {
-            yamor_host_agent::roombots::example_backend(robot, Default::default())
+            yamor_families::example_backend(robot, Default::default())
         })
         .await
     }

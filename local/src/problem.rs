@@ -6,7 +6,6 @@ use std::path::Path;
 
 use yamor_core::optimize::{OptimizationConfig, ParamName, Rule};
 use yamor_organizer::model::Problem;
-use yamor_sim::robots::ExampleRobot;
 
 use crate::LocalError;
 
@@ -63,29 +62,28 @@ pub fn check_walk(spec: &yamor_core::evaluation::EvaluationSpec) -> Result<(), L
 /// every oscillating module's amplitude and offset, and every coupled pair's
 /// phase lag, within the module's limit angles.
 pub fn default_optimization(robot: &str) -> Result<String, LocalError> {
-    if robot == "quadruped" {
-        return Ok(include_str!("../../examples/robots/quadruped/optimize.xml").to_owned());
+    let families = yamor_families::builtin();
+    let family = families
+        .of_example(robot)
+        .ok_or_else(|| LocalError::UnknownRobot {
+            name: robot.to_owned(),
+            known: example_names().join(", "),
+        })?;
+    match family.example_problem(robot) {
+        Some(text) => Ok(text.to_owned()),
+        None => generic_optimization(
+            robot,
+            family
+                .example_gait(robot)
+                .map_err(|e| LocalError::Problem(e.to_string()))?,
+        ),
     }
-    if let Some(example) = yamor_roombots::gait::RoombotExample::named(robot) {
-        return match example.optimize_xml {
-            Some(text) => Ok(text.to_owned()),
-            None => generic_optimization(robot, example.gait()?),
-        };
-    }
-    let example = ExampleRobot::named(robot).ok_or_else(|| LocalError::UnknownRobot {
-        name: robot.to_owned(),
-        known: example_names().join(", "),
-    })?;
-    generic_optimization(robot, example.gait()?)
 }
 
-/// The embedded robots of both module families, YaMoR's first.
+/// The embedded robots of every built-in family, YaMoR's first.
 #[must_use]
 pub fn example_names() -> Vec<&'static str> {
-    ExampleRobot::names()
-        .into_iter()
-        .chain(yamor_roombots::gait::RoombotExample::names())
-        .collect()
+    yamor_families::builtin().examples()
 }
 
 /// Every oscillating module's amplitude and offset, and every coupled
@@ -203,56 +201,30 @@ fn own_robot(world: &str, gait: &str, optimize: Option<&str>) -> Result<(String,
 
 /// Frames a second of a replay: smooth enough to watch, small enough to
 /// send (a 20-s walk of nine modules is about 300 kB of JSON).
-const REPLAY_FRAME_INTERVAL: f64 = 1.0 / 20.0;
+const REPLAY_FRAME_RATE: f64 = 20.0;
 
-/// Walks `job` again with the default simulator and records it for the
-/// dashboard's replay.
-fn replay(
-    job: &yamor_organizer::model::Job,
-) -> Result<yamor_organizer::http::replay::Recording, String> {
+/// Walks `job` again with its family's default simulator and records it
+/// for the dashboard's replay.
+fn replay(job: &yamor_organizer::model::Job) -> Result<yamor_core::family::Recording, String> {
     use yamor_core::evaluation::RobotSource;
     let request = &job.request.job;
     let gait = request
         .gait
         .as_ref()
         .ok_or("this job walks no gait (an expression or external objective)")?;
-    let morphology = match &request.robot {
-        RobotSource::Example(name)
-            if yamor_roombots::gait::RoombotExample::named(name).is_some() =>
-        {
-            return Err(format!(
-                "{name} is a Roombot: its walks are not recorded for replay yet"
-            ));
-        }
-        RobotSource::Example(name) => ExampleRobot::named(name)
-            .ok_or_else(|| format!("unknown example robot {name:?}"))?
-            .morphology()
-            .map_err(|e| e.to_string())?,
-        RobotSource::Morphology(xml) => {
-            yamor_core::Morphology::from_xml_str("the job's morphology", xml)
-                .map_err(|e| e.to_string())?
-        }
-        RobotSource::Default => {
-            return Err(
-                "this job walked its host's own robot, which the job does not carry".into(),
-            );
-        }
-    };
-    let (outcome, replay) = yamor_sim::replay::record(
-        &morphology,
-        gait,
-        yamor_sim::SimSettings::default(),
-        &request.spec,
-        REPLAY_FRAME_INTERVAL,
-    )
-    .map_err(|e| e.to_string())?;
-    Ok(yamor_organizer::http::replay::Recording {
-        frame_interval: replay.frame_interval,
-        half_extents: replay.half_extents,
-        frames: replay.frames,
-        velocity: outcome.velocity,
-        recorded_velocity: None,
-    })
+    if request.robot == RobotSource::Default {
+        return Err("this job walked its host's own robot, which the job does not carry".into());
+    }
+    let families = yamor_families::builtin();
+    let family = families
+        .of(&request.robot)
+        .ok_or_else(|| format!("no family here knows the job's robot ({:?})", request.robot))?;
+    let walker = family
+        .walker(&request.robot, None)
+        .map_err(|e| e.to_string())?;
+    walker
+        .record(gait, &request.spec, REPLAY_FRAME_RATE)
+        .map_err(|e| e.to_string())
 }
 
 #[cfg(test)]

@@ -56,24 +56,18 @@ impl Walks<'_> {
     /// The `yamor sim` command that walks `gait` as the run did, from the
     /// run's first `starts` held-out starts.
     fn command(&self, gait: &Path, starts: usize) -> String {
-        if yamor_roombots::gait::RoombotExample::named(self.robot).is_some() {
-            return format!(
-                "yamor roombots walk {} --gait {} --starts {starts} --seconds {} --warmup {}",
-                self.robot,
-                gait.display(),
-                self.warmup + self.measure,
-                self.warmup
-            );
-        }
-        let settings = yamor_sim::SimSettings::default();
-        format!(
-            "yamor sim {} --gait {} --starts {starts} --seconds {} --warmup {} --engine {} --dt {}",
+        let families = yamor_families::builtin();
+        // A user's own robot is a YaMoR robot (the first family).
+        let family = families
+            .of_example(self.robot)
+            .or_else(|| families.iter().next())
+            .expect("the built-in families are never empty");
+        family.walk_command(
             self.robot,
-            gait.display(),
-            self.warmup + self.measure,
+            &gait.display().to_string(),
+            starts,
             self.warmup,
-            settings.engine,
-            settings.dt
+            self.measure,
         )
     }
 }

@@ -8,8 +8,6 @@ use std::sync::Arc;
 
 use yamor_core::evaluation::RobotSource;
 use yamor_core::{Morphology, RobotConfig};
-use yamor_host_agent::sim::SimBackend;
-use yamor_sim::robots::ExampleRobot;
 
 use crate::{LocalCluster, LocalError};
 
@@ -26,9 +24,7 @@ pub enum RunRobot {
 
 impl RunRobot {
     pub fn load(robot: &str) -> Result<Self, LocalError> {
-        if ExampleRobot::named(robot).is_some()
-            || yamor_roombots::gait::RoombotExample::named(robot).is_some()
-        {
+        if yamor_families::builtin().of_example(robot).is_some() {
             return Ok(RunRobot::Example(robot.to_owned()));
         }
         let (morphology, gait) =
@@ -96,12 +92,12 @@ impl RunRobot {
                 gait,
             } => {
                 LocalCluster::start_with(hosts, db, |_| {
-                    Ok(Arc::new(SimBackend::new(
-                        path.clone(),
-                        morphology.clone(),
+                    Ok(Arc::new(yamor_families::own_sim_backend(
+                        path,
+                        morphology,
                         gait.clone(),
                         Default::default(),
-                    )))
+                    )?))
                 })
                 .await
             }

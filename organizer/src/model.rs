@@ -72,7 +72,12 @@ pub struct JobRequest {
 impl JobRequest {
     /// Checks what the wire conversion cannot: that a job can run at all.
     pub fn check(&self) -> Result<(), String> {
-        if let RobotSource::Morphology(xml) = &self.job.robot {
+        // A document naming its family is that family's to read (its
+        // hosts refuse what they cannot build); one naming none is the
+        // thesis' morphology, checked here so a typo fails at once.
+        if let RobotSource::Morphology(xml) = &self.job.robot
+            && yamor_core::family::declared_family(xml).is_none()
+        {
             yamor_core::Morphology::from_xml_str("robot.morphology_xml", xml)
                 .map_err(|e| e.to_string())?;
         }

@@ -659,7 +659,7 @@ async fn the_start_form_offers_and_starts_what_yamor_run_does() {
     .unwrap();
     // A run of a robot needs a host that walks it.
     let backend =
-        yamor_host_agent::sim::SimBackend::example("quadruped", yamor_sim::SimSettings::default())
+        yamor_families::sim_backend("quadruped", yamor_sim::SimSettings::default())
             .unwrap();
     let host = common::serve_host("sim", Arc::new(backend)).await;
     organizer
@@ -1234,7 +1234,7 @@ async fn a_planning_jobs_build_is_drawn_step_by_step() {
     let (organizer, address) = dashboard("dash-plan", 1, None).await;
     let planner = common::serve_host(
         "p0",
-        Arc::new(yamor_host_agent::planning::PlanningBackend::new(2)),
+        Arc::new(yamor_families::planning::PlanningBackend::new(2)),
     )
     .await;
     organizer

@@ -10,7 +10,6 @@ use std::time::Duration;
 
 use tokio_stream::StreamExt;
 use yamor_core::starts::{Spread, candidate_seed, held_out_seeds, is_held_out};
-use yamor_host_agent::sim::SimBackend;
 use yamor_organizer::Organizer;
 use yamor_organizer::model::{
     HELD_OUT_SEQ, HeldOut, JobFilter, JobState, Problem, REFERENCE_SEQ, Run, RunSpec, RunState,
@@ -23,7 +22,7 @@ const BUDGET: u64 = 12;
 async fn organizer_with_sim_hosts(name: &str) -> Organizer {
     let organizer = common::open_organizer(name);
     for i in 0..2 {
-        let backend = SimBackend::example("quadruped", SimSettings::default()).unwrap();
+        let backend = yamor_families::sim_backend("quadruped", SimSettings::default()).unwrap();
         let address = common::serve_host(&format!("sim{i}"), Arc::new(backend)).await;
         organizer
             .scheduler

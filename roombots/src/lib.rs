@@ -23,6 +23,8 @@
 //!   several in one world), the bounding trial driving their servos.
 //! - [`gait`]: Roombot robots described in `world.xml` (the Roombot
 //!   family), walking a CPG gait in the engine as YaMoR robots do.
+//! - [`family`]: the Roombots as a `yamor_core::family::RobotFamily`, so
+//!   hosts and runs walk them as any family's robots.
 //! - [`picture`]: modules drawn as PNG, several moments side by side.
 //! - [`scene`]: several modules in one world (the acrobat of 002 §5.3.2)
 //!   and two meta-modules climbing a structure (the chair of §5.4), with
@@ -39,6 +41,7 @@ pub mod chain;
 pub mod collision;
 pub mod enact;
 pub mod experiment;
+pub mod family;
 pub mod gait;
 pub mod ik;
 pub mod module;

@@ -146,7 +146,7 @@ pub fn backend_for(
     delay: Duration,
 ) -> Result<Arc<dyn Backend>> {
     Ok(match (sim, expr) {
-        (Some(robot), None) => yamor_host_agent::roombots::example_backend(
+        (Some(robot), None) => yamor_families::example_backend(
             robot,
             yamor_sim::SimSettings {
                 engine,
@@ -166,7 +166,7 @@ pub async fn host(args: HostArgs) -> Result<()> {
         None if args.tracker.camapp.is_some() => {
             bail!("--camapp measures a real robot: give --serial")
         }
-        None if args.plan => Arc::new(yamor_host_agent::planning::PlanningBackend::new(
+        None if args.plan => Arc::new(yamor_families::planning::PlanningBackend::new(
             std::thread::available_parallelism().map_or(1, usize::from),
         )),
         None => backend_for(

@@ -190,7 +190,7 @@ pub fn plan(args: &PlanArgs) -> Result<()> {
                 let planner = Arc::new(yamor_reconfig::task::Planner::new(hosts));
                 let cluster = yamor_local::LocalCluster::start_with(hosts, &db, |_| {
                     Ok(
-                        Arc::new(yamor_host_agent::planning::PlanningBackend::sharing(
+                        Arc::new(yamor_families::planning::PlanningBackend::sharing(
                             planner.clone(),
                         )) as Arc<dyn yamor_host_agent::Backend>,
                     )

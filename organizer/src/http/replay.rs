@@ -9,26 +9,15 @@ use std::sync::Arc;
 use axum::extract::{Path, State};
 use axum::http::{StatusCode, header};
 use axum::response::{Html, IntoResponse, Response};
-use serde::Serialize;
 
 use maud::{PreEscaped, html};
 
 use super::{App, PageError, internal, page};
 use crate::model::Job;
 
-/// A recorded walk as the page plays it: box half extents, then per frame
-/// each box's centre (x, y, z, z up) and rotation (quaternion x, y, z, w).
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Recording {
-    pub frame_interval: f64,
-    pub half_extents: Vec<[f32; 3]>,
-    pub frames: Vec<Vec<[f32; 7]>>,
-    /// The velocity (m/s) of the walk recorded here.
-    pub velocity: f64,
-    /// The velocity (m/s) the job's record holds: equal when this
-    /// simulator walked the job as its host did (same engine and step).
-    pub recorded_velocity: Option<f64>,
-}
+/// A recorded walk as the page plays it (a family records it, see
+/// [`yamor_core::family::Walker::record`]).
+pub use yamor_core::family::Recording;
 
 /// Walks a job again and records it; `Err` says why it cannot (a job of
 /// a host's own robot, an expression). Runs on a blocking thread.

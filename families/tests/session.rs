@@ -10,7 +10,7 @@ use tonic::Code;
 use yamor_core::{Connection, Connector, ModuleId, RobotConfig};
 use yamor_host_agent::backend::{BoxFuture, CancelFlag, Sample};
 use yamor_host_agent::session::{Clock, RobotLink, SessionFactory, Supervisor, SystemClock};
-use yamor_host_agent::sim::SimBackend;
+use yamor_families::sim_backend;
 use yamor_host_agent::{Backend, BackendKind, EvaluationJob, HostError, HostService, Outcome};
 use yamor_proto::transport::{AuthChannel, ClientSecurity, ServerSecurity, channel};
 use yamor_proto::v1 as pb;
@@ -66,7 +66,7 @@ async fn serve_with_clock(backend: Arc<dyn Backend>, clock: Arc<dyn Clock>) -> C
 
 async fn quadruped_host() -> Client {
     serve(Arc::new(
-        SimBackend::example("quadruped", SimSettings::default()).unwrap(),
+        sim_backend("quadruped", SimSettings::default()).unwrap(),
     ))
     .await
 }
@@ -818,7 +818,7 @@ async fn a_long_sleep_keeps_the_host_busy_until_it_is_dropped() {
 async fn the_real_clock_paces_and_the_supervisor_changes_the_world() {
     let clock = Arc::new(FakeClock::default());
     let mut h = serve_with_clock(
-        Arc::new(SimBackend::example("quadruped", SimSettings::default()).unwrap()),
+        Arc::new(sim_backend("quadruped", SimSettings::default()).unwrap()),
         clock.clone(),
     )
     .await;

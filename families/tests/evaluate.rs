@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use tonic::Code;
 use yamor_host_agent::expr::ExprBackend;
-use yamor_host_agent::sim::SimBackend;
+use yamor_families::sim_backend;
 use yamor_host_agent::{Backend, HostService};
 use yamor_proto::transport::{AuthChannel, ClientSecurity, ServerSecurity, channel};
 use yamor_proto::v1 as pb;
@@ -46,7 +46,7 @@ fn quadruped_job(seconds: f64) -> pb::EvaluateRequest {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_quadruped_walks_through_evaluate() {
     let mut host = start(Arc::new(
-        SimBackend::example("quadruped", SimSettings::default()).unwrap(),
+        sim_backend("quadruped", SimSettings::default()).unwrap(),
     ))
     .await;
     let info = host
@@ -90,7 +90,7 @@ async fn the_quadruped_walks_through_evaluate() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_jobs_are_invalid_arguments() {
     let mut host = start(Arc::new(
-        SimBackend::example("quadruped", SimSettings::default()).unwrap(),
+        sim_backend("quadruped", SimSettings::default()).unwrap(),
     ))
     .await;
     let mut bad = quadruped_job(1.0);
@@ -120,7 +120,7 @@ async fn bad_jobs_are_invalid_arguments() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_dropped_call_stops_the_simulation_and_frees_the_host() {
     let mut host = start(Arc::new(
-        SimBackend::example("quadruped", SimSettings::default()).unwrap(),
+        sim_backend("quadruped", SimSettings::default()).unwrap(),
     ))
     .await;
     let mut caller = host.clone();
@@ -273,7 +273,7 @@ async fn health_is_open_while_the_api_needs_the_token() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_evaluation_starts_in_the_situation_its_spec_names() {
     let mut host = start(Arc::new(
-        SimBackend::example("quadruped", SimSettings::default()).unwrap(),
+        sim_backend("quadruped", SimSettings::default()).unwrap(),
     ))
     .await;
     let velocity = |change: fn(&mut pb::EvaluationSpec)| {
@@ -367,11 +367,11 @@ async fn a_host_walks_whatever_robot_a_job_brings() {
     let snake = ExampleRobot::named("snake").unwrap();
     let xml = snake.morphology().unwrap().to_xml_string();
     let mut own = start(Arc::new(
-        SimBackend::example("snake", SimSettings::default()).unwrap(),
+        sim_backend("snake", SimSettings::default()).unwrap(),
     ))
     .await;
     let mut other = start(Arc::new(
-        SimBackend::example("quadruped", SimSettings::default()).unwrap(),
+        sim_backend("quadruped", SimSettings::default()).unwrap(),
     ))
     .await;
     let velocity = |reply: tonic::Response<pb::EvaluateResponse>| {

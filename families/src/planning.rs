@@ -9,7 +9,7 @@ use std::sync::atomic::Ordering;
 use yamor_core::evaluation::{Objective, PlanOutcome};
 use yamor_reconfig::task::{Planner, SERVED, Task, TaskError, fitness};
 
-use crate::backend::{
+use yamor_host_agent::backend::{
     Backend, BackendKind, BoxFuture, CancelFlag, EvaluationJob, HostError, Outcome,
 };
 

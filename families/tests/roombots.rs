@@ -5,8 +5,8 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
 use yamor_core::evaluation::{EvaluationJob, EvaluationSpec, Objective, RobotSource};
-use yamor_host_agent::roombots::{RoombotBackend, example_backend};
-use yamor_host_agent::{Backend, HostError};
+use yamor_families::example_backend;
+use yamor_host_agent::HostError;
 use yamor_sim::SimSettings;
 use yamor_sim::physics::Engine;
 
@@ -26,7 +26,7 @@ fn cancel() -> Arc<AtomicBool> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_roombot_host_walks_its_robot_and_sends_other_families_elsewhere() {
-    let host = RoombotBackend::example("roombots-meta").unwrap();
+    let host = example_backend("roombots-meta", SimSettings::default()).unwrap();
     // No gait in the job: the robot's own.
     let walked = host
         .evaluate(job(RobotSource::Default), cancel())
@@ -48,13 +48,13 @@ async fn a_roombot_host_walks_its_robot_and_sends_other_families_elsewhere() {
     let yamor = host
         .evaluate(job(RobotSource::Example("quadruped".into())), cancel())
         .await;
-    assert!(matches!(yamor, Err(HostError::Failed(m)) if m.contains("walks Roombots")));
+    assert!(matches!(yamor, Err(HostError::Failed(m)) if m.contains("not a roombots robot")));
     // And the other way round.
     let yamor_host = example_backend("quadruped", SimSettings::default()).unwrap();
     let roombot = yamor_host
         .evaluate(job(RobotSource::Example("roombots-meta".into())), cancel())
         .await;
-    assert!(matches!(roombot, Err(HostError::Failed(m)) if m.contains("walks YaMoR robots")));
+    assert!(matches!(roombot, Err(HostError::Failed(m)) if m.contains("not a yamor robot")));
     // A cancelled walk says so.
     let stopped = host
         .evaluate(job(RobotSource::Default), Arc::new(AtomicBool::new(true)))
