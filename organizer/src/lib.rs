@@ -7,13 +7,18 @@
 //! - [`model`]: the domain: jobs, hosts, runs as plain Rust types over
 //!   core's evaluation types. Everything below speaks it.
 //! - [`store`]: SQLite with a single writer thread and group commit; its own
-//!   columns, a schema version, and the migration of older files.
+//!   columns, a schema version, and the migration of older files (the
+//!   handle, `schema`, `reads`, `columns`, `writer`, `v0`).
 //! - [`scheduler`]: hosts (behind the [`scheduler::HostClient`] trait),
 //!   leases, the fair queue, one manager per running job, retries,
 //!   exactly-once results.
 //! - [`runs`]: the optimizer runtime (budget, termination, replay-based
-//!   resume, best-so-far events) over the plugin API.
-//! - [`http`]: the dashboard and `/metrics` over HTTP (axum).
+//!   resume, best-so-far events) over the plugin API: the `Runs` service,
+//!   and apart from it a run's preparation, its executor, the held-out
+//!   re-walk, early stopping and naming.
+//! - [`http`]: the dashboard and `/metrics` over HTTP (axum): the router
+//!   and shared page helpers, the access guards, one file per page or
+//!   family of pages.
 //! - [`metrics`]: the Prometheus registry the scheduler, store and runs feed.
 //! - [`text`]: hosts, runs and jobs as table rows and JSON documents.
 //! - [`grpc`]: the `Organizer` gRPC service and the gRPC host client; with

@@ -7,7 +7,8 @@ use rusqlite::Transaction;
 use yamor_proto::v1 as pb;
 
 use super::columns::{insert_job, insert_run};
-use super::{Job, RunRow, SCHEMA};
+use super::schema::SCHEMA;
+use super::{Job, RunRow};
 use crate::model::{JobState, RunState};
 
 fn job_state(n: i32) -> Result<JobState, String> {

@@ -1,0 +1,44 @@
+//! How runs are named when their request names none: after what tells
+//! them apart in a list, so that a page of runs reads without opening each.
+
+use std::collections::BTreeMap;
+
+use yamor_core::evaluation::RobotSource;
+
+use crate::model::{Problem, RunSpec};
+
+/// An unnamed run's name: its robot first (a list of runs reads by what
+/// was walked), then its optimizer and id.
+pub(super) fn default_name(spec: &RunSpec, id: u64) -> String {
+    let robot = match &spec.robot {
+        _ if matches!(spec.problem, Problem::Space(_)) => "",
+        _ if !spec.robot_name.trim().is_empty() => spec.robot_name.trim(),
+        RobotSource::Example(example) => example,
+        _ => "",
+    };
+    if robot.is_empty() {
+        format!("{}-{id}", spec.optimizer)
+    } else {
+        format!("{robot}-{}-{id}", spec.optimizer)
+    }
+}
+
+/// An unnamed batch run is named after what sets it apart: its settings
+/// (or its seed when it changes none), after the batch's name or optimizer.
+pub(super) fn variant_name(
+    base: &RunSpec,
+    settings: &BTreeMap<String, String>,
+    seed: u64,
+) -> String {
+    let prefix = if base.name.is_empty() {
+        &base.optimizer
+    } else {
+        &base.name
+    };
+    if settings.is_empty() {
+        format!("{prefix} seed={seed}")
+    } else {
+        let pairs: Vec<String> = settings.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        format!("{prefix} {}", pairs.join(","))
+    }
+}

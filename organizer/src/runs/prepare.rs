@@ -1,0 +1,218 @@
+//! What a run is checked for and made of before anything of it is stored or
+//! asked: its problem as a space and a job template, its optimizer, its
+//! settings. Kept apart so that a local run (`yamor run`) and a resumed run
+//! check exactly what a started one does.
+
+use std::sync::Arc;
+
+use yamor_core::evaluation::{BackendKind, EvaluationJob, Objective};
+use yamor_core::optimize::OptimizationConfig;
+use yamor_optimizer_api::{Bound, Plugin, Settings, Space};
+
+use crate::model::{JobRequest, Problem, RunSpec};
+
+/// How a point of the space becomes a job.
+pub(super) enum Blueprint {
+    /// A gait: a yamorconfig with <optimize> rules.
+    Gait(Box<OptimizationConfig>),
+    /// Bare named parameters of an expression or external objective.
+    Bare,
+}
+
+pub(super) struct Prepared {
+    pub(super) blueprint: Blueprint,
+    pub(super) space: Space,
+    pub(super) template: JobRequest,
+}
+
+impl Prepared {
+    /// `x` as named parameters, in space order.
+    pub(super) fn parameters(&self, x: &[f64]) -> Vec<(String, f64)> {
+        self.space
+            .bounds
+            .iter()
+            .zip(x)
+            .map(|(b, &value)| (b.name.clone(), value))
+            .collect()
+    }
+
+    /// The job that evaluates `x`, or why `x` cannot be turned into one.
+    pub(super) fn job_for(&self, x: &[f64]) -> Result<JobRequest, String> {
+        let mut request = self.template.clone();
+        request.job.parameters = self.parameters(x);
+        if let Blueprint::Gait(config) = &self.blueprint {
+            request.job.gait = Some(config.apply(x).map_err(|e| e.to_string())?);
+        }
+        Ok(request)
+    }
+
+    pub(super) fn best_gait(&self, x: &[f64]) -> String {
+        match &self.blueprint {
+            Blueprint::Gait(config) => config
+                .apply(x)
+                .map(|g| g.to_xml_string())
+                .unwrap_or_default(),
+            Blueprint::Bare => String::new(),
+        }
+    }
+}
+
+pub(super) fn prepare(spec: &RunSpec) -> Result<Prepared, String> {
+    let (blueprint, space) = match &spec.problem {
+        Problem::OptimizationXml(xml) => {
+            let config = OptimizationConfig::from_xml_str("optimization_xml", xml)
+                .map_err(|e| e.to_string())?;
+            let free = config.free_parameters();
+            if free.is_empty() {
+                return Err(
+                    "optimization_xml: no <optimize param min max> rule, nothing to optimize"
+                        .into(),
+                );
+            }
+            let bounds = free
+                .iter()
+                .map(|p| Bound {
+                    name: p.name.clone(),
+                    min: p.min,
+                    max: p.max,
+                    periodic: p.periodic,
+                })
+                .collect();
+            let start = free.iter().map(|p| p.start).collect();
+            let space = Space::new(bounds, start).map_err(|e| format!("optimization_xml: {e}"))?;
+            (Blueprint::Gait(Box::new(config)), space)
+        }
+        Problem::Space(bounds) => {
+            let start = bounds.iter().map(|b| b.start).collect();
+            let bounds = bounds
+                .iter()
+                .map(|b| Bound::new(b.name.clone(), b.min, b.max))
+                .collect();
+            let space = Space::new(bounds, start).map_err(|e| format!("space: {e}"))?;
+            (Blueprint::Bare, space)
+        }
+    };
+    // Gaits default to simulation; a bare objective goes to whichever host
+    // serves it, whatever its kind.
+    let backend = match (&blueprint, spec.backend) {
+        (_, Some(kind)) => Some(kind),
+        (Blueprint::Gait(_), None) => Some(BackendKind::Simulation),
+        (Blueprint::Bare, None) => None,
+    };
+    match (&blueprint, &spec.objective) {
+        (Blueprint::Bare, Objective::Gait) => {
+            return Err(
+                "a run over bare parameters must name its objective: an expression (expr:<text>) or an external objective's name"
+                    .into(),
+            );
+        }
+        (Blueprint::Gait(_), objective @ (Objective::Expression(_) | Objective::Named(_))) => {
+            return Err(format!(
+                "optimization_xml describes a gait, but the objective is {objective}"
+            ));
+        }
+        _ => {}
+    }
+    if let Some(max) = spec.max_turn_deg_s
+        && !(max.is_finite() && max > 0.0)
+    {
+        return Err(format!(
+            "max_turn_deg_s must be a positive number of degrees per second, got {max}"
+        ));
+    }
+    spec.held_out.check()?;
+    if !spec.max_seconds.is_finite() || spec.max_seconds < 0.0 {
+        return Err(format!(
+            "max_seconds must be non-negative, got {}",
+            spec.max_seconds
+        ));
+    }
+    let template = JobRequest {
+        job: EvaluationJob {
+            objective: spec.objective.clone(),
+            robot: spec.robot.clone(),
+            gait: None,
+            parameters: Vec::new(),
+            spec: spec.spec.clone(),
+        },
+        backend,
+        max_attempts: 0,
+        timeout: None,
+    };
+    let prepared = Prepared {
+        blueprint,
+        space,
+        template,
+    };
+    // Fail now, not in the middle of the run, if the start point cannot run.
+    let start = prepared.space.start.clone();
+    let job = prepared.job_for(&start)?;
+    job.check()?;
+    Ok(prepared)
+}
+
+pub(super) fn plugin<'a>(
+    plugins: &'a [Arc<dyn Plugin>],
+    name: &str,
+) -> Result<&'a Arc<dyn Plugin>, String> {
+    plugins
+        .iter()
+        .find(|p| p.info().name == name)
+        .ok_or_else(|| {
+            let known: Vec<String> = plugins.iter().map(|p| p.info().name).collect();
+            format!("optimizer: unknown {name:?}; known: {}", known.join(", "))
+        })
+}
+
+/// The one place a run's settings (text, from a request or the store)
+/// become the typed values its optimizer is made with. A gait run gets the
+/// gait-run defaults ([`crate::model::gait_run_settings`]) for what it does
+/// not set, whichever way it came in (gRPC, the form, a local run); a
+/// stored run names every setting already.
+pub(super) fn resolve_settings(
+    plugins: &[Arc<dyn Plugin>],
+    spec: &RunSpec,
+) -> Result<Settings, String> {
+    let plugin = plugin(plugins, &spec.optimizer)?;
+    let mut given = spec.settings.clone();
+    if matches!(spec.problem, Problem::OptimizationXml(_)) {
+        crate::model::gait_run_settings(&spec.optimizer, &mut given);
+    }
+    Settings::parse(
+        &plugin.info().settings,
+        given.iter().map(|(k, v)| (k.as_str(), v.as_str())),
+    )
+    .map_err(|e| format!("settings: {e}"))
+}
+
+/// What a run is checked for before anything of it is stored: its
+/// objective and problem ([`prepare`]), and its settings against the
+/// optimizer made over its space.
+pub(super) fn checked(
+    plugins: &[Arc<dyn Plugin>],
+    spec: &RunSpec,
+    settings: &Settings,
+) -> Result<Prepared, String> {
+    if spec.objective == Objective::Expression(String::new()) {
+        return Err("objective: expr: needs an expression, e.g. expr:-(x*x + y*y)".into());
+    }
+    let prepared = prepare(spec)?;
+    // Creating the optimizer validates the settings against the space.
+    plugin(plugins, &spec.optimizer)?
+        .create(&prepared.space, settings, spec.seed, budget_of(spec))
+        .map_err(|e| format!("settings: {e}"))?;
+    Ok(prepared)
+}
+
+/// Everything [`Runs::start`](super::Runs::start) checks of `spec` that needs neither a
+/// database nor hosts: a local run checks it before it writes anything.
+pub fn check_run(plugins: &[Arc<dyn Plugin>], spec: &RunSpec) -> Result<(), String> {
+    spec.spec.check().map_err(|e| e.to_string())?;
+    let settings = resolve_settings(plugins, spec)?;
+    checked(plugins, spec, &settings).map(drop)
+}
+
+/// The budget a plugin may plan with (0 means the optimizer's own schedule).
+pub(super) fn budget_of(spec: &RunSpec) -> Option<u64> {
+    (spec.max_evaluations > 0).then_some(spec.max_evaluations)
+}
