@@ -14,6 +14,12 @@
 //! - [`evaluation`]: one evaluation as every crate speaks of it: the spec
 //!   (warm-up, window, seed, situation), trajectory samples, the velocity of
 //!   thesis 6.2.1 and the outcome.
+//! - [`measure`]: the measure loop every walker (simulator, Roombot walk,
+//!   real robot) runs: [`measure::WalkMeter`], fed the robot's positions,
+//!   takes the measured window's start, the trajectory samples and the
+//!   early-stopping checkpoints, says when the walk ends (and, for a walker
+//!   on the wall clock, when it next wants a position) and makes the
+//!   outcome.
 //! - [`cpg`]: the coupled oscillator network of thesis equation set 6.1 and
 //!   its fixed-step RK4 integrator.
 //! - [`matheval`]: MathEval (thesis 5.6): expressions with functions and
@@ -43,6 +49,7 @@ pub mod cpg;
 pub mod error;
 pub mod evaluation;
 pub mod matheval;
+pub mod measure;
 pub mod morphology;
 pub mod network;
 pub mod optimize;
