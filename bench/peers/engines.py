@@ -16,10 +16,10 @@ MuJoCo, on the same core, and prints:
 * transfer: how much velocity the best gaits of one simulator keep on the
   other.
 
-    python3 -m venv bench/peers/.venv
-    bench/peers/.venv/bin/pip install -r bench/peers/requirements.txt
+    python3 -m venv bench/peers/.venv-engines
+    bench/peers/.venv-engines/bin/pip install -r bench/peers/engines-requirements.txt
     cargo build --release -p yamor
-    bench/peers/.venv/bin/python bench/peers/engines.py [--gaits 100]
+    bench/peers/.venv-engines/bin/python bench/peers/engines.py [--gaits 100]
 
 Not part of CI.
 """

@@ -13,17 +13,17 @@ the best ones of an optimization run, each valued over held-out starts:
      lies at least --min-distance from every one taken (parameters scaled
      to their optimize.xml box, phase differences wrapped to ±π), so that
      not all 20 come from the one basin the optimizer converged in;
-2. builds `gait-controls` (bench/peers/controls, its own cargo workspace
-   and target directory, so it never waits on the main build), which writes
-   each gait's XML the way bench-engines builds its random gaits
-   (`OptimizationConfig::apply` on examples/robots/quadruped/optimize.xml),
-   walks it on the default engine from the first --starts held-out starts
-   (`core/src/starts.rs`, the starts `yamor sim --starts N` walks) and
-   exports the servo controls of every walk and the MuJoCo model, as
-   `yamor bench-engines` does;
+2. runs `yamor bench-engines --params gaits.csv --config optimize.xml`,
+   which writes each gait's XML the way bench-engines builds its random
+   gaits (`OptimizationConfig::apply` on
+   examples/robots/quadruped/optimize.xml), walks it on the default engine
+   from the first --starts held-out starts (`core/src/starts.rs`, the starts
+   `yamor sim --starts N` walks) and exports the servo controls of every
+   walk and the MuJoCo model, as `yamor bench-engines` does for its own
+   gaits;
 3. walks every gait with `yamor sim quadruped --gait G.xml --starts N
    --seconds 20` (the default engine's figure; checked to equal
-   gait-controls' own walks start by start);
+   bench-engines' own walks start by start);
 4. walks the same control sequences in MuJoCo (engines.py's Walker:
    4.17-ms step, 4 steps per 1/60-s tick, from the model's rest pose),
    i.e. the same oscillator starts on both engines;
@@ -299,13 +299,8 @@ def main():
         for name, c in rows.items():
             f.write(name + "," + ",".join(repr(v) for v in c["values"]) + "\n")
 
-    target = ROOT / "target/peers-controls"
-    manifest = ROOT / "bench/peers/controls/Cargo.toml"
-    build = ["cargo", "build", "--release", "--offline", "--manifest-path", str(manifest)]
-    print("$ CARGO_TARGET_DIR=target/peers-controls", " ".join(build), flush=True)
-    subprocess.run(build, check=True, env=dict(os.environ, CARGO_TARGET_DIR=str(target)))
     exported = out / "export"
-    command = [str(target / "release/gait-controls"), "--config", str(OPTIMIZE_XML),
+    command = [args.yamor, "bench-engines", "--config", str(OPTIMIZE_XML),
                "--params", str(out / "gaits.csv"), "--out", str(exported),
                "--starts", str(args.starts), "--seconds", str(args.seconds)]
     print("$", " ".join(command), flush=True)
@@ -326,7 +321,7 @@ def main():
         # yamor sim prints cm/s to 2 decimals: compare at that precision.
         if any(abs(100 * a - round(100 * b, 2)) > 0.0051 for a, b in zip(per_start, own[name])):
             mismatches += 1
-            print(f"warning: {name}: yamor sim and gait-controls walk differently", flush=True)
+            print(f"warning: {name}: yamor sim and bench-engines walk differently", flush=True)
         ours[name] = own[name]  # full precision; equal to yamor sim's per-start figures
         sim_summary[name] = s
         mj[name] = [walker.walk(load_controls(exported / "controls" / name / f"{i}.csv"))
@@ -334,7 +329,7 @@ def main():
 
     rng = np.random.default_rng(31)
     results, text = [], []
-    text.append(f"{len(rows)} gaits from {run / 'evaluations.csv'}; yamor sim and gait-controls "
+    text.append(f"{len(rows)} gaits from {run / 'evaluations.csv'}; yamor sim and bench-engines "
                 f"{'agree on every start' if mismatches == 0 else f'differ on {mismatches} gaits'}.\n")
     for set_name, gaits in gaits_of.items():
         names = [g["name"] for g in gaits]

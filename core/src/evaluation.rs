@@ -128,8 +128,9 @@ impl EarlyStop {
 }
 
 /// A walk's way through the checkpoints of [`CHECKPOINT_FRACTIONS`]: the
-/// one "stop here?" rule every walk loop (simulated or on a robot) asks, so
-/// that a walk stopped early means the same wherever it walked.
+/// one "stop here?" rule of every walk (simulated or on a robot, through
+/// [`crate::measure::WalkMeter`]), so that a walk stopped early means the
+/// same wherever it walked.
 #[derive(Debug, Clone, Default)]
 pub struct Checkpoints {
     bounds: Option<EarlyStop>,

@@ -18,6 +18,12 @@
 //!   [`family::RobotFamily`] names its examples, recognises its robot
 //!   documents and builds a [`family::Walker`] that walks gaits;
 //!   [`family::Families`] is a process's registry of them.
+//! - [`measure`]: the measure loop every walker (simulator, Roombot walk,
+//!   real robot) runs: [`measure::WalkMeter`], fed the robot's positions,
+//!   takes the measured window's start, the trajectory samples and the
+//!   early-stopping checkpoints, says when the walk ends (and, for a walker
+//!   on the wall clock, when it next wants a position) and makes the
+//!   outcome.
 //! - [`cpg`]: the coupled oscillator network of thesis equation set 6.1 and
 //!   its fixed-step RK4 integrator.
 //! - [`matheval`]: MathEval (thesis 5.6): expressions with functions and
@@ -48,6 +54,7 @@ pub mod error;
 pub mod evaluation;
 pub mod family;
 pub mod matheval;
+pub mod measure;
 pub mod morphology;
 pub mod network;
 pub mod optimize;

@@ -9,6 +9,11 @@
 //! (one row per tick: the actuator controls), `velocities.csv` (gait,
 //! engine, velocity in m/s) and `summary.json` (timings, drift, step halving
 //! and what the script needs to rebuild each walk).
+//!
+//! With `--params gaits.csv --config optimize.xml` it measures no engine but
+//! exports the given gaits, each walked from the first `--starts` held-out
+//! starts (the starts `yamor sim --starts N` walks): what
+//! `bench/peers/rank_good.py` walks in MuJoCo ([`export_gaits`]).
 
 use std::fs;
 use std::io::Write;
@@ -19,13 +24,15 @@ use anyhow::{Context, Result, bail};
 use clap::Args;
 use rand::{Rng, SeedableRng};
 use serde_json::json;
-use yamor_core::evaluation::{EvaluationSpec, planar_velocity};
+use yamor_core::evaluation::{DEFAULT_WARMUP_S, EvaluationSpec, planar_velocity};
 use yamor_core::optimize::OptimizationConfig;
+use yamor_core::starts::held_out_seeds;
 use yamor_core::{Morphology, RobotConfig};
-use yamor_sim::mjcf::{MjcfOptions, to_mjcf};
-use yamor_sim::physics::{Engine, ServoCommand};
+use yamor_sim::physics::Engine;
 use yamor_sim::robots::ExampleRobot;
-use yamor_sim::{SimSettings, Simulation, evaluate, evaluate_observed};
+use yamor_sim::{SimSettings, Simulation, evaluate};
+
+use crate::mujoco_export::{MujocoExport, write_controls};
 
 #[derive(Args)]
 pub struct BenchEnginesArgs {
@@ -53,9 +60,28 @@ pub struct BenchEnginesArgs {
     /// Length of a timed walk (s).
     #[arg(long, default_value_t = 20.0)]
     pub seconds: f64,
+    /// Seconds walked before the measured window.
+    #[arg(long, default_value_t = DEFAULT_WARMUP_S)]
+    pub warmup: f64,
     /// Length of the standing-drift test (s).
     #[arg(long, default_value_t = 60.0)]
     pub stand_seconds: f64,
+    /// Measure no engine: export these gaits instead, a CSV with a header
+    /// `name,<free parameter>,…` (the free parameters of --config, any
+    /// order) and one gait per row, each walked on the first of --engines
+    /// (default: the default engine) from the first --starts held-out
+    /// starts. Writes OUT/gaits/<name>.xml, OUT/controls/<name>/<i>.csv,
+    /// OUT/velocities.csv (gait,start,seed,velocity), quadruped.xml and
+    /// summary.json.
+    #[arg(long, value_name = "CSV", requires = "config")]
+    pub params: Option<PathBuf>,
+    /// With --params: the optimization problem (optimize.xml of the
+    /// quadruped) whose free parameters the CSV's columns are.
+    #[arg(long, requires = "params")]
+    pub config: Option<PathBuf>,
+    /// With --params: the held-out starts each gait is walked from.
+    #[arg(long, default_value_t = 20)]
+    pub starts: u32,
 }
 
 /// The walks every engine and MuJoCo make: the reference gait, the learnt
@@ -68,6 +94,9 @@ struct Gait {
 }
 
 pub fn bench_engines(args: BenchEnginesArgs) -> Result<()> {
+    if let (Some(params), Some(config)) = (&args.params, &args.config) {
+        return export_gaits(&args, config, params);
+    }
     if args.runs == 0 {
         bail!("--runs must be at least 1");
     }
@@ -79,7 +108,7 @@ pub fn bench_engines(args: BenchEnginesArgs) -> Result<()> {
     let example = ExampleRobot::named("quadruped").expect("embedded");
     let morphology = example.morphology()?;
     let settings = SimSettings::default();
-    let spec = EvaluationSpec::lasting(args.seconds)?;
+    let spec = EvaluationSpec::lasting_after(args.warmup, args.seconds)?;
     let gaits = gaits(example.gait()?, args.gaits, args.seed, args.reference_seeds)?;
     fs::create_dir_all(args.out.join("controls"))
         .with_context(|| format!("creating {}", args.out.display()))?;
@@ -108,11 +137,7 @@ pub fn bench_engines(args: BenchEnginesArgs) -> Result<()> {
         );
     }
 
-    // The robot as assembled: the MuJoCo model's bodies, and which hinge
-    // each of its actuators drives, in the model's order.
-    let sim = Simulation::new(&morphology, settings)?;
-    let topology = sim.topology();
-    let hinge_modules: Vec<usize> = topology.hinges.iter().flatten().map(|h| h.module).collect();
+    let export = MujocoExport::new(&morphology, settings)?;
     let mut velocities = fs::File::create(args.out.join("velocities.csv"))?;
     writeln!(velocities, "gait,engine,step,velocity")?;
     let mut recorded = false;
@@ -123,13 +148,8 @@ pub fn bench_engines(args: BenchEnginesArgs) -> Result<()> {
         };
         for (k, &engine) in engines.iter().enumerate() {
             let settings = SimSettings { engine, ..settings };
-            let mut controls = Vec::new();
-            let outcome =
-                evaluate_observed(&morphology, &gait.config, settings, &spec, &mut |sim| {
-                    if k == 0 {
-                        controls.push(actuator_controls(sim, &hinge_modules));
-                    }
-                })?;
+            let (outcome, controls) =
+                export.walk(&morphology, &gait.config, settings, &spec, k == 0)?;
             writeln!(
                 velocities,
                 "{},{},h,{}",
@@ -155,36 +175,20 @@ pub fn bench_engines(args: BenchEnginesArgs) -> Result<()> {
         bail!("no engine walked, nothing recorded");
     }
 
-    // MuJoCo steps at 4.17 ms, as in the comparison.
-    let substeps = 4;
-    let model = to_mjcf(
-        "yamor quadruped",
-        &topology,
-        &MjcfOptions {
-            timestep: settings.dt / substeps as f64,
-            ground_friction: settings.ground_friction,
-            gains: Simulation::healthy_servo_gains(),
-        },
-    )?;
-    fs::write(args.out.join("quadruped.xml"), model)?;
-    let central = sim.module_index(morphology.central)?;
-    let summary = json!({
-        "robot": "quadruped",
-        "dt": settings.dt,
-        "substeps": substeps,
-        "seconds": args.seconds,
-        "warmup": spec.warmup,
-        "runs": args.runs,
-        "stand_seconds": args.stand_seconds,
-        // The robot's position is the central module's body centre, the
-        // centre of this box.
-        "robot_geom": format!("part{}", 2 * central),
-        "gaits": gaits.iter().map(|g| g.name.clone()).collect::<Vec<_>>(),
-        "engines": engine_figures,
-    });
-    fs::write(
-        args.out.join("summary.json"),
-        serde_json::to_string_pretty(&summary)?,
+    export.write(
+        &args.out,
+        settings,
+        [
+            ("seconds", json!(args.seconds)),
+            ("warmup", json!(spec.warmup)),
+            ("runs", json!(args.runs)),
+            ("stand_seconds", json!(args.stand_seconds)),
+            (
+                "gaits",
+                json!(gaits.iter().map(|g| g.name.clone()).collect::<Vec<_>>()),
+            ),
+            ("engines", json!(engine_figures)),
+        ],
     )?;
     println!(
         "MuJoCo model, controls and figures in {}",
@@ -282,30 +286,99 @@ fn standing_drift(
     Ok(planar_velocity(&start, &sim.robot_sample()))
 }
 
-/// The control of every actuator of the MJCF model (hinges in module order)
-/// after one tick: MuJoCo's position actuator with kv applies
-/// kp·(ctrl − q) − kv·q̇, our PD law is kp·(q* − q) + kv·(q̇* − q̇), so
-/// ctrl = q* + kv/kp · q̇*.
-fn actuator_controls(sim: &Simulation, hinge_modules: &[usize]) -> Vec<f32> {
-    hinge_modules
+/// `--params`: the gaits of `params` (values of `config`'s free
+/// parameters), each written as XML and walked as the file says (as `yamor
+/// sim quadruped --gait FILE --starts N` walks it) from the first
+/// `--starts` held-out starts, with every walk's controls and velocity.
+pub fn export_gaits(args: &BenchEnginesArgs, config: &Path, params: &Path) -> Result<()> {
+    let config = OptimizationConfig::from_file(config)
+        .with_context(|| format!("reading {}", config.display()))?;
+    let free: Vec<String> = config
+        .free_parameters()
+        .into_iter()
+        .map(|p| p.name)
+        .collect();
+    let text =
+        fs::read_to_string(params).with_context(|| format!("reading {}", params.display()))?;
+    let mut lines = text.lines().filter(|l| !l.trim().is_empty());
+    let header: Vec<&str> = lines
+        .next()
+        .context("empty parameter file")?
+        .split(',')
+        .collect();
+    if header.first() != Some(&"name") {
+        bail!("the parameter file's first column must be `name`");
+    }
+    let columns: Vec<usize> = free
         .iter()
-        .map(|&m| control(&sim.servo_commands()[m]))
-        .collect()
-}
+        .map(|p| {
+            header
+                .iter()
+                .position(|h| h == p)
+                .with_context(|| format!("no column for free parameter {p}"))
+        })
+        .collect::<Result<_>>()?;
 
-fn control(command: &ServoCommand) -> f32 {
-    if command.stiffness > 0.0 {
-        command.angle + command.damping / command.stiffness * command.velocity
-    } else {
-        command.angle
-    }
-}
+    let morphology = ExampleRobot::named("quadruped")
+        .expect("embedded")
+        .morphology()?;
+    let settings = SimSettings {
+        engine: args.engines.first().copied().unwrap_or_default(),
+        ..SimSettings::default()
+    };
+    let base = EvaluationSpec::lasting_after(args.warmup, args.seconds)?;
+    let seeds: Vec<u64> = held_out_seeds(args.starts).collect();
+    fs::create_dir_all(args.out.join("gaits"))
+        .with_context(|| format!("creating {}", args.out.display()))?;
 
-fn write_controls(path: &Path, rows: &[Vec<f32>]) -> Result<()> {
-    let mut out = std::io::BufWriter::new(fs::File::create(path)?);
-    for row in rows {
-        let line: Vec<String> = row.iter().map(|v| format!("{v:.6}")).collect();
-        writeln!(out, "{}", line.join(","))?;
+    let export = MujocoExport::new(&morphology, settings)?;
+    let mut velocities = fs::File::create(args.out.join("velocities.csv"))?;
+    writeln!(velocities, "gait,start,seed,velocity")?;
+    let mut names = Vec::new();
+    for line in lines {
+        let cells: Vec<&str> = line.split(',').collect();
+        let name = cells[0].to_string();
+        let values: Vec<f64> = columns
+            .iter()
+            .map(|&c| -> Result<f64> {
+                let cell = cells
+                    .get(c)
+                    .with_context(|| format!("{name}: no cell in column {}", c + 1))?;
+                cell.trim()
+                    .parse()
+                    .with_context(|| format!("parameters of {name}: {cell:?}"))
+            })
+            .collect::<Result<_>>()?;
+        let path = args.out.join(format!("gaits/{name}.xml"));
+        fs::write(&path, config.apply(&values)?.to_xml_string())?;
+        // Walk what the file says, as `yamor sim --gait` would.
+        let gait = RobotConfig::from_file(&path)?;
+        let dir = args.out.join(format!("controls/{name}"));
+        fs::create_dir_all(&dir)?;
+        for (i, &seed) in seeds.iter().enumerate() {
+            let spec = EvaluationSpec {
+                seed,
+                ..base.clone()
+            };
+            let (outcome, controls) = export.walk(&morphology, &gait, settings, &spec, true)?;
+            writeln!(velocities, "{name},{i},{seed},{}", outcome.velocity)?;
+            write_controls(&dir.join(format!("{i}.csv")), &controls)?;
+        }
+        eprintln!("{name}: {} starts", seeds.len());
+        names.push(name);
     }
+
+    export.write(
+        &args.out,
+        settings,
+        [
+            ("seconds", json!(args.seconds)),
+            ("warmup", json!(base.warmup)),
+            ("gaits", json!(names)),
+            ("starts", json!(args.starts)),
+            ("seeds", json!(seeds)),
+            ("engine", json!(settings.engine.name())),
+        ],
+    )?;
     Ok(())
 }

@@ -15,7 +15,11 @@
 //!   utilisation with expression hosts.
 //! - [`bench_sim`]: the simulator's steps per second and real-time factor.
 //! - [`bench_engines`]: speed and fidelity of every physics engine, and the
-//!   quadruped exported for `bench/peers/engines.py` to walk in MuJoCo.
+//!   quadruped exported for `bench/peers/engines.py` to walk in MuJoCo;
+//!   with `--params`, any gaits' walks from held-out starts exported for
+//!   `bench/peers/rank_good.py`.
+//! - [`mujoco_export`]: the quadruped's MJCF model and the servo controls
+//!   of our walks, which both of those exports write.
 //! - [`bench_serial`]: ConnectRobot's time with the real robot's timing.
 //! - [`bench_peers`]: our optimizers on test functions through expression
 //!   hosts, for `bench/peers/run.py` to compare with scipy and pyswarms.
@@ -30,6 +34,7 @@ pub mod bench_serial;
 pub mod bench_sim;
 pub mod gait_time;
 pub mod lifelong;
+pub mod mujoco_export;
 pub mod powell;
 pub mod surface;
 

@@ -8,9 +8,8 @@ use crate::sim::{SimError, SimSettings, Simulation};
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Instant;
-use yamor_core::evaluation::{
-    Checkpoints, EvaluationSpec, Outcome, Sample, Situation, planar_velocity,
-};
+use yamor_core::evaluation::{EvaluationSpec, Outcome, Sample, Situation};
+use yamor_core::measure::WalkMeter;
 use yamor_core::{Morphology, RobotConfig};
 use yamor_snp::{SnpMessage, flags};
 
@@ -253,15 +252,10 @@ fn walk(
     let lead_in = spec.situation.lead_in.as_ref();
     sim.configure(lead_in.map_or(gait, |l| &l.gait))?;
     enter(&mut sim, &spec.situation)?;
-    let total = spec.walk_seconds();
     let switch_at = spec.lead_in_seconds();
-    let measure_from = switch_at + spec.warmup;
     let mut switched = lead_in.is_none();
-    let mut trajectory = vec![sim.robot_sample()];
-    let mut start = None;
-    let mut next_sample = spec.sample_interval;
-    let mut checkpoints = Checkpoints::of(spec);
-    while sim.time() + settings.dt / 2.0 <= total {
+    let mut meter = WalkMeter::new(spec, sim.robot_sample(), settings.dt);
+    while meter.walking() {
         if sim.ticks() % check_every == 0 && cancel.load(Ordering::Relaxed) {
             return Err(SimError::Cancelled(sim.time()));
         }
@@ -271,28 +265,10 @@ fn walk(
         }
         sim.tick();
         on_tick(&sim);
-        if start.is_none() && sim.time() + settings.dt / 2.0 >= measure_from {
-            start = Some(sim.robot_sample());
-        }
-        if sim.time() + settings.dt / 2.0 >= next_sample {
-            trajectory.push(sim.robot_sample());
-            next_sample += spec.sample_interval.max(settings.dt);
-        }
-        if let (Some(from), Some(at)) = (start, checkpoints.next_into_window(spec))
-            && sim.time() + settings.dt / 2.0 >= measure_from + at
-            && checkpoints.reached(planar_velocity(&from, &sim.robot_sample()))
-        {
-            break;
-        }
+        meter.observe(sim.robot_sample());
     }
-    let end = sim.robot_sample();
-    if trajectory.last() != Some(&end) {
-        trajectory.push(end);
-    }
-    let start = start.unwrap_or(trajectory[0]);
-    let mut outcome = Outcome::from_samples(start, end, trajectory, spec.full_trajectory);
-    checkpoints.record(&mut outcome);
-    outcome.simulated = end.t;
+    let mut outcome = meter.finish();
+    outcome.simulated = outcome.end.t;
     outcome.wall = started.elapsed();
     outcome.physics_steps = sim.ticks();
     outcome.engine = settings.engine.name().to_owned();

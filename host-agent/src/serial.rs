@@ -34,7 +34,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
-use yamor_core::evaluation::{Checkpoints, planar_velocity};
+use yamor_core::measure::WalkMeter;
 use yamor_core::{ModuleId, RobotConfig};
 use yamor_snp::configuration_messages;
 use yamor_snp::{BROADCAST, Frame, FrameDecoder, HOST, SnpFrame, SnpMessage, flags};
@@ -252,46 +252,25 @@ impl SerialRobot {
                 y,
                 z: 0.0,
             };
-            let mut samples = vec![start];
-            let interval = if job.spec.sample_interval > 0.0 {
-                job.spec.sample_interval
-            } else {
-                job.spec.measure
-            };
-            let end_at = begin + settings.wall(job.spec.measure);
-            // Where the velocity so far is read, and a hopeless walk ends
-            // (a person's time is what a real robot's walk costs).
-            let mut checkpoints = Checkpoints::of(&job.spec);
-            loop {
-                let checkpoint = checkpoints
-                    .next_into_window(&job.spec)
-                    .map(|s| begin + settings.wall(s));
-                let mut next = (Instant::now() + settings.wall(interval)).min(end_at);
-                if let Some(c) = checkpoint {
-                    next = next.min(c);
-                }
-                stop.sleep(next.saturating_duration_since(Instant::now()))?;
+            // The meter says when the next sample or checkpoint is due (a
+            // hopeless walk ends at its checkpoint: a person's time is what
+            // a real robot's walk costs); the host sleeps till then. Its
+            // clock is the wall's, to the millisecond.
+            let mut meter =
+                WalkMeter::from_window_start(&job.spec, start, settings.time_scale * 1e-3);
+            while meter.walking() {
+                let due = started + settings.wall(meter.next_due());
+                stop.sleep(due.saturating_duration_since(Instant::now()))?;
                 let at = Instant::now();
                 let (x, y) = position.fix_after(at, fix_timeout).map_err(position_lost)?;
-                let here = Sample {
+                meter.observe(Sample {
                     t: robot_time(at),
                     x,
                     y,
                     z: 0.0,
-                };
-                samples.push(here);
-                if checkpoint.is_some_and(|c| at >= c)
-                    && checkpoints.reached(planar_velocity(&start, &here))
-                {
-                    break;
-                }
-                if at >= end_at {
-                    break;
-                }
+                });
             }
-            let end = *samples.last().expect("at least two samples");
-            let mut outcome = Outcome::from_samples(start, end, samples, job.spec.full_trajectory);
-            checkpoints.record(&mut outcome);
+            let mut outcome = meter.finish();
             outcome.simulated = robot_time(Instant::now());
             Ok(outcome)
         })();

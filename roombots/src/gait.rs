@@ -36,7 +36,8 @@ use nalgebra::{Isometry3, Point3};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use yamor_core::cpg::{Coupling, CpgNetwork, OscillatorParams, OscillatorState};
-use yamor_core::evaluation::{Checkpoints, EvaluationSpec, Outcome, Sample, planar_velocity};
+use yamor_core::evaluation::{EvaluationSpec, Outcome, Sample};
+use yamor_core::measure::WalkMeter;
 use yamor_core::{Motion, RobotConfig};
 
 use crate::chain::{Link, Tree};
@@ -421,15 +422,11 @@ pub fn walk_observed(
     let modules = robot.ids.len();
     let initial: Vec<f64> = (0..net.len()).map(|i| net.output(i)).collect();
     let dt = settings.dt;
-    let total = spec.walk_seconds();
     let mut t = 0.0;
     let mut steps = 0u64;
-    let mut trajectory = vec![position(&sim, 0.0)];
-    let mut start = None;
-    let mut next_sample = spec.sample_interval;
-    let mut checkpoints = Checkpoints::of(spec);
+    let mut meter = WalkMeter::new(spec, position(&sim, 0.0), dt);
     let mut last_command: Vec<f64> = robot.start.iter().flatten().copied().collect();
-    while t + dt / 2.0 <= total {
+    while meter.walking() {
         if steps.is_multiple_of(24) && cancel.load(Ordering::Relaxed) {
             return Err(WalkError::Cancelled(t));
         }
@@ -464,27 +461,9 @@ pub fn walk_observed(
         if !(here.x.is_finite() && here.y.is_finite() && here.z.is_finite()) {
             return Err(WalkError::Unstable(t));
         }
-        if start.is_none() && t + dt / 2.0 >= spec.warmup {
-            start = Some(here);
-        }
-        if t + dt / 2.0 >= next_sample {
-            trajectory.push(here);
-            next_sample += spec.sample_interval.max(dt);
-        }
-        if let (Some(from), Some(at)) = (start, checkpoints.next_into_window(spec))
-            && t + dt / 2.0 >= spec.warmup + at
-            && checkpoints.reached(planar_velocity(&from, &here))
-        {
-            break;
-        }
+        meter.observe(here);
     }
-    let end = position(&sim, t);
-    if trajectory.last() != Some(&end) {
-        trajectory.push(end);
-    }
-    let start = start.unwrap_or(trajectory[0]);
-    let mut outcome = Outcome::from_samples(start, end, trajectory, spec.full_trajectory);
-    checkpoints.record(&mut outcome);
+    let mut outcome = meter.finish();
     outcome.simulated = t;
     outcome.wall = started.elapsed();
     outcome.physics_steps = steps;
