@@ -163,8 +163,7 @@ impl Backend for FamilyBackend {
             // Building a job's robot and walking it never run on the async
             // runtime: heartbeats and GetInfo answer during a walk.
             let outcome = tokio::task::spawn_blocking(move || {
-                let walker =
-                    walker_for(&*family, engine.as_deref(), &own, &brought, &job.robot)?;
+                let walker = walker_for(&*family, engine.as_deref(), &own, &brought, &job.robot)?;
                 let gait = job.gait.as_ref().unwrap_or(&own.gait);
                 walker.walk(gait, &job.spec, &flag).map_err(host_error)
             })
