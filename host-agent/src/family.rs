@@ -39,6 +39,9 @@ struct Own {
     gait: RobotConfig,
 }
 
+/// The robot the last job brought and its built form.
+type Brought = parking_lot::Mutex<Option<(RobotSource, Arc<dyn Walker>)>>;
+
 /// A simulated robot of one family.
 pub struct FamilyBackend {
     family: Arc<dyn RobotFamily>,
@@ -47,7 +50,7 @@ pub struct FamilyBackend {
     own: Arc<Own>,
     /// The robot the last job brought and its built form: a run's jobs
     /// all bring the same one, built once.
-    brought: Arc<parking_lot::Mutex<Option<(RobotSource, Arc<dyn Walker>)>>>,
+    brought: Arc<Brought>,
     sessions: Option<Arc<dyn SessionFactory>>,
 }
 
@@ -115,7 +118,7 @@ fn walker_for(
     family: &dyn RobotFamily,
     engine: Option<&str>,
     own: &Own,
-    brought: &parking_lot::Mutex<Option<(RobotSource, Arc<dyn Walker>)>>,
+    brought: &Brought,
     robot: &RobotSource,
 ) -> Result<Arc<dyn Walker>, HostError> {
     if matches!(robot, RobotSource::Default) || *robot == own.source {
