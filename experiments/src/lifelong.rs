@@ -192,7 +192,10 @@ impl Scenario {
         let (address, robot_host) = yamor_local::serve_host(
             Arc::new(HostService::new(
                 "robot",
-                Arc::new(yamor_families::sim_backend("quadruped", Default::default())?),
+                Arc::new(yamor_families::sim_backend(
+                    "quadruped",
+                    Default::default(),
+                )?),
             )),
             async move {
                 let mut rx = stop_rx;

@@ -1,8 +1,9 @@
 //! The robot families yamor ships, as hosts serve them: YaMoR's one-servo
 //! modules (walks and robot sessions on the simulator) and the Roombots
-//! (walks), plus the host that plans Roombot self-reconfigurations. The
-//! host agent, the organizer and the one-process run know no family; this
-//! crate is where the built-in ones are put together.
+//! (walks), plus the host that plans Roombot self-reconfigurations and
+//! the dashboard's page of its jobs. The host agent, the organizer and the
+//! one-process run know no family; this crate is where the built-in ones
+//! are put together.
 //!
 //! # Layout
 //! - [`builtin`]: the registry of built-in families, YaMoR first, asked in
@@ -13,6 +14,10 @@
 //! - [`planning`]: a host that plans Roombot self-reconfigurations
 //!   (`reconfig:` objectives, seed 003) on a blocking thread, cancellable
 //!   between rounds.
+//! - [`plan_view`]: the dashboard's page of a planning job's build, step
+//!   by step (`/jobs/{id}/plan?step=K`), and how its job page names a
+//!   `reconfig:` objective: a `JobView` the organizer frames without
+//!   knowing the Roombots ([`job_views`] lists it).
 //!
 //! A third family needs none of this: it implements
 //! `yamor_core::family::RobotFamily` in its own crate and is served by
@@ -28,6 +33,7 @@ use yamor_roombots::family::RoombotsFamily;
 use yamor_sim::SimSettings;
 use yamor_sim::family::YamorFamily;
 
+pub mod plan_view;
 pub mod planning;
 pub mod yamor;
 
@@ -40,6 +46,13 @@ pub fn builtin_with(settings: SimSettings) -> Families {
     Families::default()
         .with(Arc::new(YamorFamily { settings }))
         .with(Arc::new(RoombotsFamily))
+}
+
+/// The dashboard's pages of the built-in families' jobs (a planning job's
+/// build), for `yamor_organizer::http::Options::job_views`.
+#[must_use]
+pub fn job_views() -> Vec<Arc<dyn yamor_organizer::http::views::JobView>> {
+    vec![Arc::new(plan_view::PlanView)]
 }
 
 /// The built-in families on their default engines.

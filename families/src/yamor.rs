@@ -22,8 +22,12 @@ pub fn sim_backend(name: &str, settings: SimSettings) -> Result<FamilyBackend, H
     let morphology =
         YamorFamily::morphology(&RobotSource::Example(name.to_owned())).map_err(host_error)?;
     let family = Arc::new(YamorFamily { settings });
-    Ok(FamilyBackend::example(family, name, None)?
-        .with_sessions(Arc::new(SimSessions { morphology, settings })))
+    Ok(
+        FamilyBackend::example(family, name, None)?.with_sessions(Arc::new(SimSessions {
+            morphology,
+            settings,
+        })),
+    )
 }
 
 /// A host of a user's YaMoR robot, called `name`, walking `gait` unless a
@@ -36,12 +40,14 @@ pub fn own_sim_backend(
 ) -> Result<FamilyBackend, HostError> {
     let family = Arc::new(YamorFamily { settings });
     let source = RobotSource::Morphology(morphology.to_xml_string());
-    Ok(FamilyBackend::new(family, name, source, gait, None)?.with_sessions(Arc::new(
-        SimSessions {
-            morphology: morphology.clone(),
-            settings,
-        },
-    )))
+    Ok(
+        FamilyBackend::new(family, name, source, gait, None)?.with_sessions(Arc::new(
+            SimSessions {
+                morphology: morphology.clone(),
+                settings,
+            },
+        )),
+    )
 }
 
 /// The simulated robot as a session drives it: SNP messages go to the
@@ -183,4 +189,3 @@ impl SessionFactory for SimSessions {
         Ok(Box::new(SimLink::new(sim)))
     }
 }
-

@@ -4,8 +4,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tonic::Code;
-use yamor_host_agent::expr::ExprBackend;
 use yamor_families::sim_backend;
+use yamor_host_agent::expr::ExprBackend;
 use yamor_host_agent::{Backend, HostService};
 use yamor_proto::transport::{AuthChannel, ClientSecurity, ServerSecurity, channel};
 use yamor_proto::v1 as pb;

@@ -8,9 +8,9 @@ use std::time::{Duration, Instant};
 
 use tonic::Code;
 use yamor_core::{Connection, Connector, ModuleId, RobotConfig};
+use yamor_families::sim_backend;
 use yamor_host_agent::backend::{BoxFuture, CancelFlag, Sample};
 use yamor_host_agent::session::{Clock, RobotLink, SessionFactory, Supervisor, SystemClock};
-use yamor_families::sim_backend;
 use yamor_host_agent::{Backend, BackendKind, EvaluationJob, HostError, HostService, Outcome};
 use yamor_proto::transport::{AuthChannel, ClientSecurity, ServerSecurity, channel};
 use yamor_proto::v1 as pb;

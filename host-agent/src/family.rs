@@ -39,6 +39,9 @@ struct Own {
     gait: RobotConfig,
 }
 
+/// The robot the last job brought and its built form.
+type Brought = parking_lot::Mutex<Option<(RobotSource, Arc<dyn Walker>)>>;
+
 /// A simulated robot of one family.
 pub struct FamilyBackend {
     family: Arc<dyn RobotFamily>,
@@ -47,7 +50,7 @@ pub struct FamilyBackend {
     own: Arc<Own>,
     /// The robot the last job brought and its built form: a run's jobs
     /// all bring the same one, built once.
-    brought: Arc<parking_lot::Mutex<Option<(RobotSource, Arc<dyn Walker>)>>>,
+    brought: Arc<Brought>,
     sessions: Option<Arc<dyn SessionFactory>>,
 }
 
@@ -115,7 +118,7 @@ fn walker_for(
     family: &dyn RobotFamily,
     engine: Option<&str>,
     own: &Own,
-    brought: &parking_lot::Mutex<Option<(RobotSource, Arc<dyn Walker>)>>,
+    brought: &Brought,
     robot: &RobotSource,
 ) -> Result<Arc<dyn Walker>, HostError> {
     if matches!(robot, RobotSource::Default) || *robot == own.source {
@@ -163,8 +166,7 @@ impl Backend for FamilyBackend {
             // Building a job's robot and walking it never run on the async
             // runtime: heartbeats and GetInfo answer during a walk.
             let outcome = tokio::task::spawn_blocking(move || {
-                let walker =
-                    walker_for(&*family, engine.as_deref(), &own, &brought, &job.robot)?;
+                let walker = walker_for(&*family, engine.as_deref(), &own, &brought, &job.robot)?;
                 let gait = job.gait.as_ref().unwrap_or(&own.gait);
                 walker.walk(gait, &job.spec, &flag).map_err(host_error)
             })

@@ -159,7 +159,9 @@ pub fn generic_optimization(
 }
 
 /// The dashboard over the embedded robots: its start form offers each of
-/// them with its default problem.
+/// them with its default problem; it replays walks with their family's
+/// simulator and draws the built-in families' own jobs (a planning job's
+/// build, [`yamor_families::job_views`]).
 #[must_use]
 pub fn dashboard_options(
     token: Option<yamor_proto::transport::Token>,
@@ -172,6 +174,7 @@ pub fn dashboard_options(
         })),
         replay: Some(std::sync::Arc::new(replay)),
         own_robot: Some(std::sync::Arc::new(own_robot)),
+        job_views: yamor_families::job_views(),
         ..Default::default()
     }
 }

@@ -18,7 +18,9 @@
 //!   re-walk, early stopping and naming.
 //! - [`http`]: the dashboard and `/metrics` over HTTP (axum): the router
 //!   and shared page helpers, the access guards, one file per page or
-//!   family of pages.
+//!   family of pages, and [`http::views`], the seam through which a robot
+//!   family draws pages of its own jobs (a planning job's build) in the
+//!   dashboard's frame.
 //! - [`metrics`]: the Prometheus registry the scheduler, store and runs feed.
 //! - [`text`]: hosts, runs and jobs as table rows and JSON documents.
 //! - [`grpc`]: the `Organizer` gRPC service and the gRPC host client; with

@@ -659,8 +659,7 @@ async fn the_start_form_offers_and_starts_what_yamor_run_does() {
     .unwrap();
     // A run of a robot needs a host that walks it.
     let backend =
-        yamor_families::sim_backend("quadruped", yamor_sim::SimSettings::default())
-            .unwrap();
+        yamor_families::sim_backend("quadruped", yamor_sim::SimSettings::default()).unwrap();
     let host = common::serve_host("sim", Arc::new(backend)).await;
     organizer
         .scheduler
@@ -1231,7 +1230,16 @@ async fn a_planning_jobs_build_is_drawn_step_by_step() {
     use std::sync::Arc;
     use yamor_organizer::model::{JobRequest, JobState};
     use yamor_reconfig::task::{Target, Task};
-    let (organizer, address) = dashboard("dash-plan", 1, None).await;
+    // The Roombots' view of their planning jobs, as `yamor` serves it.
+    let (organizer, address) = dashboard_with(
+        "dash-plan",
+        1,
+        Options {
+            job_views: yamor_families::job_views(),
+            ..Default::default()
+        },
+    )
+    .await;
     let planner = common::serve_host(
         "p0",
         Arc::new(yamor_families::planning::PlanningBackend::new(2)),
@@ -1364,4 +1372,122 @@ async fn a_planning_jobs_build_is_drawn_step_by_step() {
         "{}",
         none.body
     );
+}
+
+/// A job view contributed from outside: served in the dashboard's frame at
+/// `/jobs/{id}/{name}` with the query's parameters, linked from the pages
+/// of the jobs it shows, naming the objectives it knows; what it inserts
+/// is escaped; unknown views, views it refuses and names the dashboard
+/// keeps for itself are not served.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_view_from_outside_is_framed_linked_and_escaped() {
+    use std::collections::BTreeMap;
+    use std::sync::Arc;
+    use yamor_organizer::http::views::{JobView, Markup, ViewError};
+    use yamor_organizer::model::Job;
+
+    struct Echo(&'static str);
+    impl JobView for Echo {
+        fn name(&self) -> &str {
+            self.0
+        }
+        fn title(&self) -> &str {
+            "an echo"
+        }
+        fn link_text(&self) -> &str {
+            "hear it <again>"
+        }
+        fn describe_objective(&self, objective: &Objective) -> Option<String> {
+            matches!(objective, Objective::Expression(_)).then(|| "an <echoed> expression".into())
+        }
+        fn shows(&self, job: &Job) -> bool {
+            job.seq == 0
+        }
+        fn render(&self, job: &Job, query: &BTreeMap<String, String>) -> Result<Markup, ViewError> {
+            match query.get("say").map(String::as_str) {
+                Some("nothing") => Err(ViewError::NotFound("nothing to say not found".into())),
+                Some("?") => Err(ViewError::BadQuery("say what?".into())),
+                said => {
+                    Ok(maud::html! { p #echo { "job " (job.id) " says " (said.unwrap_or("")) } })
+                }
+            }
+        }
+    }
+    let (organizer, address) = dashboard_with(
+        "dash-views",
+        1,
+        Options {
+            job_views: vec![Arc::new(Echo("echo")), Arc::new(Echo("replay"))],
+            ..Default::default()
+        },
+    )
+    .await;
+    let run = organizer.runs.start(run_spec(2)).await.unwrap();
+    until_ended(&organizer, run.id).await;
+    let mut jobs = organizer
+        .scheduler
+        .list_jobs(
+            JobFilter {
+                run_id: Some(run.id),
+                ..JobFilter::default()
+            },
+            true,
+        )
+        .await
+        .unwrap();
+    jobs.sort_by_key(|j| j.seq);
+    let (first, second) = (jobs[0].id, jobs[1].id);
+    let page = get(&address, &format!("/jobs/{first}")).await;
+    assert_eq!(page.status, 200, "{}", page.body);
+    assert!(
+        page.body.contains(&format!(
+            "<a id=\"echo\" href=\"/jobs/{first}/echo\">hear it &lt;again&gt;</a>"
+        )),
+        "{}",
+        page.body
+    );
+    assert!(
+        page.body
+            .contains("<th>objective</th><td>an &lt;echoed&gt; expression</td>"),
+        "{}",
+        page.body
+    );
+    // A task a view names is no walk.
+    assert!(!page.body.contains("<th>walk</th>"), "{}", page.body);
+    // The view named as the dashboard's own page is left out.
+    assert!(!page.body.contains("id=\"replay\""), "{}", page.body);
+    let other = get(&address, &format!("/jobs/{second}")).await;
+    assert!(!other.body.contains("id=\"echo\""), "{}", other.body);
+    let echo = get(&address, &format!("/jobs/{first}/echo?say=%3Cb%3Ehi")).await;
+    assert_eq!(echo.status, 200, "{}", echo.body);
+    assert!(echo.body.contains("<nav>"), "in the dashboard's frame");
+    assert!(
+        echo.body
+            .contains(&format!("<h1>Job {first}: an echo</h1>"))
+    );
+    assert!(
+        echo.body
+            .contains(&format!("<p id=\"echo\">job {first} says &lt;b&gt;hi</p>")),
+        "{}",
+        echo.body
+    );
+    let refused = get(&address, &format!("/jobs/{first}/echo?say=nothing")).await;
+    assert_eq!(refused.status, 404, "{}", refused.body);
+    assert!(refused.body.contains("nothing to say not found"));
+    assert_eq!(
+        get(&address, &format!("/jobs/{first}/echo?say=%3F"))
+            .await
+            .status,
+        400
+    );
+    assert_eq!(
+        get(&address, &format!("/jobs/{first}/nothing"))
+            .await
+            .status,
+        404
+    );
+    assert_eq!(get(&address, "/jobs/999999/echo").await.status, 404);
+    // `/jobs/{id}/replay` stays the dashboard's own (it has no replayer).
+    let replay = get(&address, &format!("/jobs/{first}/replay")).await;
+    assert!(replay.body.contains("no simulator"), "{}", replay.body);
 }

@@ -406,8 +406,7 @@ async fn a_walking_real_robot_answers_probes_and_keeps_its_lease() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_simulation_host_on_a_long_walk_answers_probes_and_keeps_its_lease() {
-    let backend =
-        yamor_families::sim_backend("quadruped", SimSettings::default()).unwrap();
+    let backend = yamor_families::sim_backend("quadruped", SimSettings::default()).unwrap();
     // Ten minutes of virtual walking: seconds of wall time, many leases.
     let walk = walk(yamor_core::evaluation::BackendKind::Simulation, 8.0, 600.0);
     let busy = probe_during_a_long_walk("long-sim-walk", Arc::new(backend), walk).await;

@@ -189,11 +189,9 @@ pub fn plan(args: &PlanArgs) -> Result<()> {
                 // connection type's swept cells are made once, on every core.
                 let planner = Arc::new(yamor_reconfig::task::Planner::new(hosts));
                 let cluster = yamor_local::LocalCluster::start_with(hosts, &db, |_| {
-                    Ok(
-                        Arc::new(yamor_families::planning::PlanningBackend::sharing(
-                            planner.clone(),
-                        )) as Arc<dyn yamor_host_agent::Backend>,
-                    )
+                    Ok(Arc::new(yamor_families::planning::PlanningBackend::sharing(
+                        planner.clone(),
+                    )) as Arc<dyn yamor_host_agent::Backend>)
                 })
                 .await?;
                 eprintln!(

@@ -93,7 +93,9 @@ impl Sled {
             .parse::<f64>()
             .ok()
             .filter(|m| m.is_finite() && *m > 0.0)
-            .ok_or_else(|| FamilyError::Invalid("a sled's mass must be a positive number".into()))?;
+            .ok_or_else(|| {
+                FamilyError::Invalid("a sled's mass must be a positive number".into())
+            })?;
         Ok(Sled { mass })
     }
 
@@ -173,7 +175,10 @@ mod tests {
         let spec = EvaluationSpec::lasting_after(1.0, 4.0).unwrap();
         let outcome = walker.walk(&gait, &spec, &AtomicBool::new(false)).unwrap();
         let model = Sled { mass: 2.0 }.speed(0.3, 0.6, 0.3);
-        assert!((outcome.velocity - model).abs() < 1e-9 * model.max(1.0), "{outcome:?}");
+        assert!(
+            (outcome.velocity - model).abs() < 1e-9 * model.max(1.0),
+            "{outcome:?}"
+        );
         assert!(matches!(
             family.walker(&RobotSource::Example("quadruped".into()), None),
             Err(FamilyError::NotOurs { .. })

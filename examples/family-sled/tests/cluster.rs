@@ -41,7 +41,11 @@ async fn a_third_family_walks_on_the_cluster_and_shows_on_the_dashboard() {
     let _ = std::fs::remove_file(&db);
     let family: Arc<dyn RobotFamily> = Arc::new(SledFamily);
     let cluster = LocalCluster::start_with(2, &db, |_| {
-        Ok(Arc::new(FamilyBackend::example(family.clone(), FAMILY, None)?))
+        Ok(Arc::new(FamilyBackend::example(
+            family.clone(),
+            FAMILY,
+            None,
+        )?))
     })
     .await
     .unwrap();
@@ -66,7 +70,9 @@ async fn a_third_family_walks_on_the_cluster_and_shows_on_the_dashboard() {
         .unwrap();
     assert_eq!(done.state, RunState::Finished, "{}", done.error);
     assert!(done.evaluations >= 60, "{done:?}");
-    let held_out = done.held_out.expect("the winner re-walked from held-out starts");
+    let held_out = done
+        .held_out
+        .expect("the winner re-walked from held-out starts");
     // The start gait walks about 1 cm/s; the run must find a faster one.
     let start_speed = yamor_family_sled::Sled { mass: 2.0 }.speed(0.3, 0.6, 0.3);
     assert!(
@@ -74,13 +80,26 @@ async fn a_third_family_walks_on_the_cluster_and_shows_on_the_dashboard() {
         "held out {} m/s, start gait {start_speed} m/s",
         held_out.mean
     );
-    assert!(done.robot.starts_with("sled (morphology "), "{}", done.robot);
+    assert!(
+        done.robot.starts_with("sled (morphology "),
+        "{}",
+        done.robot
+    );
 
     let runs = get(&cluster.dashboard, "/runs").await;
-    assert!(runs.starts_with("HTTP/1.1 200") || runs.starts_with("HTTP/1.0 200"), "{runs}");
-    assert!(runs.contains("sled (morphology "), "the runs page names the robot");
+    assert!(
+        runs.starts_with("HTTP/1.1 200") || runs.starts_with("HTTP/1.0 200"),
+        "{runs}"
+    );
+    assert!(
+        runs.contains("sled (morphology "),
+        "the runs page names the robot"
+    );
     let page = get(&cluster.dashboard, &format!("/runs/{}", run.id)).await;
-    assert!(page.contains("sled (morphology "), "the run's page names the robot");
+    assert!(
+        page.contains("sled (morphology "),
+        "the run's page names the robot"
+    );
     assert!(
         page.contains(&format!("{:.2}", held_out.mean * 100.0)),
         "the run's page shows the held-out velocity in cm/s"

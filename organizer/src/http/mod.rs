@@ -26,6 +26,11 @@
 //!   linking to `/jobs/{id}`, its whole record ([`trials`]).
 //! - `/jobs/{id}/replay`: the evaluation seen walking, boxes in 3-D
 //!   ([`replay`]).
+//! - `/jobs/{id}/{view}`: a job drawn by a view contributed from outside
+//!   ([`views`], [`Options::job_views`]), e.g. a Roombot planning job's
+//!   build step by step (`/jobs/{id}/plan?step=K`, drawn by
+//!   `yamor-families`); the job page names objectives and links to views
+//!   as they say.
 //! - Access (`access`): when a token is given, every request needs it, as
 //!   `Authorization: Bearer <token>`, a `yamor_token` cookie, or once as
 //!   `?token=` (which sets the cookie). Without one, loopback is the only
@@ -37,7 +42,6 @@ mod access;
 mod analysis;
 mod compare;
 mod launch;
-mod plans;
 mod plot;
 pub mod replay;
 mod run;
@@ -45,6 +49,7 @@ mod runs;
 mod status;
 mod trajectory;
 mod trials;
+pub mod views;
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -108,6 +113,9 @@ pub struct Options {
     /// Walks a job again in this process to replay it in the browser
     /// (`/jobs/{id}/replay`); `None`: no replays.
     pub replay: Option<replay::Replayer>,
+    /// Pages of jobs drawn from outside the organizer (a robot family's
+    /// own, e.g. a planning job's build), each at `/jobs/{id}/{name}`.
+    pub job_views: Vec<Arc<dyn views::JobView>>,
     /// A view of a database (`yamor dashboard`): pages only; starting or
     /// stopping runs and drawing paths (which walks a gait again) are
     /// refused.
@@ -126,6 +134,7 @@ impl Default for Options {
             read_only: false,
             replay: None,
             own_robot: None,
+            job_views: Vec::new(),
         }
     }
 }
@@ -140,6 +149,14 @@ struct App {
 
 /// Every dashboard route over `organizer`.
 pub fn router(organizer: Organizer, options: Options) -> Router {
+    for view in &options.job_views {
+        if !views::usable(view.name()) {
+            tracing::warn!(
+                "dashboard: a job view cannot be named {:?}; it is left out",
+                view.name()
+            );
+        }
+    }
     let app = App {
         organizer,
         options,
@@ -160,9 +177,9 @@ pub fn router(organizer: Organizer, options: Options) -> Router {
         .route("/compare", get(compare::compare_page))
         .route("/jobs", get(status::jobs_page))
         .route("/jobs/{id}", get(trials::job_page))
-        .route("/jobs/{id}/plan", get(plans::plan_page))
         .route("/jobs/{id}/replay", get(replay::replay_page))
         .route("/jobs/{id}/replay.json", get(replay::replay_json))
+        .route("/jobs/{id}/{view}", get(views::view_page))
         .route("/runs/{id}/trials", get(trials::trials_page))
         .route("/gaits", get(status::gaits_page))
         .route("/metrics", get(status::metrics))

@@ -1,11 +1,16 @@
 //! Every evaluation of a run as a table (`/runs/{id}/trials`: sortable by
 //! any column, filtered by any text), each row linking to its job's whole
-//! record (`/jobs/{id}`: request, start, what was measured, error).
+//! record (`/jobs/{id}`: request, start, what was measured, error, and
+//! links to the views contributed for it, [`super::views`]).
+
+use std::sync::Arc;
 
 use axum::extract::{Path, State};
 use axum::response::Html;
 use maud::html;
+use yamor_core::evaluation::Objective;
 
+use super::views::{JobView, usable};
 use super::{App, PageError, Units, internal, page, run_of, script};
 use crate::model::{HELD_OUT_SEQ, Job, JobFilter, REFERENCE_SEQ};
 
@@ -101,16 +106,13 @@ pub(super) async fn trials_page(
     Ok(page(&format!("Run {id}: every evaluation"), body))
 }
 
-/// An objective as a job's page names it: a planning task by what it
-/// builds and how, not as its JSON.
-fn objective(objective: &yamor_core::evaluation::Objective) -> String {
-    use yamor_core::evaluation::Objective;
-    match objective {
-        Objective::Named(text) => match yamor_reconfig::task::Task::from_objective(text) {
-            Some(Ok(task)) => format!("a reconfiguration: {}", task.describe()),
-            _ => objective.to_string(),
-        },
-        other => other.to_string(),
+/// An objective as a job's page names it: as a view names a task of its
+/// own (a planning task by what it builds and how, not as its JSON), else
+/// its text; and whether a view named it.
+fn named_objective(views: &[&Arc<dyn JobView>], objective: &Objective) -> (String, bool) {
+    match views.iter().find_map(|v| v.describe_objective(objective)) {
+        Some(said) => (said, true),
+        None => (objective.to_string(), false),
     }
 }
 
@@ -121,6 +123,13 @@ pub(super) async fn job_page(
     let job = app.job(id).await?;
     let units = Units::of(std::iter::once(&job));
     let request = &job.request.job;
+    let views: Vec<&Arc<dyn JobView>> = app
+        .options
+        .job_views
+        .iter()
+        .filter(|v| usable(v.name()))
+        .collect();
+    let (objective, a_task) = named_objective(&views, &request.objective);
     let mut rows: Vec<(&str, String)> = vec![
         ("run", job.run_id.to_string()),
         ("evaluation", evaluation(&job)),
@@ -128,13 +137,10 @@ pub(super) async fn job_page(
         ("host", job.host.clone()),
         ("attempts", job.attempts.to_string()),
         ("seconds on the host", seconds(&job)),
-        ("objective", objective(&request.objective)),
+        ("objective", objective),
     ];
-    let planning = job.outcome.as_ref().is_some_and(|o| o.plan.is_some())
-        || request
-            .objective
-            .to_text()
-            .starts_with(yamor_reconfig::task::OBJECTIVE_PREFIX);
+    // A planning job, or any task a view names, is no walk.
+    let planning = job.outcome.as_ref().is_some_and(|o| o.plan.is_some()) || a_task;
     if planning {
         rows.push((
             "start (seed of the random start)",
@@ -210,8 +216,8 @@ pub(super) async fn job_page(
         @if app.options.replay.is_some() && request.gait.is_some() {
             p { a #replay href={ "/jobs/" (id) "/replay" } { "see it walk (3-D replay)" } }
         }
-        @if job.outcome.as_ref().is_some_and(|o| o.plan.is_some()) {
-            p { a #plan href={ "/jobs/" (id) "/plan" } { "step through the build" } }
+        @for view in views.iter().filter(|v| v.shows(&job)) {
+            p { a id=(view.name()) href={ "/jobs/" (id) "/" (view.name()) } { (view.link_text()) } }
         }
         @if job.run_id > 0 {
             p { a href={ "/runs/" (job.run_id) "/trials" } { "every evaluation of run " (job.run_id) } }

@@ -1,50 +1,90 @@
-//! A planning job's build, step by step: `/jobs/{id}/plan?step=K` draws
-//! the grid after the first K moves of the stored plan as an isometric
-//! picture (one shaded cube per cell, far cubes first), the meta-module
-//! that made move K in orange with where it came from outlined, the
-//! structure's cells not yet filled as dashed outlines, and links to step
-//! through. Drawn here as SVG; no script.
+//! A Roombot planning job's build, step by step, as a page of the
+//! organizer's dashboard ([`PlanView`], a
+//! [`JobView`](yamor_organizer::http::views::JobView) named `plan`):
+//! `/jobs/{id}/plan?step=K` draws the grid after the first K moves of the
+//! stored plan as an isometric picture (one shaded cube per cell, far
+//! cubes first), the meta-module that made move K in orange with where it
+//! came from outlined, the structure's cells not yet filled as dashed
+//! outlines, and links to step through. Drawn here as SVG; no script. The
+//! job page names a `reconfig:` objective by what it builds and links
+//! here from a finished planning job.
 
 use std::collections::BTreeMap;
 
-use axum::extract::{Path, Query, State};
-use axum::http::StatusCode;
-use axum::response::Html;
 use maud::{Markup, PreEscaped, html};
-use serde::Deserialize;
+use yamor_core::evaluation::Objective;
+use yamor_organizer::http::views::{JobView, ViewError};
+use yamor_organizer::model::Job;
 use yamor_reconfig::grid::Cell;
 use yamor_reconfig::plan::Plan;
+use yamor_reconfig::task::Task;
 
-use super::{App, PageError, not_found, page};
+/// A planning job's build, stepped through on the dashboard; registered
+/// in the dashboard's options by whoever serves it (`yamor-local`'s
+/// `dashboard_options`).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct PlanView;
 
-#[derive(Deserialize)]
-pub(super) struct StepQuery {
-    #[serde(default)]
-    step: usize,
+impl JobView for PlanView {
+    fn name(&self) -> &str {
+        "plan"
+    }
+
+    fn title(&self) -> &str {
+        "the build"
+    }
+
+    fn link_text(&self) -> &str {
+        "step through the build"
+    }
+
+    /// A planning task by what it builds and how, not as its JSON.
+    fn describe_objective(&self, objective: &Objective) -> Option<String> {
+        let Objective::Named(text) = objective else {
+            return None;
+        };
+        match Task::from_objective(text)? {
+            Ok(task) => Some(format!("a reconfiguration: {}", task.describe())),
+            // Ours by its prefix, but unreadable: named as it is.
+            Err(_) => Some(objective.to_string()),
+        }
+    }
+
+    fn shows(&self, job: &Job) -> bool {
+        job.outcome.as_ref().is_some_and(|o| o.plan.is_some())
+    }
+
+    fn render(&self, job: &Job, query: &BTreeMap<String, String>) -> Result<Markup, ViewError> {
+        let step = match query.get("step") {
+            None => 0,
+            Some(text) => text.parse().map_err(|_| {
+                ViewError::BadQuery(format!(
+                    "step must be a step's number (0 for the start), got {text:?}"
+                ))
+            })?,
+        };
+        page(job, step)
+    }
 }
 
-pub(super) async fn plan_page(
-    State(app): State<App>,
-    Path(id): Path<u64>,
-    Query(query): Query<StepQuery>,
-) -> Result<Html<String>, PageError> {
-    let job = app.job(id).await?;
+/// Job `job`'s build after `step` moves.
+fn page(job: &Job, step: usize) -> Result<Markup, ViewError> {
+    let id = job.id;
     let outcome = job
         .outcome
         .as_ref()
         .and_then(|o| o.plan.as_ref())
-        .ok_or_else(|| not_found(format!("a plan in job {id} (not a finished planning job)")))?;
-    let plan = Plan::parse(&outcome.plan).map_err(|e| {
-        PageError(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            format!("job {id}'s plan cannot be read: {e}"),
-        )
-    })?;
+        .ok_or_else(|| {
+            ViewError::NotFound(format!(
+                "a plan in job {id} (not a finished planning job) not found"
+            ))
+        })?;
+    let plan = Plan::parse(&outcome.plan)
+        .map_err(|e| ViewError::Unreadable(format!("job {id}'s plan cannot be read: {e}")))?;
     let last = plan.steps.len();
-    let step = query.step;
     if step > last {
-        return Err(not_found(format!(
-            "step {step} of job {id}'s plan (it has {last})"
+        return Err(ViewError::NotFound(format!(
+            "step {step} of job {id}'s plan (it has {last}) not found"
         )));
     }
     let now = plan.after(step);
@@ -85,7 +125,7 @@ pub(super) async fn plan_page(
             "blue: the others; dashed: cells of the structure not yet filled."
         }
     };
-    Ok(page(&format!("Job {id}: the build"), body))
+    Ok(body)
 }
 
 /// One cell's cube: where it is and how it is drawn.
