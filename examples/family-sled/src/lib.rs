@@ -13,6 +13,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use yamor_core::RobotConfig;
 use yamor_core::evaluation::{EvaluationSpec, Outcome, RobotSource, Sample};
 use yamor_core::family::{FamilyError, RobotFamily, Walker, declared_family};
+use yamor_core::measure::WalkMeter;
 
 /// The family's name and the `family` attribute of its documents.
 pub const FAMILY: &str = "sled";
@@ -126,33 +127,30 @@ impl Walker for Sled {
             .modules
             .first()
             .ok_or_else(|| FamilyError::Invalid("a sled's gait needs its one module".into()))?;
-        let speed = self.speed(leg.amplitude, leg.offset, leg.speed);
-        // The start seed turns the sled a little: a walk's velocity is
-        // spread over starts.
-        let heading = (spec.seed % 17) as f64 / 17.0 * 0.4 - 0.2;
+        // The start seed turns the sled a little and draws the floor's
+        // roughness under it (±5 % of the speed): a gait's velocity is
+        // spread over starts, as a robot's is.
+        let draw = |salt: u64| {
+            let mixed = (spec.seed ^ salt).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+            (mixed >> 11) as f64 / (1u64 << 53) as f64
+        };
+        let speed = self.speed(leg.amplitude, leg.offset, leg.speed) * (0.95 + 0.1 * draw(1));
+        let heading = 0.4 * draw(2) - 0.2;
         let (mut t, mut x, mut y) = (0.0, 0.0, 0.0);
         let at = |t: f64, x: f64, y: f64| Sample { t, x, y, z: 0.0 };
-        let mut samples = vec![at(0.0, 0.0, 0.0)];
-        let mut start = None;
-        while t + DT / 2.0 <= spec.walk_seconds() {
+        // The one measure loop every walker runs: window, samples,
+        // early-stopping checkpoints.
+        let mut meter = WalkMeter::new(spec, at(0.0, 0.0, 0.0), DT);
+        while meter.walking() {
             if cancel.load(Ordering::Relaxed) {
                 return Err(FamilyError::Cancelled);
             }
             t += DT;
             x += speed * heading.cos() * DT;
             y += speed * heading.sin() * DT;
-            if start.is_none() && t + DT / 2.0 >= spec.warmup {
-                start = Some(at(t, x, y));
-            }
-            samples.push(at(t, x, y));
+            meter.observe(at(t, x, y));
         }
-        let end = at(t, x, y);
-        let mut outcome = Outcome::from_samples(
-            start.unwrap_or(samples[0]),
-            end,
-            samples,
-            spec.full_trajectory,
-        );
+        let mut outcome = meter.finish();
         outcome.simulated = t;
         outcome.engine = "sled model".to_owned();
         Ok(outcome)

@@ -73,8 +73,9 @@ async fn a_third_family_walks_on_the_cluster_and_shows_on_the_dashboard() {
     let held_out = done
         .held_out
         .expect("the winner re-walked from held-out starts");
-    // The start gait walks about 1 cm/s; the run must find a faster one.
-    let start_speed = yamor_family_sled::Sled { mass: 2.0 }.speed(0.3, 0.6, 0.3);
+    // The start gait walks at most its model speed + 5 %; the run must
+    // find a faster one.
+    let start_speed = 1.05 * yamor_family_sled::Sled { mass: 2.0 }.speed(0.3, 0.6, 0.3);
     assert!(
         held_out.mean > start_speed,
         "held out {} m/s, start gait {start_speed} m/s",
