@@ -26,12 +26,15 @@
 //! - [`lifelong`]: thesis 7.5's scenarios (transformation, fall, slippery
 //!   ground) driving `yamor_lifelong`'s loop on a local cluster, with plots,
 //!   and `yamor lifelong gaits`.
+//! - [`cli`]: the `yamor experiment` and `yamor lifelong` subcommands and
+//!   their dispatch.
 
 pub mod bench_cluster;
 pub mod bench_engines;
 pub mod bench_peers;
 pub mod bench_serial;
 pub mod bench_sim;
+pub mod cli;
 pub mod gait_time;
 pub mod lifelong;
 pub mod mujoco_export;

@@ -21,7 +21,11 @@
 //!   default settings, whichever way it starts);
 //!   [`parse_setting`], [`parse_settings`] and [`batch_variants`]: settings
 //!   as a command line gives them (`--set name=value`, `--variant a=1,b=2`).
+//! - `cli` (feature `clap`): a run read from `yamor_organizer::cli`'s
+//!   arguments on a robot's files, and `yamor optimize`'s handler.
 
+#[cfg(feature = "clap")]
+pub mod cli;
 pub mod cluster;
 pub mod problem;
 pub mod progress;

@@ -34,6 +34,8 @@
 //!   organizer` runs it: both ports bound before the database is opened,
 //!   the API and the dashboard served, open streams cut after a grace.
 
+#[cfg(feature = "clap")]
+pub mod cli;
 pub mod convert;
 pub mod grpc;
 pub mod http;

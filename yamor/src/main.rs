@@ -1,5 +1,7 @@
 //! `yamor`: the command line of the yamor cluster. Thin glue over the
-//! library crates; see `yamor --help`.
+//! library crates, whose `cli` modules hold their own commands (the
+//! Roombots', the experiments', the organizer's client commands); see
+//! `yamor --help`.
 
 use anyhow::Result;
 use clap::{Parser, Subcommand};
@@ -22,40 +24,8 @@ enum LogFormat {
 
 mod cluster;
 mod net;
-mod plan;
 mod robot;
-mod roombots;
 mod run;
-
-#[derive(Subcommand)]
-enum ExperimentCommand {
-    /// Figs 6.3 and 6.5-6.7: velocity over outer offset x inner-outer phase lag, with Powell paths.
-    Surface(yamor_experiments::surface::SurfaceArgs),
-    /// Fig 6.8: a seven-parameter Powell timeline (parameters and velocity per evaluation).
-    Timeline(yamor_experiments::powell::TimelineArgs),
-    /// Fig 6.12: classic against regular-interval Powell from ten starting points.
-    Compare(yamor_experiments::powell::CompareArgs),
-    /// Experiment 5: wall-clock time to a good quadruped gait over several seeds.
-    GaitTime(yamor_experiments::gait_time::GaitTimeArgs),
-}
-
-#[derive(Subcommand)]
-enum LifelongCommand {
-    /// Fig 7.4: the 7.5.1 transformation, a new CPG network, relearning.
-    Transform(yamor_experiments::lifelong::ScenarioArgs),
-    /// 7.5.2: a fall onto the back, learning to walk upside down, and back.
-    UpsideDown(yamor_experiments::lifelong::ScenarioArgs),
-    /// Slippery ground and back, twice: the second time, stored gaits.
-    Ground {
-        #[command(flatten)]
-        args: yamor_experiments::lifelong::ScenarioArgs,
-        /// The slippery ground's friction coefficient (the floor's is 0.8).
-        #[arg(long, default_value_t = 0.02)]
-        slippery: f64,
-    },
-    /// The gaits database of an organizer's SQLite file (thesis 7.8.2).
-    Gaits(yamor_experiments::lifelong::GaitsArgs),
-}
 
 #[derive(Subcommand)]
 enum Command {
@@ -67,13 +37,13 @@ enum Command {
     Host(cluster::HostArgs),
     /// Lifelong learning scenarios (thesis chapter 7).
     #[command(subcommand)]
-    Lifelong(LifelongCommand),
+    Lifelong(yamor_experiments::cli::LifelongCommand),
     /// Reproduce thesis experiments on this machine.
     #[command(subcommand)]
-    Experiment(ExperimentCommand),
+    Experiment(yamor_experiments::cli::ExperimentCommand),
     /// Roombot modules (seeds 002 and 003): kinematics experiments.
     #[command(subcommand)]
-    Roombots(roombots::RoombotsCommand),
+    Roombots(yamor_roombots_cli::RoombotsCommand),
     /// Measure the scheduler: throughput and PSO speed-up with expression hosts.
     BenchCluster(yamor_experiments::bench_cluster::BenchClusterArgs),
     /// The LED tracker: watch, calibrate, or emulate a CamApp.
@@ -88,23 +58,23 @@ enum Command {
     /// Manage the organizer's hosts.
     Hosts {
         #[command(flatten)]
-        client: net::ClientOpts,
+        client: yamor_organizer::cli::ClientOpts,
         #[command(subcommand)]
-        command: cluster::HostsCommand,
+        command: yamor_organizer::cli::HostsCommand,
     },
     /// Start, batch-start, list, stop and watch optimizer runs.
     Optimize {
         #[command(flatten)]
-        client: net::ClientOpts,
+        client: yamor_organizer::cli::ClientOpts,
         #[command(subcommand)]
-        command: cluster::OptimizeCommand,
+        command: yamor_organizer::cli::OptimizeCommand,
     },
     /// List and watch jobs.
     Jobs {
         #[command(flatten)]
-        client: net::ClientOpts,
+        client: yamor_organizer::cli::ClientOpts,
         #[command(subcommand)]
-        command: cluster::JobsCommand,
+        command: yamor_organizer::cli::JobsCommand,
     },
     /// Walk a robot with a gait from held-out starts and print its velocity (thesis 6.2.1); --csv writes the trajectory.
     Sim(yamor_sim::cli::WalkArgs),
@@ -148,37 +118,30 @@ fn main() -> Result<()> {
             .init(),
     }
     use yamor_experiments as ex;
-    use yamor_experiments::lifelong as life;
     match cli.command {
         Command::Run(args) => match block_on(run::run(args))? {
             // Everything is written and shut down; only the code is left.
             Some(code) => std::process::exit(code),
             None => Ok(()),
         },
-        Command::Experiment(ExperimentCommand::Surface(a)) => block_on(ex::surface::surface(a)),
-        Command::Experiment(ExperimentCommand::Timeline(a)) => block_on(ex::powell::timeline(a)),
-        Command::Experiment(ExperimentCommand::Compare(a)) => block_on(ex::powell::compare(a)),
-        Command::Experiment(ExperimentCommand::GaitTime(a)) => {
-            block_on(ex::gait_time::gait_time(a))
-        }
+        Command::Experiment(command) => block_on(ex::cli::experiment(command)),
         Command::Organizer(args) => block_on(cluster::organizer(args)),
         Command::Camera(command) => Ok(yamor_camera::cli::camera(command, net::shutdown_signal())?),
-        Command::Lifelong(LifelongCommand::Transform(a)) => block_on(life::transform(a)),
-        Command::Lifelong(LifelongCommand::UpsideDown(a)) => block_on(life::upside_down(a)),
-        Command::Lifelong(LifelongCommand::Ground { args, slippery }) => {
-            block_on(life::ground(args, slippery))
-        }
-        Command::Lifelong(LifelongCommand::Gaits(a)) => block_on(life::gaits(a)),
+        Command::Lifelong(command) => block_on(ex::cli::lifelong(command)),
         Command::Emulate(args) => robot::emulate(args),
-        Command::Roombots(command) => roombots::roombots(command),
+        Command::Roombots(command) => yamor_roombots_cli::roombots(command, net::shutdown_signal()),
         Command::BenchSerial(args) => ex::bench_serial::bench_serial(args),
         Command::BenchEngines(args) => ex::bench_engines::bench_engines(args),
         Command::BenchPeers(args) => block_on(ex::bench_peers::bench_peers(args)),
         Command::Host(args) => block_on(cluster::host(args)),
         Command::BenchCluster(args) => block_on(ex::bench_cluster::bench_cluster(args)),
-        Command::Hosts { client, command } => block_on(cluster::hosts(client, command)),
-        Command::Optimize { client, command } => block_on(cluster::optimize(client, command)),
-        Command::Jobs { client, command } => block_on(cluster::jobs(client, command)),
+        Command::Hosts { client, command } => {
+            block_on(yamor_organizer::cli::hosts(client, command))
+        }
+        Command::Optimize { client, command } => {
+            block_on(yamor_local::cli::optimize(client, command))
+        }
+        Command::Jobs { client, command } => block_on(yamor_organizer::cli::jobs(client, command)),
         Command::Sim(args) => Ok(yamor_sim::cli::walk(args)?),
         Command::Bridge(args) => {
             block_on(async { Ok(yamor_sim::cli::bridge(args, net::shutdown_signal()).await?) })
@@ -186,7 +149,7 @@ fn main() -> Result<()> {
         Command::Bench(args) => ex::bench_sim::bench_sim(args),
         Command::Robots => {
             yamor_sim::cli::robots()?;
-            roombots::list_robots()
+            yamor_roombots_cli::list_robots()
         }
         Command::Health(args) => block_on(cluster::health(args)),
         Command::Dashboard(args) => block_on(cluster::dashboard(args)),

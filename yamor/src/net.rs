@@ -1,4 +1,4 @@
-//! Command-line options shared by every networked subcommand.
+//! Command-line options shared by the servers' subcommands; Ctrl-C and SIGTERM.
 
 use std::path::PathBuf;
 
@@ -8,52 +8,6 @@ use yamor_proto::transport::{ClientSecurity, ServerSecurity, TlsServerFiles, Tok
 
 /// Default organizer port.
 pub const ORGANIZER_ADDR: &str = "127.0.0.1:7070";
-
-#[derive(Args, Clone, Debug)]
-pub struct ClientOpts {
-    /// The organizer's URL.
-    #[arg(
-        long,
-        env = "YAMOR_ORGANIZER",
-        default_value = "http://127.0.0.1:7070",
-        global = true
-    )]
-    pub organizer: String,
-    /// File holding the shared token (otherwise $YAMOR_TOKEN).
-    #[arg(long, global = true)]
-    pub token_file: Option<PathBuf>,
-    /// CA certificate (PEM) for https:// URLs.
-    #[arg(long, global = true)]
-    pub tls_ca: Option<PathBuf>,
-    /// Print JSON (one document on stdout) instead of a table, for scripts.
-    #[arg(long, global = true)]
-    pub json: bool,
-}
-
-impl ClientOpts {
-    pub fn security(&self) -> Result<ClientSecurity> {
-        Ok(ClientSecurity {
-            token: Token::from_file_or_env(self.token_file.as_deref())?,
-            tls_ca: self.tls_ca.clone(),
-            tls_domain: None,
-        })
-    }
-
-    pub fn format(&self) -> yamor_organizer::text::Format {
-        if self.json {
-            yamor_organizer::text::Format::Json
-        } else {
-            yamor_organizer::text::Format::Text
-        }
-    }
-
-    pub fn organizer(&self) -> Result<yamor_organizer::OrganizerClient> {
-        Ok(yamor_organizer::OrganizerClient::new(
-            &self.organizer,
-            &self.security()?,
-        )?)
-    }
-}
 
 #[derive(Args, Clone, Debug)]
 pub struct ServerOpts {
@@ -93,23 +47,6 @@ impl ServerOpts {
             tls_domain: None,
         })
     }
-}
-
-/// Resolves on Ctrl-C. The handler is installed now, not when first
-/// polled, so a Ctrl-C right after this returns is not lost (the default
-/// action would kill the process).
-pub fn interrupt() -> std::io::Result<impl std::future::Future<Output = ()>> {
-    #[cfg(unix)]
-    {
-        let mut sigint = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())?;
-        Ok(async move {
-            sigint.recv().await;
-        })
-    }
-    #[cfg(not(unix))]
-    Ok(async {
-        let _ = tokio::signal::ctrl_c().await;
-    })
 }
 
 /// Resolves on Ctrl-C or SIGTERM.

@@ -11,7 +11,7 @@ use yamor_local::shared::Claim;
 use yamor_local::{RunRobot, write_outputs};
 use yamor_organizer::model::RunState;
 
-use crate::cluster::{RunOptions, print_run};
+use yamor_organizer::cli::{RunOptions, print_run};
 
 #[derive(Args)]
 pub struct RunArgs {
@@ -48,7 +48,7 @@ pub async fn run(args: RunArgs) -> Result<Option<i32>> {
     // exists, so a refused start leaves nothing behind.
     let hosts = yamor_local::default_hosts(args.hosts);
     let robot = RunRobot::load(&args.robot)?;
-    let mut spec = args.spec.spec_on(&robot, yamor_local::GAIT_RUN_BUDGET)?;
+    let mut spec = yamor_local::cli::run_spec_on(&args.spec, &robot, yamor_local::GAIT_RUN_BUDGET)?;
     yamor_local::check_run(&spec)?;
     let out = match &args.out {
         Some(dir) => dir.clone(),

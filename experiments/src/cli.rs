@@ -1,0 +1,57 @@
+//! `yamor experiment …` and `yamor lifelong …`: the thesis' experiments and
+//! lifelong scenarios as subcommands, and their dispatch.
+
+use anyhow::Result;
+use clap::Subcommand;
+
+use crate::{gait_time, lifelong, powell, surface};
+
+#[derive(Subcommand)]
+pub enum ExperimentCommand {
+    /// Figs 6.3 and 6.5-6.7: velocity over outer offset x inner-outer phase lag, with Powell paths.
+    Surface(surface::SurfaceArgs),
+    /// Fig 6.8: a seven-parameter Powell timeline (parameters and velocity per evaluation).
+    Timeline(powell::TimelineArgs),
+    /// Fig 6.12: classic against regular-interval Powell from ten starting points.
+    Compare(powell::CompareArgs),
+    /// Experiment 5: wall-clock time to a good quadruped gait over several seeds.
+    GaitTime(gait_time::GaitTimeArgs),
+}
+
+/// Runs one `yamor experiment` command.
+pub async fn experiment(command: ExperimentCommand) -> Result<()> {
+    match command {
+        ExperimentCommand::Surface(a) => surface::surface(a).await,
+        ExperimentCommand::Timeline(a) => powell::timeline(a).await,
+        ExperimentCommand::Compare(a) => powell::compare(a).await,
+        ExperimentCommand::GaitTime(a) => gait_time::gait_time(a).await,
+    }
+}
+
+#[derive(Subcommand)]
+pub enum LifelongCommand {
+    /// Fig 7.4: the 7.5.1 transformation, a new CPG network, relearning.
+    Transform(lifelong::ScenarioArgs),
+    /// 7.5.2: a fall onto the back, learning to walk upside down, and back.
+    UpsideDown(lifelong::ScenarioArgs),
+    /// Slippery ground and back, twice: the second time, stored gaits.
+    Ground {
+        #[command(flatten)]
+        args: lifelong::ScenarioArgs,
+        /// The slippery ground's friction coefficient (the floor's is 0.8).
+        #[arg(long, default_value_t = 0.02)]
+        slippery: f64,
+    },
+    /// The gaits database of an organizer's SQLite file (thesis 7.8.2).
+    Gaits(lifelong::GaitsArgs),
+}
+
+/// Runs one `yamor lifelong` command.
+pub async fn lifelong(command: LifelongCommand) -> Result<()> {
+    match command {
+        LifelongCommand::Transform(a) => lifelong::transform(a).await,
+        LifelongCommand::UpsideDown(a) => lifelong::upside_down(a).await,
+        LifelongCommand::Ground { args, slippery } => lifelong::ground(args, slippery).await,
+        LifelongCommand::Gaits(a) => lifelong::gaits(a).await,
+    }
+}
