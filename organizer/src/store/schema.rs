@@ -145,7 +145,7 @@ pub(super) fn upgrade(conn: &mut Connection, path: &Path) -> Result<(), StoreErr
         tx.execute_batch(SCHEMA)?;
     } else {
         if version == 0 {
-            v0::migrate(&tx).map_err(|why| StoreError::Migration {
+            v0::migrate(&tx, SCHEMA).map_err(|why| StoreError::Migration {
                 path: path.to_owned(),
                 why,
             })?;

@@ -7,7 +7,6 @@ use rusqlite::Transaction;
 use yamor_proto::v1 as pb;
 
 use super::columns::{insert_job, insert_run};
-use super::schema::SCHEMA;
 use super::{Job, RunRow};
 use crate::model::{JobState, RunState};
 
@@ -32,9 +31,10 @@ fn run_state(n: i32) -> Result<RunState, String> {
     })
 }
 
-/// Moves the old tables aside, creates version 1 and copies every row
-/// over, decoding each blob once. Hosts and gaits keep their layout.
-pub(super) fn migrate(tx: &Transaction<'_>) -> Result<(), String> {
+/// Moves the old tables aside, creates the tables of `schema` (today's,
+/// handed in by the caller that owns it) and copies every row over,
+/// decoding each blob once. Hosts and gaits keep their layout.
+pub(super) fn migrate(tx: &Transaction<'_>, schema: &str) -> Result<(), String> {
     let sql = |e: rusqlite::Error| e.to_string();
     tx.execute_batch(
         "DROP INDEX IF EXISTS jobs_by_run;
@@ -43,7 +43,7 @@ pub(super) fn migrate(tx: &Transaction<'_>) -> Result<(), String> {
          ALTER TABLE runs RENAME TO runs_v0;",
     )
     .map_err(sql)?;
-    tx.execute_batch(SCHEMA).map_err(sql)?;
+    tx.execute_batch(schema).map_err(sql)?;
     let mut runs = tx
         .prepare("SELECT id, name, optimizer, settings, seed, request, state, evaluations, best_velocity, best_parameters, error, started_ms, finished_ms, elapsed_s FROM runs_v0 ORDER BY id")
         .map_err(sql)?;
