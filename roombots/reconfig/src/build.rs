@@ -28,7 +28,7 @@ use crate::search::{Sweeps, Way, find_way};
 use crate::srdb::Table;
 use crate::structure::Structure;
 use crate::sweep::Clouds;
-use crate::world::{Content, Placement, World};
+use crate::world::{Content, Placement, WorldController};
 
 /// Who may move in a round.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -123,7 +123,7 @@ enum Intent {
 
 /// A build in progress.
 pub struct Build<'a> {
-    pub world: World,
+    pub world: WorldController,
     table: &'a Table,
     clouds: &'a Clouds,
     settings: Settings,
@@ -178,7 +178,7 @@ pub fn upright_on(table: &Table, starts: &[[i32; 2]]) -> Vec<Placement> {
 impl<'a> Build<'a> {
     /// Meta-modules standing upright on `starts` (floor cells), ids 1 ….
     pub fn new(
-        world: World,
+        world: WorldController,
         table: &'a Table,
         clouds: &'a Clouds,
         starts: &[[i32; 2]],
@@ -189,7 +189,7 @@ impl<'a> Build<'a> {
 
     /// Meta-modules where `placements` put them, ids 1 ….
     pub fn with_placements(
-        mut world: World,
+        mut world: WorldController,
         table: &'a Table,
         clouds: &'a Clouds,
         placements: &[Placement],
@@ -205,7 +205,7 @@ impl<'a> Build<'a> {
     /// settled), with no history.
     #[must_use]
     pub fn of_world(
-        world: World,
+        world: WorldController,
         table: &'a Table,
         clouds: &'a Clouds,
         settings: Settings,
@@ -693,7 +693,7 @@ pub struct Film {
 /// `None` when the world has no room for them.
 #[must_use]
 pub fn random_starts(
-    world: &World,
+    world: &WorldController,
     count: usize,
     spacing: i32,
     seed: u64,
@@ -733,9 +733,13 @@ pub fn random_starts(
 /// connector faces a floor or structure connector where one does. Taking
 /// `from` apart into the world's structure (003 Fig 1.2's stool shrinking
 /// from six meta-modules to four) starts here.
-pub fn stand_as(world: &mut World, table: &Table, from: &Structure) -> Result<(), String> {
+pub fn stand_as(
+    world: &mut WorldController,
+    table: &Table,
+    from: &Structure,
+) -> Result<(), String> {
     let places = from.world_cells();
-    let seed_of = |cells: &[Cell; 4], world: &World| {
+    let seed_of = |cells: &[Cell; 4], world: &WorldController| {
         world
             .seeds()
             .iter()
@@ -747,7 +751,7 @@ pub fn stand_as(world: &mut World, table: &Table, from: &Structure) -> Result<()
     let mut turns = Turn::all();
     let (up_pose, up) = upright(table);
     turns.sort_by_key(|t| *t != up);
-    let placement_of = |cells: &[Cell; 4], world: &World| {
+    let placement_of = |cells: &[Cell; 4], world: &WorldController| {
         let root = cells[0];
         let standing = Placement {
             root,
@@ -796,7 +800,7 @@ pub fn stand_as(world: &mut World, table: &Table, from: &Structure) -> Result<()
 /// A 13-cell world with one open seed: a meta-module standing upright on
 /// floor cell (6, 6).
 #[must_use]
-pub fn one_seed_world() -> World {
+pub fn one_seed_world() -> WorldController {
     let structure = crate::structure::Structure {
         places: vec![crate::structure::Place {
             level: 0,
@@ -805,7 +809,7 @@ pub fn one_seed_world() -> World {
         }],
         offset: [6, 6, 0],
     };
-    let mut world = World::new([13, 13, 13]);
+    let mut world = WorldController::new([13, 13, 13]);
     world
         .set_structure(&structure)
         .expect("one upright place fits a 13-cell world");
@@ -820,7 +824,7 @@ pub fn one_seed_world() -> World {
 /// to 1, whose cubes are nearer it. The first such pair found searching
 /// the poses around the seed; `None` when there is none for this table.
 #[must_use]
-pub fn deadlock_case(table: &Table, clouds: &Clouds) -> Option<(World, Vec<Placement>)> {
+pub fn deadlock_case(table: &Table, clouds: &Clouds) -> Option<(WorldController, Vec<Placement>)> {
     let world = one_seed_world();
     let seed: Cell = [6, 6, 0];
     let (up_pose, up_turn) = upright(table);
@@ -905,7 +909,7 @@ pub fn trials(
         ..Tally::default()
     };
     for seed in 0..trials as u64 {
-        let mut world = World::new(size);
+        let mut world = WorldController::new(size);
         world.set_structure(structure).map_err(|e| e.to_string())?;
         let starts = random_starts(&world, structure.places.len(), 3, seed).ok_or_else(|| {
             format!(
@@ -950,7 +954,7 @@ mod tests {
         for t in [ConnectionType::ShearS, ConnectionType::Perpendicular] {
             let table = db.table(t);
             let clouds = Clouds::build(table, crate::sweep::ROTATION_STEP, 2);
-            let mut world = World::new([13, 13, 13]);
+            let mut world = WorldController::new([13, 13, 13]);
             world.set_structure(&structure).unwrap();
             assert_eq!(world.level(), Some(0));
             let mut build = Build::new(

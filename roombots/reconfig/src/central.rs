@@ -40,7 +40,7 @@ use crate::grid::{Cell, Turn};
 use crate::search::{Sweeps, Way, find_way};
 use crate::srdb::Table;
 use crate::sweep::Clouds;
-use crate::world::{Placement, World};
+use crate::world::{Placement, WorldController};
 
 /// A bound this high: the goal cannot be reached from there.
 const DEAD_END: usize = usize::MAX / 8;
@@ -130,7 +130,7 @@ impl Edge {
 /// The planner's view of one build: the world without its moving
 /// meta-modules, and their ids.
 struct Problem<'a> {
-    base: World,
+    base: WorldController,
     ids: Vec<u32>,
     table: &'a Table,
     clouds: &'a Clouds,
@@ -166,7 +166,7 @@ impl Relaxed {
 
     /// Backward breadth-first search from the roots and turns that can
     /// assume `seed`'s shape.
-    fn of(table: &Table, world: &World, seed: &crate::world::Seed) -> Self {
+    fn of(table: &Table, world: &WorldController, seed: &crate::world::Seed) -> Self {
         let mut turns = Turn::all();
         turns.sort_unstable();
         let size = world.size;
@@ -414,7 +414,7 @@ impl<'a> Problem<'a> {
     }
 
     /// The world of a configuration.
-    fn world_of(&self, slots: &[Slot]) -> World {
+    fn world_of(&self, slots: &[Slot]) -> WorldController {
         let mut world = self.base.clone();
         for (id, slot) in self.ids.iter().zip(slots) {
             if let Slot::Filled(seed, p) = slot {
@@ -445,7 +445,7 @@ impl<'a> Problem<'a> {
             })
     }
 
-    fn reached(&self, world: &World) -> bool {
+    fn reached(&self, world: &WorldController) -> bool {
         world.built()
             && world
                 .moving()
@@ -517,7 +517,12 @@ impl<'a> Problem<'a> {
     /// every plan has one as short in which a move follows an independent
     /// one only by a higher id: searching only those loses no plan, and
     /// spares the search the orders of moves that do not meet.
-    fn moves(&self, world: World, slots: &[Slot], last: Option<&Edge>) -> Vec<(Vec<Slot>, Edge)> {
+    fn moves(
+        &self,
+        world: WorldController,
+        slots: &[Slot],
+        last: Option<&Edge>,
+    ) -> Vec<(Vec<Slot>, Edge)> {
         let build = Build::of_world(world, self.table, self.clouds, self.settings);
         let last_span = last.filter(|e| e.fill.is_none()).map(|e| self.span(e));
         let follows = |edge: &Edge| match (last, &last_span) {
@@ -705,7 +710,7 @@ pub struct Versus {
 pub fn against_decentralised(
     table: &Table,
     clouds: &Clouds,
-    world: &World,
+    world: &WorldController,
     settings: Settings,
     trials: u64,
     max_expanded: usize,
@@ -775,9 +780,9 @@ mod tests {
     /// Plays `report`'s moves on `before` one by one: each onto cells that
     /// are free then, the moves of one round never within a cell of each
     /// other, and the end where `reached` says.
-    fn check_plan(before: &World, table: &Table, report: &Report) -> World {
+    fn check_plan(before: &WorldController, table: &Table, report: &Report) -> WorldController {
         let mut world = before.clone();
-        let by_cells = |world: &World, cells: [Cell; 4]| {
+        let by_cells = |world: &WorldController, cells: [Cell; 4]| {
             world
                 .moving()
                 .into_iter()
@@ -850,7 +855,7 @@ mod tests {
         let platform = crate::structure::platform(1, 2, [6, 6, 0]);
         let mut parallel = 0;
         for seed in 0..3 {
-            let mut world = World::new([13; 3]);
+            let mut world = WorldController::new([13; 3]);
             world.set_structure(&platform).unwrap();
             let starts = random_starts(&world, 2, 3, seed).unwrap();
             let build = Build::new(world.clone(), table, clouds, &starts, settings()).unwrap();
@@ -886,7 +891,7 @@ mod tests {
     #[test]
     fn the_stool_of_fig_1_2_shrinks_from_six_meta_modules_to_four() {
         let (table, clouds) = shear_s();
-        let mut world = World::new([13; 3]);
+        let mut world = WorldController::new([13; 3]);
         world.set_structure(&structure("stool-4.xml")).unwrap();
         crate::build::stand_as(&mut world, table, &structure("stool-6.xml")).unwrap();
         assert!(world.built(), "stool-4's places are stool-6's");
@@ -907,7 +912,7 @@ mod tests {
     fn too_many_meta_modules_are_refused_and_a_stop_stops() {
         let (table, clouds) = shear_s();
         let platform = crate::structure::platform(3, 3, [6, 6, 0]);
-        let mut world = World::new([13; 3]);
+        let mut world = WorldController::new([13; 3]);
         world.set_structure(&platform).unwrap();
         let starts = random_starts(&world, 9, 3, 0).unwrap();
         let build = Build::new(world, table, clouds, &starts, settings()).unwrap();
@@ -926,7 +931,7 @@ mod tests {
         assert!(!gave_up.report.built && gave_up.report.moves.is_empty());
         assert!(!gave_up.exhausted, "it gave up; it did not prove anything");
         // Two seeds, one meta-module: no plan, proved at once.
-        let mut world = World::new([13; 3]);
+        let mut world = WorldController::new([13; 3]);
         world
             .set_structure(&crate::structure::platform(1, 2, [6, 6, 0]))
             .unwrap();

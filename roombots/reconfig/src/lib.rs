@@ -13,9 +13,9 @@
 //!   clear errors.
 //! - [`search`]: a way from one configuration to another around occupied
 //!   cells, through up to two intermediate ones (levels 1–3).
-//! - [`world`]: the grid world and its World Controller: the cell codes,
-//!   a floor of connectors, the meta-modules, the seeds opening level by
-//!   level, what a meta-module is told of its surroundings.
+//! - [`world`]: the grid world and its [`world::WorldController`]: the
+//!   cell codes, a floor of connectors, the meta-modules, the seeds opening
+//!   level by level, what a meta-module is told of its surroundings.
 //! - [`build`]: the decentralised build of 003 §2.6: a Gradient
 //!   Controller per meta-module, rounds, the rules of who may move.
 //! - [`central`]: the fewest moves of several meta-modules at once (A*

@@ -19,7 +19,7 @@ use crate::plan::Plan;
 use crate::srdb::{Database, Table};
 use crate::structure::{Structure, parse, platform};
 use crate::sweep::{Clouds, ROTATION_STEP};
-use crate::world::World;
+use crate::world::WorldController;
 
 /// The objective prefix of a planning job.
 pub const OBJECTIVE_PREFIX: &str = "reconfig:";
@@ -268,8 +268,8 @@ impl Task {
     }
 
     /// The world with the structure's seeds, nobody in it yet.
-    pub fn world(&self) -> Result<World, TaskError> {
-        let mut world = World::new([self.size; 3]);
+    pub fn world(&self) -> Result<WorldController, TaskError> {
+        let mut world = WorldController::new([self.size; 3]);
         world
             .set_structure(&self.structure()?)
             .map_err(|e| TaskError::Invalid(format!("{}: {e}", self.name())))?;
@@ -279,7 +279,7 @@ impl Task {
     /// The world with the structure's seeds and the meta-modules where
     /// they start: standing as the `from` structure, or on the floor where
     /// `seed` puts them; nothing moved yet.
-    pub fn start(&self, seed: u64, table: &Table) -> Result<World, TaskError> {
+    pub fn start(&self, seed: u64, table: &Table) -> Result<WorldController, TaskError> {
         let mut world = self.world()?;
         let places = world.seeds().len();
         if let Some(from) = self.from_structure()? {
