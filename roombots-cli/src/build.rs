@@ -53,7 +53,7 @@ pub struct DeadlockArgs {
 /// One build reported move by move (drawn, replayed), or many tallied.
 pub fn build(args: &BuildArgs) -> Result<()> {
     use yamor_reconfig::build::{self, Build, Film};
-    use yamor_reconfig::task::Method;
+    use yamor_reconfig::planning::Method;
     let task = args.task.task()?;
     let structure = task.structure()?;
     let name = task.name();

@@ -90,7 +90,7 @@ pub struct Move {
 
 /// How a build ended.
 #[derive(Debug, Clone)]
-pub struct Report {
+pub struct BuildReport {
     pub built: bool,
     pub rounds: usize,
     pub moves: Vec<Move>,
@@ -236,12 +236,12 @@ impl<'a> Build<'a> {
     }
 
     /// Runs rounds until built, deadlocked, or out of rounds.
-    pub fn run(&mut self) -> Report {
+    pub fn run(&mut self) -> BuildReport {
         self.run_filmed(None)
     }
 
     /// [`Build::run`], adding a frame to `film` after every round.
-    pub fn run_filmed(&mut self, film: Option<&mut Film>) -> Report {
+    pub fn run_filmed(&mut self, film: Option<&mut Film>) -> BuildReport {
         self.run_until(film, &|| false)
             .expect("a build never stopped runs to its end")
     }
@@ -252,11 +252,11 @@ impl<'a> Build<'a> {
         &mut self,
         mut film: Option<&mut Film>,
         stop: &dyn Fn() -> bool,
-    ) -> Option<Report> {
+    ) -> Option<BuildReport> {
         if let Some(f) = film.as_deref_mut() {
             f.frames.push(self.frame());
         }
-        let mut report = Report {
+        let mut report = BuildReport {
             built: false,
             rounds: 0,
             moves: Vec::new(),

@@ -35,7 +35,7 @@
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 
-use crate::build::{Build, Film, Move, Report, Settings, module_poses};
+use crate::build::{Build, BuildReport, Film, Move, Settings, module_poses};
 use crate::grid::{Cell, Turn};
 use crate::search::{Sweeps, Way, find_way};
 use crate::srdb::Table;
@@ -66,7 +66,7 @@ pub const MAX_SEEDS: usize = 12;
 #[derive(Debug, Clone)]
 pub struct Planned {
     /// The plan: built when the goal was reached, its moves in rounds.
-    pub report: Report,
+    pub report: BuildReport,
     /// Configurations expanded.
     pub expanded: usize,
     /// Configurations seen.
@@ -593,7 +593,7 @@ impl<'a> Problem<'a> {
 
     /// The plan of `edges` as a build's report, its moves in rounds, and
     /// its film.
-    fn report(&self, build: &Build<'_>, built: bool, edges: &[Edge]) -> (Report, Film) {
+    fn report(&self, build: &Build<'_>, built: bool, edges: &[Edge]) -> (BuildReport, Film) {
         let level_of_cell = |c: Cell| {
             self.base
                 .seeds()
@@ -674,7 +674,7 @@ impl<'a> Problem<'a> {
         // Seeds filled at the end, those the start stood on included.
         let filled = seeds.iter().filter(|s| s.filled_by.is_some()).count()
             + edges.iter().filter(|e| e.fill.is_some()).count();
-        let report = Report {
+        let report = BuildReport {
             built,
             rounds: rounds.iter().copied().max().unwrap_or(0),
             moves,
@@ -780,7 +780,11 @@ mod tests {
     /// Plays `report`'s moves on `before` one by one: each onto cells that
     /// are free then, the moves of one round never within a cell of each
     /// other, and the end where `reached` says.
-    fn check_plan(before: &WorldController, table: &Table, report: &Report) -> WorldController {
+    fn check_plan(
+        before: &WorldController,
+        table: &Table,
+        report: &BuildReport,
+    ) -> WorldController {
         let mut world = before.clone();
         let by_cells = |world: &WorldController, cells: [Cell; 4]| {
             world

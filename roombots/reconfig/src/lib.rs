@@ -26,8 +26,9 @@
 //! - [`replay`]: a plan replayed in the module's physics simulation (the
 //!   servos driven pose to pose, locks as welds), measuring how the locks
 //!   hold and whether the simulation ends on the plan's cells.
-//! - [`task`]: a reconfiguration as a cluster job (the `reconfig:`
-//!   objective) and the planner a planning host runs.
+//! - [`planning`]: a reconfiguration as a cluster job (the `reconfig:`
+//!   objective, a [`planning::Task`]) and the [`planning::Planner`] a
+//!   planning host runs.
 //! - [`timing`]: 003 §3.1's timings measured here (the database, the
 //!   searches at the seed's rotation steps, live and tabled).
 
@@ -35,11 +36,11 @@ pub mod build;
 pub mod central;
 pub mod grid;
 pub mod plan;
+pub mod planning;
 pub mod replay;
 pub mod search;
 pub mod srdb;
 pub mod structure;
 pub mod sweep;
-pub mod task;
 pub mod timing;
 pub mod world;

@@ -22,7 +22,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use crate::build::Report;
+use crate::build::BuildReport;
 use crate::grid::Cell;
 use crate::srdb::Table;
 use crate::world::WorldController;
@@ -66,7 +66,7 @@ impl Plan {
     /// The plan of `report`, a build of `before` (the world as it was when
     /// the build started).
     #[must_use]
-    pub fn record(before: &WorldController, table: &Table, report: &Report) -> Self {
+    pub fn record(before: &WorldController, table: &Table, report: &BuildReport) -> Self {
         Plan {
             size: before.size,
             target: before.seeds().iter().map(|s| s.cells).collect(),

@@ -563,7 +563,7 @@ pub fn replay(plan: &Plan, connection: ConnectionType) -> Result<Replayed, Repla
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::task::{Planned, Planner, Target, Task};
+    use crate::planning::{Planned, Planner, Target, Task};
 
     /// `target` built by `connection` meta-modules from seed 0's start,
     /// ours.
@@ -575,7 +575,7 @@ mod tests {
             look_ahead: true,
             size: 13,
             max_rounds: 2000,
-            method: crate::task::Method::Decentralised,
+            method: crate::planning::Method::Decentralised,
             from: None,
         };
         let planned = Planner::new(2).plan(&task, 0, &|| false).unwrap();
@@ -612,7 +612,7 @@ mod tests {
         let task = Task {
             target: example("stool-4.xml"),
             from: Some(example("stool-6.xml")),
-            method: crate::task::Method::Central {
+            method: crate::planning::Method::Central {
                 max_expanded: 100_000,
             },
             connection: ConnectionType::ShearS,

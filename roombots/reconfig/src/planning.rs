@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 use yamor_roombots::chain::ConnectionType;
 
-use crate::build::{Build, Report, Rule, Settings, random_starts, stand_as, upright_on};
+use crate::build::{Build, BuildReport, Rule, Settings, random_starts, stand_as, upright_on};
 use crate::grid::cell_set;
 use crate::plan::Plan;
 use crate::srdb::{Database, Table};
@@ -307,7 +307,7 @@ impl Task {
 /// A task planned.
 #[derive(Debug, Clone)]
 pub struct Planned {
-    pub report: Report,
+    pub report: BuildReport,
     pub plan: Plan,
     /// Planning time, the database and swept cells already at hand.
     pub wall: Duration,
@@ -374,7 +374,7 @@ impl Planner {
 /// A planning job's fitness (maximised): the negated moves of a finished
 /// build; an unfinished one 10⁶ lower, below every finished build.
 #[must_use]
-pub fn fitness(report: &Report) -> f64 {
+pub fn fitness(report: &BuildReport) -> f64 {
     let moves = report.moves.len() as f64;
     if report.built { -moves } else { -moves - 1e6 }
 }
