@@ -1253,7 +1253,7 @@ async fn a_planning_jobs_build_is_drawn_step_by_step() {
     let task = Task {
         target: Target::Platform { bars: 1, rows: 2 },
         connection: yamor_roombots::chain::ConnectionType::ShearS,
-        rule: yamor_reconfig::build::Rule::Reserve,
+        rule: yamor_reconfig::decentralised::Rule::Reserve,
         look_ahead: true,
         size: 13,
         max_rounds: 2000,

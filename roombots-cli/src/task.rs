@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result, bail};
 use clap::Args;
-use yamor_reconfig::build::Rule;
+use yamor_reconfig::decentralised::Rule;
 use yamor_reconfig::planning::{Method, Target, Task};
 use yamor_roombots::chain::ConnectionType;
 

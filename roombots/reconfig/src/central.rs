@@ -35,7 +35,7 @@
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 
-use crate::build::{Build, BuildReport, Film, Move, Settings, module_poses};
+use crate::decentralised::{Build, BuildReport, Film, Move, Settings, module_poses};
 use crate::grid::{Cell, Turn};
 use crate::search::{Sweeps, Way, find_way};
 use crate::srdb::Table;
@@ -585,7 +585,7 @@ impl<'a> Problem<'a> {
 
     /// The cells a move touches: before, after and swept.
     fn span(&self, e: &Edge) -> Vec<Cell> {
-        let mut cells = crate::build::swept(self.clouds, &e.from, e.pose, &e.way);
+        let mut cells = crate::decentralised::swept(self.clouds, &e.from, e.pose, &e.way);
         cells.extend(e.from.cells(self.table));
         cells.extend(e.stood().cells(self.table));
         cells
@@ -704,7 +704,7 @@ pub struct Versus {
 }
 
 /// The structure of `world` (its seeds, nobody standing) built from
-/// `trials` random starts (seeds `0..trials`, as [`crate::build::trials`]
+/// `trials` random starts (seeds `0..trials`, as [`crate::trials::trials`]
 /// draws them), each planned by both, the centralised search with
 /// `shortcuts`.
 pub fn against_decentralised(
@@ -718,7 +718,7 @@ pub fn against_decentralised(
 ) -> Result<Vec<Versus>, String> {
     let mut out = Vec::new();
     for seed in 0..trials {
-        let starts = crate::build::random_starts(world, world.seeds().len(), 3, seed)
+        let starts = crate::starts::random_starts(world, world.seeds().len(), 3, seed)
             .ok_or("no room for the meta-modules spread out")?;
         let build = Build::new(world.clone(), table, clouds, &starts, settings)
             .map_err(|e| e.to_string())?;
@@ -744,9 +744,10 @@ pub fn against_decentralised(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::build::{Rule, random_starts};
+    use crate::decentralised::Rule;
     use crate::grid::cell_set;
     use crate::srdb::Database;
+    use crate::starts::random_starts;
     use crate::structure::parse;
     use crate::sweep::Clouds;
     use yamor_roombots::chain::ConnectionType;
@@ -824,7 +825,7 @@ mod tests {
     fn the_bound_never_overestimates_breadth_first_finds_the_same_fewest() {
         let (table, clouds) = shear_s();
         for seed in 0..4 {
-            let world = crate::build::one_seed_world();
+            let world = crate::starts::one_seed_world();
             let starts = random_starts(&world, 1, 3, seed).unwrap();
             let build = Build::new(world, table, clouds, &starts, settings()).unwrap();
             let a_star = plan(&build, 1_000_000, &|| false).unwrap();
@@ -897,7 +898,7 @@ mod tests {
         let (table, clouds) = shear_s();
         let mut world = WorldController::new([13; 3]);
         world.set_structure(&structure("stool-4.xml")).unwrap();
-        crate::build::stand_as(&mut world, table, &structure("stool-6.xml")).unwrap();
+        crate::starts::stand_as(&mut world, table, &structure("stool-6.xml")).unwrap();
         assert!(world.built(), "stool-4's places are stool-6's");
         assert_eq!(world.moving().len(), 2, "two legs leave");
         let build = Build::of_world(world.clone(), table, clouds, settings());
@@ -924,7 +925,7 @@ mod tests {
             plan(&build, 10, &|| false).unwrap_err(),
             CentralError::TooLarge(9, 9)
         );
-        let world = crate::build::one_seed_world();
+        let world = crate::starts::one_seed_world();
         let starts = random_starts(&world, 1, 3, 0).unwrap();
         let build = Build::new(world, table, clouds, &starts, settings()).unwrap();
         assert_eq!(

@@ -16,8 +16,14 @@
 //! - [`world`]: the grid world and its [`world::WorldController`]: the
 //!   cell codes, a floor of connectors, the meta-modules, the seeds opening
 //!   level by level, what a meta-module is told of its surroundings.
-//! - [`build`]: the decentralised build of 003 §2.6: a Gradient
-//!   Controller per meta-module, rounds, the rules of who may move.
+//! - [`decentralised`]: the decentralised build of 003 §2.6: a Gradient
+//!   Controller per meta-module ([`decentralised::Build`]), rounds, the
+//!   rules of who may move, the moves, the
+//!   [`decentralised::BuildReport`] and a build's film.
+//! - [`starts`]: where a build's meta-modules start: random floor cells
+//!   spread out, another structure's places, 003 Fig 3.5's deadlock.
+//! - [`trials`]: batches of decentralised builds from random starts,
+//!   tallied.
 //! - [`central`]: the fewest moves of several meta-modules at once (A*
 //!   over whole configurations), to check the decentralised build
 //!   against and to take a structure apart.
@@ -32,15 +38,17 @@
 //! - [`timing`]: 003 §3.1's timings measured here (the database, the
 //!   searches at the seed's rotation steps, live and tabled).
 
-pub mod build;
 pub mod central;
+pub mod decentralised;
 pub mod grid;
 pub mod plan;
 pub mod planning;
 pub mod replay;
 pub mod search;
 pub mod srdb;
+pub mod starts;
 pub mod structure;
 pub mod sweep;
 pub mod timing;
+pub mod trials;
 pub mod world;

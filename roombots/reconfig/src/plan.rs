@@ -22,7 +22,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use crate::build::BuildReport;
+use crate::decentralised::BuildReport;
 use crate::grid::Cell;
 use crate::srdb::Table;
 use crate::world::WorldController;
@@ -261,8 +261,9 @@ fn id_of(word: &str) -> Result<u32, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::build::{Build, Settings, random_starts};
+    use crate::decentralised::{Build, Settings};
     use crate::srdb::Database;
+    use crate::starts::random_starts;
     use crate::sweep::{Clouds, ROTATION_STEP};
 
     #[test]

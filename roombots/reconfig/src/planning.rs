@@ -13,10 +13,11 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 use yamor_roombots::chain::ConnectionType;
 
-use crate::build::{Build, BuildReport, Rule, Settings, random_starts, stand_as, upright_on};
+use crate::decentralised::{Build, BuildReport, Rule, Settings, upright_on};
 use crate::grid::cell_set;
 use crate::plan::Plan;
 use crate::srdb::{Database, Table};
+use crate::starts::{random_starts, stand_as};
 use crate::structure::{Structure, parse, platform};
 use crate::sweep::{Clouds, ROTATION_STEP};
 use crate::world::WorldController;

@@ -571,7 +571,7 @@ mod tests {
         let task = Task {
             target,
             connection,
-            rule: crate::build::Rule::Reserve,
+            rule: crate::decentralised::Rule::Reserve,
             look_ahead: true,
             size: 13,
             max_rounds: 2000,
@@ -616,7 +616,7 @@ mod tests {
                 max_expanded: 100_000,
             },
             connection: ConnectionType::ShearS,
-            rule: crate::build::Rule::Reserve,
+            rule: crate::decentralised::Rule::Reserve,
             look_ahead: true,
             size: 13,
             max_rounds: 2000,
