@@ -17,7 +17,7 @@ use yamor_organizer::http::views::{JobView, ViewError};
 use yamor_organizer::model::Job;
 use yamor_reconfig::grid::Cell;
 use yamor_reconfig::plan::Plan;
-use yamor_reconfig::task::Task;
+use yamor_reconfig::planning::Task;
 
 /// A planning job's build, stepped through on the dashboard; registered
 /// in the dashboard's options by whoever serves it (`yamor-local`'s

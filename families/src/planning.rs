@@ -1,13 +1,13 @@
 //! The planning backend: a host that plans Roombot self-reconfigurations
 //! (seed 003) instead of walking a robot. It serves `reconfig:` objectives
-//! (`yamor_reconfig::task`); each job's seed draws the start. Planning runs
+//! (`yamor_reconfig::planning`); each job's seed draws the start. Planning runs
 //! on a blocking thread and stops between rounds when the job is cancelled.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use yamor_core::evaluation::{Objective, PlanOutcome};
-use yamor_reconfig::task::{Planner, SERVED, Task, TaskError, fitness};
+use yamor_reconfig::planning::{Planner, SERVED, Task, TaskError, fitness};
 
 use yamor_host_agent::backend::{
     Backend, BackendKind, BoxFuture, CancelFlag, EvaluationJob, HostError, Outcome,

@@ -1229,7 +1229,7 @@ async fn the_event_stream_outlives_the_read_timeouts() {
 async fn a_planning_jobs_build_is_drawn_step_by_step() {
     use std::sync::Arc;
     use yamor_organizer::model::{JobRequest, JobState};
-    use yamor_reconfig::task::{Target, Task};
+    use yamor_reconfig::planning::{Target, Task};
     // The Roombots' view of their planning jobs, as `yamor` serves it.
     let (organizer, address) = dashboard_with(
         "dash-plan",
@@ -1253,11 +1253,11 @@ async fn a_planning_jobs_build_is_drawn_step_by_step() {
     let task = Task {
         target: Target::Platform { bars: 1, rows: 2 },
         connection: yamor_roombots::chain::ConnectionType::ShearS,
-        rule: yamor_reconfig::build::Rule::Reserve,
+        rule: yamor_reconfig::decentralised::Rule::Reserve,
         look_ahead: true,
         size: 13,
         max_rounds: 2000,
-        method: yamor_reconfig::task::Method::Decentralised,
+        method: yamor_reconfig::planning::Method::Decentralised,
         from: None,
     };
     let mut events = organizer.scheduler.subscribe_jobs();

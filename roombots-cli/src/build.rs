@@ -52,8 +52,8 @@ pub struct DeadlockArgs {
 
 /// One build reported move by move (drawn, replayed), or many tallied.
 pub fn build(args: &BuildArgs) -> Result<()> {
-    use yamor_reconfig::build::{self, Build, Film};
-    use yamor_reconfig::task::Method;
+    use yamor_reconfig::decentralised::{Build, Film};
+    use yamor_reconfig::planning::Method;
     let task = args.task.task()?;
     let structure = task.structure()?;
     let name = task.name();
@@ -77,8 +77,9 @@ pub fn build(args: &BuildArgs) -> Result<()> {
     let settings = task.settings();
     let size = [task.size; 3];
     if args.trials > 1 {
-        let t = build::trials(table, &clouds, &structure, size, settings, args.trials)
-            .map_err(|e| anyhow::anyhow!(e))?;
+        let t =
+            yamor_reconfig::trials::trials(table, &clouds, &structure, size, settings, args.trials)
+                .map_err(|e| anyhow::anyhow!(e))?;
         let median = |v: &[usize]| {
             let mut v = v.to_vec();
             v.sort_unstable();
@@ -343,7 +344,8 @@ pub fn fewest(args: &FewestArgs) -> Result<()> {
 
 pub fn deadlock(args: &DeadlockArgs) -> Result<()> {
     use anyhow::Context;
-    use yamor_reconfig::build::{Build, Rule, Settings, deadlock_case};
+    use yamor_reconfig::decentralised::{Build, Rule, Settings};
+    use yamor_reconfig::starts::deadlock_case;
     let db = yamor_reconfig::srdb::Database::generate();
     let table = db.table(args.connection);
     let clouds =

@@ -48,16 +48,16 @@ pub fn ik_targets(args: &IkTargetsArgs) -> Result<()> {
         let (solved, refused) = (&report.our_micros, &report.refused_micros);
         println!(
             "  ours, one core: median {:.1} µs (max {:.1}) per target solved, {:.1} µs (max {:.1}) per target refused",
-            experiment::Report::median(solved),
+            experiment::IkComparison::median(solved),
             solved.last().copied().unwrap_or(f64::NAN),
-            experiment::Report::median(refused),
+            experiment::IkComparison::median(refused),
             refused.last().copied().unwrap_or(f64::NAN),
         );
         println!(
             "  ours on {} random reachable targets (end frames of random free poses): {} solved free, median {:.1} µs, max {:.1} µs",
             report.random_targets,
             report.random_solved,
-            experiment::Report::median(&report.random_micros),
+            experiment::IkComparison::median(&report.random_micros),
             report.random_micros.last().copied().unwrap_or(f64::NAN),
         );
     }

@@ -12,7 +12,7 @@ use tokio_stream::StreamExt;
 use yamor_core::evaluation::{EvaluationJob, EvaluationSpec, Objective};
 use yamor_organizer::OrganizerClient;
 use yamor_organizer::model::{Job, JobFilter, JobRequest, JobState};
-use yamor_reconfig::task::Task;
+use yamor_reconfig::planning::Task;
 
 use crate::task::TaskArgs;
 
@@ -64,7 +64,7 @@ pub fn plan(args: &PlanArgs) -> Result<()> {
                 let served = organizer.list_hosts().await?.iter().any(|h| {
                     h.objectives
                         .iter()
-                        .any(|o| o == yamor_reconfig::task::SERVED)
+                        .any(|o| o == yamor_reconfig::planning::SERVED)
                 });
                 if !served {
                     eprintln!(
@@ -87,7 +87,7 @@ pub fn plan(args: &PlanArgs) -> Result<()> {
                 let hosts = yamor_local::default_hosts(args.hosts).max(1);
                 // One planner for every local host: the database and each
                 // connection type's swept cells are made once, on every core.
-                let planner = Arc::new(yamor_reconfig::task::Planner::new(hosts));
+                let planner = Arc::new(yamor_reconfig::planning::Planner::new(hosts));
                 let cluster = yamor_local::LocalCluster::start_with(hosts, &db, |_| {
                     Ok(Arc::new(yamor_families::planning::PlanningBackend::sharing(
                         planner.clone(),

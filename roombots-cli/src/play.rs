@@ -48,8 +48,8 @@ fn floor_cell(text: &str) -> Result<(i64, i64), String> {
 
 pub fn play(args: &PlayArgs) -> Result<()> {
     use anyhow::Context;
-    use yamor_roombots::enact::Enactment;
-    use yamor_roombots::play::Stage;
+    use yamor_roombots::enactment::Enactment;
+    use yamor_roombots::stage::Stage;
     use yamor_roombots::supervisor::Command;
     anyhow::ensure!(
         !(args.kinematic && args.picture.is_some()),
@@ -75,7 +75,7 @@ pub fn play(args: &PlayArgs) -> Result<()> {
         Some(path) => {
             let text = std::fs::read_to_string(path)
                 .with_context(|| format!("reading {}", path.display()))?;
-            yamor_roombots::play::parse_structure(&text)
+            yamor_roombots::stage::parse_structure(&text)
                 .map_err(|e| anyhow::anyhow!("{} is not a structure: {e}", path.display()))?
         }
         None => Vec::new(),
@@ -146,7 +146,7 @@ pub fn play(args: &PlayArgs) -> Result<()> {
             };
             match &mut simulated {
                 None => {
-                    yamor_roombots::play::see_others(&mut planned, meta);
+                    yamor_roombots::stage::see_others(&mut planned, meta);
                     let what = planned[meta].apply(&command).map_err(refused)?;
                     println!("{who}line {:>3} {line}: {what}", k + 1);
                 }

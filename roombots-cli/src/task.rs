@@ -5,8 +5,8 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result, bail};
 use clap::Args;
-use yamor_reconfig::build::Rule;
-use yamor_reconfig::task::{Method, Target, Task};
+use yamor_reconfig::decentralised::Rule;
+use yamor_reconfig::planning::{Method, Target, Task};
 use yamor_roombots::chain::ConnectionType;
 
 /// Who may move in a round of a build.

@@ -112,7 +112,7 @@ pub async fn bridge(
             args.connection
         );
     }
-    yamor_roombots::bridge::serve(listener, args.connection, until_stopped)
+    yamor_roombots::supervisor_server::serve(listener, args.connection, until_stopped)
         .await
         .context("serving the Roombot bridge")?;
     Ok(())

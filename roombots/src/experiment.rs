@@ -35,7 +35,7 @@ pub struct Tally {
 
 /// The experiment's result for one connection type.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Report {
+pub struct IkComparison {
     pub connection: ConnectionType,
     pub targets: usize,
     /// Targets the reachability map proves reachable free of collision.
@@ -54,7 +54,7 @@ pub struct Report {
     pub random_micros: Vec<f64>,
 }
 
-impl Report {
+impl IkComparison {
     /// The median of sorted `micros` (NaN for none).
     #[must_use]
     pub fn median(micros: &[f64]) -> f64 {
@@ -73,7 +73,7 @@ impl Report {
 /// Runs the experiment for `connection` with the reachability map over a
 /// joint grid of `steps` per turn (12: π/6).
 #[must_use]
-pub fn run(connection: ConnectionType, steps: u32) -> Report {
+pub fn run(connection: ConnectionType, steps: u32) -> IkComparison {
     let meta = MetaModule::new(connection);
     let mut solver = Solver::new(meta);
     solver.floor = Some(plane_floor());
@@ -131,7 +131,7 @@ pub fn run(connection: ConnectionType, steps: u32) -> Report {
     // In free space: random poses of a meta-module lying on the floor
     // mostly reach through it.
     let (random_solved, random_micros) = random_reachable(&Solver::new(meta), RANDOM_TARGETS);
-    Report {
+    IkComparison {
         connection,
         targets: targets.len(),
         proven: proven.len(),

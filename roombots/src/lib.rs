@@ -15,11 +15,13 @@
 //! - [`experiment`]: 002 §5.3 rebuilt, every IK variant over the plane.
 //! - [`supervisor`]: the supervisor language of 002 App. B, read with
 //!   clear errors.
-//! - [`path`]: a way through joint space between two poses that keeps the
-//!   cubes clear all along (the straight line, else RRT-Connect).
-//! - [`play`]: supervisor commands played kinematically on a floor of
-//!   connectors (locks, the inchworm hand-over, every pose checked).
-//! - [`enact`]: the same commands on simulated meta-modules (one or
+//! - [`path`]: the [`path::PathPlanner`]: a way through joint space
+//!   between two poses that keeps the cubes clear all along (the straight
+//!   line, else RRT-Connect).
+//! - [`stage`]: the kinematic [`stage::Stage`]: supervisor commands played
+//!   kinematically on a floor of connectors (locks, the inchworm
+//!   hand-over, every pose checked).
+//! - [`enactment`]: the same commands on simulated meta-modules (one or
 //!   several in one world), the bounding trial driving their servos.
 //! - [`gait`]: Roombot robots described in `world.xml` (the Roombot
 //!   family), walking a CPG gait in the engine as YaMoR robots do.
@@ -30,16 +32,15 @@
 //!   and two meta-modules climbing a structure (the chair of §5.4), with
 //!   the depth-first inchworm planner that finds their way.
 //! - [`bounding`]: the reactive servo controller of 002 §4.1.1.
-//! - [`bridge`]: the supervisor language as a line protocol over TCP, on
-//!   a simulated meta-module.
+//! - [`supervisor_server`]: the supervisor language as a line protocol
+//!   over TCP, on a simulated meta-module.
 //! - [`physics`]: modules in the articulated engine: continuous servos,
 //!   connectors that lock and unlock while the world runs.
 
 pub mod bounding;
-pub mod bridge;
 pub mod chain;
 pub mod collision;
-pub mod enact;
+pub mod enactment;
 pub mod experiment;
 pub mod family;
 pub mod gait;
@@ -48,7 +49,8 @@ pub mod module;
 pub mod path;
 pub mod physics;
 pub mod picture;
-pub mod play;
 pub mod reach;
 pub mod scene;
+pub mod stage;
 pub mod supervisor;
+pub mod supervisor_server;

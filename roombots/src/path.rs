@@ -12,7 +12,7 @@
 //! [`RESOLUTION`]; the sampling is seeded, so a path is reproducible.
 //!
 //! The planner does not know what it plans for: it is given whether a
-//! pose is free (a [`crate::play::Stage`] answers that for a meta-module).
+//! pose is free (a [`crate::stage::Stage`] answers that for a meta-module).
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -36,16 +36,16 @@ const SHORTCUTS: usize = 150;
 /// How hard the planner tries.
 #[derive(Debug, Clone, Copy, PartialEq)]
 #[must_use]
-pub struct Planner {
+pub struct PathPlanner {
     /// Samples drawn before giving up.
     pub samples: usize,
     /// Seeds the sampling.
     pub seed: u64,
 }
 
-impl Default for Planner {
+impl Default for PathPlanner {
     fn default() -> Self {
-        Planner {
+        PathPlanner {
             samples: 3000,
             seed: 0,
         }
@@ -83,7 +83,7 @@ impl Path {
     }
 }
 
-impl Planner {
+impl PathPlanner {
     /// A way from `start` to `goal` along which `free` holds at every pose
     /// checked; the straight line, marked not clear, when none was found
     /// or `goal` itself is not free. `start` is taken as free.
@@ -96,7 +96,7 @@ impl Planner {
         self.plan_retreating(start, goal, [&[], &[]], free)
     }
 
-    /// As [`Planner::plan`], leaving `start` through the poses of
+    /// As [`PathPlanner::plan`], leaving `start` through the poses of
     /// `retreats[0]` and coming to `goal` back through those of
     /// `retreats[1]` (each list leads away from its end, straight from
     /// pose to pose), when every step of them is free: poses near each
@@ -342,7 +342,7 @@ mod tests {
 
     #[test]
     fn a_free_straight_line_is_taken_as_it_is() {
-        let path = Planner::default().plan([0.0; 6], [0.3, 0.2, 0.0, 0.0, 0.0, -0.1], walled);
+        let path = PathPlanner::default().plan([0.0; 6], [0.3, 0.2, 0.0, 0.0, 0.0, -0.1], walled);
         assert!(path.clear && path.is_straight(), "{path:?}");
     }
 
@@ -350,7 +350,7 @@ mod tests {
     fn a_blocked_line_is_gone_around_and_every_pose_on_the_way_is_free() {
         let goal = [1.5, 0.0, 0.0, 0.0, 0.0, 0.0];
         assert!(!edge_free(&[0.0; 6], &goal, &walled));
-        let path = Planner::default().plan([0.0; 6], goal, walled);
+        let path = PathPlanner::default().plan([0.0; 6], goal, walled);
         assert!(path.clear && !path.is_straight(), "{path:?}");
         let w = &path.waypoints;
         assert_eq!(w[0], [0.0; 6]);
@@ -369,13 +369,13 @@ mod tests {
             );
         }
         // Seeded: the same path again.
-        assert_eq!(Planner::default().plan([0.0; 6], goal, walled), path);
+        assert_eq!(PathPlanner::default().plan([0.0; 6], goal, walled), path);
     }
 
     #[test]
     fn joints_go_the_nearer_way_round_and_through_the_turn_when_that_is_free() {
         // From just below π to just above −π is a small step, not a turn.
-        let path = Planner::default().plan(
+        let path = PathPlanner::default().plan(
             [PI - 0.1, 0.0, 0.0, 0.0, 0.0, 0.0],
             [-PI + 0.1, 0.0, 0.0, 0.0, 0.0, 0.0],
             |_| true,
@@ -387,7 +387,7 @@ mod tests {
     #[test]
     fn a_goal_sealed_off_gives_the_straight_line_marked_not_clear() {
         let sealed = |q: &MetaJoints| wrap(q[0]).abs() < 0.5;
-        let path = Planner {
+        let path = PathPlanner {
             samples: 200,
             seed: 1,
         }

@@ -20,7 +20,7 @@
 //!   rebuilds the robot where it stands (at rest), a joint that then
 //!   closes a loop becoming a loop hinge of the engine;
 //! - not modelled: the modules' bodies colliding with each other (the
-//!   engine's bodies touch only the ground). [`crate::enact`] measures
+//!   engine's bodies touch only the ground). [`crate::enactment`] measures
 //!   overlaps instead, against the same shape as the kinematics.
 
 use std::f64::consts::TAU;

@@ -71,7 +71,7 @@ fn drive(robot: &mut Robot, goal: &[Joints], settings: &RobotSettings, clock: &m
 pub fn acrobat(connection: ConnectionType) -> Option<AcrobatReport> {
     let settings = RobotSettings::default();
     let meta = MetaModule::new(connection);
-    let base = crate::play::standing(0, 0);
+    let base = crate::stage::standing(0, 0);
     let mut solver = Solver::new(meta);
     solver.floor = Some(base.inverse());
     // Where module 2 may stand, nearest first, and the reach that lands on
@@ -89,7 +89,7 @@ pub fn acrobat(connection: ConnectionType) -> Option<AcrobatReport> {
     let (partner, q) = cells.iter().find_map(|&[x, y]| {
         let lone_tree = Tree {
             root_submodule: 0,
-            root_pose: crate::play::standing(x, y),
+            root_pose: crate::stage::standing(x, y),
             links: Vec::new(),
         };
         let lone = lone_tree.poses(&[[0.0; 3]])[0];
@@ -105,7 +105,7 @@ pub fn acrobat(connection: ConnectionType) -> Option<AcrobatReport> {
     meta_tree.root_pose = base;
     let lone_tree = Tree {
         root_submodule: 0,
-        root_pose: crate::play::standing(partner[0], partner[1]),
+        root_pose: crate::stage::standing(partner[0], partner[1]),
         links: Vec::new(),
     };
     let (mut robot, links) = Robot::build_forest(
@@ -147,7 +147,7 @@ pub fn acrobat(connection: ConnectionType) -> Option<AcrobatReport> {
     let straight = vec![held[0], [0.0; 3], [0.0; 3]];
     drive(&mut robot, &straight, &settings, &mut clock);
     moments.push(robot.module_poses());
-    let cells = crate::play::module_cells(&robot.module_poses());
+    let cells = crate::stage::module_cells(&robot.module_poses());
     Some(AcrobatReport {
         connection,
         partner,
@@ -244,7 +244,7 @@ pub fn command_line(command: &crate::supervisor::Command) -> String {
 /// exists among those tried.
 #[must_use]
 pub fn plan_climb(
-    stage: &crate::play::Stage,
+    stage: &crate::stage::Stage,
     goal: [i64; 3],
     max_steps: usize,
 ) -> Option<Vec<crate::supervisor::Command>> {
@@ -268,23 +268,23 @@ pub fn plan_climb(
 pub const BRANCHES: usize = 3;
 
 /// The cell of the cube that holds the meta-module.
-fn held_cell(stage: &crate::play::Stage) -> [i64; 3] {
+fn held_cell(stage: &crate::stage::Stage) -> [i64; 3] {
     let modules = stage.modules();
     let frame = match stage.held_by() {
         crate::supervisor::End::Forward => modules[0].middles[0],
         crate::supervisor::End::Backward => modules[1].middles[3],
     };
-    crate::play::cell_of(&frame.translation.vector)
+    crate::stage::cell_of(&frame.translation.vector)
 }
 
 /// Up to [`BRANCHES`] inchworm steps nearer `goal`, from distinct cells,
 /// nearest first, each with the stage it leaves.
 fn climb_steps(
-    stage: &crate::play::Stage,
+    stage: &crate::stage::Stage,
     goal: [i64; 3],
-) -> Vec<(Vec<crate::supervisor::Command>, crate::play::Stage)> {
-    use crate::play::cell_centre;
+) -> Vec<(Vec<crate::supervisor::Command>, crate::stage::Stage)> {
     use crate::reach::{Direction, GridTarget};
+    use crate::stage::cell_centre;
     use crate::supervisor::{Command, End};
     let distance = |c: [i64; 3]| {
         let d = [c[0] - goal[0], c[1] - goal[1], c[2] - goal[2]];
@@ -389,7 +389,7 @@ pub struct ChairReport {
     /// order they climb: the seed's two command files.
     pub lines: Vec<Vec<String>>,
     /// Each command's account, planned and simulated, per meta-module.
-    pub reports: Vec<Vec<crate::enact::Report>>,
+    pub reports: Vec<Vec<crate::enactment::EnactmentReport>>,
     /// Each meta-module's cubes at the end, in chain order.
     pub cells: Vec<[[i64; 3]; 4]>,
     /// How far each meta-module's connectors end from its plan (m): the
@@ -403,11 +403,11 @@ pub struct ChairReport {
 /// Both meta-modules of the chair standing on their floor cells beside
 /// the stool.
 #[must_use]
-pub fn chair_stages(connection: ConnectionType) -> Vec<crate::play::Stage> {
+pub fn chair_stages(connection: ConnectionType) -> Vec<crate::stage::Stage> {
     CHAIR_CLIMBERS
         .iter()
         .map(|((x, y), _)| {
-            crate::play::Stage::standing_on(connection, *x, *y).with_structure(STOOL)
+            crate::stage::Stage::standing_on(connection, *x, *y).with_structure(STOOL)
         })
         .collect()
 }
@@ -421,7 +421,7 @@ pub fn chair_plans(connection: ConnectionType) -> Option<Vec<Vec<crate::supervis
     let mut stages = chair_stages(connection);
     let mut plans = Vec::new();
     for (i, (_, goal)) in CHAIR_CLIMBERS.iter().enumerate() {
-        crate::play::see_others(&mut stages, i);
+        crate::stage::see_others(&mut stages, i);
         let mut plan = plan_climb(&stages[i], *goal, 8)?;
         for c in &plan {
             stages[i].apply(c).ok()?;
@@ -445,7 +445,7 @@ pub fn chair_plans(connection: ConnectionType) -> Option<Vec<Vec<crate::supervis
 /// finds no way.
 #[must_use]
 pub fn chair(connection: ConnectionType) -> Option<ChairReport> {
-    use crate::enact::Enactment;
+    use crate::enactment::Enactment;
     use crate::supervisor::Command;
     let plans = chair_plans(connection)?;
     let mut enactment = Enactment::troupe(chair_stages(connection)).ok()?;

@@ -24,7 +24,7 @@ fn the_acrobat_hands_a_module_over_and_the_new_pair_stands_up() {
 
 #[test]
 fn two_meta_modules_climb_the_stool_over_a_concave_and_a_convex_edge_and_form_the_chairs_back() {
-    use yamor_roombots::enact::LOCK_REACH;
+    use yamor_roombots::enactment::LOCK_REACH;
     use yamor_roombots::scene::{CHAIR_CLIMBERS, chair};
     let mut climbed = Vec::new();
     for connection in ConnectionType::ALL {

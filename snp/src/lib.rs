@@ -24,6 +24,27 @@
 //! Decoding is total: [`decode_frame`] and [`FrameDecoder`] never panic,
 //! whatever bytes they are fed, and the streaming decoder always makes
 //! progress and resynchronises on the next sync byte.
+//!
+//! # Layout
+//! One file, in sections, top to bottom:
+//! - the frame's constants ([`SNP_SYNC`], [`BRIDGE_SYNC`], [`BROADCAST`],
+//!   [`HOST`], the size limits) and the kind numbers of each channel
+//!   ([`snp_kind`], [`bridge_kind`]), with the state bits ([`flags`]);
+//! - types: the [`Channel`], [`SnpFrame`] and its [`SnpMessage`] (with
+//!   [`WireLink`]), [`BridgeFrame`] and its [`BridgeMessage`], the defect
+//!   codes ([`defect_code`], [`defect_from_code`]), and [`Frame`], either
+//!   one;
+//! - errors: [`EncodeError`], [`DecodeError`];
+//! - encoding: each message's name and body, and `encode` on each frame
+//!   and on [`Frame`];
+//! - decoding: one whole frame from a buffer ([`decode_frame`]);
+//! - streaming: the [`FrameDecoder`] that bytes are pushed into as they
+//!   arrive;
+//! - what a module's firmware accepts ([`limits`]) and the messages that
+//!   configure a module ([`configuration_messages`]);
+//! - unit tests: a stalled frame in the stream, the CRC, error messages
+//!   cut on a character boundary (round trips, pinned bytes and garbage
+//!   are in `tests/codec.rs`).
 
 use thiserror::Error;
 use yamor_core::Connector;

@@ -1161,8 +1161,8 @@ async fn an_own_robot_runs_on_hosts_that_never_heard_of_it() {
 /// command again re-uses the stored plan instead of planning it again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_planning_job_killed_mid_plan_is_planned_elsewhere_with_nothing_lost() {
-    use yamor_reconfig::build::Rule;
-    use yamor_reconfig::task::{Planner, Target, Task};
+    use yamor_reconfig::decentralised::Rule;
+    use yamor_reconfig::planning::{Planner, Target, Task};
     let db = temp_db("kill-planner");
     let (_organizer, url) = start_organizer(&db, "127.0.0.1:0", None);
     let mut hosts: Vec<Proc> = (0..2)
@@ -1178,7 +1178,7 @@ async fn a_planning_job_killed_mid_plan_is_planned_elsewhere_with_nothing_lost()
         look_ahead: true,
         size: 40,
         max_rounds: 2000,
-        method: yamor_reconfig::task::Method::Decentralised,
+        method: yamor_reconfig::planning::Method::Decentralised,
         from: None,
     };
     let mut events = org

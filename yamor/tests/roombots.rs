@@ -161,7 +161,7 @@ fn the_chairs_two_command_files_play_beside_the_stool_to_its_back() {
     let stool = example("stool.txt");
     let text = std::fs::read_to_string(&stool).unwrap();
     assert_eq!(
-        yamor_roombots::play::parse_structure(&text).unwrap(),
+        yamor_roombots::stage::parse_structure(&text).unwrap(),
         yamor_roombots::scene::STOOL.to_vec(),
         "the example stool is the scene's"
     );

@@ -35,12 +35,12 @@
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 
-use crate::build::{Build, Film, Move, Report, Settings, module_poses};
+use crate::decentralised::{Build, BuildReport, Film, Move, Settings, module_poses};
 use crate::grid::{Cell, Turn};
 use crate::search::{Sweeps, Way, find_way};
 use crate::srdb::Table;
 use crate::sweep::Clouds;
-use crate::world::{Placement, World};
+use crate::world::{Placement, WorldController};
 
 /// A bound this high: the goal cannot be reached from there.
 const DEAD_END: usize = usize::MAX / 8;
@@ -66,7 +66,7 @@ pub const MAX_SEEDS: usize = 12;
 #[derive(Debug, Clone)]
 pub struct Planned {
     /// The plan: built when the goal was reached, its moves in rounds.
-    pub report: Report,
+    pub report: BuildReport,
     /// Configurations expanded.
     pub expanded: usize,
     /// Configurations seen.
@@ -130,7 +130,7 @@ impl Edge {
 /// The planner's view of one build: the world without its moving
 /// meta-modules, and their ids.
 struct Problem<'a> {
-    base: World,
+    base: WorldController,
     ids: Vec<u32>,
     table: &'a Table,
     clouds: &'a Clouds,
@@ -166,7 +166,7 @@ impl Relaxed {
 
     /// Backward breadth-first search from the roots and turns that can
     /// assume `seed`'s shape.
-    fn of(table: &Table, world: &World, seed: &crate::world::Seed) -> Self {
+    fn of(table: &Table, world: &WorldController, seed: &crate::world::Seed) -> Self {
         let mut turns = Turn::all();
         turns.sort_unstable();
         let size = world.size;
@@ -414,7 +414,7 @@ impl<'a> Problem<'a> {
     }
 
     /// The world of a configuration.
-    fn world_of(&self, slots: &[Slot]) -> World {
+    fn world_of(&self, slots: &[Slot]) -> WorldController {
         let mut world = self.base.clone();
         for (id, slot) in self.ids.iter().zip(slots) {
             if let Slot::Filled(seed, p) = slot {
@@ -445,7 +445,7 @@ impl<'a> Problem<'a> {
             })
     }
 
-    fn reached(&self, world: &World) -> bool {
+    fn reached(&self, world: &WorldController) -> bool {
         world.built()
             && world
                 .moving()
@@ -517,7 +517,12 @@ impl<'a> Problem<'a> {
     /// every plan has one as short in which a move follows an independent
     /// one only by a higher id: searching only those loses no plan, and
     /// spares the search the orders of moves that do not meet.
-    fn moves(&self, world: World, slots: &[Slot], last: Option<&Edge>) -> Vec<(Vec<Slot>, Edge)> {
+    fn moves(
+        &self,
+        world: WorldController,
+        slots: &[Slot],
+        last: Option<&Edge>,
+    ) -> Vec<(Vec<Slot>, Edge)> {
         let build = Build::of_world(world, self.table, self.clouds, self.settings);
         let last_span = last.filter(|e| e.fill.is_none()).map(|e| self.span(e));
         let follows = |edge: &Edge| match (last, &last_span) {
@@ -580,7 +585,7 @@ impl<'a> Problem<'a> {
 
     /// The cells a move touches: before, after and swept.
     fn span(&self, e: &Edge) -> Vec<Cell> {
-        let mut cells = crate::build::swept(self.clouds, &e.from, e.pose, &e.way);
+        let mut cells = crate::decentralised::swept(self.clouds, &e.from, e.pose, &e.way);
         cells.extend(e.from.cells(self.table));
         cells.extend(e.stood().cells(self.table));
         cells
@@ -588,7 +593,7 @@ impl<'a> Problem<'a> {
 
     /// The plan of `edges` as a build's report, its moves in rounds, and
     /// its film.
-    fn report(&self, build: &Build<'_>, built: bool, edges: &[Edge]) -> (Report, Film) {
+    fn report(&self, build: &Build<'_>, built: bool, edges: &[Edge]) -> (BuildReport, Film) {
         let level_of_cell = |c: Cell| {
             self.base
                 .seeds()
@@ -669,7 +674,7 @@ impl<'a> Problem<'a> {
         // Seeds filled at the end, those the start stood on included.
         let filled = seeds.iter().filter(|s| s.filled_by.is_some()).count()
             + edges.iter().filter(|e| e.fill.is_some()).count();
-        let report = Report {
+        let report = BuildReport {
             built,
             rounds: rounds.iter().copied().max().unwrap_or(0),
             moves,
@@ -699,13 +704,13 @@ pub struct Versus {
 }
 
 /// The structure of `world` (its seeds, nobody standing) built from
-/// `trials` random starts (seeds `0..trials`, as [`crate::build::trials`]
+/// `trials` random starts (seeds `0..trials`, as [`crate::trials::trials`]
 /// draws them), each planned by both, the centralised search with
 /// `shortcuts`.
 pub fn against_decentralised(
     table: &Table,
     clouds: &Clouds,
-    world: &World,
+    world: &WorldController,
     settings: Settings,
     trials: u64,
     max_expanded: usize,
@@ -713,7 +718,7 @@ pub fn against_decentralised(
 ) -> Result<Vec<Versus>, String> {
     let mut out = Vec::new();
     for seed in 0..trials {
-        let starts = crate::build::random_starts(world, world.seeds().len(), 3, seed)
+        let starts = crate::starts::random_starts(world, world.seeds().len(), 3, seed)
             .ok_or("no room for the meta-modules spread out")?;
         let build = Build::new(world.clone(), table, clouds, &starts, settings)
             .map_err(|e| e.to_string())?;
@@ -739,9 +744,10 @@ pub fn against_decentralised(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::build::{Rule, random_starts};
+    use crate::decentralised::Rule;
     use crate::grid::cell_set;
     use crate::srdb::Database;
+    use crate::starts::random_starts;
     use crate::structure::parse;
     use crate::sweep::Clouds;
     use yamor_roombots::chain::ConnectionType;
@@ -775,9 +781,13 @@ mod tests {
     /// Plays `report`'s moves on `before` one by one: each onto cells that
     /// are free then, the moves of one round never within a cell of each
     /// other, and the end where `reached` says.
-    fn check_plan(before: &World, table: &Table, report: &Report) -> World {
+    fn check_plan(
+        before: &WorldController,
+        table: &Table,
+        report: &BuildReport,
+    ) -> WorldController {
         let mut world = before.clone();
-        let by_cells = |world: &World, cells: [Cell; 4]| {
+        let by_cells = |world: &WorldController, cells: [Cell; 4]| {
             world
                 .moving()
                 .into_iter()
@@ -815,7 +825,7 @@ mod tests {
     fn the_bound_never_overestimates_breadth_first_finds_the_same_fewest() {
         let (table, clouds) = shear_s();
         for seed in 0..4 {
-            let world = crate::build::one_seed_world();
+            let world = crate::starts::one_seed_world();
             let starts = random_starts(&world, 1, 3, seed).unwrap();
             let build = Build::new(world, table, clouds, &starts, settings()).unwrap();
             let a_star = plan(&build, 1_000_000, &|| false).unwrap();
@@ -850,7 +860,7 @@ mod tests {
         let platform = crate::structure::platform(1, 2, [6, 6, 0]);
         let mut parallel = 0;
         for seed in 0..3 {
-            let mut world = World::new([13; 3]);
+            let mut world = WorldController::new([13; 3]);
             world.set_structure(&platform).unwrap();
             let starts = random_starts(&world, 2, 3, seed).unwrap();
             let build = Build::new(world.clone(), table, clouds, &starts, settings()).unwrap();
@@ -886,9 +896,9 @@ mod tests {
     #[test]
     fn the_stool_of_fig_1_2_shrinks_from_six_meta_modules_to_four() {
         let (table, clouds) = shear_s();
-        let mut world = World::new([13; 3]);
+        let mut world = WorldController::new([13; 3]);
         world.set_structure(&structure("stool-4.xml")).unwrap();
-        crate::build::stand_as(&mut world, table, &structure("stool-6.xml")).unwrap();
+        crate::starts::stand_as(&mut world, table, &structure("stool-6.xml")).unwrap();
         assert!(world.built(), "stool-4's places are stool-6's");
         assert_eq!(world.moving().len(), 2, "two legs leave");
         let build = Build::of_world(world.clone(), table, clouds, settings());
@@ -907,7 +917,7 @@ mod tests {
     fn too_many_meta_modules_are_refused_and_a_stop_stops() {
         let (table, clouds) = shear_s();
         let platform = crate::structure::platform(3, 3, [6, 6, 0]);
-        let mut world = World::new([13; 3]);
+        let mut world = WorldController::new([13; 3]);
         world.set_structure(&platform).unwrap();
         let starts = random_starts(&world, 9, 3, 0).unwrap();
         let build = Build::new(world, table, clouds, &starts, settings()).unwrap();
@@ -915,7 +925,7 @@ mod tests {
             plan(&build, 10, &|| false).unwrap_err(),
             CentralError::TooLarge(9, 9)
         );
-        let world = crate::build::one_seed_world();
+        let world = crate::starts::one_seed_world();
         let starts = random_starts(&world, 1, 3, 0).unwrap();
         let build = Build::new(world, table, clouds, &starts, settings()).unwrap();
         assert_eq!(
@@ -926,7 +936,7 @@ mod tests {
         assert!(!gave_up.report.built && gave_up.report.moves.is_empty());
         assert!(!gave_up.exhausted, "it gave up; it did not prove anything");
         // Two seeds, one meta-module: no plan, proved at once.
-        let mut world = World::new([13; 3]);
+        let mut world = WorldController::new([13; 3]);
         world
             .set_structure(&crate::structure::platform(1, 2, [6, 6, 0]))
             .unwrap();

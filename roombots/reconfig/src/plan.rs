@@ -22,10 +22,10 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use crate::build::Report;
+use crate::decentralised::BuildReport;
 use crate::grid::Cell;
 use crate::srdb::Table;
-use crate::world::World;
+use crate::world::WorldController;
 
 /// One move of a plan.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -66,7 +66,7 @@ impl Plan {
     /// The plan of `report`, a build of `before` (the world as it was when
     /// the build started).
     #[must_use]
-    pub fn record(before: &World, table: &Table, report: &Report) -> Self {
+    pub fn record(before: &WorldController, table: &Table, report: &BuildReport) -> Self {
         Plan {
             size: before.size,
             target: before.seeds().iter().map(|s| s.cells).collect(),
@@ -261,8 +261,9 @@ fn id_of(word: &str) -> Result<u32, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::build::{Build, Settings, random_starts};
+    use crate::decentralised::{Build, Settings};
     use crate::srdb::Database;
+    use crate::starts::random_starts;
     use crate::sweep::{Clouds, ROTATION_STEP};
 
     #[test]
@@ -271,7 +272,7 @@ mod tests {
         let table = db.table(yamor_roombots::chain::ConnectionType::ShearS);
         let clouds = Clouds::build(table, ROTATION_STEP, 2);
         let structure = crate::structure::platform(2, 2, [6, 6, 0]);
-        let mut world = World::new([13; 3]);
+        let mut world = WorldController::new([13; 3]);
         world.set_structure(&structure).unwrap();
         let starts = random_starts(&world, structure.places.len(), 3, 4).unwrap();
         let mut build = Build::new(world, table, &clouds, &starts, Settings::default()).unwrap();

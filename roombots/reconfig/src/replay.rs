@@ -1,5 +1,5 @@
 //! A plan replayed in the physics simulation of the module
-//! (`yamor_roombots::enact`), not only on the grid: every meta-module
+//! (`yamor_roombots::enactment`), not only on the grid: every meta-module
 //! stands where the plan starts it, locked onto the floor; each move
 //! drives its six servos to the pose whose cubes are the plan's cells
 //! (through the intermediate poses the plan passed), then the free end's
@@ -23,10 +23,10 @@
 use std::collections::BTreeMap;
 
 use yamor_roombots::chain::ConnectionType;
-use yamor_roombots::enact::{Enactment, Report};
+use yamor_roombots::enactment::{Enactment, EnactmentReport};
 use yamor_roombots::ik::MetaJoints;
-use yamor_roombots::path::Planner;
-use yamor_roombots::play::{Clearance, Stage};
+use yamor_roombots::path::PathPlanner;
+use yamor_roombots::stage::{Clearance, Stage};
 use yamor_roombots::supervisor::{Command, End};
 
 use crate::grid::Cell;
@@ -69,7 +69,7 @@ pub struct Replayed {
     pub clear: usize,
     /// Drives whose way was found clear of everything but for a turning
     /// half's rim entering the structure or another meta-module
-    /// ([`yamor_roombots::play::RIM`]).
+    /// ([`yamor_roombots::stage::RIM`]).
     pub rims: usize,
     /// Drives whose way was found clear of the floor only (what the
     /// engine's bodies touch).
@@ -270,7 +270,7 @@ fn search_moves(
 /// The others are not looked at: they will have moved.
 fn way_exists(stage: &Stage, q: MetaJoints) -> bool {
     stage
-        .path_clear_of(q, &Planner::default(), Clearance::Floor)
+        .path_clear_of(q, &PathPlanner::default(), Clearance::Floor)
         .clear
 }
 
@@ -450,7 +450,7 @@ pub fn replay(plan: &Plan, connection: ConnectionType) -> Result<Replayed, Repla
         moves: plan.steps.len(),
         ..Replayed::default()
     };
-    let note = |r: &Report, out: &mut Replayed| {
+    let note = |r: &EnactmentReport, out: &mut Replayed| {
         out.commands += 1;
         out.lock_gap = out.lock_gap.max(r.lock_gap);
         out.overlap_depth = out.overlap_depth.max(r.overlap_depth);
@@ -500,7 +500,7 @@ pub fn replay(plan: &Plan, connection: ConnectionType) -> Result<Replayed, Repla
                 && !step.filled
                 && world
                     .gap_ahead(meta)
-                    .is_some_and(|gap| gap > yamor_roombots::enact::LOCK_REACH)
+                    .is_some_and(|gap| gap > yamor_roombots::enactment::LOCK_REACH)
             {
                 out.missed += 1;
                 stalled = poses[k].last().copied();
@@ -563,7 +563,7 @@ pub fn replay(plan: &Plan, connection: ConnectionType) -> Result<Replayed, Repla
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::task::{Planned, Planner, Target, Task};
+    use crate::planning::{Planned, Planner, Target, Task};
 
     /// `target` built by `connection` meta-modules from seed 0's start,
     /// ours.
@@ -571,11 +571,11 @@ mod tests {
         let task = Task {
             target,
             connection,
-            rule: crate::build::Rule::Reserve,
+            rule: crate::decentralised::Rule::Reserve,
             look_ahead: true,
             size: 13,
             max_rounds: 2000,
-            method: crate::task::Method::Decentralised,
+            method: crate::planning::Method::Decentralised,
             from: None,
         };
         let planned = Planner::new(2).plan(&task, 0, &|| false).unwrap();
@@ -598,7 +598,7 @@ mod tests {
         let replayed = replay(&planned.plan, task.connection).unwrap();
         assert!(replayed.ends_on_plan, "{replayed:?}");
         assert!(
-            replayed.lock_gap < yamor_roombots::enact::LOCK_REACH,
+            replayed.lock_gap < yamor_roombots::enactment::LOCK_REACH,
             "{replayed:?}"
         );
         replayed
@@ -612,11 +612,11 @@ mod tests {
         let task = Task {
             target: example("stool-4.xml"),
             from: Some(example("stool-6.xml")),
-            method: crate::task::Method::Central {
+            method: crate::planning::Method::Central {
                 max_expanded: 100_000,
             },
             connection: ConnectionType::ShearS,
-            rule: crate::build::Rule::Reserve,
+            rule: crate::decentralised::Rule::Reserve,
             look_ahead: true,
             size: 13,
             max_rounds: 2000,

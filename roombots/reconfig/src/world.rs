@@ -125,9 +125,9 @@ pub struct Seed {
     pub filled_by: Option<u32>,
 }
 
-/// The world and its controller's bookkeeping.
+/// The World Controller (003 §2.7.4): the grid world and its bookkeeping.
 #[derive(Debug, Clone)]
-pub struct World {
+pub struct WorldController {
     /// Cells `0 ≤ x, y, z < size`; under `z = 0` the floor.
     pub size: [i32; 3],
     walls: CellSetWorld,
@@ -158,11 +158,11 @@ pub enum WorldError {
     Unknown(u32),
 }
 
-impl World {
+impl WorldController {
     /// An empty world of `size` cells over a floor of connectors.
     #[must_use]
     pub fn new(size: [i32; 3]) -> Self {
-        World {
+        WorldController {
             size,
             walls: CellSetWorld::new(),
             moving: HashMap::new(),

@@ -13,13 +13,14 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 use yamor_roombots::chain::ConnectionType;
 
-use crate::build::{Build, Report, Rule, Settings, random_starts, stand_as, upright_on};
+use crate::decentralised::{Build, BuildReport, Rule, Settings, upright_on};
 use crate::grid::cell_set;
 use crate::plan::Plan;
 use crate::srdb::{Database, Table};
+use crate::starts::{random_starts, stand_as};
 use crate::structure::{Structure, parse, platform};
 use crate::sweep::{Clouds, ROTATION_STEP};
-use crate::world::World;
+use crate::world::WorldController;
 
 /// The objective prefix of a planning job.
 pub const OBJECTIVE_PREFIX: &str = "reconfig:";
@@ -268,8 +269,8 @@ impl Task {
     }
 
     /// The world with the structure's seeds, nobody in it yet.
-    pub fn world(&self) -> Result<World, TaskError> {
-        let mut world = World::new([self.size; 3]);
+    pub fn world(&self) -> Result<WorldController, TaskError> {
+        let mut world = WorldController::new([self.size; 3]);
         world
             .set_structure(&self.structure()?)
             .map_err(|e| TaskError::Invalid(format!("{}: {e}", self.name())))?;
@@ -279,7 +280,7 @@ impl Task {
     /// The world with the structure's seeds and the meta-modules where
     /// they start: standing as the `from` structure, or on the floor where
     /// `seed` puts them; nothing moved yet.
-    pub fn start(&self, seed: u64, table: &Table) -> Result<World, TaskError> {
+    pub fn start(&self, seed: u64, table: &Table) -> Result<WorldController, TaskError> {
         let mut world = self.world()?;
         let places = world.seeds().len();
         if let Some(from) = self.from_structure()? {
@@ -307,7 +308,7 @@ impl Task {
 /// A task planned.
 #[derive(Debug, Clone)]
 pub struct Planned {
-    pub report: Report,
+    pub report: BuildReport,
     pub plan: Plan,
     /// Planning time, the database and swept cells already at hand.
     pub wall: Duration,
@@ -374,7 +375,7 @@ impl Planner {
 /// A planning job's fitness (maximised): the negated moves of a finished
 /// build; an unfinished one 10⁶ lower, below every finished build.
 #[must_use]
-pub fn fitness(report: &Report) -> f64 {
+pub fn fitness(report: &BuildReport) -> f64 {
     let moves = report.moves.len() as f64;
     if report.built { -moves } else { -moves - 1e6 }
 }

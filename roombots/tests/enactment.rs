@@ -1,7 +1,7 @@
 //! Supervisor command files enacted on the simulated meta-module.
 
 use yamor_roombots::chain::ConnectionType;
-use yamor_roombots::enact::Enactment;
+use yamor_roombots::enactment::Enactment;
 use yamor_roombots::supervisor::{End, parse};
 
 const INCHWORM: &str = include_str!("../../examples/roombots/inchworm.txt");

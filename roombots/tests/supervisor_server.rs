@@ -4,8 +4,8 @@
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::time::{Duration, timeout};
-use yamor_roombots::bridge::{MAX_LINE, serve};
 use yamor_roombots::chain::ConnectionType;
+use yamor_roombots::supervisor_server::{MAX_LINE, serve};
 
 struct Client {
     reader: BufReader<tokio::net::tcp::OwnedReadHalf>,

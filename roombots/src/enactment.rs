@@ -13,7 +13,7 @@
 //! it round the other way when it is blocked. A move is done
 //! when every joint is still at its goal one observation after all
 //! reached it; a joint that swung off as the chain came to rest is sent
-//! its goal again. What each command did is a [`Report`]: how long it
+//! its goal again. What each command did is an [`EnactmentReport`]: how long it
 //! took, whether every joint reached its goal, how often the cubes met on
 //! the way — a meta-module's own, and cubes of different meta-modules or
 //! a structure cell, by cell and by depth (the engine lets them pass
@@ -30,9 +30,9 @@ use crate::chain::ConnectionType;
 use crate::collision;
 use crate::ik::MetaJoints;
 use crate::module::{Connector, wrap};
-use crate::path::{Path, Planner};
+use crate::path::{Path, PathPlanner};
 use crate::physics::{LockId, MAX_SPEED, PhysicsError, Robot, RobotSettings};
-use crate::play::{Clearance, Stage};
+use crate::stage::{Clearance, Stage};
 use crate::supervisor::Command;
 
 /// How often the bounding trial looks at the joints (s).
@@ -52,7 +52,7 @@ const SETTLE: f64 = 0.5;
 
 /// What one command did in the simulation.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Report {
+pub struct EnactmentReport {
     /// The kinematic stage's account.
     pub plan: String,
     /// Simulated time the command took (s).
@@ -181,20 +181,20 @@ impl Enactment {
     }
 
     /// Plays one command on the first meta-module.
-    pub fn apply(&mut self, command: &Command) -> Result<Report, String> {
+    pub fn apply(&mut self, command: &Command) -> Result<EnactmentReport, String> {
         self.apply_to(0, command)
     }
 
     /// Plays one command on meta-module `meta`: refused by its plan
     /// (nothing moves), or enacted while the others hold still.
-    pub fn apply_to(&mut self, meta: usize, command: &Command) -> Result<Report, String> {
+    pub fn apply_to(&mut self, meta: usize, command: &Command) -> Result<EnactmentReport, String> {
         if meta >= self.stages.len() {
             return Err(format!(
                 "there is no meta-module {meta}: {} stand here",
                 self.stages.len()
             ));
         }
-        crate::play::see_others(&mut self.stages, meta);
+        crate::stage::see_others(&mut self.stages, meta);
         if let Command::Lock { module, connector } = *command {
             // The plan's refusals first (on a copy: a lock is rare, and the
             // plan must not change if the simulation refuses).
@@ -215,7 +215,7 @@ impl Enactment {
             .then(|| self.stages[meta].clone());
         let plan = self.stages[meta].apply(command)?;
         let start = self.clock;
-        let mut report = Report {
+        let mut report = EnactmentReport {
             plan,
             seconds: 0.0,
             reached: true,
@@ -228,9 +228,9 @@ impl Enactment {
             way: None,
         };
         if let Some(before) = before {
-            let planner = Planner {
+            let planner = PathPlanner {
                 seed: self.moves,
-                ..Planner::default()
+                ..PathPlanner::default()
             };
             self.moves += 1;
             let (path, clearance) = before.path_to(self.stages[meta].angles(), &planner);
@@ -312,7 +312,7 @@ impl Enactment {
     }
 
     /// Runs `seconds`, noting overlaps and lock gaps every observation.
-    fn observe_for(&mut self, seconds: f64, report: &mut Report) {
+    fn observe_for(&mut self, seconds: f64, report: &mut EnactmentReport) {
         let mut left = seconds;
         while left > 1e-9 {
             let chunk = left.min(OBSERVATION);
@@ -322,7 +322,7 @@ impl Enactment {
         }
     }
 
-    fn note(&self, report: &mut Report) {
+    fn note(&self, report: &mut EnactmentReport) {
         let poses = self.robot.module_poses();
         if poses
             .chunks(2)
@@ -345,7 +345,8 @@ impl Enactment {
     /// on the plan; here they overlap by the millimetres the servos sag.
     fn meeting(&self, poses: &[crate::module::ModulePose]) -> (bool, f64) {
         let metas: Vec<&[crate::module::ModulePose]> = poses.chunks(2).collect();
-        let cells: Vec<[[i64; 3]; 4]> = metas.iter().map(|m| crate::play::chain_cells(m)).collect();
+        let cells: Vec<[[i64; 3]; 4]> =
+            metas.iter().map(|m| crate::stage::chain_cells(m)).collect();
         let mut collided = false;
         let mut deepest: f64 = 0.0;
         for (i, a) in metas.iter().enumerate() {
@@ -355,7 +356,7 @@ impl Enactment {
             }
             for cell in self.stages[i].structure() {
                 collided |= cells[i].contains(cell);
-                let centre = crate::play::cell_centre(*cell);
+                let centre = crate::stage::cell_centre(*cell);
                 deepest = deepest.max(collision::cell_depth(a, &centre));
             }
         }
@@ -374,7 +375,7 @@ impl Enactment {
     /// order), from the angles they are at: each joint starts from the
     /// turn of the path's angles nearest where it is, and all six pass
     /// each pose of the path together.
-    fn drive(&mut self, meta: usize, path: &Path, report: &mut Report) {
+    fn drive(&mut self, meta: usize, path: &Path, report: &mut EnactmentReport) {
         let dt = self.settings.dt;
         let first = 2 * meta;
         let now: MetaJoints = std::array::from_fn(|k| self.robot.joint(first + k / 3, k % 3).0);
@@ -469,7 +470,7 @@ impl Enactment {
     /// Meta-module `meta`'s plan sees the others where they stand now
     /// (as before each of its commands).
     pub fn look_around(&mut self, meta: usize) {
-        crate::play::see_others(&mut self.stages, meta);
+        crate::stage::see_others(&mut self.stages, meta);
     }
 
     /// Meta-module `meta` settles into the structure (it filled its place
@@ -509,7 +510,7 @@ impl Enactment {
     /// Meta-module `meta`'s cube cells as the simulation has them.
     #[must_use]
     pub fn cells_of(&self, meta: usize) -> [[i64; 3]; 4] {
-        crate::play::chain_cells(&self.robot.module_poses()[2 * meta..2 * meta + 2])
+        crate::stage::chain_cells(&self.robot.module_poses()[2 * meta..2 * meta + 2])
     }
 }
 
@@ -589,7 +590,7 @@ fn floor_under(connector: &Isometry3<f64>) -> Isometry3<f64> {
     use nalgebra::{Matrix3, Rotation3, UnitQuaternion, Vector3};
     let into = (connector.rotation * Vector3::z()).map(f64::round);
     let inside = connector.translation.vector + into * crate::module::HALF;
-    let solid = crate::play::cell_centre(crate::play::cell_of(&inside));
+    let solid = crate::stage::cell_centre(crate::stage::cell_of(&inside));
     let z = -into;
     let x = if z.x.abs() > 0.5 {
         Vector3::y()

@@ -23,7 +23,7 @@ use crate::chain::{ConnectionType, MetaModule};
 use crate::collision;
 use crate::ik::{MetaJoints, Solver};
 use crate::module::{CELL, Connector, HALF, ModulePose};
-use crate::path::{Path, Planner};
+use crate::path::{Path, PathPlanner};
 use crate::supervisor::{Command, End};
 use rand::{Rng, SeedableRng};
 
@@ -313,7 +313,7 @@ impl Stage {
     /// at most [`GENTLE`] into a surface is sought before one scraping
     /// [`SCRAPE`]. A free end resting on a surface is lifted off it first,
     /// and comes down onto the goal's surface last.
-    pub fn path_to(&self, goal: MetaJoints, planner: &Planner) -> (Path, Clearance) {
+    pub fn path_to(&self, goal: MetaJoints, planner: &PathPlanner) -> (Path, Clearance) {
         let mut straight = None;
         for against in [Clearance::Everything, Clearance::Rims, Clearance::Floor] {
             // A way that barely touches a surface first: one that scrapes
@@ -334,7 +334,12 @@ impl Stage {
     /// end resting on a surface lifted off it first; the straight line
     /// marked not clear when none was found.
     #[must_use]
-    pub fn path_clear_of(&self, goal: MetaJoints, planner: &Planner, against: Clearance) -> Path {
+    pub fn path_clear_of(
+        &self,
+        goal: MetaJoints,
+        planner: &PathPlanner,
+        against: Clearance,
+    ) -> Path {
         self.path_within(goal, planner, against, SCRAPE)
     }
 
@@ -342,7 +347,7 @@ impl Stage {
     fn path_within(
         &self,
         goal: MetaJoints,
-        planner: &Planner,
+        planner: &PathPlanner,
         against: Clearance,
         scrape: f64,
     ) -> Path {
@@ -751,7 +756,7 @@ mod tests {
             .collect();
         assert_eq!(blocked.len(), 6);
         for goal in blocked {
-            let (path, clearance) = stage.path_to(goal, &Planner::default());
+            let (path, clearance) = stage.path_to(goal, &PathPlanner::default());
             assert_eq!(clearance, Clearance::Everything, "{goal:?}");
             assert!(!path.is_straight());
             let w = &path.waypoints;

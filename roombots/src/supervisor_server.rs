@@ -24,7 +24,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::oneshot;
 
 use crate::chain::ConnectionType;
-use crate::enact::Enactment;
+use crate::enactment::Enactment;
 use crate::physics::PhysicsError;
 use crate::supervisor::{Command, parse_line};
 

@@ -26,9 +26,8 @@ use std::collections::VecDeque;
 use crate::grid::{Cell, CellSet, Dir, SIGHT, Turn, add, cell_set, distance2, sub};
 use crate::search::{Sweeps, Way, find_way};
 use crate::srdb::Table;
-use crate::structure::Structure;
 use crate::sweep::Clouds;
-use crate::world::{Content, Placement, World};
+use crate::world::{Content, Placement, WorldController};
 
 /// Who may move in a round.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -90,7 +89,7 @@ pub struct Move {
 
 /// How a build ended.
 #[derive(Debug, Clone)]
-pub struct Report {
+pub struct BuildReport {
     pub built: bool,
     pub rounds: usize,
     pub moves: Vec<Move>,
@@ -123,7 +122,7 @@ enum Intent {
 
 /// A build in progress.
 pub struct Build<'a> {
-    pub world: World,
+    pub world: WorldController,
     table: &'a Table,
     clouds: &'a Clouds,
     settings: Settings,
@@ -178,7 +177,7 @@ pub fn upright_on(table: &Table, starts: &[[i32; 2]]) -> Vec<Placement> {
 impl<'a> Build<'a> {
     /// Meta-modules standing upright on `starts` (floor cells), ids 1 ….
     pub fn new(
-        world: World,
+        world: WorldController,
         table: &'a Table,
         clouds: &'a Clouds,
         starts: &[[i32; 2]],
@@ -189,7 +188,7 @@ impl<'a> Build<'a> {
 
     /// Meta-modules where `placements` put them, ids 1 ….
     pub fn with_placements(
-        mut world: World,
+        mut world: WorldController,
         table: &'a Table,
         clouds: &'a Clouds,
         placements: &[Placement],
@@ -205,7 +204,7 @@ impl<'a> Build<'a> {
     /// settled), with no history.
     #[must_use]
     pub fn of_world(
-        world: World,
+        world: WorldController,
         table: &'a Table,
         clouds: &'a Clouds,
         settings: Settings,
@@ -236,12 +235,12 @@ impl<'a> Build<'a> {
     }
 
     /// Runs rounds until built, deadlocked, or out of rounds.
-    pub fn run(&mut self) -> Report {
+    pub fn run(&mut self) -> BuildReport {
         self.run_filmed(None)
     }
 
     /// [`Build::run`], adding a frame to `film` after every round.
-    pub fn run_filmed(&mut self, film: Option<&mut Film>) -> Report {
+    pub fn run_filmed(&mut self, film: Option<&mut Film>) -> BuildReport {
         self.run_until(film, &|| false)
             .expect("a build never stopped runs to its end")
     }
@@ -252,11 +251,11 @@ impl<'a> Build<'a> {
         &mut self,
         mut film: Option<&mut Film>,
         stop: &dyn Fn() -> bool,
-    ) -> Option<Report> {
+    ) -> Option<BuildReport> {
         if let Some(f) = film.as_deref_mut() {
             f.frames.push(self.frame());
         }
-        let mut report = Report {
+        let mut report = BuildReport {
             built: false,
             rounds: 0,
             moves: Vec::new(),
@@ -687,254 +686,11 @@ pub struct Film {
     pub frames: Vec<Vec<yamor_roombots::module::ModulePose>>,
 }
 
-/// `count` floor cells to start on, spread out as 003 Fig 3.4 spreads
-/// them: at least `spacing` cells apart (along x or y) from each other,
-/// and clear of the structure's footprint by one cell; drawn from `seed`.
-/// `None` when the world has no room for them.
-#[must_use]
-pub fn random_starts(
-    world: &World,
-    count: usize,
-    spacing: i32,
-    seed: u64,
-) -> Option<Vec<[i32; 2]>> {
-    let footprint: Vec<[i32; 2]> = world
-        .seeds()
-        .iter()
-        .flat_map(|s| s.cells)
-        .map(|c| [c[0], c[1]])
-        .collect();
-    let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ 0xD1B5_4A32_D192_ED03;
-    let mut next = |m: i32| {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        (state % m as u64) as i32
-    };
-    let mut starts: Vec<[i32; 2]> = Vec::new();
-    for _ in 0..100_000 {
-        if starts.len() == count {
-            return Some(starts);
-        }
-        let c = [next(world.size[0]), next(world.size[1])];
-        let near =
-            |a: [i32; 2], b: [i32; 2], d: i32| (a[0] - b[0]).abs() < d && (a[1] - b[1]).abs() < d;
-        if footprint.iter().any(|f| near(*f, c, 2)) || starts.iter().any(|s| near(*s, c, spacing)) {
-            continue;
-        }
-        starts.push(c);
-    }
-    None
-}
-
-/// Meta-modules standing as the places of `from` stand (ids 1 … in its
-/// order), in a world with a structure to build: one on a place of the
-/// structure fills its seed; the others move, each turned so its root's
-/// connector faces a floor or structure connector where one does. Taking
-/// `from` apart into the world's structure (003 Fig 1.2's stool shrinking
-/// from six meta-modules to four) starts here.
-pub fn stand_as(world: &mut World, table: &Table, from: &Structure) -> Result<(), String> {
-    let places = from.world_cells();
-    let seed_of = |cells: &[Cell; 4], world: &World| {
-        world
-            .seeds()
-            .iter()
-            .position(|s| s.filled_by.is_none() && cell_set(s.cells) == cell_set(*cells))
-    };
-    // Upright on the floor, a meta-module stands as random starts stand
-    // it (the pose and turn the physics replay expects there); otherwise
-    // that turn is tried first.
-    let mut turns = Turn::all();
-    let (up_pose, up) = upright(table);
-    turns.sort_by_key(|t| *t != up);
-    let placement_of = |cells: &[Cell; 4], world: &World| {
-        let root = cells[0];
-        let standing = Placement {
-            root,
-            turn: up,
-            pose: up_pose,
-        };
-        if standing.cells(table) == *cells && root[2] == 0 {
-            return Some(standing);
-        }
-        let mut found = None;
-        for turn in turns.iter().copied() {
-            let Some(p) = Placement::turned_onto(table, cells, turn) else {
-                continue;
-            };
-            let faces = turn.apply_dir(crate::srdb::root_facing()).step();
-            if world.lockable(add(root, faces)) {
-                return Some(p);
-            }
-            found.get_or_insert(p);
-        }
-        found
-    };
-    // Those on the structure first: their cells become connectors the
-    // others' roots may face.
-    let seeds: Vec<Option<usize>> = places.iter().map(|c| seed_of(c, world)).collect();
-    for on_structure in [true, false] {
-        for (k, cells) in places.iter().enumerate() {
-            let id = k as u32 + 1;
-            let seed = seeds[k];
-            if seed.is_some() != on_structure {
-                continue;
-            }
-            let p = placement_of(cells, world)
-                .ok_or_else(|| format!("place {id} of the start is no pose of a meta-module"))?;
-            world
-                .place(id, p, table)
-                .map_err(|e| format!("place {id} of the start: {e}"))?;
-            if let Some(seed) = seed {
-                world.fill(id, seed, table).map_err(|e| e.to_string())?;
-            }
-        }
-    }
-    Ok(())
-}
-
-/// A 13-cell world with one open seed: a meta-module standing upright on
-/// floor cell (6, 6).
-#[must_use]
-pub fn one_seed_world() -> World {
-    let structure = crate::structure::Structure {
-        places: vec![crate::structure::Place {
-            level: 0,
-            root: [0, 0, 0],
-            cubes: [[0, 0, 1], [0, 0, 2], [0, 0, 3]],
-        }],
-        offset: [6, 6, 0],
-    };
-    let mut world = World::new([13, 13, 13]);
-    world
-        .set_structure(&structure)
-        .expect("one upright place fits a 13-cell world");
-    world
-}
-
-/// 003 Fig 3.5's deadlock rebuilt: one open seed (a meta-module standing
-/// on floor cell (6, 6) of a 13-cell world), meta-module 1 whose root is
-/// four cells from the seed (just beyond sight) but which lies towards
-/// it, and meta-module 2 standing where it sees both. 1 sees no seed and
-/// yields to 2, farther along the gradient; 2 sees the seed and yields
-/// to 1, whose cubes are nearer it. The first such pair found searching
-/// the poses around the seed; `None` when there is none for this table.
-#[must_use]
-pub fn deadlock_case(table: &Table, clouds: &Clouds) -> Option<(World, Vec<Placement>)> {
-    let world = one_seed_world();
-    let seed: Cell = [6, 6, 0];
-    let (up_pose, up_turn) = upright(table);
-    let down = crate::srdb::root_facing();
-    let turns: Vec<Turn> = Turn::all()
-        .into_iter()
-        .filter(|t| t.apply_dir(down) == Dir::MINUS_Z)
-        .collect();
-    let settings = Settings {
-        rule: Rule::CanMove,
-        ..Settings::default()
-    };
-    for ax in [2, 10] {
-        for ay in 3..=9 {
-            let root = [ax, ay, 0];
-            for turn in &turns {
-                for pose in 0..table.kept().len() {
-                    let a = Placement {
-                        root,
-                        turn: *turn,
-                        pose,
-                    };
-                    if a.cells(table).iter().any(|c| c[2] < 0 || !world.inside(*c)) {
-                        continue;
-                    }
-                    for bx in 3..=9 {
-                        for by in 3..=9 {
-                            let b = Placement {
-                                root: [bx, by, 0],
-                                turn: up_turn,
-                                pose: up_pose,
-                            };
-                            let Ok(build) = Build::with_placements(
-                                world.clone(),
-                                table,
-                                clouds,
-                                &[a, b],
-                                settings,
-                            ) else {
-                                continue;
-                            };
-                            let sees_seed =
-                                |p: &Placement| sub(seed, p.root).iter().all(|d| d.abs() <= SIGHT);
-                            if !sees_seed(&a) && sees_seed(&b) && build.waits(1) && build.waits(2) {
-                                return Some((world, vec![a, b]));
-                            }
-                        }
-                    }
-                }
-            }
-        }
-    }
-    None
-}
-
-/// How a batch of builds went.
-#[derive(Debug, Clone, Default)]
-pub struct Tally {
-    pub trials: usize,
-    pub built: usize,
-    pub collisions: usize,
-    pub deadlocks: usize,
-    pub out_of_rounds: usize,
-    /// Per built trial.
-    pub rounds: Vec<usize>,
-    pub moves: Vec<usize>,
-    pub seconds: Vec<f64>,
-}
-
-/// Builds `structure` from `trials` random starts (seeds `0..trials`),
-/// one meta-module per place, in a world of `size`.
-pub fn trials(
-    table: &Table,
-    clouds: &Clouds,
-    structure: &crate::structure::Structure,
-    size: [i32; 3],
-    settings: Settings,
-    trials: usize,
-) -> Result<Tally, String> {
-    let mut tally = Tally {
-        trials,
-        ..Tally::default()
-    };
-    for seed in 0..trials as u64 {
-        let mut world = World::new(size);
-        world.set_structure(structure).map_err(|e| e.to_string())?;
-        let starts = random_starts(&world, structure.places.len(), 3, seed).ok_or_else(|| {
-            format!(
-                "a world of {size:?} cells has no room for {} meta-modules spread out",
-                structure.places.len()
-            )
-        })?;
-        let start = std::time::Instant::now();
-        let mut build =
-            Build::new(world, table, clouds, &starts, settings).map_err(|e| e.to_string())?;
-        let report = build.run();
-        let seconds = start.elapsed().as_secs_f64();
-        tally.collisions += report.collisions;
-        tally.deadlocks += usize::from(report.deadlock);
-        tally.out_of_rounds += usize::from(report.out_of_rounds);
-        if report.built {
-            tally.built += 1;
-            tally.rounds.push(report.rounds);
-            tally.moves.push(report.moves.len());
-            tally.seconds.push(seconds);
-        }
-    }
-    Ok(tally)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::srdb::Database;
+    use crate::starts::deadlock_case;
     use yamor_roombots::chain::ConnectionType;
 
     const TWO_LEGS: &str = r#"<structure>
@@ -950,7 +706,7 @@ mod tests {
         for t in [ConnectionType::ShearS, ConnectionType::Perpendicular] {
             let table = db.table(t);
             let clouds = Clouds::build(table, crate::sweep::ROTATION_STEP, 2);
-            let mut world = World::new([13, 13, 13]);
+            let mut world = WorldController::new([13, 13, 13]);
             world.set_structure(&structure).unwrap();
             assert_eq!(world.level(), Some(0));
             let mut build = Build::new(
