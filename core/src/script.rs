@@ -17,6 +17,7 @@
 use std::fmt::Write as _;
 
 use crate::ModuleId;
+use crate::error::Problem;
 use crate::morphology::{Connection, Connector};
 
 /// One command of a script.
@@ -59,8 +60,36 @@ pub enum ScriptError {
     Step {
         line: u32,
         element: String,
-        problem: String,
+        problem: StepError,
     },
+}
+
+/// What is wrong with one command of a script.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum StepError {
+    #[error("missing attribute `{0}`")]
+    MissingAttribute(String),
+    #[error("attribute `{key}`: {text:?} is not a number")]
+    NotANumber { key: String, text: String },
+    #[error("attribute `{key}`: {text:?} is not a module id")]
+    NotAModuleId { key: String, text: String },
+    /// Milliseconds.
+    #[error("delay {0} ms is negative")]
+    NegativeDelay(f64),
+    #[error("unknown command <{0}> (connect, disconnect or pause)")]
+    UnknownCommand(String),
+    #[error(transparent)]
+    Connection(#[from] ConnectionError),
+}
+
+/// Why the parts of a connection do not make one; names the request's or
+/// script's field.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ConnectionError {
+    #[error("module {0} cannot connect to itself")]
+    ToItself(ModuleId),
+    #[error("{field}: {problem}")]
+    Field { field: String, problem: Problem },
 }
 
 /// A transformation script.
@@ -142,24 +171,30 @@ impl Script {
     }
 }
 
-fn parse_step(node: &roxmltree::Node<'_, '_>) -> Result<Step, String> {
+fn parse_step(node: &roxmltree::Node<'_, '_>) -> Result<Step, StepError> {
     let attr = |key: &str| {
         node.attribute(key)
-            .ok_or_else(|| format!("missing attribute `{key}`"))
+            .ok_or_else(|| StepError::MissingAttribute(key.to_owned()))
     };
-    let number = |key: &str| -> Result<f64, String> {
+    let number = |key: &str| -> Result<f64, StepError> {
         let text = attr(key)?;
         text.trim()
             .parse::<f64>()
             .ok()
             .filter(|v| v.is_finite())
-            .ok_or_else(|| format!("attribute `{key}`: {text:?} is not a number"))
+            .ok_or_else(|| StepError::NotANumber {
+                key: key.to_owned(),
+                text: text.to_owned(),
+            })
     };
-    let id = |key: &str| -> Result<ModuleId, String> {
+    let id = |key: &str| -> Result<ModuleId, StepError> {
         let text = attr(key)?;
         text.trim()
             .parse::<ModuleId>()
-            .map_err(|_| format!("attribute `{key}`: {text:?} is not a module id"))
+            .map_err(|_| StepError::NotAModuleId {
+                key: key.to_owned(),
+                text: text.to_owned(),
+            })
     };
     match node.tag_name().name() {
         "connect" => Ok(Step::Connect(connection(
@@ -179,13 +214,11 @@ fn parse_step(node: &roxmltree::Node<'_, '_>) -> Result<Step, String> {
         "pause" => {
             let ms = number("delay")?;
             if ms < 0.0 {
-                return Err(format!("delay {ms} ms is negative"));
+                return Err(StepError::NegativeDelay(ms));
             }
             Ok(Step::Pause(ms / 1000.0))
         }
-        other => Err(format!(
-            "unknown command <{other}> (connect, disconnect or pause)"
-        )),
+        other => Err(StepError::UnknownCommand(other.to_owned())),
     }
 }
 
@@ -198,19 +231,22 @@ pub fn connection(
     id_to: ModuleId,
     conn_to: &str,
     angle_deg: f64,
-) -> Result<Connection, String> {
-    let connector = |name: &str, text: &str| -> Result<Connector, String> {
-        text.parse().map_err(|p| format!("{name}: {p}"))
-    };
+) -> Result<Connection, ConnectionError> {
+    fn field(name: &str) -> impl FnOnce(Problem) -> ConnectionError + '_ {
+        move |problem| ConnectionError::Field {
+            field: name.to_owned(),
+            problem,
+        }
+    }
     if id_from == id_to {
-        return Err(format!("module {id_from} cannot connect to itself"));
+        return Err(ConnectionError::ToItself(id_from));
     }
     Ok(Connection {
         id_from,
-        conn_from: connector(fields[0], conn_from)?,
+        conn_from: conn_from.parse::<Connector>().map_err(field(fields[0]))?,
         id_to,
-        conn_to: connector(fields[1], conn_to)?,
-        angle_deg: Connection::check_angle(angle_deg).map_err(|p| format!("{}: {p}", fields[2]))?,
+        conn_to: conn_to.parse::<Connector>().map_err(field(fields[1]))?,
+        angle_deg: Connection::check_angle(angle_deg).map_err(field(fields[2]))?,
     })
 }
 

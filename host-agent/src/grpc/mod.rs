@@ -390,7 +390,7 @@ impl HostAgent for HostService {
             &r.conn_to,
             f64::from(r.angle_deg),
         )
-        .map_err(Status::invalid_argument)?;
+        .map_err(|e| Status::invalid_argument(e.to_string()))?;
         state(sessions.connect_modules(connection).await)
     }
 
