@@ -169,6 +169,24 @@ pub enum ErrorKind {
     NotAnInteger(f64),
 }
 
+/// Why a registered function refused its arguments: the message an
+/// [`ErrorKind::Function`] shows after the function's name.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct FunctionRefusal(pub String);
+
+impl From<String> for FunctionRefusal {
+    fn from(message: String) -> Self {
+        FunctionRefusal(message)
+    }
+}
+
+impl From<&str> for FunctionRefusal {
+    fn from(message: &str) -> Self {
+        FunctionRefusal(message.to_owned())
+    }
+}
+
 /// An error with its place in the source text.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error("at column {column}: {kind}")]
@@ -971,11 +989,11 @@ impl Context {
         &mut self,
         name: &str,
         arity: Arity,
-        f: impl Fn(&[f64]) -> Result<f64, String> + Send + Sync + 'static,
+        f: impl Fn(&[f64]) -> Result<f64, FunctionRefusal> + Send + Sync + 'static,
     ) {
         let owned = name.to_owned();
         let real: RealFn = Arc::new(move |args| {
-            f(args).map_err(|message| ErrorKind::Function {
+            f(args).map_err(|FunctionRefusal(message)| ErrorKind::Function {
                 name: owned.clone(),
                 message,
             })
@@ -997,11 +1015,11 @@ impl Context {
         &mut self,
         name: &str,
         arity: Arity,
-        f: impl Fn(&[i64]) -> Result<i64, String> + Send + Sync + 'static,
+        f: impl Fn(&[i64]) -> Result<i64, FunctionRefusal> + Send + Sync + 'static,
     ) {
         let owned = name.to_owned();
         let int: IntFn = Arc::new(move |args| {
-            f(args).map_err(|message| ErrorKind::Function {
+            f(args).map_err(|FunctionRefusal(message)| ErrorKind::Function {
                 name: owned.clone(),
                 message,
             })

@@ -143,7 +143,7 @@ fn user_functions_variadic_and_failing() {
     c.register("sum", Arity::AtLeast(0), |a| Ok(a.iter().sum()));
     c.register("inv", Arity::Exactly(1), |a| {
         if a[0] == 0.0 {
-            Err("zero has no inverse".to_owned())
+            Err("zero has no inverse".into())
         } else {
             Ok(1.0 / a[0])
         }
@@ -414,7 +414,7 @@ fn integer_engine_rounds_parameters_and_has_its_own_functions() {
 
     c.register_int("idiv", Arity::Exactly(2), |a| {
         a[0].checked_div_euclid(a[1])
-            .ok_or_else(|| "undefined".to_owned())
+            .ok_or_else(|| "undefined".into())
     });
     assert_eq!(int_in("idiv(-7, 2)", &c), Ok(-4));
     assert_eq!(
