@@ -27,7 +27,7 @@ use std::fmt;
 use std::str::FromStr;
 
 use crate::ik::MetaJoints;
-use crate::module::{Connector, OUTER_STEP};
+use crate::module::{Connector, OUTER_STEP, UnknownConnector};
 use crate::reach::{Direction, GridTarget};
 
 /// Which end of the meta-module a command works from.
@@ -109,13 +109,62 @@ impl Command {
 #[error("line {line}: {what}")]
 pub struct ParseError {
     pub line: usize,
-    pub what: String,
+    pub what: LineError,
 }
 
-fn number<T: FromStr>(token: &str, what: &str) -> Result<T, String> {
-    token
-        .parse()
-        .map_err(|_| format!("{what}: {token:?} is not a number"))
+/// What is wrong with one line (without its number).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LineError {
+    #[error("{what}: {token:?} is not a number")]
+    NotANumber { what: String, token: String },
+    #[error("reach takes [Dx Dy Dz] dirX dirY dirZ [Orientation]: 3, 4, 6 or 7 numbers, got {0}")]
+    ReachArity(usize),
+    #[error("direction {0} {1} {2}: exactly one of dirX dirY dirZ is 1 or -1, the others 0")]
+    Direction(i32, i32, i32),
+    #[error("cell {0} {1} {2} is beyond a meta-module's reach of three cells")]
+    BeyondReach(i32, i32, i32),
+    #[error("orientation {0}: quarter-turns 0, 1, 2 or 3")]
+    Orientation(i32),
+    #[error(
+        "move takes six angles (s1 m1 s2 s1' m1' s2': outer joints in thirds of a turn, middle in quarters), got {0}"
+    )]
+    MoveArity(usize),
+    /// `angle` counts from 1.
+    #[error("angle {angle}: {token:?} is not finite")]
+    AngleNotFinite { angle: usize, token: String },
+    /// `angle` counts from 1; `unit` is "quarter-turns" or "thirds of a turn".
+    #[error("angle {angle}: {token} is not a whole number of {unit}")]
+    AngleNotWhole {
+        angle: usize,
+        token: String,
+        unit: &'static str,
+    },
+    /// `verb` is "lock" or "unlock".
+    #[error("{verb} takes a module (0 or 1) and a connector, got {got} fields")]
+    LockArity { verb: &'static str, got: usize },
+    #[error("module {0:?}: a meta-module has modules 0 and 1")]
+    Module(String),
+    #[error(transparent)]
+    Connector(#[from] UnknownConnector),
+    #[error("step: {0:?} is not a whole number of milliseconds")]
+    StepNotWhole(String),
+    #[error("step: {0} ms is longer than an hour ({MAX_STEP_MS} ms): split it")]
+    StepTooLong(u64),
+    #[error("step takes one number of milliseconds")]
+    StepArity,
+    #[error("{0} takes no arguments")]
+    NoArguments(String),
+    #[error(
+        "unknown command {0:?} (known: movefw movebw lock unlock step reachfw reachbw dropBoxFw dropBoxBw cmd file)"
+    )]
+    UnknownCommand(String),
+}
+
+fn number<T: FromStr>(token: &str, what: &str) -> Result<T, LineError> {
+    token.parse().map_err(|_| LineError::NotANumber {
+        what: what.to_owned(),
+        token: token.to_owned(),
+    })
 }
 
 /// The tokens with packed triples (`010`) spread into three.
@@ -132,7 +181,7 @@ fn spread(tokens: &[&str]) -> Vec<String> {
         .collect()
 }
 
-fn reach(end: End, tokens: &[&str]) -> Result<Command, String> {
+fn reach(end: End, tokens: &[&str]) -> Result<Command, LineError> {
     let tokens = spread(tokens);
     let ints: Vec<i32> = tokens
         .iter()
@@ -143,24 +192,12 @@ fn reach(end: End, tokens: &[&str]) -> Result<Command, String> {
         [x, y, z, o] => ([0, 0, 0], [*x, *y, *z], *o),
         [dx, dy, dz, x, y, z] => ([*dx, *dy, *dz], [*x, *y, *z], 0),
         [dx, dy, dz, x, y, z, o] => ([*dx, *dy, *dz], [*x, *y, *z], *o),
-        _ => {
-            return Err(format!(
-                "reach takes [Dx Dy Dz] dirX dirY dirZ [Orientation]: 3, 4, 6 or 7 numbers, got {}",
-                ints.len()
-            ));
-        }
+        _ => return Err(LineError::ReachArity(ints.len())),
     };
-    let direction = Direction::from_components(dir).ok_or_else(|| {
-        format!(
-            "direction {} {} {}: exactly one of dirX dirY dirZ is 1 or -1, the others 0",
-            dir[0], dir[1], dir[2]
-        )
-    })?;
+    let direction =
+        Direction::from_components(dir).ok_or(LineError::Direction(dir[0], dir[1], dir[2]))?;
     if cell.iter().any(|c| c.unsigned_abs() > 3) {
-        return Err(format!(
-            "cell {} {} {} is beyond a meta-module's reach of three cells",
-            cell[0], cell[1], cell[2]
-        ));
+        return Err(LineError::BeyondReach(cell[0], cell[1], cell[2]));
     }
     Ok(Command::Reach {
         end,
@@ -170,60 +207,55 @@ fn reach(end: End, tokens: &[&str]) -> Result<Command, String> {
             orientation: u8::try_from(orientation)
                 .ok()
                 .filter(|o| *o < 4)
-                .ok_or_else(|| format!("orientation {orientation}: quarter-turns 0, 1, 2 or 3"))?,
+                .ok_or(LineError::Orientation(orientation))?,
         },
     })
 }
 
-fn moving(end: End, tokens: &[&str]) -> Result<Command, String> {
+fn moving(end: End, tokens: &[&str]) -> Result<Command, LineError> {
     if tokens.len() != 6 {
-        return Err(format!(
-            "move takes six angles (s1 m1 s2 s1' m1' s2': outer joints in thirds of a turn, middle in quarters), got {}",
-            tokens.len()
-        ));
+        return Err(LineError::MoveArity(tokens.len()));
     }
     let mut angles = [0.0; 6];
     for (k, token) in tokens.iter().enumerate() {
         let units: f64 = number(token, &format!("angle {}", k + 1))?;
         if !units.is_finite() {
-            return Err(format!("angle {}: {token:?} is not finite", k + 1));
+            return Err(LineError::AngleNotFinite {
+                angle: k + 1,
+                token: (*token).to_owned(),
+            });
         }
         // App. B's angles are whole thirds and quarters of a turn: the
         // lattice poses a move command names.
         if units.fract() != 0.0 {
-            return Err(format!(
-                "angle {}: {token} is not a whole number of {}",
-                k + 1,
-                if k % 3 == 1 {
+            return Err(LineError::AngleNotWhole {
+                angle: k + 1,
+                token: (*token).to_owned(),
+                unit: if k % 3 == 1 {
                     "quarter-turns"
                 } else {
                     "thirds of a turn"
-                }
-            ));
+                },
+            });
         }
         angles[k] = units * if k % 3 == 1 { FRAC_PI_2 } else { OUTER_STEP };
     }
     Ok(Command::Move { end, angles })
 }
 
-fn locking(lock: bool, tokens: &[&str]) -> Result<Command, String> {
+fn locking(lock: bool, tokens: &[&str]) -> Result<Command, LineError> {
     let [module, connector] = tokens else {
-        return Err(format!(
-            "{} takes a module (0 or 1) and a connector, got {} fields",
-            if lock { "lock" } else { "unlock" },
-            tokens.len()
-        ));
+        return Err(LineError::LockArity {
+            verb: if lock { "lock" } else { "unlock" },
+            got: tokens.len(),
+        });
     };
     let module = match *module {
         "0" => 0,
         "1" => 1,
-        other => {
-            return Err(format!(
-                "module {other:?}: a meta-module has modules 0 and 1"
-            ));
-        }
+        other => return Err(LineError::Module(other.to_owned())),
     };
-    let connector: Connector = connector.parse().map_err(|e| format!("{e}"))?;
+    let connector: Connector = connector.parse()?;
     Ok(if lock {
         Command::Lock { module, connector }
     } else {
@@ -235,7 +267,7 @@ fn locking(lock: bool, tokens: &[&str]) -> Result<Command, String> {
 ///
 /// # Errors
 /// What is wrong with the line (without its number).
-pub fn parse_line(text: &str) -> Result<Option<Command>, String> {
+pub fn parse_line(text: &str) -> Result<Option<Command>, LineError> {
     let text = text.split('#').next().unwrap_or("").trim();
     let tokens: Vec<&str> = text.split_whitespace().collect();
     let Some((&verb, args)) = tokens.split_first() else {
@@ -245,7 +277,7 @@ pub fn parse_line(text: &str) -> Result<Option<Command>, String> {
         if args.is_empty() {
             Ok(command)
         } else {
-            Err(format!("{verb} takes no arguments"))
+            Err(LineError::NoArguments(verb.to_owned()))
         }
     };
     let command = match verb {
@@ -255,16 +287,14 @@ pub fn parse_line(text: &str) -> Result<Option<Command>, String> {
         "unlock" => locking(false, args)?,
         "step" => match args {
             [ms] => {
-                let milliseconds: u64 = number(ms, "step")
-                    .map_err(|_| format!("step: {ms:?} is not a whole number of milliseconds"))?;
+                let milliseconds: u64 =
+                    number(ms, "step").map_err(|_| LineError::StepNotWhole((*ms).to_owned()))?;
                 if milliseconds > MAX_STEP_MS {
-                    return Err(format!(
-                        "step: {milliseconds} ms is longer than an hour ({MAX_STEP_MS} ms): split it"
-                    ));
+                    return Err(LineError::StepTooLong(milliseconds));
                 }
                 Command::Step { milliseconds }
             }
-            _ => return Err("step takes one number of milliseconds".into()),
+            _ => return Err(LineError::StepArity),
         },
         "reachfw" => reach(End::Forward, args)?,
         "reachbw" => reach(End::Backward, args)?,
@@ -272,11 +302,7 @@ pub fn parse_line(text: &str) -> Result<Option<Command>, String> {
         "dropBoxBw" => no_args(Command::DropBox { end: End::Backward })?,
         "cmd" => no_args(Command::Terminal)?,
         "file" => no_args(Command::File)?,
-        other => {
-            return Err(format!(
-                "unknown command {other:?} (known: movefw movebw lock unlock step reachfw reachbw dropBoxFw dropBoxBw cmd file)"
-            ));
-        }
+        other => return Err(LineError::UnknownCommand(other.to_owned())),
     };
     Ok(Some(command))
 }
