@@ -147,11 +147,15 @@ pub fn play(args: &PlayArgs) -> Result<()> {
             match &mut simulated {
                 None => {
                     yamor_roombots::stage::see_others(&mut planned, meta);
-                    let what = planned[meta].apply(&command).map_err(refused)?;
+                    let what = planned[meta]
+                        .apply(&command)
+                        .map_err(|e| refused(e.to_string()))?;
                     println!("{who}line {:>3} {line}: {what}", k + 1);
                 }
                 Some(enactment) => {
-                    let report = enactment.apply_to(meta, &command).map_err(refused)?;
+                    let report = enactment
+                        .apply_to(meta, &command)
+                        .map_err(|e| refused(e.to_string()))?;
                     println!(
                         "{who}line {:>3} {line}: {}\n          simulated {:.2} s: {}, {} retarget(s), {} overlap(s), locks give ≤ {:.2} mm, {:.2} mm from the plan",
                         k + 1,

@@ -32,7 +32,7 @@ use crate::ik::MetaJoints;
 use crate::module::{Connector, wrap};
 use crate::path::{Path, PathPlanner};
 use crate::physics::{LockId, MAX_SPEED, PhysicsError, Robot, RobotSettings};
-use crate::stage::{Clearance, Stage};
+use crate::stage::{Clearance, Refusal, Stage};
 use crate::supervisor::Command;
 
 /// How often the bounding trial looks at the joints (s).
@@ -49,6 +49,29 @@ pub const LOCK_REACH: f64 = 0.01;
 const MAX_APPROACHES: usize = 6;
 /// How long the world settles before the first command (s).
 const SETTLE: f64 = 0.5;
+
+/// Why a command was not enacted: nothing moved.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum EnactmentError {
+    #[error("there is no meta-module {meta}: {standing} stand here")]
+    NoMetaModule { meta: usize, standing: usize },
+    /// The plan refused the command.
+    #[error(transparent)]
+    Refused(#[from] Refusal),
+    /// `gap` in metres.
+    #[error(
+        "{module}:{connector} is {:.1} mm from the floor connector in the simulation (at most {:.0} mm locks)",
+        .gap * 1e3,
+        LOCK_REACH * 1e3
+    )]
+    TooFarToLock {
+        module: u8,
+        connector: Connector,
+        gap: f64,
+    },
+    #[error(transparent)]
+    Physics(#[from] PhysicsError),
+}
 
 /// What one command did in the simulation.
 #[derive(Debug, Clone, PartialEq)]
@@ -181,18 +204,22 @@ impl Enactment {
     }
 
     /// Plays one command on the first meta-module.
-    pub fn apply(&mut self, command: &Command) -> Result<EnactmentReport, String> {
+    pub fn apply(&mut self, command: &Command) -> Result<EnactmentReport, EnactmentError> {
         self.apply_to(0, command)
     }
 
     /// Plays one command on meta-module `meta`: refused by its plan
     /// (nothing moves), or enacted while the others hold still.
-    pub fn apply_to(&mut self, meta: usize, command: &Command) -> Result<EnactmentReport, String> {
+    pub fn apply_to(
+        &mut self,
+        meta: usize,
+        command: &Command,
+    ) -> Result<EnactmentReport, EnactmentError> {
         if meta >= self.stages.len() {
-            return Err(format!(
-                "there is no meta-module {meta}: {} stand here",
-                self.stages.len()
-            ));
+            return Err(EnactmentError::NoMetaModule {
+                meta,
+                standing: self.stages.len(),
+            });
         }
         crate::stage::see_others(&mut self.stages, meta);
         if let Command::Lock { module, connector } = *command {
@@ -204,11 +231,11 @@ impl Enactment {
             // be elsewhere (a move that got stuck): a weld would yank it.
             let gap = self.gap_to_lock(meta, &planned, module, connector);
             if gap > LOCK_REACH {
-                return Err(format!(
-                    "{module}:{connector} is {:.1} mm from the floor connector in the simulation (at most {:.0} mm locks)",
-                    gap * 1e3,
-                    LOCK_REACH * 1e3
-                ));
+                return Err(EnactmentError::TooFarToLock {
+                    module,
+                    connector,
+                    gap,
+                });
             }
         }
         let before = matches!(command, Command::Move { .. } | Command::Reach { .. })
@@ -244,21 +271,18 @@ impl Enactment {
             Command::Move { .. } | Command::Reach { .. } => {}
             Command::Lock { module, connector } => {
                 let frame = self.stages[meta].modules()[usize::from(module)].connector(connector);
-                let weld = self
-                    .robot
-                    .lock_to_floor(
-                        2 * meta + usize::from(module),
-                        connector,
-                        &floor_under(&frame),
-                    )
-                    .map_err(|e| e.to_string())?;
+                let weld = self.robot.lock_to_floor(
+                    2 * meta + usize::from(module),
+                    connector,
+                    &floor_under(&frame),
+                )?;
                 self.locks.insert((meta, module, connector), weld);
                 // The weld pulls the connector home within a few steps.
                 self.observe_for(OBSERVATION, &mut report);
             }
             Command::Unlock { module, connector } => {
                 if let Some(lock) = self.locks.remove(&(meta, module, connector)) {
-                    self.robot.unlock(lock).map_err(|e| e.to_string())?;
+                    self.robot.unlock(lock)?;
                 }
                 self.observe_for(OBSERVATION, &mut report);
             }
@@ -687,6 +711,7 @@ mod tests {
             enactment
                 .apply(&lock)
                 .unwrap_err()
+                .to_string()
                 .contains("nothing to lock")
         );
         // The plan reaches the floor, the simulation does not follow (as
@@ -696,7 +721,9 @@ mod tests {
         let locks = enactment.stages[0].locks().clone();
         let refused = enactment.apply(&lock).unwrap_err();
         assert!(
-            refused.contains("from the floor connector in the simulation"),
+            refused
+                .to_string()
+                .contains("from the floor connector in the simulation"),
             "{refused}"
         );
         assert_eq!(enactment.stages[0].locks(), &locks, "the plan is unchanged");

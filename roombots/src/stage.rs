@@ -21,9 +21,10 @@ use nalgebra::{Isometry3, Matrix3, Rotation3, Translation3, UnitQuaternion, Vect
 
 use crate::chain::{ConnectionType, MetaModule};
 use crate::collision;
-use crate::ik::{MetaJoints, Solver};
+use crate::ik::{IkError, MetaJoints, Solver};
 use crate::module::{CELL, Connector, HALF, ModulePose};
 use crate::path::{Path, PathPlanner};
+use crate::reach::GridTarget;
 use crate::supervisor::{Command, End};
 use rand::{Rng, SeedableRng};
 
@@ -94,7 +95,52 @@ pub struct Stage {
 }
 
 /// What a command did, or why it changed nothing.
-pub type Outcome = Result<String, String>;
+pub type Outcome = Result<String, Refusal>;
+
+/// Why a command changed nothing.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum Refusal {
+    #[error("the pose would tear the locked {module}:{connector} off the floor")]
+    TearsLock { module: u8, connector: Connector },
+    /// Cubes by their index along the chain.
+    #[error("the pose runs cube {0} into cube {1}")]
+    SelfCollision(usize, usize),
+    /// How deep, in metres.
+    #[error("the pose reaches {:.1} mm into the floor", .0 * 1e3)]
+    IntoFloor(f64),
+    #[error("the pose runs into the structure's cell {0:?}")]
+    IntoStructure([i64; 3]),
+    #[error("the pose runs into the meta-module in cell {0:?}")]
+    IntoMetaModule([i64; 3]),
+    /// The end that holds the meta-module.
+    #[error("the meta-module is held by its {0} end: reach{0} from there")]
+    HeldByOtherEnd(End),
+    #[error("cannot reach {target:?}: {error}")]
+    Unreachable { target: GridTarget, error: IkError },
+    #[error("{module}:{connector} is locked already")]
+    LockedAlready { module: u8, connector: Connector },
+    #[error(
+        "only the active connectors lock (0:C0X and 1:C3X, 003 §1.5), not {module}:{connector}"
+    )]
+    NotActive { module: u8, connector: Connector },
+    #[error("nothing to lock {module}:{connector} onto: it does not face a floor connector")]
+    NothingToLockOnto { module: u8, connector: Connector },
+    #[error("{module}:{connector} is not locked")]
+    NotLocked { module: u8, connector: Connector },
+    #[error("unlocking {module}:{connector} would drop the meta-module: lock the other end first")]
+    WouldDrop { module: u8, connector: Connector },
+}
+
+/// Why a structure file gives no cells; lines count from 1.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StructureError {
+    #[error("line {line}: ({text}) is under the floor: z must be 0 or more")]
+    UnderFloor { line: usize, text: String },
+    #[error("line {line}: ({text}) is not a cell: three integers x y z")]
+    NotACell { line: usize, text: String },
+    #[error("line {line}: cell {cell:?} is given twice")]
+    GivenTwice { line: usize, cell: [i64; 3] },
+}
 
 impl Stage {
     /// Standing upright on the floor cell (0, 0), module 0's `C0X` locked
@@ -284,14 +330,15 @@ impl Stage {
 
     /// Whether the meta-module at `q` (held as now) is free and leaves
     /// every locked connector where it is.
-    fn check(&self, q: MetaJoints) -> Result<(), String> {
+    fn check(&self, q: MetaJoints) -> Result<(), Refusal> {
         for ((m, c, before), (_, _, after)) in self.connectors().iter().zip(self.connectors_at(q)) {
             let stays = (before.translation.vector - after.translation.vector).norm() < 1e-6
                 && before.rotation.angle_to(&after.rotation) < 1e-6;
             if self.locks.contains(&(*m, *c)) && !stays {
-                return Err(format!(
-                    "the pose would tear the locked {m}:{c} off the floor"
-                ));
+                return Err(Refusal::TearsLock {
+                    module: *m,
+                    connector: *c,
+                });
             }
         }
         self.obstruction(q, collision::TOLERANCE, Clearance::Everything)
@@ -416,7 +463,7 @@ impl Stage {
     }
 
     /// What the meta-module at `q` (held as now) runs into, if anything.
-    fn obstruction(&self, q: MetaJoints, scrape: f64, against: Clearance) -> Option<String> {
+    fn obstruction(&self, q: MetaJoints, scrape: f64, against: Clearance) -> Option<Refusal> {
         let modules = self.modules_at(q);
         // How far a cube may go into the structure and into the others.
         let give = match against {
@@ -427,7 +474,7 @@ impl Stage {
         if give.is_some()
             && let Some((a, b)) = collision::self_collision(&modules)
         {
-            return Some(format!("the pose runs cube {a} into cube {b}"));
+            return Some(Refusal::SelfCollision(a, b));
         }
         // The held cube is locked onto the surface under it and cannot lift
         // off: its turning half scrapes that surface (a half's rim reaches
@@ -445,26 +492,21 @@ impl Stage {
         let depth =
             collision::halves_below(if on_floor { rest } else { &all }, &Isometry3::identity());
         if depth > scrape {
-            return Some(format!(
-                "the pose reaches {:.1} mm into the floor",
-                depth * 1e3
-            ));
+            return Some(Refusal::IntoFloor(depth));
         }
         let (into_structure, into_others) = give?;
         if let Some(cell) = self.structure.iter().find(|c| {
             let who = if under == Some(**c) { rest } else { &all };
             collision::halves_cell_depth(who, &cell_centre(**c)) > into_structure
         }) {
-            return Some(format!("the pose runs into the structure's cell {cell:?}"));
+            return Some(Refusal::IntoStructure(*cell));
         }
         if let Some(cell) = self
             .obstacles
             .iter()
             .find(|c| collision::halves_cell_depth(&all, &cell_centre(**c)) > into_others)
         {
-            return Some(format!(
-                "the pose runs into the meta-module in cell {cell:?}"
-            ));
+            return Some(Refusal::IntoMetaModule(*cell));
         }
         None
     }
@@ -480,10 +522,7 @@ impl Stage {
             }
             Command::Reach { end, target } => {
                 if end != self.held_by {
-                    return Err(format!(
-                        "the meta-module is held by its {} end: reach{} from there",
-                        self.held_by, self.held_by
-                    ));
+                    return Err(Refusal::HeldByOtherEnd(self.held_by));
                 }
                 let current = match end {
                     End::Forward => self.q,
@@ -492,7 +531,7 @@ impl Stage {
                 let solution = self
                     .solver
                     .solve(&target.frame(), current)
-                    .map_err(|e| format!("cannot reach {target:?}: {e}"))?;
+                    .map_err(|error| Refusal::Unreachable { target, error })?;
                 let q = Command::forward_angles(end, solution.q);
                 self.check(q)?;
                 self.q = q;
@@ -504,12 +543,10 @@ impl Stage {
             }
             Command::Lock { module, connector } => {
                 if self.locks.contains(&(module, connector)) {
-                    return Err(format!("{module}:{connector} is locked already"));
+                    return Err(Refusal::LockedAlready { module, connector });
                 }
                 if !Self::ACTIVE.contains(&(module, connector)) {
-                    return Err(format!(
-                        "only the active connectors lock (0:C0X and 1:C3X, 003 §1.5), not {module}:{connector}"
-                    ));
+                    return Err(Refusal::NotActive { module, connector });
                 }
                 let frame = self
                     .connectors()
@@ -517,9 +554,9 @@ impl Stage {
                     .find(|(m, c, _)| *m == module && *c == connector)
                     .map(|(_, _, f)| f)
                     .expect("every connector has a frame");
-                let cell = self.surface_under(&frame).ok_or_else(|| {
-                    format!("nothing to lock {module}:{connector} onto: it does not face a floor connector")
-                })?;
+                let cell = self
+                    .surface_under(&frame)
+                    .ok_or(Refusal::NothingToLockOnto { module, connector })?;
                 self.locks.insert((module, connector));
                 Ok(if cell[2] < 0 {
                     format!(
@@ -548,7 +585,7 @@ impl Stage {
             }
             Command::Unlock { module, connector } => {
                 if !self.locks.contains(&(module, connector)) {
-                    return Err(format!("{module}:{connector} is not locked"));
+                    return Err(Refusal::NotLocked { module, connector });
                 }
                 let others: Vec<(u8, Connector)> = self
                     .locks
@@ -557,9 +594,7 @@ impl Stage {
                     .filter(|l| *l != (module, connector))
                     .collect();
                 if others.is_empty() {
-                    return Err(format!(
-                        "unlocking {module}:{connector} would drop the meta-module: lock the other end first"
-                    ));
+                    return Err(Refusal::WouldDrop { module, connector });
                 }
                 self.locks.remove(&(module, connector));
                 let holding_module = match self.held_by {
@@ -625,7 +660,7 @@ pub fn see_others(stages: &mut [Stage], meta: usize) {
 
 /// A passive structure's cells from text: one cell `x y z` per line
 /// (integers, `z ≥ 0`: the floor is under `z = 0`), `#` comments.
-pub fn parse_structure(text: &str) -> Result<Vec<[i64; 3]>, String> {
+pub fn parse_structure(text: &str) -> Result<Vec<[i64; 3]>, StructureError> {
     let mut cells = Vec::new();
     for (k, line) in text.lines().enumerate() {
         let line = line.split('#').next().unwrap_or("").trim();
@@ -636,20 +671,20 @@ pub fn parse_structure(text: &str) -> Result<Vec<[i64; 3]>, String> {
         let cell = match numbers.as_deref() {
             Ok(&[x, y, z]) if z >= 0 => [x, y, z],
             Ok(&[_, _, _]) => {
-                return Err(format!(
-                    "line {}: ({line}) is under the floor: z must be 0 or more",
-                    k + 1
-                ));
+                return Err(StructureError::UnderFloor {
+                    line: k + 1,
+                    text: line.to_owned(),
+                });
             }
             _ => {
-                return Err(format!(
-                    "line {}: ({line}) is not a cell: three integers x y z",
-                    k + 1
-                ));
+                return Err(StructureError::NotACell {
+                    line: k + 1,
+                    text: line.to_owned(),
+                });
             }
         };
         if cells.contains(&cell) {
-            return Err(format!("line {}: cell {cell:?} is given twice", k + 1));
+            return Err(StructureError::GivenTwice { line: k + 1, cell });
         }
         cells.push(cell);
     }
@@ -829,7 +864,10 @@ mod tests {
                     end: End::Forward,
                     angles: q,
                 });
-                assert!(moved.unwrap_err().contains("tear"), "{t}: joint {k}");
+                assert!(
+                    moved.unwrap_err().to_string().contains("tear"),
+                    "{t}: joint {k}"
+                );
             }
             let before = (stage.cells(), stage.q);
             let unlocked = stage.apply(&Command::Unlock {
@@ -858,7 +896,7 @@ mod tests {
             ("1 1 1\n1 1 1", "line 2: cell [1, 1, 1] is given twice"),
         ] {
             let error = parse_structure(text).unwrap_err();
-            assert!(error.contains(why), "{text:?}: {error}");
+            assert!(error.to_string().contains(why), "{text:?}: {error}");
         }
     }
 
@@ -888,7 +926,9 @@ mod tests {
         let before = stages[0].cells();
         let refused = play(&mut stages[0], bend).remove(0).unwrap_err();
         assert!(
-            refused.contains("runs into the meta-module in cell"),
+            refused
+                .to_string()
+                .contains("runs into the meta-module in cell"),
             "{refused}"
         );
         assert_eq!(stages[0].cells(), before);
@@ -961,26 +1001,41 @@ mod tests {
         }
         assert_eq!((stage.cells(), stage.q, stage.locks().clone()), before);
         // The only lock cannot go: the meta-module would fall.
-        assert!(outcomes[0].as_ref().unwrap_err().contains("would drop"));
+        assert!(
+            outcomes[0]
+                .as_ref()
+                .unwrap_err()
+                .to_string()
+                .contains("would drop")
+        );
         assert!(
             outcomes[1]
                 .as_ref()
                 .unwrap_err()
+                .to_string()
                 .contains("only the active connectors")
         );
         assert!(
             outcomes[2]
                 .as_ref()
                 .unwrap_err()
+                .to_string()
                 .contains("nothing to lock")
         );
         assert!(
             outcomes[3]
                 .as_ref()
                 .unwrap_err()
+                .to_string()
                 .contains("held by its fw end")
         );
         // A second lock of a locked connector would hold it twice.
-        assert!(outcomes[6].as_ref().unwrap_err().contains("locked already"));
+        assert!(
+            outcomes[6]
+                .as_ref()
+                .unwrap_err()
+                .to_string()
+                .contains("locked already")
+        );
     }
 }

@@ -344,7 +344,7 @@ impl Search<'_> {
                     ReplayError::Refused {
                         step: number,
                         id,
-                        why,
+                        why: why.to_string(),
                     },
                 );
             }
@@ -389,7 +389,7 @@ impl Search<'_> {
                     ReplayError::Refused {
                         step: number,
                         id,
-                        why,
+                        why: why.to_string(),
                     },
                 );
                 continue;
@@ -485,7 +485,9 @@ pub fn replay(plan: &Plan, connection: ConnectionType) -> Result<Replayed, Repla
             let mut stalled = None;
             let mut off_plan: f64 = 0.0;
             for q in poses[k].clone() {
-                let r = world.apply_to(meta, &drive(q)).map_err(refused)?;
+                let r = world
+                    .apply_to(meta, &drive(q))
+                    .map_err(|e| refused(e.to_string()))?;
                 note(&r, &mut out);
                 if !r.reached {
                     stalled = Some(q);
@@ -521,7 +523,7 @@ pub fn replay(plan: &Plan, connection: ConnectionType) -> Result<Replayed, Repla
             out.retried += 1;
             let r = world
                 .apply_to(meta, &drive(before.angles()))
-                .map_err(refused)?;
+                .map_err(|e| refused(e.to_string()))?;
             note(&r, &mut out);
             if !r.reached {
                 return Err(refused(
@@ -547,7 +549,9 @@ pub fn replay(plan: &Plan, connection: ConnectionType) -> Result<Replayed, Repla
             continue;
         }
         for command in hand_over(&world.stages()[meta]) {
-            let r = world.apply_to(meta, &command).map_err(refused)?;
+            let r = world
+                .apply_to(meta, &command)
+                .map_err(|e| refused(e.to_string()))?;
             note(&r, &mut out);
         }
     }
