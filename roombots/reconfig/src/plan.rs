@@ -56,7 +56,50 @@ pub struct Plan {
 #[error("plan line {line}: {what}")]
 pub struct PlanError {
     pub line: usize,
-    pub what: String,
+    pub what: PlanProblem,
+}
+
+/// What is wrong with a line of a plan (without its number).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PlanProblem {
+    #[error("the first line must be `world X Y Z`")]
+    WorldFirst,
+    #[error("a second `world` line")]
+    SecondWorld,
+    #[error("`world` takes 3 sizes, not {0}")]
+    WorldSizes(usize),
+    #[error("world sizes must be 1 to {MAX_SIZE}")]
+    WorldSize,
+    #[error("`start` takes an id and four cells")]
+    StartFields,
+    #[error("meta-module {0} starts twice")]
+    StartsTwice(u32),
+    #[error("`move` takes a round, an id, step or fill, and four cells")]
+    MoveFields,
+    #[error("round {0:?} is not a number")]
+    Round(String),
+    #[error("meta-module {0} never started")]
+    NeverStarted(u32),
+    #[error("round {0} after a later one")]
+    RoundBackwards(usize),
+    #[error("{0:?} is neither step nor fill")]
+    Kind(String),
+    #[error("a `via` line before any move")]
+    ViaFirst,
+    #[error("unknown line {0:?}")]
+    Unknown(String),
+    #[error("no `world` line")]
+    NoWorld,
+    #[error("{0:?} is not a cell x,y,z")]
+    NotACell(String),
+    #[error("cell {0} lies outside the world")]
+    Outside(String),
+    #[error("a meta-module has 4 cubes, not {0}")]
+    Cubes(usize),
+    #[error("{0:?} is not a whole number")]
+    NotAWholeNumber(String),
+    #[error("meta-module id {0:?} is not a number")]
+    Id(String),
 }
 
 /// Plans larger than this in any direction are refused as garbage.
@@ -134,7 +177,7 @@ impl Plan {
         let mut seen_world = false;
         for (k, raw) in text.lines().enumerate() {
             let line = k + 1;
-            let bad = |what: String| PlanError { line, what };
+            let bad = |what: PlanProblem| PlanError { line, what };
             let words: Vec<&str> = raw.split_whitespace().collect();
             let Some((&keyword, rest)) = words.split_first() else {
                 continue;
@@ -143,19 +186,19 @@ impl Plan {
                 continue;
             }
             if keyword != "world" && !seen_world {
-                return Err(bad("the first line must be `world X Y Z`".into()));
+                return Err(bad(PlanProblem::WorldFirst));
             }
             match keyword {
                 "world" => {
                     if seen_world {
-                        return Err(bad("a second `world` line".into()));
+                        return Err(bad(PlanProblem::SecondWorld));
                     }
                     let size = numbers(rest).map_err(&bad)?;
                     let [x, y, z] = size[..] else {
-                        return Err(bad(format!("`world` takes 3 sizes, not {}", size.len())));
+                        return Err(bad(PlanProblem::WorldSizes(size.len())));
                     };
                     if [x, y, z].iter().any(|s| !(1..=MAX_SIZE).contains(s)) {
-                        return Err(bad(format!("world sizes must be 1 to {MAX_SIZE}")));
+                        return Err(bad(PlanProblem::WorldSize));
                     }
                     plan.size = [x, y, z];
                     seen_world = true;
@@ -164,33 +207,31 @@ impl Plan {
                 "start" => {
                     let (id, cubes) = rest
                         .split_first()
-                        .ok_or_else(|| bad("`start` takes an id and four cells".into()))?;
+                        .ok_or_else(|| bad(PlanProblem::StartFields))?;
                     let id = id_of(id).map_err(&bad)?;
                     if plan.start.iter().any(|(other, _)| *other == id) {
-                        return Err(bad(format!("meta-module {id} starts twice")));
+                        return Err(bad(PlanProblem::StartsTwice(id)));
                     }
                     plan.start.push((id, plan.cubes(cubes).map_err(&bad)?));
                 }
                 "move" => {
                     let [round, id, kind, cubes @ ..] = rest else {
-                        return Err(bad(
-                            "`move` takes a round, an id, step or fill, and four cells".into(),
-                        ));
+                        return Err(bad(PlanProblem::MoveFields));
                     };
                     let round = round
                         .parse()
-                        .map_err(|_| bad(format!("round {round:?} is not a number")))?;
+                        .map_err(|_| bad(PlanProblem::Round((*round).to_owned())))?;
                     let id = id_of(id).map_err(&bad)?;
                     if !plan.start.iter().any(|(other, _)| *other == id) {
-                        return Err(bad(format!("meta-module {id} never started")));
+                        return Err(bad(PlanProblem::NeverStarted(id)));
                     }
                     if plan.steps.last().is_some_and(|s| s.round > round) {
-                        return Err(bad(format!("round {round} after a later one")));
+                        return Err(bad(PlanProblem::RoundBackwards(round)));
                     }
                     let filled = match *kind {
                         "fill" => true,
                         "step" => false,
-                        other => return Err(bad(format!("{other:?} is neither step nor fill"))),
+                        other => return Err(bad(PlanProblem::Kind(other.to_owned()))),
                     };
                     let to = plan.cubes(cubes).map_err(&bad)?;
                     plan.steps.push(Step {
@@ -205,57 +246,56 @@ impl Plan {
                     let cubes = plan.cubes(rest).map_err(&bad)?;
                     plan.steps
                         .last_mut()
-                        .ok_or_else(|| bad("a `via` line before any move".into()))?
+                        .ok_or_else(|| bad(PlanProblem::ViaFirst))?
                         .via
                         .push(cubes);
                 }
-                other => return Err(bad(format!("unknown line {other:?}"))),
+                other => return Err(bad(PlanProblem::Unknown(other.to_owned()))),
             }
         }
         if !seen_world {
             return Err(PlanError {
                 line: 0,
-                what: "no `world` line".into(),
+                what: PlanProblem::NoWorld,
             });
         }
         Ok(plan)
     }
 
     /// Four cells inside the world.
-    fn cubes(&self, words: &[&str]) -> Result<[Cell; 4], String> {
+    fn cubes(&self, words: &[&str]) -> Result<[Cell; 4], PlanProblem> {
         let cells: Vec<Cell> = words
             .iter()
             .map(|w| {
                 let v = numbers(&w.split(',').collect::<Vec<_>>())?;
                 let [x, y, z] = v[..] else {
-                    return Err(format!("{w:?} is not a cell x,y,z"));
+                    return Err(PlanProblem::NotACell((*w).to_owned()));
                 };
                 let c = [x, y, z];
                 if (0..3).any(|k| c[k] < 0 || c[k] >= self.size[k]) {
-                    return Err(format!("cell {w} lies outside the world"));
+                    return Err(PlanProblem::Outside((*w).to_owned()));
                 }
                 Ok(c)
             })
             .collect::<Result<_, _>>()?;
         cells
             .try_into()
-            .map_err(|c: Vec<Cell>| format!("a meta-module has 4 cubes, not {}", c.len()))
+            .map_err(|c: Vec<Cell>| PlanProblem::Cubes(c.len()))
     }
 }
 
-fn numbers(words: &[&str]) -> Result<Vec<i32>, String> {
+fn numbers(words: &[&str]) -> Result<Vec<i32>, PlanProblem> {
     words
         .iter()
         .map(|w| {
             w.parse()
-                .map_err(|_| format!("{w:?} is not a whole number"))
+                .map_err(|_| PlanProblem::NotAWholeNumber((*w).to_owned()))
         })
         .collect()
 }
 
-fn id_of(word: &str) -> Result<u32, String> {
-    word.parse()
-        .map_err(|_| format!("meta-module id {word:?} is not a number"))
+fn id_of(word: &str) -> Result<u32, PlanProblem> {
+    word.parse().map_err(|_| PlanProblem::Id(word.to_owned()))
 }
 
 #[cfg(test)]
@@ -340,7 +380,7 @@ mod tests {
         ] {
             let e = Plan::parse(text).unwrap_err();
             assert_eq!(e.line, line, "{text:?}: {e}");
-            assert!(e.what.contains(says), "{text:?}: {e}");
+            assert!(e.what.to_string().contains(says), "{text:?}: {e}");
         }
     }
 }
