@@ -94,6 +94,12 @@ pub enum CentralError {
     WorldTooLarge([i32; 3]),
     #[error("stopped")]
     Stopped,
+    /// [`against_decentralised`] found no random start.
+    #[error("no room for the meta-modules spread out")]
+    NoRoom,
+    /// [`against_decentralised`] could not set a start up.
+    #[error(transparent)]
+    World(#[from] crate::world::WorldError),
 }
 
 /// One meta-module in a configuration.
@@ -715,16 +721,14 @@ pub fn against_decentralised(
     trials: u64,
     max_expanded: usize,
     shortcuts: Shortcuts,
-) -> Result<Vec<Versus>, String> {
+) -> Result<Vec<Versus>, CentralError> {
     let mut out = Vec::new();
     for seed in 0..trials {
         let starts = crate::starts::random_starts(world, world.seeds().len(), 3, seed)
-            .ok_or("no room for the meta-modules spread out")?;
-        let build = Build::new(world.clone(), table, clouds, &starts, settings)
-            .map_err(|e| e.to_string())?;
+            .ok_or(CentralError::NoRoom)?;
+        let build = Build::new(world.clone(), table, clouds, &starts, settings)?;
         let began = std::time::Instant::now();
-        let planned =
-            search(&build, max_expanded, &|| false, shortcuts).map_err(|e| e.to_string())?;
+        let planned = search(&build, max_expanded, &|| false, shortcuts)?;
         let seconds = began.elapsed().as_secs_f64();
         let report = {
             let mut b = build;
