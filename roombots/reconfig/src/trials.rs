@@ -4,7 +4,17 @@ use crate::decentralised::{Build, Settings};
 use crate::srdb::Table;
 use crate::starts::random_starts;
 use crate::sweep::Clouds;
-use crate::world::WorldController;
+use crate::world::{WorldController, WorldError};
+
+/// Why a batch of builds stopped.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TrialsError {
+    #[error(transparent)]
+    World(#[from] WorldError),
+    /// The world's size and the number of meta-modules.
+    #[error("a world of {size:?} cells has no room for {count} meta-modules spread out")]
+    NoRoom { size: [i32; 3], count: usize },
+}
 
 /// How a batch of builds went.
 #[derive(Debug, Clone, Default)]
@@ -29,23 +39,21 @@ pub fn trials(
     size: [i32; 3],
     settings: Settings,
     trials: usize,
-) -> Result<Tally, String> {
+) -> Result<Tally, TrialsError> {
     let mut tally = Tally {
         trials,
         ..Tally::default()
     };
     for seed in 0..trials as u64 {
         let mut world = WorldController::new(size);
-        world.set_structure(structure).map_err(|e| e.to_string())?;
-        let starts = random_starts(&world, structure.places.len(), 3, seed).ok_or_else(|| {
-            format!(
-                "a world of {size:?} cells has no room for {} meta-modules spread out",
-                structure.places.len()
-            )
-        })?;
+        world.set_structure(structure)?;
+        let starts =
+            random_starts(&world, structure.places.len(), 3, seed).ok_or(TrialsError::NoRoom {
+                size,
+                count: structure.places.len(),
+            })?;
         let start = std::time::Instant::now();
-        let mut build =
-            Build::new(world, table, clouds, &starts, settings).map_err(|e| e.to_string())?;
+        let mut build = Build::new(world, table, clouds, &starts, settings)?;
         let report = build.run();
         let seconds = start.elapsed().as_secs_f64();
         tally.collisions += report.collisions;
