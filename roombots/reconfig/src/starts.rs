@@ -7,7 +7,7 @@ use crate::grid::{Cell, Dir, SIGHT, Turn, add, cell_set, sub};
 use crate::srdb::Table;
 use crate::structure::Structure;
 use crate::sweep::Clouds;
-use crate::world::{Placement, WorldController};
+use crate::world::{Placement, WorldController, WorldError};
 
 /// `count` floor cells to start on, spread out as 003 Fig 3.4 spreads
 /// them: at least `spacing` cells apart (along x or y) from each other,
@@ -49,6 +49,18 @@ pub fn random_starts(
     None
 }
 
+/// Why meta-modules cannot stand as a structure's places; ids count from 1
+/// in the structure's order.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StandError {
+    #[error("place {0} of the start is no pose of a meta-module")]
+    NoPose(u32),
+    #[error("place {id} of the start: {error}")]
+    Place { id: u32, error: WorldError },
+    #[error(transparent)]
+    World(#[from] WorldError),
+}
+
 /// Meta-modules standing as the places of `from` stand (ids 1 … in its
 /// order), in a world with a structure to build: one on a place of the
 /// structure fills its seed; the others move, each turned so its root's
@@ -59,7 +71,7 @@ pub fn stand_as(
     world: &mut WorldController,
     table: &Table,
     from: &Structure,
-) -> Result<(), String> {
+) -> Result<(), StandError> {
     let places = from.world_cells();
     let seed_of = |cells: &[Cell; 4], world: &WorldController| {
         world
@@ -106,13 +118,12 @@ pub fn stand_as(
             if seed.is_some() != on_structure {
                 continue;
             }
-            let p = placement_of(cells, world)
-                .ok_or_else(|| format!("place {id} of the start is no pose of a meta-module"))?;
+            let p = placement_of(cells, world).ok_or(StandError::NoPose(id))?;
             world
                 .place(id, p, table)
-                .map_err(|e| format!("place {id} of the start: {e}"))?;
+                .map_err(|error| StandError::Place { id, error })?;
             if let Some(seed) = seed {
-                world.fill(id, seed, table).map_err(|e| e.to_string())?;
+                world.fill(id, seed, table)?;
             }
         }
     }
