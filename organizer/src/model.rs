@@ -491,16 +491,27 @@ impl RunSpec {
         if matches!(self.problem, Problem::Space(_)) {
             return String::new();
         }
-        let name = self.robot_name.trim();
-        match &self.robot {
-            RobotSource::Example(example) if name.is_empty() => example.clone(),
-            RobotSource::Example(_) => name.to_owned(),
-            RobotSource::Morphology(xml) if name.is_empty() => {
-                format!("morphology {}", morphology_hash(xml))
+        match (&self.robot, self.robot_short_name()) {
+            (RobotSource::Morphology(xml), Some(name)) => {
+                format!("{name} (morphology {})", morphology_hash(xml))
             }
-            RobotSource::Morphology(xml) => format!("{name} (morphology {})", morphology_hash(xml)),
-            RobotSource::Default if !name.is_empty() => name.to_owned(),
-            RobotSource::Default => "the hosts' own robot".to_owned(),
+            (RobotSource::Morphology(xml), None) => format!("morphology {}", morphology_hash(xml)),
+            (_, Some(name)) => name.to_owned(),
+            (_, None) => "the hosts' own robot".to_owned(),
+        }
+    }
+
+    /// The robot's short name: the one the request gave, else the
+    /// example's; `None` for a run that walks no robot or one known only by
+    /// its document or its hosts. What a run's default name starts with.
+    #[must_use]
+    pub fn robot_short_name(&self) -> Option<&str> {
+        let given = self.robot_name.trim();
+        match &self.robot {
+            _ if matches!(self.problem, Problem::Space(_)) => None,
+            _ if !given.is_empty() => Some(given),
+            RobotSource::Example(example) => Some(example),
+            _ => None,
         }
     }
 

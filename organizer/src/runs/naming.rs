@@ -3,23 +3,14 @@
 
 use std::collections::BTreeMap;
 
-use yamor_core::evaluation::RobotSource;
-
-use crate::model::{Problem, RunSpec};
+use crate::model::RunSpec;
 
 /// An unnamed run's name: its robot first (a list of runs reads by what
 /// was walked), then its optimizer and id.
 pub(super) fn default_name(spec: &RunSpec, id: u64) -> String {
-    let robot = match &spec.robot {
-        _ if matches!(spec.problem, Problem::Space(_)) => "",
-        _ if !spec.robot_name.trim().is_empty() => spec.robot_name.trim(),
-        RobotSource::Example(example) => example,
-        _ => "",
-    };
-    if robot.is_empty() {
-        format!("{}-{id}", spec.optimizer)
-    } else {
-        format!("{robot}-{}-{id}", spec.optimizer)
+    match spec.robot_short_name() {
+        Some(robot) => format!("{robot}-{}-{id}", spec.optimizer),
+        None => format!("{}-{id}", spec.optimizer),
     }
 }
 
