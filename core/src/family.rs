@@ -126,11 +126,7 @@ pub trait RobotFamily: Send + Sync {
         warmup: f64,
         measure: f64,
     ) -> String {
-        format!(
-            "yamor sim {robot} --gait {gait_file} --starts {starts} --seconds {} --warmup {}",
-            warmup + measure,
-            warmup
-        )
+        rewalk_command("yamor sim", robot, gait_file, starts, warmup, measure)
     }
 
     /// Whether `robot` is one of this family's: an example it embeds or a
@@ -191,6 +187,23 @@ impl Families {
                 known: self.examples().join(", "),
             })
     }
+}
+
+/// `program robot --gait G --starts N --seconds S --warmup W`: what every
+/// family's [`RobotFamily::walk_command`] says, after its own command.
+#[must_use]
+pub fn rewalk_command(
+    program: &str,
+    robot: &str,
+    gait_file: &str,
+    starts: usize,
+    warmup: f64,
+    measure: f64,
+) -> String {
+    format!(
+        "{program} {robot} --gait {gait_file} --starts {starts} --seconds {} --warmup {warmup}",
+        warmup + measure
+    )
 }
 
 /// The family a robot document names on its root element

@@ -6,7 +6,9 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
 use yamor_core::evaluation::{EvaluationSpec, Outcome, RobotSource};
-use yamor_core::family::{FamilyError, Recording, RobotFamily, Walker, declared_family};
+use yamor_core::family::{
+    FamilyError, Recording, RobotFamily, Walker, declared_family, rewalk_command,
+};
 use yamor_core::{Morphology, RobotConfig};
 
 use crate::physics::Engine;
@@ -128,9 +130,8 @@ impl RobotFamily for YamorFamily {
         measure: f64,
     ) -> String {
         format!(
-            "yamor sim {robot} --gait {gait_file} --starts {starts} --seconds {} --warmup {} --engine {} --dt {}",
-            warmup + measure,
-            warmup,
+            "{} --engine {} --dt {}",
+            rewalk_command("yamor sim", robot, gait_file, starts, warmup, measure),
             self.settings.engine,
             self.settings.dt
         )

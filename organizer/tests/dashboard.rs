@@ -157,6 +157,15 @@ fn run_spec(budget: u64) -> RunSpec {
     }
 }
 
+/// Every job of run `id`, briefly (without their trajectories).
+async fn run_jobs(organizer: &Organizer, id: u64) -> Vec<yamor_organizer::model::Job> {
+    let filter = JobFilter {
+        run_id: Some(id),
+        ..JobFilter::default()
+    };
+    organizer.scheduler.list_jobs(filter, true).await.unwrap()
+}
+
 async fn until_ended(organizer: &Organizer, id: u64) {
     use tokio_stream::StreamExt;
     let mut events = organizer.runs.watch(id).unwrap();
@@ -1353,18 +1362,7 @@ async fn a_planning_jobs_build_is_drawn_step_by_step() {
     // A walk's job has no build to draw.
     let run = organizer.runs.start(run_spec(2)).await.unwrap();
     until_ended(&organizer, run.id).await;
-    let walk = organizer
-        .scheduler
-        .list_jobs(
-            JobFilter {
-                run_id: Some(run.id),
-                ..JobFilter::default()
-            },
-            true,
-        )
-        .await
-        .unwrap()[0]
-        .id;
+    let walk = run_jobs(&organizer, run.id).await[0].id;
     let none = get(&address, &format!("/jobs/{walk}/plan")).await;
     assert_eq!(none.status, 404, "{}", none.body);
     assert!(
@@ -1424,17 +1422,7 @@ async fn a_job_view_from_outside_is_framed_linked_and_escaped() {
     .await;
     let run = organizer.runs.start(run_spec(2)).await.unwrap();
     until_ended(&organizer, run.id).await;
-    let mut jobs = organizer
-        .scheduler
-        .list_jobs(
-            JobFilter {
-                run_id: Some(run.id),
-                ..JobFilter::default()
-            },
-            true,
-        )
-        .await
-        .unwrap();
+    let mut jobs = run_jobs(&organizer, run.id).await;
     jobs.sort_by_key(|j| j.seq);
     let (first, second) = (jobs[0].id, jobs[1].id);
     let page = get(&address, &format!("/jobs/{first}")).await;

@@ -8,7 +8,7 @@ use std::sync::atomic::AtomicBool;
 
 use yamor_core::RobotConfig;
 use yamor_core::evaluation::{EvaluationSpec, Outcome, RobotSource};
-use yamor_core::family::{FamilyError, RobotFamily, Walker, declared_family};
+use yamor_core::family::{FamilyError, RobotFamily, Walker, declared_family, rewalk_command};
 
 use crate::gait::{RoombotExample, RoombotRobot, WalkError, walk};
 
@@ -92,10 +92,13 @@ impl RobotFamily for RoombotsFamily {
         warmup: f64,
         measure: f64,
     ) -> String {
-        format!(
-            "yamor roombots walk {robot} --gait {gait_file} --starts {starts} --seconds {} --warmup {}",
-            warmup + measure,
-            warmup
+        rewalk_command(
+            "yamor roombots walk",
+            robot,
+            gait_file,
+            starts,
+            warmup,
+            measure,
         )
     }
 }
