@@ -195,7 +195,7 @@ def run_yamor(stub, method, f, i, d, budget):
         jobs.extend(page)
         after = page[-1].id
     jobs.sort(key=lambda j: j.proposal_index)
-    return [-j.result.velocity_m_s if j.HasField("result") else math.inf for j in jobs]
+    return [-j.result.value.value if j.HasField("result") else math.inf for j in jobs]
 
 
 # ------------------------------------------------------------------ report

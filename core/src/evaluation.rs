@@ -8,6 +8,7 @@
 
 use std::time::Duration;
 
+use crate::plan::LatticePlan;
 use serde::{Deserialize, Serialize};
 
 use crate::{ModuleId, RobotConfig};
@@ -104,7 +105,7 @@ pub struct EvaluationSpec {
 }
 
 /// Where in the measured window a walk's velocity so far is read
-/// ([`Outcome::partial_velocities`]), as fractions of the window: early
+/// ([`Walk::partial_velocities`]), as fractions of the window: early
 /// enough to save most of a hopeless walk, late enough for the sway of one
 /// stride to have averaged out.
 pub const CHECKPOINT_FRACTIONS: [f64; 2] = [0.25, 0.5];
@@ -173,10 +174,10 @@ impl Checkpoints {
         stop
     }
 
-    /// Writes what the checkpoints saw into the walk's outcome.
-    pub fn record(self, outcome: &mut Outcome) {
-        outcome.partial_velocities = self.partial_velocities;
-        outcome.stopped_early = self.stopped_early;
+    /// Writes what the checkpoints saw into the walk.
+    pub fn record(self, walk: &mut Walk) {
+        walk.partial_velocities = self.partial_velocities;
+        walk.stopped_early = self.stopped_early;
     }
 }
 
@@ -508,12 +509,13 @@ fn turn_rate(window: &[&Sample]) -> f64 {
     }
 }
 
-/// What one evaluation measured. The fitness is `velocity`, and optimizers
-/// maximise it.
+/// One walk as measured over its window: what a robot host (simulated,
+/// emulated or on a serial line) reports for a gait. Its fitness is
+/// `velocity` (m/s; thesis 6.2.1), and optimizers maximise it.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(default)]
-pub struct Outcome {
-    /// m/s for robots, the expression's value for expression hosts.
+pub struct Walk {
+    /// Planar velocity of the centre module over the measured window (m/s).
     pub velocity: f64,
     /// Where the measured window starts and ends.
     pub start: Sample,
@@ -547,20 +549,35 @@ pub struct Outcome {
     pub wall: Duration,
     pub physics_steps: u64,
     /// The physics engine that simulated the walk (`rapier`,
-    /// `articulated`); empty for a real robot or an expression.
+    /// `articulated`); empty for a real robot.
     pub engine: String,
-    /// What a planning job found; `None` for walks and expressions.
-    pub plan: Option<PlanOutcome>,
+}
+
+/// What one job found, by kind: a walk, a value, or a plan. Each kind keeps
+/// its own fields under their own names, so a velocity is always m/s and a
+/// plan's figures are never read out of a number that means something
+/// else; [`Outcome::fitness`] is the one number optimizers maximise.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Outcome {
+    /// A robot walked a gait.
+    Walk(Walk),
+    /// An expression or named objective was evaluated.
+    Value {
+        value: f64,
+        /// Wall-clock time the evaluation took.
+        #[serde(default)]
+        wall: Duration,
+    },
+    /// A planner built a structure (a reconfiguration job).
+    Plan(PlanResult),
 }
 
 /// What a planning host found for a self-reconfiguration job (seed 003):
-/// the build's figures and the plan itself. The job's fitness
-/// ([`Outcome::velocity`]) is the negated number of moves of a finished
-/// build, and 10⁶ lower for one that did not finish, so that no unfinished
-/// build ever ranks above a finished one.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+/// the build's figures and the plan itself.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(default)]
-pub struct PlanOutcome {
+pub struct PlanResult {
     /// Every seed of the structure was filled.
     pub built: bool,
     pub rounds: u32,
@@ -572,12 +589,100 @@ pub struct PlanOutcome {
     /// Seeds filled, of all.
     pub filled: u32,
     pub seeds: u32,
-    /// The plan in `yamor-reconfig`'s text form (`yamor_reconfig::plan`):
-    /// the world, the target cells, the start and every move.
-    pub plan: String,
+    /// The plan: the world, the target, the start and every move. Empty in
+    /// listings, which leave plans out to stay small.
+    pub plan: LatticePlan,
+    /// Wall-clock time the planning took.
+    pub wall: Duration,
+}
+
+/// How far below every finished build an unfinished one ranks.
+const UNFINISHED_BUILD_PENALTY: f64 = 1e6;
+
+impl PlanResult {
+    /// The plan's fitness: fewer moves are better, and no unfinished build
+    /// ever ranks above a finished one.
+    #[must_use]
+    pub fn fitness(&self) -> f64 {
+        let moves = -f64::from(self.moves);
+        if self.built {
+            moves
+        } else {
+            moves - UNFINISHED_BUILD_PENALTY
+        }
+    }
 }
 
 impl Outcome {
+    /// The number optimizers maximise: a walk's velocity (m/s), a value, a
+    /// plan's [`PlanResult::fitness`].
+    #[must_use]
+    pub fn fitness(&self) -> f64 {
+        match self {
+            Outcome::Walk(walk) => walk.velocity,
+            Outcome::Value { value, .. } => *value,
+            Outcome::Plan(plan) => plan.fitness(),
+        }
+    }
+
+    /// An evaluated expression or objective.
+    #[must_use]
+    pub fn value(value: f64, wall: Duration) -> Self {
+        Outcome::Value { value, wall }
+    }
+
+    /// The walk, when this was one.
+    #[must_use]
+    pub fn walk(&self) -> Option<&Walk> {
+        match self {
+            Outcome::Walk(walk) => Some(walk),
+            _ => None,
+        }
+    }
+
+    /// The plan, when this was one.
+    #[must_use]
+    pub fn plan(&self) -> Option<&PlanResult> {
+        match self {
+            Outcome::Plan(plan) => Some(plan),
+            _ => None,
+        }
+    }
+
+    /// Wall-clock time the evaluation took.
+    #[must_use]
+    pub fn wall(&self) -> Duration {
+        match self {
+            Outcome::Walk(walk) => walk.wall,
+            Outcome::Value { wall, .. } => *wall,
+            Outcome::Plan(plan) => plan.wall,
+        }
+    }
+
+    /// The kind's name as stored and shown: `walk`, `value`, `plan`.
+    #[must_use]
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Outcome::Walk(_) => "walk",
+            Outcome::Value { .. } => "value",
+            Outcome::Plan(_) => "plan",
+        }
+    }
+}
+
+impl From<Walk> for Outcome {
+    fn from(walk: Walk) -> Self {
+        Outcome::Walk(walk)
+    }
+}
+
+impl From<PlanResult> for Outcome {
+    fn from(plan: PlanResult) -> Self {
+        Outcome::Plan(plan)
+    }
+}
+
+impl Walk {
     /// The summary of a walk sampled as `samples`, measured from `start` to
     /// `end` with the velocity of thesis 6.2.1.
     #[must_use]
@@ -597,7 +702,7 @@ impl Outcome {
             .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), p| {
                 (lo.min(p.z), hi.max(p.z))
             });
-        Outcome {
+        Walk {
             velocity: planar_velocity(&start, &end),
             turn_deg_s: turn_rate(&window),
             start,
@@ -608,7 +713,7 @@ impl Outcome {
             max_height: if samples.is_empty() { 0.0 } else { max_height },
             sample_count: u32::try_from(samples.len()).unwrap_or(u32::MAX),
             samples: if keep_samples { samples } else { Vec::new() },
-            ..Outcome::default()
+            ..Walk::default()
         }
     }
 
@@ -670,19 +775,19 @@ mod tests {
         };
         for sign in [1.0, -1.0] {
             let s = circle(sign);
-            let o = Outcome::from_samples(s[0], s[120], s.clone(), false);
+            let o = Walk::from_samples(s[0], s[120], s.clone(), false);
             // The thirds' chords turn exactly as the tangent does.
             assert!((o.turn_deg_s - sign * 10.0).abs() < 0.2, "{}", o.turn_deg_s);
         }
         let line: Vec<Sample> = (0..=120)
             .map(|k| at(8.0 + f64::from(k) * 0.1, f64::from(k) * 0.01, 0.0))
             .collect();
-        let o = Outcome::from_samples(line[0], line[120], line.clone(), false);
+        let o = Walk::from_samples(line[0], line[120], line.clone(), false);
         assert_eq!(o.turn_deg_s, 0.0);
         // Standing still tells nothing.
         let still = vec![at(8.0, 0.0, 0.0); 12];
         assert_eq!(
-            Outcome::from_samples(still[0], still[11], still.clone(), false).turn_deg_s,
+            Walk::from_samples(still[0], still[11], still.clone(), false).turn_deg_s,
             0.0
         );
     }
@@ -691,7 +796,7 @@ mod tests {
     fn velocity_is_straight_line_distance_over_the_window() {
         // A detour does not count: only where the window starts and ends.
         let samples = vec![at(8.0, 0.0, 0.0), at(14.0, 0.5, 0.9), at(20.0, 0.3, 0.4)];
-        let o = Outcome::from_samples(samples[0], samples[2], samples.clone(), false);
+        let o = Walk::from_samples(samples[0], samples[2], samples.clone(), false);
         assert!((o.distance - 0.5).abs() < 1e-12);
         assert!((o.velocity - 0.5 / 12.0).abs() < 1e-12);
         assert!(o.path_length > o.distance);
@@ -735,7 +840,7 @@ mod tests {
         assert_eq!(walk.next_into_window(&spec), Some(6.0));
         assert!(walk.reached(0.05));
         assert_eq!(walk.next_into_window(&spec), None);
-        let mut outcome = Outcome::default();
+        let mut outcome = Walk::default();
         walk.record(&mut outcome);
         assert_eq!(outcome.partial_velocities, vec![-0.5, 0.05]);
         assert_eq!(outcome.stopped_early, Some(1));
@@ -746,7 +851,7 @@ mod tests {
         while walk.next_into_window(&whole).is_some() {
             assert!(!walk.reached(-1.0));
         }
-        let mut outcome = Outcome::default();
+        let mut outcome = Walk::default();
         walk.record(&mut outcome);
         assert_eq!(outcome.partial_velocities.len(), CHECKPOINT_FRACTIONS.len());
         assert_eq!(outcome.stopped_early, None);

@@ -17,7 +17,7 @@ use std::sync::atomic::AtomicBool;
 use serde::Serialize;
 
 use crate::RobotConfig;
-use crate::evaluation::{EvaluationSpec, Outcome, RobotSource};
+use crate::evaluation::{EvaluationSpec, RobotSource, Walk};
 
 /// Why a family cannot build or walk a robot.
 #[derive(Debug, thiserror::Error)]
@@ -68,7 +68,7 @@ pub trait Walker: Send + Sync {
         gait: &RobotConfig,
         spec: &EvaluationSpec,
         cancel: &AtomicBool,
-    ) -> Result<Outcome, FamilyError>;
+    ) -> Result<Walk, FamilyError>;
 
     /// Walks `gait` again and records every body `frame_rate` times a
     /// second, for the dashboard's replay.

@@ -13,7 +13,10 @@
 //!   C.2.7 transformation scripts).
 //! - [`evaluation`]: one evaluation as every crate speaks of it: the spec
 //!   (warm-up, window, seed, situation), trajectory samples, the velocity of
-//!   thesis 6.2.1 and the outcome.
+//!   thesis 6.2.1, and what a job found as one of three kinds
+//!   ([`evaluation::Outcome`]: a walk, a value or a plan) with its fitness.
+//! - [`plan`]: a plan on a cubic lattice (a self-reconfiguration's world,
+//!   target, start and moves) as structured data and as its text form.
 //! - [`family`]: the seam between yamor and a kind of module: a
 //!   [`family::RobotFamily`] names its examples, recognises its robot
 //!   documents and builds a [`family::Walker`] that walks gaits;
@@ -23,7 +26,7 @@
 //!   takes the measured window's start, the trajectory samples and the
 //!   early-stopping checkpoints, says when the walk ends (and, for a walker
 //!   on the wall clock, when it next wants a position) and makes the
-//!   outcome.
+//!   [`evaluation::Walk`].
 //! - [`cpg`]: the coupled oscillator network of thesis equation set 6.1 and
 //!   its fixed-step RK4 integrator.
 //! - [`matheval`]: MathEval (thesis 5.6): expressions with functions and
@@ -58,6 +61,7 @@ pub mod measure;
 pub mod morphology;
 pub mod network;
 pub mod optimize;
+pub mod plan;
 pub mod script;
 pub mod starts;
 mod xml;

@@ -4,7 +4,7 @@
 //! [`WalkMeter`], which takes the measured window's start, keeps the
 //! trajectory at the spec's sampling interval, reads the velocity so far at
 //! the early-stopping checkpoints ([`Checkpoints`]), says when the walk is
-//! over and makes the [`Outcome`]. So a velocity, a trajectory and a walk
+//! over and makes the [`Walk`]. So a velocity, a trajectory and a walk
 //! stopped early mean the same wherever the robot walked.
 //!
 //! Times are on the walk's clock, in robot seconds. A walker that steps
@@ -14,7 +14,7 @@
 //! robot) gives its clock's granularity instead and asks
 //! [`WalkMeter::next_due`] how long it may sleep.
 
-use crate::evaluation::{Checkpoints, EvaluationSpec, Outcome, Sample, planar_velocity};
+use crate::evaluation::{Checkpoints, EvaluationSpec, Sample, Walk, planar_velocity};
 
 /// One walk's measurement, fed every new position of the robot.
 #[derive(Debug, Clone)]
@@ -129,14 +129,14 @@ impl<'a> WalkMeter<'a> {
     /// The walker adds what only it knows: robot and wall seconds, steps,
     /// engine.
     #[must_use]
-    pub fn finish(self) -> Outcome {
+    pub fn finish(self) -> Walk {
         let end = self.last;
         let mut trajectory = self.trajectory;
         if trajectory.last() != Some(&end) {
             trajectory.push(end);
         }
         let start = self.start.unwrap_or(trajectory[0]);
-        let mut outcome = Outcome::from_samples(start, end, trajectory, self.spec.full_trajectory);
+        let mut outcome = Walk::from_samples(start, end, trajectory, self.spec.full_trajectory);
         self.checkpoints.record(&mut outcome);
         outcome
     }
@@ -149,7 +149,7 @@ mod tests {
 
     /// A robot walking along x at `v` m/s, seen every `dt` seconds until
     /// the meter says stop; the meter's outcome.
-    fn walk(spec: &EvaluationSpec, v: f64, dt: f64) -> Outcome {
+    fn walk(spec: &EvaluationSpec, v: f64, dt: f64) -> Walk {
         let at = |t: f64| Sample {
             t,
             x: v * t,

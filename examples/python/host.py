@@ -79,7 +79,7 @@ class Servicer(api.host_pb2_grpc.HostAgentServicer):
         if not math.isfinite(value):
             context.abort(grpc.StatusCode.INTERNAL, f"the objective returned {value}")
         return api.host_pb2.EvaluateResponse(
-            result=api.common_pb2.EvaluationResult(velocity_m_s=value)
+            result=api.common_pb2.EvaluationResult(value=api.common_pb2.ValueResult(value=value))
         )
 
 

@@ -19,6 +19,20 @@ import grpc
 import yamor_grpc as api
 
 
+def fitness(result):
+    """The number an optimizer maximises, by the kind of result: a walk's
+    velocity (m/s), a value, or a plan's fewer moves (an unfinished build
+    10^6 lower)."""
+    kind = result.WhichOneof("kind")
+    if kind == "walk":
+        return result.walk.velocity_m_s
+    if kind == "value":
+        return result.value.value
+    if kind == "plan":
+        return -result.plan.moves - (0 if result.plan.built else 1e6)
+    raise ValueError("a result without a kind")
+
+
 def evaluate_all(stub, objective, points, metadata):
     """Submits one job per point and waits for all of them; None if failed."""
     jobs = [
@@ -46,7 +60,7 @@ def evaluate_all(stub, objective, points, metadata):
     for job in watch:
         if job.state in done:
             ok = job.state == api.organizer_pb2.JOB_STATE_DONE and job.HasField("result")
-            values[job.id] = job.result.velocity_m_s if ok else None
+            values[job.id] = fitness(job.result) if ok else None
             if len(values) == len(ids):
                 watch.cancel()
                 break

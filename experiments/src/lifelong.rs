@@ -631,7 +631,7 @@ async fn best_relearnt(
     let mut by_gait: BTreeMap<String, (f64, u32, RobotConfig)> = BTreeMap::new();
     for job in cluster.organizer.runs.told_jobs(run).await? {
         let (Some(velocity), Some(gait)) = (
-            job.velocity().filter(|v| v.is_finite()),
+            job.fitness().filter(|v| v.is_finite()),
             job.request.job.gait,
         ) else {
             continue;

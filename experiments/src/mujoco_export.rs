@@ -10,7 +10,7 @@ use std::path::Path;
 
 use anyhow::Result;
 use serde_json::json;
-use yamor_core::evaluation::{EvaluationSpec, Outcome};
+use yamor_core::evaluation::{EvaluationSpec, Walk};
 use yamor_core::{Morphology, RobotConfig};
 use yamor_sim::mjcf::{MjcfOptions, to_mjcf};
 use yamor_sim::physics::ServoCommand;
@@ -54,7 +54,7 @@ impl MujocoExport {
         settings: SimSettings,
         spec: &EvaluationSpec,
         record: bool,
-    ) -> Result<(Outcome, Vec<Vec<f32>>)> {
+    ) -> Result<(Walk, Vec<Vec<f32>>)> {
         let mut controls = Vec::new();
         let outcome = evaluate_observed(morphology, gait, settings, spec, &mut |sim| {
             if record {

@@ -437,10 +437,12 @@ mod tests {
                 request: Default::default(),
                 attempts: 1,
                 host: String::new(),
-                outcome: Some(yamor_core::evaluation::Outcome {
-                    velocity,
-                    ..Default::default()
-                }),
+                outcome: Some(yamor_core::evaluation::Outcome::Walk(
+                    yamor_core::evaluation::Walk {
+                        velocity,
+                        ..Default::default()
+                    },
+                )),
                 error: String::new(),
                 submitted_ms: 0,
                 started_ms: 0,

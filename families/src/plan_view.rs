@@ -12,7 +12,7 @@
 use std::collections::BTreeMap;
 
 use maud::{Markup, PreEscaped, html};
-use yamor_core::evaluation::Objective;
+use yamor_core::evaluation::{Objective, Outcome};
 use yamor_organizer::http::views::{JobView, ViewError};
 use yamor_organizer::model::Job;
 use yamor_reconfig::grid::Cell;
@@ -51,7 +51,7 @@ impl JobView for PlanView {
     }
 
     fn shows(&self, job: &Job) -> bool {
-        job.outcome.as_ref().is_some_and(|o| o.plan.is_some())
+        job.outcome.as_ref().is_some_and(|o| o.plan().is_some())
     }
 
     fn render(&self, job: &Job, query: &BTreeMap<String, String>) -> Result<Markup, ViewError> {
@@ -73,14 +73,14 @@ fn page(job: &Job, step: usize) -> Result<Markup, ViewError> {
     let outcome = job
         .outcome
         .as_ref()
-        .and_then(|o| o.plan.as_ref())
+        .and_then(Outcome::plan)
         .ok_or_else(|| {
             ViewError::NotFound(format!(
                 "a plan in job {id} (not a finished planning job) not found"
             ))
         })?;
-    let plan = Plan::parse(&outcome.plan)
-        .map_err(|e| ViewError::Unreadable(format!("job {id}'s plan cannot be read: {e}")))?;
+    let plan = Plan::try_from(&outcome.plan)
+        .map_err(|e| ViewError::Unreadable(format!("job {id}'s plan is not Roombots': {e}")))?;
     let last = plan.steps.len();
     if step > last {
         return Err(ViewError::NotFound(format!(

@@ -6,8 +6,8 @@
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use yamor_core::evaluation::{Objective, PlanOutcome};
-use yamor_reconfig::planning::{Planner, SERVED, Task, TaskError, fitness};
+use yamor_core::evaluation::Objective;
+use yamor_reconfig::planning::{Planner, SERVED, Task, TaskError};
 
 use yamor_host_agent::backend::{
     Backend, BackendKind, BoxFuture, CancelFlag, EvaluationJob, HostError, Outcome,
@@ -84,23 +84,7 @@ impl Backend for PlanningBackend {
                 TaskError::Stopped => HostError::Cancelled,
                 TaskError::Invalid(why) => HostError::InvalidJob(why),
             })?;
-            let r = &planned.report;
-            let count = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
-            Ok(Outcome {
-                velocity: fitness(r),
-                wall: planned.wall,
-                plan: Some(PlanOutcome {
-                    built: r.built,
-                    rounds: count(r.rounds),
-                    moves: count(r.moves.len()),
-                    collisions: count(r.collisions),
-                    deadlock: r.deadlock,
-                    filled: count(r.filled),
-                    seeds: count(r.seeds),
-                    plan: planned.plan.to_text(),
-                }),
-                ..Outcome::default()
-            })
+            Ok(Outcome::Plan(planned.result()))
         })
     }
 }

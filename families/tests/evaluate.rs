@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 use std::time::Duration;
+use yamor_proto::v1::evaluation_result::Kind;
 
 use tonic::Code;
 use yamor_families::sim_backend;
@@ -23,6 +24,14 @@ async fn start(backend: Arc<dyn Backend>) -> HostAgentClient<AuthChannel> {
         std::future::pending(),
     ));
     HostAgentClient::new(channel(&url, &ClientSecurity::default()).unwrap())
+}
+
+/// The walk a host answered with (any other kind fails the test).
+fn walk_of(result: Option<pb::EvaluationResult>) -> pb::WalkResult {
+    match result.and_then(|r| r.kind) {
+        Some(Kind::Walk(walk)) => walk,
+        other => panic!("a robot host answers with a walk, not {other:?}"),
+    }
 }
 
 fn quadruped_job(seconds: f64) -> pb::EvaluateRequest {
@@ -69,8 +78,8 @@ async fn the_quadruped_walks_through_evaluate() {
         .await
         .unwrap()
         .into_inner()
-        .result
-        .unwrap();
+        .result;
+    let result = walk_of(result);
     assert!(result.velocity_m_s > 0.02, "{}", result.velocity_m_s);
     let t = result.trajectory.unwrap();
     assert!((t.end.unwrap().t - 6.0).abs() < 0.05);
@@ -195,7 +204,10 @@ async fn the_expression_backend_evaluates_parameters() {
         .await
         .unwrap()
         .into_inner();
-    assert_eq!(r.result.unwrap().velocity_m_s, -3.0);
+    let Some(Kind::Value(value)) = r.result.and_then(|r| r.kind) else {
+        panic!("an expression's result is a value")
+    };
+    assert_eq!(value.value, -3.0);
     // Another expression, a gait or a named objective is refused, never
     // answered with this host's expression.
     for other in ["expr:x + y", "", "bbob/f1/i1/d2"] {
@@ -281,8 +293,8 @@ async fn an_evaluation_starts_in_the_situation_its_spec_names() {
         change(job.job.as_mut().unwrap().spec.as_mut().unwrap());
         let mut host = host.clone();
         async move {
-            let result = host.evaluate(job).await?.into_inner().result.unwrap();
-            Ok::<_, tonic::Status>(result)
+            let result = host.evaluate(job).await?.into_inner().result;
+            Ok::<_, tonic::Status>(walk_of(result))
         }
     };
     let upright = velocity(|_| {}).await.unwrap();
@@ -375,7 +387,7 @@ async fn a_host_walks_whatever_robot_a_job_brings() {
     ))
     .await;
     let velocity = |reply: tonic::Response<pb::EvaluateResponse>| {
-        reply.into_inner().result.unwrap().velocity_m_s
+        walk_of(reply.into_inner().result).velocity_m_s
     };
     let at_home = velocity(own.evaluate(job_bringing("snake", None)).await.unwrap());
     for _ in 0..2 {

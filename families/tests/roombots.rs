@@ -32,6 +32,7 @@ async fn a_roombot_host_walks_its_robot_and_sends_other_families_elsewhere() {
         .evaluate(job(RobotSource::Default), cancel())
         .await
         .unwrap();
+    let walked = walked.walk().expect("a Roombot host answers with a walk");
     assert!(walked.velocity.is_finite() && (walked.simulated - 3.0).abs() < 0.01);
     // Another Roombot example is walked too.
     let other = job(RobotSource::Example("roombots-quadruped".into()));

@@ -7,7 +7,7 @@ use std::future::Future;
 use std::path::PathBuf;
 
 use clap::Args;
-use yamor_core::evaluation::{EvaluationSpec, Outcome};
+use yamor_core::evaluation::{EvaluationSpec, Walk};
 use yamor_core::starts::{self, MAX_HELD_OUT, Spread};
 use yamor_core::{Morphology, RobotConfig};
 
@@ -136,7 +136,7 @@ pub fn walk(args: WalkArgs) -> Result<(), CliError> {
     };
     // Where the trajectory went, for the last line; nothing is written
     // unless asked.
-    let write_csv = |evaluation: &Outcome| -> Result<Option<String>, CliError> {
+    let write_csv = |evaluation: &Walk| -> Result<Option<String>, CliError> {
         let Some(path) = &args.csv else {
             return Ok(None);
         };

@@ -8,7 +8,7 @@ use crate::sim::{SimError, SimSettings, Simulation};
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Instant;
-use yamor_core::evaluation::{EvaluationSpec, Outcome, Sample, Situation};
+use yamor_core::evaluation::{EvaluationSpec, Sample, Situation, Walk};
 use yamor_core::measure::WalkMeter;
 use yamor_core::{Morphology, RobotConfig};
 use yamor_snp::{SnpMessage, flags};
@@ -73,7 +73,7 @@ pub fn evaluate(
     gait: &RobotConfig,
     settings: SimSettings,
     spec: &EvaluationSpec,
-) -> Result<Outcome, SimError> {
+) -> Result<Walk, SimError> {
     evaluate_cancellable(morphology, gait, settings, spec, &AtomicBool::new(false))
 }
 
@@ -86,7 +86,7 @@ pub fn evaluate_cancellable(
     settings: SimSettings,
     spec: &EvaluationSpec,
     cancel: &AtomicBool,
-) -> Result<Outcome, SimError> {
+) -> Result<Walk, SimError> {
     let settings = walk_settings(settings, spec)?;
     let repeats = spec.repeats.max(1);
     // A mean over several starts is not stopped early: its walks are
@@ -131,7 +131,7 @@ pub fn evaluate_starts(
     settings: SimSettings,
     spec: &EvaluationSpec,
     seeds: &[u64],
-) -> Result<Vec<Outcome>, SimError> {
+) -> Result<Vec<Walk>, SimError> {
     let threads = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
     evaluate_starts_on(threads, morphology, gait, settings, spec, seeds)
 }
@@ -144,7 +144,7 @@ fn evaluate_starts_on(
     settings: SimSettings,
     spec: &EvaluationSpec,
     seeds: &[u64],
-) -> Result<Vec<Outcome>, SimError> {
+) -> Result<Vec<Walk>, SimError> {
     if spec.repeats != 1 {
         return Err(SimError::OutOfRange {
             name: "repeats",
@@ -175,7 +175,7 @@ fn evaluate_starts_on(
         }
         done
     };
-    let mut results: Vec<Option<Result<Outcome, SimError>>> =
+    let mut results: Vec<Option<Result<Walk, SimError>>> =
         std::iter::repeat_with(|| None).take(seeds.len()).collect();
     std::thread::scope(|scope| {
         let handles: Vec<_> = (0..threads.clamp(1, seeds.len().max(1)))
@@ -207,7 +207,7 @@ pub fn evaluate_observed(
     settings: SimSettings,
     spec: &EvaluationSpec,
     on_tick: &mut dyn FnMut(&Simulation),
-) -> Result<Outcome, SimError> {
+) -> Result<Walk, SimError> {
     let settings = walk_settings(settings, spec)?;
     walk(
         morphology,
@@ -245,7 +245,7 @@ fn walk(
     spec: &EvaluationSpec,
     cancel: &AtomicBool,
     on_tick: &mut dyn FnMut(&Simulation),
-) -> Result<Outcome, SimError> {
+) -> Result<Walk, SimError> {
     let check_every = ((0.1 / settings.dt).ceil() as u64).max(1);
     let started = Instant::now();
     let mut sim = Simulation::new(morphology, settings)?;
@@ -279,7 +279,7 @@ fn walk(
 mod tests {
     use super::*;
 
-    fn without_wall(mut outcome: Outcome) -> Outcome {
+    fn without_wall(mut outcome: Walk) -> Walk {
         outcome.wall = std::time::Duration::ZERO;
         outcome
     }
@@ -295,7 +295,7 @@ mod tests {
         };
         let settings = SimSettings::default();
         let seeds = [3, yamor_core::starts::HELD_OUT_FIRST_SEED, 0, 3, 17];
-        let single: Vec<Outcome> = seeds
+        let single: Vec<Walk> = seeds
             .iter()
             .map(|&seed| {
                 let spec = EvaluationSpec {
@@ -306,14 +306,14 @@ mod tests {
             })
             .collect();
         for threads in [1, 2, 8] {
-            let starts: Vec<Outcome> =
+            let starts: Vec<Walk> =
                 evaluate_starts_on(threads, &morphology, &gait, settings, &spec, &seeds)
                     .unwrap()
                     .into_iter()
                     .map(without_wall)
                     .collect();
             // PartialEq on f64 would let -0.0 equal 0.0; bits do not.
-            let bits = |o: &[Outcome]| -> Vec<Vec<u64>> {
+            let bits = |o: &[Walk]| -> Vec<Vec<u64>> {
                 o.iter()
                     .map(|o| o.samples.iter().flat_map(|s| [s.t, s.x, s.y, s.z]))
                     .map(|values| values.map(f64::to_bits).collect())

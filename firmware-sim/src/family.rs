@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
-use yamor_core::evaluation::{EvaluationSpec, Outcome, RobotSource};
+use yamor_core::evaluation::{EvaluationSpec, RobotSource, Walk};
 use yamor_core::family::{
     FamilyError, Recording, RobotFamily, Walker, declared_family, rewalk_command,
 };
@@ -156,7 +156,7 @@ impl Walker for YamorWalker {
         gait: &RobotConfig,
         spec: &EvaluationSpec,
         cancel: &AtomicBool,
-    ) -> Result<Outcome, FamilyError> {
+    ) -> Result<Walk, FamilyError> {
         evaluate_cancellable(&self.morphology, gait, self.settings, spec, cancel)
             .map_err(family_error)
     }

@@ -1,7 +1,7 @@
 //! A walk recorded for watching: every part's box, its pose at a steady
 //! frame rate, for a renderer (the dashboard draws them in the browser).
 
-use yamor_core::evaluation::{EvaluationSpec, Outcome};
+use yamor_core::evaluation::{EvaluationSpec, Walk};
 use yamor_core::{Morphology, RobotConfig};
 
 use crate::geometry::{BODY_HALF, HANDLE_CENTRE, HANDLE_HALF, Part};
@@ -29,7 +29,7 @@ pub fn record(
     settings: SimSettings,
     spec: &EvaluationSpec,
     frame_interval: f64,
-) -> Result<(Outcome, Replay), SimError> {
+) -> Result<(Walk, Replay), SimError> {
     let modules = morphology.modules.len();
     let half_extents = (0..modules)
         .flat_map(|_| [BODY_HALF, HANDLE_HALF])

@@ -16,7 +16,7 @@ use yamor_core::{Connection, ModuleId};
 use yamor_snp::{DefectMode, SnpMessage};
 
 pub use yamor_core::evaluation::{
-    BackendKind, EvaluationJob, EvaluationSpec, Outcome, RobotSource, Sample,
+    BackendKind, EvaluationJob, EvaluationSpec, Outcome, RobotSource, Sample, Walk,
 };
 
 /// Why an evaluation did not produce a result.

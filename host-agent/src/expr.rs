@@ -78,11 +78,7 @@ impl Backend for ExprBackend {
             if cancel.load(Ordering::Relaxed) {
                 return Err(HostError::Cancelled);
             }
-            Ok(Outcome {
-                velocity: value,
-                wall: started.elapsed(),
-                ..Outcome::default()
-            })
+            Ok(Outcome::value(value, started.elapsed()))
         })
     }
 }

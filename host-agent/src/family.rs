@@ -175,7 +175,7 @@ impl Backend for FamilyBackend {
             if cancel.load(Ordering::Relaxed) {
                 return Err(HostError::Cancelled);
             }
-            Ok(outcome)
+            Ok(Outcome::Walk(outcome))
         })
     }
 }

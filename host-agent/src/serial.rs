@@ -41,7 +41,7 @@ use yamor_snp::{BROADCAST, Frame, FrameDecoder, HOST, SnpFrame, SnpMessage, flag
 
 use crate::backend::{
     Backend, BackendKind, BoxFuture, CancelFlag, EvaluationJob, HostError, Outcome, RobotSource,
-    Sample,
+    Sample, Walk,
 };
 use crate::session::{RobotLink, SessionFactory};
 use yamor_camera::{PositionSource, TrackerError};
@@ -215,7 +215,7 @@ impl SerialRobot {
     }
 
     /// One walk: program, warm up, measure between two tracker fixes, motors off.
-    fn walk(&self, job: &EvaluationJob, cancel: &AtomicBool) -> Result<Outcome, HostError> {
+    fn walk(&self, job: &EvaluationJob, cancel: &AtomicBool) -> Result<Walk, HostError> {
         let gait = job
             .gait
             .as_ref()
@@ -659,6 +659,7 @@ impl Backend for SerialBackend {
             tokio::task::spawn_blocking(move || robot.walk(&job, &cancel))
                 .await
                 .map_err(|e| HostError::Failed(format!("serial thread: {e}")))?
+                .map(Outcome::Walk)
         })
     }
 

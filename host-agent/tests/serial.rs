@@ -220,6 +220,7 @@ async fn a_walk_measures_velocity_and_stops_the_motors() {
         .evaluate(walk_job(&gait), Arc::new(AtomicBool::new(false)))
         .await
         .unwrap();
+    let outcome = outcome.walk().expect("a robot answers with a walk").clone();
     // A 6-s window of the reference gait, from whatever state the
     // emulated start leaves it in, walks anywhere from 1.8 to 13 cm/s
     // (walking is chaotic); a robot whose motors never started creeps
@@ -259,6 +260,7 @@ async fn a_hopeless_walk_on_the_robot_stops_at_its_first_checkpoint() {
         .evaluate(job, Arc::new(AtomicBool::new(false)))
         .await
         .unwrap();
+    let outcome = outcome.walk().expect("a robot answers with a walk").clone();
     assert_eq!(outcome.stopped_early, Some(0), "{outcome:?}");
     assert_eq!(outcome.partial_velocities.len(), 1);
     assert_eq!(outcome.velocity, outcome.partial_velocities[0]);

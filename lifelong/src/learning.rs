@@ -614,7 +614,7 @@ impl Lifelong {
             .map_err(|e| LifelongError::Run(e.to_string()))?
             .into_iter()
             .filter_map(|job| {
-                let velocity = job.velocity().filter(|v| v.is_finite())?;
+                let velocity = job.fitness().filter(|v| v.is_finite())?;
                 Some((velocity, job.request.job.gait?))
             })
             .collect();

@@ -35,7 +35,7 @@ pub fn evaluations(organizer: &Organizer, run_id: u64) -> Result<Vec<Evaluation>
             Evaluation {
                 names: parameters.iter().map(|(name, _)| name.clone()).collect(),
                 values: parameters.iter().map(|(_, value)| *value).collect(),
-                velocity: job.velocity(),
+                velocity: job.fitness(),
                 job,
             }
         })
@@ -187,8 +187,8 @@ fn with_provenance(gait_xml: &str, run: &Run, walks: &Walks<'_>) -> String {
 /// early: what a run costs on a real robot, where a walk is its length in
 /// a person's time.
 fn robot_time(finished: &[Evaluation]) -> (f64, usize) {
-    let outcomes = finished.iter().filter_map(|e| e.job.outcome.as_ref());
-    outcomes.fold((0.0, 0), |(seconds, stopped), o| {
+    let walks = finished.iter().filter_map(|e| e.job.walk());
+    walks.fold((0.0, 0), |(seconds, stopped), o| {
         (
             seconds + o.simulated,
             stopped + usize::from(o.stopped_early.is_some()),
@@ -228,17 +228,14 @@ fn write_csv(path: &Path, finished: &[Evaluation]) -> std::io::Result<Vec<(f64, 
             e.job.request.job.spec.seed,
             e.velocity.map_or(String::new(), |v| v.to_string()),
             e.job
-                .outcome
-                .as_ref()
-                .map_or(String::new(), |o| o.turn_deg_s.to_string()),
+                .walk()
+                .map_or(String::new(), |w| w.turn_deg_s.to_string()),
             e.job
-                .outcome
-                .as_ref()
-                .map_or(String::new(), |o| o.simulated.to_string()),
+                .walk()
+                .map_or(String::new(), |w| w.simulated.to_string()),
             e.job
-                .outcome
-                .as_ref()
-                .and_then(|o| o.stopped_early)
+                .walk()
+                .and_then(|w| w.stopped_early)
                 .map_or(String::new(), |k| k.to_string()),
             if best.is_finite() {
                 best.to_string()

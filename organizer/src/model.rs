@@ -9,8 +9,9 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use yamor_core::evaluation::{
-    BackendKind, EvaluationJob, EvaluationSpec, Objective, Outcome, RobotSource,
+    BackendKind, EvaluationJob, EvaluationSpec, Objective, Outcome, RobotSource, Walk,
 };
+use yamor_core::plan::LatticePlan;
 
 /// Where a job is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -134,16 +135,22 @@ impl Job {
             .collect()
     }
 
-    /// The fitness, when the job is done.
+    /// The fitness ([`Outcome::fitness`]), when the job is done.
     #[must_use]
-    pub fn velocity(&self) -> Option<f64> {
-        self.outcome.as_ref().map(|o| o.velocity)
+    pub fn fitness(&self) -> Option<f64> {
+        self.outcome.as_ref().map(Outcome::fitness)
     }
 
-    /// What the walk measured, `(velocity, turn rate)`, when the job is done.
+    /// The walk, when the job walked a gait and is done.
     #[must_use]
-    pub fn walked(&self) -> Option<(f64, f64)> {
-        self.outcome.as_ref().map(|o| (o.velocity, o.turn_deg_s))
+    pub fn walk(&self) -> Option<&Walk> {
+        self.outcome.as_ref().and_then(Outcome::walk)
+    }
+
+    /// `(fitness, turn rate)` when the job is done ([`ranked`]).
+    #[must_use]
+    pub fn ranked(&self) -> Option<(f64, f64)> {
+        self.outcome.as_ref().map(ranked)
     }
 
     /// Without the bulky parts a listing does not need: robot, gait and
@@ -152,12 +159,11 @@ impl Job {
     pub fn brief(mut self) -> Job {
         self.request.job.gait = None;
         self.request.job.robot = RobotSource::Default;
-        if let Some(o) = &mut self.outcome {
-            o.samples.clear();
+        match &mut self.outcome {
+            Some(Outcome::Walk(walk)) => walk.samples.clear(),
             // A plan of a hundred meta-modules is half a megabyte.
-            if let Some(plan) = &mut o.plan {
-                plan.plan.clear();
-            }
+            Some(Outcome::Plan(plan)) => plan.plan = LatticePlan::default(),
+            _ => {}
         }
         self
     }
@@ -351,6 +357,27 @@ pub fn constrained_value(velocity: f64, turn_deg_s: f64, max_turn: Option<f64>) 
     match max_turn {
         Some(max) if turn_deg_s.abs() > max => -1.0 - (turn_deg_s.abs() - max) / 100.0,
         _ => velocity,
+    }
+}
+
+/// What a result is ranked by: `(fitness, turn rate)`, a walk's velocity
+/// and how fast it turned (°/s), any other result's fitness and 0.
+#[must_use]
+pub fn ranked(outcome: &Outcome) -> (f64, f64) {
+    match outcome {
+        Outcome::Walk(walk) => (walk.velocity, walk.turn_deg_s),
+        other => (other.fitness(), 0.0),
+    }
+}
+
+/// The value a result is told to the optimizer as: a walk's velocity under
+/// the run's turn constraint ([`constrained_value`]), any other result's
+/// fitness.
+#[must_use]
+pub fn told_value(outcome: &Outcome, max_turn: Option<f64>) -> f64 {
+    match outcome {
+        Outcome::Walk(walk) => constrained_value(walk.velocity, walk.turn_deg_s, max_turn),
+        other => other.fitness(),
     }
 }
 

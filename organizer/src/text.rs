@@ -12,7 +12,7 @@
 //! pretty JSON document for a script.
 
 use serde_json::{Value, json};
-use yamor_core::evaluation::BackendKind;
+use yamor_core::evaluation::{BackendKind, Outcome};
 use yamor_optimizer_api::PluginInfo;
 
 use crate::model::{Host, Job, Run, RunState};
@@ -409,21 +409,29 @@ pub fn job_row(j: &Job) -> String {
 /// A job's value as a listing shows it; a walk stopped early is marked, its
 /// value being a partial one.
 fn job_value(j: &Job) -> String {
-    let value = match j.velocity() {
+    match &j.outcome {
+        None => "-".to_owned(),
         // People read a walk's velocity in cm/s.
-        Some(v) if j.request.job.gait.is_some() => format!("{:.2} cm/s", v * 100.0),
-        Some(v) => format!("{v:.5}"),
-        None => return "-".to_owned(),
-    };
-    match j.outcome.as_ref().and_then(|o| o.stopped_early) {
-        Some(_) => format!("{value} (early)"),
-        None => value,
+        Some(Outcome::Walk(w)) => {
+            let v = format!("{:.2} cm/s", w.velocity * 100.0);
+            if w.stopped_early.is_some() {
+                format!("{v} (early)")
+            } else {
+                v
+            }
+        }
+        Some(Outcome::Value { value, .. }) => format!("{value:.5}"),
+        Some(Outcome::Plan(p)) if p.built => format!("built in {} moves", p.moves),
+        Some(Outcome::Plan(p)) => format!(
+            "unfinished: {} of {} places after {} moves",
+            p.filled, p.seeds, p.moves
+        ),
     }
 }
 
 #[must_use]
 pub fn job_json(j: &Job) -> Value {
-    json!({
+    let mut json = json!({
         "id": j.id,
         "run": (j.run_id > 0).then_some(j.run_id),
         "index": j.seq,
@@ -431,18 +439,47 @@ pub fn job_json(j: &Job) -> Value {
         "state": j.state.as_str(),
         "attempts": j.attempts,
         "host": j.host,
-        // A walk's velocity names its unit; a bare objective's value has none.
-        (if j.request.job.gait.is_some() { "velocity_m_s" } else { "value" }): j.velocity(),
-        // The checkpoint the walk was stopped at as hopeless: `value` is then
-        // its velocity so far, never a complete result.
-        "stopped_early_at": j.outcome.as_ref().and_then(|o| o.stopped_early),
-        "walk_s": j.outcome.as_ref().map(|o| o.simulated),
+        "result": j.outcome.as_ref().map(Outcome::kind),
+        "fitness": j.fitness(),
         "parameters": named_values(&j.request.job.parameters),
         "error": j.error,
         "submitted_ms": j.submitted_ms,
         "started_ms": j.started_ms,
         "finished_ms": j.finished_ms,
-    })
+    });
+    if let (Some(o), Some(fields)) = (&j.outcome, json.as_object_mut())
+        && let Value::Object(own) = result_json(o)
+    {
+        fields.extend(own);
+    }
+    json
+}
+
+/// A result's own fields, named for what they hold: a walk's velocity
+/// names its unit, a bare objective's value has none, a plan tells its
+/// figures.
+fn result_json(o: &Outcome) -> Value {
+    match o {
+        Outcome::Walk(w) => json!({
+            "velocity_m_s": w.velocity,
+            "turn_deg_s": w.turn_deg_s,
+            // The checkpoint the walk was stopped at as hopeless: the
+            // velocity is then its velocity so far, never a complete result.
+            "stopped_early_at": w.stopped_early,
+            "walk_s": w.simulated,
+            "engine": w.engine,
+        }),
+        Outcome::Value { value, .. } => json!({ "value": value }),
+        Outcome::Plan(p) => json!({
+            "built": p.built,
+            "moves": p.moves,
+            "rounds": p.rounds,
+            "collisions": p.collisions,
+            "deadlock": p.deadlock,
+            "filled": p.filled,
+            "places": p.seeds,
+        }),
+    }
 }
 
 #[cfg(test)]

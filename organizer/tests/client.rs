@@ -76,7 +76,7 @@ async fn runs_hosts_and_jobs_round_trip_in_domain_types() {
     proposals.sort_unstable();
     assert_eq!(proposals, (0..24).collect::<Vec<_>>());
     assert!(jobs.iter().all(|j| j.tell_seq.is_some()));
-    assert!(jobs.iter().all(|j| j.velocity().is_some()));
+    assert!(jobs.iter().all(|j| j.fitness().is_some()));
 
     let optimizers = client.list_optimizers().await.unwrap();
     let pso = optimizers.iter().find(|o| o.name == "pso").unwrap();
@@ -194,7 +194,7 @@ async fn a_run_only_reaches_hosts_that_serve_its_objective() {
     assert_eq!(jobs.len(), 30);
     assert!(jobs.iter().all(|j| j.host == "wanted"), "{jobs:?}");
     // No value of the other expression (always ≥ 999) was mixed in.
-    assert!(jobs.iter().all(|j| j.velocity().unwrap() <= 0.0));
+    assert!(jobs.iter().all(|j| j.fitness().unwrap() <= 0.0));
     assert!(
         jobs.iter()
             .all(|j| j.request.job.objective == Objective::Expression("-(x*x + y*y)".into()))
@@ -449,7 +449,7 @@ async fn jobs_submitted_through_the_client_come_back_under_their_ids() {
             .expect("the jobs end")
             .unwrap();
         if e.state == JobState::Done {
-            values.insert(e.id, e.velocity().unwrap());
+            values.insert(e.id, e.fitness().unwrap());
         }
     }
     assert_eq!(

@@ -10,7 +10,7 @@ mod common;
 use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use yamor_core::evaluation::Objective;
+use yamor_core::evaluation::{Objective, Outcome};
 use yamor_organizer::Organizer;
 use yamor_organizer::http::Options;
 use yamor_organizer::model::{JobFilter, RunSpec, RunState};
@@ -1037,7 +1037,7 @@ async fn every_evaluation_is_a_row_that_links_to_its_whole_record() {
         job.body
     );
     let recorded = organizer.scheduler.job(job_id, false).await.unwrap();
-    let value = format!("{:.4}", recorded.velocity().unwrap());
+    let value = format!("{:.4}", recorded.fitness().unwrap());
     assert!(job.body.contains(&value), "{value} in {}", job.body);
     let missing = get(&address, "/jobs/999999").await;
     assert_eq!(missing.status, 404);
@@ -1295,18 +1295,24 @@ async fn a_planning_jobs_build_is_drawn_step_by_step() {
     .await
     .expect("the planning job never ended");
     assert_eq!(job.state, JobState::Done, "{}", job.error);
-    let plan = job.outcome.unwrap().plan.unwrap();
+    let plan = job
+        .outcome
+        .as_ref()
+        .and_then(Outcome::plan)
+        .unwrap()
+        .clone();
+    assert!(!plan.plan.steps.is_empty());
     assert!(plan.built);
-    // A brief listing leaves the plan's text out (a hundred meta-modules'
-    // is half a megabyte) and keeps its figures.
+    // A brief listing leaves the plan out (a hundred meta-modules' is half
+    // a megabyte) and keeps its figures.
     let brief = organizer
         .scheduler
         .list_jobs(JobFilter::default(), true)
         .await
         .unwrap();
     let listed = brief.iter().find(|j| j.id == id).unwrap();
-    let listed_plan = listed.outcome.as_ref().unwrap().plan.as_ref().unwrap();
-    assert!(listed_plan.plan.is_empty());
+    let listed_plan = listed.outcome.as_ref().and_then(Outcome::plan).unwrap();
+    assert!(listed_plan.plan.steps.is_empty() && listed_plan.plan.start.is_empty());
     assert_eq!(listed_plan.moves, plan.moves);
     let page = get(&address, &format!("/jobs/{id}")).await;
     assert_eq!(page.status, 200, "{}", page.body);

@@ -100,7 +100,7 @@ async fn a_late_answer_after_the_lease_expired_is_ignored() {
     scheduler.store().sync().await.unwrap();
 
     assert_eq!(done.state, JobState::Done);
-    assert_eq!(done.velocity(), Some(2.0));
+    assert_eq!(done.fitness(), Some(2.0));
     assert_eq!(done.attempts, 2);
     assert_eq!(done.host, "fast");
     assert_eq!(
@@ -110,7 +110,7 @@ async fn a_late_answer_after_the_lease_expired_is_ignored() {
     );
     let stored = scheduler.job(id, false).await.unwrap();
     assert_eq!(
-        stored.velocity(),
+        stored.fitness(),
         Some(2.0),
         "the late answer changed nothing"
     );
@@ -141,7 +141,7 @@ async fn a_retryable_failure_is_retried_and_an_invalid_job_is_not() {
     let flaky = scheduler.submit("c", 0, vec![(0, job(0.0))]).await.unwrap()[0];
     let done = finished(&mut events, flaky).await;
     assert_eq!(done.state, JobState::Done);
-    assert_eq!(done.velocity(), Some(3.0));
+    assert_eq!(done.fitness(), Some(3.0));
     assert_eq!(done.attempts, 2, "retried once");
 
     let invalid = scheduler.submit("c", 0, vec![(0, job(0.0))]).await.unwrap()[0];
@@ -263,7 +263,7 @@ async fn a_host_reachable_one_way_stays_down_until_a_probe_answers() {
     scheduler.heartbeat(id).unwrap();
     let done = finished(&mut events, job_id).await;
     assert_eq!(done.state, JobState::Done);
-    assert_eq!(done.velocity(), Some(3.0));
+    assert_eq!(done.fitness(), Some(3.0));
 }
 
 /// A host that refuses a job as busy (still walking one the organizer
@@ -315,7 +315,7 @@ async fn a_busy_refusal_costs_no_attempt_and_the_host_waits_until_free() {
     scheduler.heartbeat(id).unwrap();
     let done = finished(&mut events, job_id).await;
     assert_eq!(done.state, JobState::Done, "{}", done.error);
-    assert_eq!(done.velocity(), Some(2.0));
+    assert_eq!(done.fitness(), Some(2.0));
     assert_eq!(done.attempts, 1);
     assert_eq!(
         scheduler.hosts()[0].failures,

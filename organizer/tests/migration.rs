@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use common::fake::FakeNet;
 use common::temp_dir;
-use yamor_core::evaluation::{BackendKind, DefectMode, RobotSource};
+use yamor_core::evaluation::{BackendKind, DefectMode, Outcome, RobotSource};
 use yamor_organizer::model::{JobFilter, JobState, RunState};
 use yamor_organizer::store::{SCHEMA_VERSION, StoreError};
 use yamor_organizer::{Organizer, SchedulerConfig, Store};
@@ -53,7 +53,7 @@ fn a_version_0_file_is_migrated_without_loss() {
         let sum: f64 = jobs
             .iter()
             .filter(|j| j.run_id == 1)
-            .filter_map(|j| j.velocity())
+            .filter_map(|j| j.fitness())
             .sum();
         assert!((sum - 4.498550552309481).abs() < 1e-12, "{sum}");
         assert_eq!(store.told_jobs(1).unwrap().len(), 12);
@@ -89,13 +89,20 @@ fn a_version_0_file_is_migrated_without_loss() {
         assert_eq!(request.backend, Some(BackendKind::Simulation));
         assert_eq!(request.max_attempts, 4);
         assert_eq!(request.timeout, Some(Duration::from_secs(90)));
-        let outcome = full.outcome.as_ref().unwrap();
+        let outcome = full.walk().expect("a simulated job's result is a walk");
         assert_eq!(outcome.velocity, 0.0125);
         assert_eq!(outcome.samples.len(), 3);
         assert_eq!(outcome.sample_count, 3);
         assert_eq!(outcome.end.t, 7.0);
         assert_eq!(outcome.physics_steps, 7000);
         assert_eq!(outcome.wall, Duration::from_millis(500));
+        // The PSO runs walked no gait: their results were values all along.
+        let values = jobs
+            .iter()
+            .filter(|j| j.run_id > 0 && j.outcome.is_some())
+            .map(|j| j.outcome.as_ref().unwrap());
+        assert!(values.clone().count() >= 12);
+        assert!(values.clone().all(|o| matches!(o, Outcome::Value { .. })));
         assert_eq!((full.host.as_str(), full.attempts), ("sim-1", 1));
         assert_eq!(full.submitted_ms, 1_700_000_000_000);
         let failed = jobs.iter().find(|j| j.id == 1001).unwrap();
@@ -264,4 +271,63 @@ fn a_read_only_database_is_refused_at_start() {
     }
     let error = Store::open(&db).err().expect("a read-only file is refused");
     assert!(matches!(error, StoreError::ReadOnly { .. }), "{error}");
+}
+
+#[test]
+fn version_4_results_become_the_kind_they_were() {
+    let db = temp_dir("v4-results").join("yamor.db");
+    drop(Store::open(&db).unwrap());
+    // Back to version 4's layout: every result a walk's fields, the
+    // fitness column named `velocity`, a plan as text.
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    conn.execute_batch(
+        "ALTER TABLE jobs RENAME COLUMN fitness TO velocity; PRAGMA user_version = 4;",
+    )
+    .unwrap();
+    let plan_text =
+        "world 5 5 5\nstart 1 0,0,0 0,0,1 0,0,2 0,0,3\nmove 1 1 step 0,1,0 0,1,1 0,0,1 0,0,0\n";
+    let rows = [
+        (1, Some(include_str!("../../examples/robots/quadruped/gait.xml")), r#"{"velocity":0.2,"turn_deg_s":1.5,"engine":"rapier","plan":null}"#.to_owned()),
+        (2, None, r#"{"velocity":-3.5}"#.to_owned()),
+        (
+            3,
+            None,
+            serde_json::json!({"velocity": -1.0, "plan": {"built": true, "moves": 1, "rounds": 1, "plan": plan_text}})
+                .to_string(),
+        ),
+    ];
+    for (id, gait, outcome) in rows {
+        conn.execute(
+            "INSERT INTO jobs (id, run_id, owner, seq, state, robot_kind, robot, gait_xml, parameters, spec, max_attempts, attempts, host, velocity, outcome, error, submitted_ms, started_ms, finished_ms) \
+             VALUES (?1, 0, 'test', 0, 'done', 'default', '', ?2, '[]', '{}', 1, 1, 'h', 0, ?3, '', 0, 0, 0)",
+            rusqlite::params![id, gait, outcome],
+        )
+        .unwrap();
+    }
+    drop(conn);
+    let store = Store::open(&db).unwrap();
+    assert_eq!(user_version(&db), SCHEMA_VERSION);
+    let jobs = store.jobs(&JobFilter::default()).unwrap();
+    let by_id = |id: u64| jobs.iter().find(|j| j.id == id).unwrap();
+    let walk = by_id(1).walk().expect("a job with a gait walked");
+    assert_eq!((walk.velocity, walk.turn_deg_s), (0.2, 1.5));
+    assert!(matches!(by_id(2).outcome, Some(Outcome::Value { value, .. }) if value == -3.5));
+    let Some(Outcome::Plan(plan)) = &by_id(3).outcome else {
+        panic!("a planning job's result is a plan: {:?}", by_id(3).outcome)
+    };
+    assert_eq!((plan.moves, plan.plan.steps.len()), (1, 1));
+    assert_eq!(
+        plan.plan.to_text().lines().skip(1).collect::<Vec<_>>(),
+        plan_text.lines().collect::<Vec<_>>()
+    );
+    // The fitness column holds each kind's fitness.
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    let fitness: Vec<f64> = conn
+        .prepare("SELECT fitness FROM jobs ORDER BY id")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert_eq!(fitness, [0.2, -3.5, -1.0]);
 }

@@ -183,7 +183,7 @@ async fn a_powell_run_on_the_emulated_robot_through_the_organizer() {
     assert_eq!(jobs.len(), 6);
     assert!(
         jobs.iter()
-            .all(|j| j.host == "robot" && j.velocity().is_some()),
+            .all(|j| j.host == "robot" && j.fitness().is_some()),
         "{jobs:?}"
     );
     assert!(

@@ -93,10 +93,7 @@ async fn results_are_recorded_once_and_survive_reopening() {
         id: 1,
         state: JobState::Done,
         tell_seq: None,
-        outcome: Some(Box::new(Outcome {
-            velocity: v,
-            ..Outcome::default()
-        })),
+        outcome: Some(Box::new(Outcome::value(v, std::time::Duration::ZERO))),
         error: String::new(),
         finished_ms: 1,
     };
@@ -106,7 +103,7 @@ async fn results_are_recorded_once_and_survive_reopening() {
     let reopened = Store::open(&db).unwrap();
     let jobs = reopened.jobs(&JobFilter::default()).unwrap();
     assert_eq!(jobs.len(), 1);
-    assert_eq!(jobs[0].velocity(), Some(1.0));
+    assert_eq!(jobs[0].fitness(), Some(1.0));
     assert_eq!(
         jobs[0].request,
         job(0.0),

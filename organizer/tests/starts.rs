@@ -119,7 +119,7 @@ async fn each_candidate_walks_from_its_own_recorded_start_and_the_answer_is_held
         "{given}: {:?}",
         reference[0].request.job.parameters
     );
-    let reference_velocities: Vec<f64> = reference.iter().map(|j| j.velocity().unwrap()).collect();
+    let reference_velocities: Vec<f64> = reference.iter().map(|j| j.fitness().unwrap()).collect();
     assert_eq!(run.reference, Spread::of(&reference_velocities));
     assert!(re_walks.iter().all(|j| j.state == JobState::Done));
     let held_out: Vec<u64> = held_out_seeds(3).collect();
@@ -136,7 +136,7 @@ async fn each_candidate_walks_from_its_own_recorded_start_and_the_answer_is_held
     let means: Vec<(f64, &Vec<(String, f64)>)> = re_walks
         .chunks(3)
         .map(|f| {
-            let v: f64 = f.iter().map(|j| j.velocity().unwrap()).sum::<f64>() / 3.0;
+            let v: f64 = f.iter().map(|j| j.fitness().unwrap()).sum::<f64>() / 3.0;
             (v, &f[0].request.job.parameters)
         })
         .collect();
@@ -270,7 +270,7 @@ async fn early_stop_run(name: &str) -> (Run, JobTrace, Vec<yamor_organizer::mode
     let trace = jobs
         .iter()
         .map(|j| {
-            let o = j.outcome.as_ref();
+            let o = j.walk();
             (
                 j.request.job.spec.seed,
                 j.request
@@ -306,7 +306,7 @@ async fn hopeless_walks_stop_early_below_the_best_quarters_pace_and_only_then() 
     );
     let mut stopped = 0;
     for job in &candidates {
-        let o = job.outcome.as_ref().expect("done");
+        let o = job.walk().expect("done, a walk");
         match o.stopped_early {
             Some(k) => {
                 stopped += 1;

@@ -10,9 +10,10 @@ use std::time::Duration;
 
 use yamor_core::RobotConfig;
 use yamor_core::evaluation::{
-    DefectMode, EarlyStop, EvaluationJob, EvaluationSpec, LeadIn, Objective, Outcome, PlanOutcome,
-    RobotSource, Sample, Situation,
+    DefectMode, EarlyStop, EvaluationJob, EvaluationSpec, LeadIn, Objective, Outcome, PlanResult,
+    RobotSource, Sample, Situation, Walk,
 };
+use yamor_core::plan::{Cell, LatticeMove, LatticePlan, Placed};
 
 use crate::v1 as pb;
 
@@ -284,19 +285,46 @@ pub fn position(s: &Sample) -> pb::Position {
     }
 }
 
-/// What a host measured. A response without a result is an error, never a
+/// What a host found. A response without a result is an error, never a
 /// fitness of 0 (which would be the optimum of a negated objective).
 pub fn outcome(result: Option<pb::EvaluationResult>) -> Result<Outcome, ConvertError> {
-    let result = result.ok_or_else(|| invalid("result: missing".into()))?;
-    if !result.velocity_m_s.is_finite() {
+    use pb::evaluation_result::Kind;
+    let kind = result
+        .and_then(|r| r.kind)
+        .ok_or_else(|| invalid("result: missing (a walk, a value or a plan)".into()))?;
+    let outcome = match kind {
+        Kind::Walk(w) => Outcome::Walk(walk(w)),
+        Kind::Value(v) => Outcome::value(v.value, seconds(v.wall_s)),
+        Kind::Plan(p) => Outcome::Plan(PlanResult {
+            built: p.built,
+            rounds: p.rounds,
+            moves: p.moves,
+            collisions: p.collisions,
+            deadlock: p.deadlock,
+            filled: p.filled,
+            seeds: p.seeds,
+            plan: lattice_plan(p.plan.unwrap_or_default())?,
+            wall: seconds(p.wall_s),
+        }),
+    };
+    let fitness = outcome.fitness();
+    if !fitness.is_finite() {
         return Err(invalid(format!(
-            "result.velocity_m_s: {} is not a finite number",
-            result.velocity_m_s
+            "result: the {}'s fitness {fitness} is not a finite number",
+            outcome.kind()
         )));
     }
+    Ok(outcome)
+}
+
+fn seconds(s: f64) -> Duration {
+    Duration::try_from_secs_f64(s).unwrap_or_default()
+}
+
+fn walk(result: pb::WalkResult) -> Walk {
     let t = result.trajectory.unwrap_or_default();
     let timings = result.timings.unwrap_or_default();
-    Ok(Outcome {
+    Walk {
         velocity: result.velocity_m_s,
         start: sample(t.start),
         end: sample(t.end),
@@ -310,26 +338,100 @@ pub fn outcome(result: Option<pb::EvaluationResult>) -> Result<Outcome, ConvertE
         partial_velocities: t.partial_velocities_m_s,
         stopped_early: t.stopped_early_at,
         simulated: timings.simulated_s,
-        wall: Duration::try_from_secs_f64(timings.wall_s).unwrap_or_default(),
+        wall: seconds(timings.wall_s),
         physics_steps: timings.physics_steps,
         engine: timings.engine,
-        plan: result.plan.map(|p| PlanOutcome {
-            built: p.built,
-            rounds: p.rounds,
-            moves: p.moves,
-            collisions: p.collisions,
-            deadlock: p.deadlock,
-            filled: p.filled,
-            seeds: p.seeds,
-            plan: p.plan,
-        }),
+    }
+}
+
+fn cells(c: Option<pb::Cells>) -> Result<Vec<Cell>, ConvertError> {
+    let xyz = c.unwrap_or_default().xyz;
+    if !xyz.len().is_multiple_of(3) {
+        return Err(invalid(format!(
+            "result.plan: {} coordinates are not whole cells",
+            xyz.len()
+        )));
+    }
+    Ok(xyz.chunks_exact(3).map(|c| [c[0], c[1], c[2]]).collect())
+}
+
+fn lattice_plan(p: pb::LatticePlan) -> Result<LatticePlan, ConvertError> {
+    let size: [i32; 3] = p
+        .size
+        .as_slice()
+        .try_into()
+        .map_err(|_| invalid(format!("result.plan.size: {} sizes, not 3", p.size.len())))?;
+    Ok(LatticePlan {
+        size,
+        target: p
+            .target
+            .into_iter()
+            .map(|c| cells(Some(c)))
+            .collect::<Result<_, _>>()?,
+        start: p
+            .start
+            .into_iter()
+            .map(|m| {
+                Ok(Placed {
+                    id: m.id,
+                    cells: cells(m.cells)?,
+                })
+            })
+            .collect::<Result<_, ConvertError>>()?,
+        steps: p
+            .steps
+            .into_iter()
+            .map(|s| {
+                Ok(LatticeMove {
+                    round: s.round,
+                    id: s.id,
+                    filled: s.filled,
+                    to: cells(s.to)?,
+                    via: s
+                        .via
+                        .into_iter()
+                        .map(|c| cells(Some(c)))
+                        .collect::<Result<_, _>>()?,
+                })
+            })
+            .collect::<Result<_, ConvertError>>()?,
     })
 }
 
-#[must_use]
-pub fn outcome_to_pb(o: &Outcome) -> pb::EvaluationResult {
-    let wall = o.wall.as_secs_f64();
-    pb::EvaluationResult {
+fn cells_to_pb(cells: &[Cell]) -> pb::Cells {
+    pb::Cells {
+        xyz: cells.iter().flatten().copied().collect(),
+    }
+}
+
+fn lattice_plan_to_pb(p: &LatticePlan) -> pb::LatticePlan {
+    pb::LatticePlan {
+        size: p.size.to_vec(),
+        target: p.target.iter().map(|c| cells_to_pb(c)).collect(),
+        start: p
+            .start
+            .iter()
+            .map(|m| pb::PlacedModule {
+                id: m.id,
+                cells: Some(cells_to_pb(&m.cells)),
+            })
+            .collect(),
+        steps: p
+            .steps
+            .iter()
+            .map(|s| pb::LatticeMove {
+                round: s.round,
+                id: s.id,
+                filled: s.filled,
+                to: Some(cells_to_pb(&s.to)),
+                via: s.via.iter().map(|c| cells_to_pb(c)).collect(),
+            })
+            .collect(),
+    }
+}
+
+fn walk_to_pb(o: &Walk) -> pb::WalkResult {
+    pb::WalkResult {
         velocity_m_s: o.velocity,
         trajectory: Some(pb::TrajectorySummary {
             start: Some(position(&o.start)),
@@ -346,12 +448,24 @@ pub fn outcome_to_pb(o: &Outcome) -> pb::EvaluationResult {
         }),
         timings: Some(pb::Timings {
             simulated_s: o.simulated,
-            wall_s: wall,
+            wall_s: o.wall.as_secs_f64(),
             real_time_factor: o.real_time_factor(),
             physics_steps: o.physics_steps,
             engine: o.engine.clone(),
         }),
-        plan: o.plan.as_ref().map(|p| pb::PlanResult {
+    }
+}
+
+#[must_use]
+pub fn outcome_to_pb(o: &Outcome) -> pb::EvaluationResult {
+    use pb::evaluation_result::Kind;
+    let kind = match o {
+        Outcome::Walk(w) => Kind::Walk(walk_to_pb(w)),
+        Outcome::Value { value, wall } => Kind::Value(pb::ValueResult {
+            value: *value,
+            wall_s: wall.as_secs_f64(),
+        }),
+        Outcome::Plan(p) => Kind::Plan(pb::PlanResult {
             built: p.built,
             rounds: p.rounds,
             moves: p.moves,
@@ -359,9 +473,11 @@ pub fn outcome_to_pb(o: &Outcome) -> pb::EvaluationResult {
             deadlock: p.deadlock,
             filled: p.filled,
             seeds: p.seeds,
-            plan: p.plan.clone(),
+            plan: Some(lattice_plan_to_pb(&p.plan)),
+            wall_s: p.wall.as_secs_f64(),
         }),
-    }
+    };
+    pb::EvaluationResult { kind: Some(kind) }
 }
 
 #[cfg(test)]
@@ -444,10 +560,48 @@ mod tests {
     #[test]
     fn a_response_without_a_result_is_an_error_not_a_zero() {
         assert!(outcome(None).is_err());
-        let o = Outcome {
+        assert!(outcome(Some(pb::EvaluationResult { kind: None })).is_err());
+        let nan = Outcome::value(f64::NAN, Duration::ZERO);
+        assert!(outcome(Some(outcome_to_pb(&nan))).is_err());
+    }
+
+    #[test]
+    fn every_kind_of_result_survives_the_wire_as_itself() {
+        let walk = Outcome::Walk(Walk {
             velocity: 0.1,
-            ..Outcome::default()
-        };
-        assert_eq!(outcome(Some(outcome_to_pb(&o))).unwrap().velocity, 0.1);
+            turn_deg_s: 3.0,
+            partial_velocities: vec![0.05],
+            stopped_early: Some(0),
+            engine: "rapier".into(),
+            wall: Duration::from_millis(250),
+            ..Walk::default()
+        });
+        let value = Outcome::value(-2.5, Duration::from_millis(3));
+        let plan = Outcome::Plan(PlanResult {
+            built: true,
+            rounds: 4,
+            moves: 9,
+            filled: 2,
+            seeds: 2,
+            plan: LatticePlan::parse(
+                "world 5 5 5\ntarget 1,1,0 1,1,1\nstart 7 0,0,0 0,0,1\nmove 1 7 fill 1,1,0 1,1,1\nvia 0,0,0 0,1,0\n",
+            )
+            .unwrap(),
+            wall: Duration::from_secs(2),
+            ..PlanResult::default()
+        });
+        for o in [walk, value, plan] {
+            assert_eq!(outcome(Some(outcome_to_pb(&o))).unwrap(), o);
+        }
+        // Coordinates that are not whole cells are refused, not truncated.
+        let mut bad = outcome_to_pb(&Outcome::Plan(PlanResult::default()));
+        if let Some(pb::evaluation_result::Kind::Plan(p)) = &mut bad.kind {
+            p.plan = Some(pb::LatticePlan {
+                size: vec![5, 5, 5],
+                target: vec![pb::Cells { xyz: vec![1, 2] }],
+                ..Default::default()
+            });
+        }
+        assert!(outcome(Some(bad)).unwrap_err().0.contains("whole cells"));
     }
 }

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use anyhow::{Context, Result, ensure};
 use clap::Args;
 use tokio_stream::StreamExt;
-use yamor_core::evaluation::{EvaluationJob, EvaluationSpec, Objective};
+use yamor_core::evaluation::{EvaluationJob, EvaluationSpec, Objective, Outcome};
 use yamor_organizer::OrganizerClient;
 use yamor_organizer::model::{Job, JobFilter, JobRequest, JobState};
 use yamor_reconfig::planning::Task;
@@ -221,7 +221,7 @@ fn report(task: &Task, jobs: &BTreeMap<u64, Job>, write: Option<&std::path::Path
     let mut moves = Vec::new();
     let mut ms = Vec::new();
     for (seed, job) in jobs {
-        let Some(plan) = job.outcome.as_ref().and_then(|o| o.plan.as_ref()) else {
+        let Some(plan) = job.outcome.as_ref().and_then(Outcome::plan) else {
             failed += 1;
             println!(
                 "{seed:>4} {:>5}  {:?}: {}",
@@ -231,7 +231,7 @@ fn report(task: &Task, jobs: &BTreeMap<u64, Job>, write: Option<&std::path::Path
             );
             continue;
         };
-        let wall = job.outcome.as_ref().map_or(0.0, |o| o.wall.as_secs_f64());
+        let wall = plan.wall.as_secs_f64();
         built += usize::from(plan.built);
         collisions += plan.collisions;
         if plan.built {
@@ -251,7 +251,7 @@ fn report(task: &Task, jobs: &BTreeMap<u64, Job>, write: Option<&std::path::Path
         );
         if let Some(dir) = write {
             let path = dir.join(format!("seed-{seed}.plan"));
-            std::fs::write(&path, &plan.plan)
+            std::fs::write(&path, plan.plan.to_text())
                 .with_context(|| format!("writing {}", path.display()))?;
         }
     }

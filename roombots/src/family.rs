@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
 use yamor_core::RobotConfig;
-use yamor_core::evaluation::{EvaluationSpec, Outcome, RobotSource};
+use yamor_core::evaluation::{EvaluationSpec, RobotSource, Walk};
 use yamor_core::family::{FamilyError, RobotFamily, Walker, declared_family, rewalk_command};
 
 use crate::gait::{RoombotExample, RoombotRobot, WalkError, walk};
@@ -112,7 +112,7 @@ impl Walker for RoombotWalker {
         gait: &RobotConfig,
         spec: &EvaluationSpec,
         cancel: &AtomicBool,
-    ) -> Result<Outcome, FamilyError> {
+    ) -> Result<Walk, FamilyError> {
         walk(&self.0, gait, spec, cancel).map_err(|e| match e {
             WalkError::Cancelled(_) => FamilyError::Cancelled,
             // Deterministic: the same job fails on every host.

@@ -36,7 +36,7 @@ use nalgebra::{Isometry3, Point3};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use yamor_core::cpg::{Coupling, CpgNetwork, OscillatorParams, OscillatorState};
-use yamor_core::evaluation::{EvaluationSpec, Outcome, Sample};
+use yamor_core::evaluation::{EvaluationSpec, Sample, Walk};
 use yamor_core::measure::WalkMeter;
 use yamor_core::{Motion, RobotConfig};
 
@@ -389,7 +389,7 @@ pub fn walk(
     gait: &RobotConfig,
     spec: &EvaluationSpec,
     cancel: &AtomicBool,
-) -> Result<Outcome, WalkError> {
+) -> Result<Walk, WalkError> {
     walk_observed(robot, gait, spec, cancel, &mut |_, _| ())
 }
 
@@ -401,7 +401,7 @@ pub fn walk_observed(
     spec: &EvaluationSpec,
     cancel: &AtomicBool,
     on_step: &mut dyn FnMut(f64, &Robot),
-) -> Result<Outcome, WalkError> {
+) -> Result<Walk, WalkError> {
     spec.check().map_err(|e| WalkError::Spec(e.to_string()))?;
     let s = &spec.situation;
     if s.upside_down || !s.defects.is_empty() || !s.dead_cpg.is_empty() || s.lead_in.is_some() {

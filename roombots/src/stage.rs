@@ -95,7 +95,7 @@ pub struct Stage {
 }
 
 /// What a command did, or why it changed nothing.
-pub type Outcome = Result<String, Refusal>;
+pub type Reply = Result<String, Refusal>;
 
 /// Why a command changed nothing.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -512,7 +512,7 @@ impl Stage {
     }
 
     /// Plays one command.
-    pub fn apply(&mut self, command: &Command) -> Outcome {
+    pub fn apply(&mut self, command: &Command) -> Reply {
         match *command {
             Command::Move { end, angles } => {
                 let q = Command::forward_angles(end, angles);
@@ -744,7 +744,7 @@ mod tests {
     use super::*;
     use crate::supervisor::parse;
 
-    fn play(stage: &mut Stage, text: &str) -> Vec<Outcome> {
+    fn play(stage: &mut Stage, text: &str) -> Vec<Reply> {
         parse(text)
             .unwrap()
             .iter()

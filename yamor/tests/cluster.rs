@@ -1227,8 +1227,11 @@ async fn a_planning_job_killed_mid_plan_is_planned_elsewhere_with_nothing_lost()
         .await
         .unwrap()
         .into_inner();
-    let result = stored.result.unwrap();
-    let plan = result.plan.expect("a planning job's result holds its plan");
+    let result = yamor_proto::evaluation::outcome(stored.result).unwrap();
+    let fitness = result.fitness();
+    let yamor_core::evaluation::Outcome::Plan(plan) = result else {
+        panic!("a planning job's result is a plan: {result:?}")
+    };
     let uninterrupted = {
         let task = task.clone();
         tokio::task::spawn_blocking(move || Planner::new(2).plan(&task, 1, &|| false).unwrap())
@@ -1238,8 +1241,11 @@ async fn a_planning_job_killed_mid_plan_is_planned_elsewhere_with_nothing_lost()
     assert!(plan.built && uninterrupted.report.built);
     assert_eq!(plan.collisions, 0);
     assert_eq!(plan.moves as usize, uninterrupted.report.moves.len());
-    assert_eq!(plan.plan, uninterrupted.plan.to_text());
-    assert_eq!(result.velocity_m_s, -f64::from(plan.moves));
+    assert_eq!(
+        yamor_reconfig::plan::Plan::try_from(&plan.plan).unwrap(),
+        uninterrupted.plan
+    );
+    assert_eq!(fitness, -f64::from(plan.moves));
 
     // The batch command finds seed 1 planned and plans only seeds 0 and 2.
     let (ok, out, err) = cli(
@@ -1310,10 +1316,14 @@ async fn a_planning_job_killed_mid_plan_is_planned_elsewhere_with_nothing_lost()
             job.objective.contains("\"central\"")
         })
         .expect("the centralised job is stored");
-    let plan = central.result.as_ref().unwrap().plan.as_ref().unwrap();
+    let Some(pb::evaluation_result::Kind::Plan(plan)) =
+        central.result.as_ref().and_then(|r| r.kind.as_ref())
+    else {
+        panic!("the centralised job's result is a plan: {central:?}")
+    };
     assert!(plan.built && plan.moves >= 2, "{plan:?}");
     assert_eq!(
-        plan.plan.matches("\nstart ").count(),
+        plan.plan.as_ref().unwrap().start.len(),
         6,
         "six stand at the start"
     );

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use yamor_core::RobotConfig;
-use yamor_core::evaluation::{EvaluationSpec, Outcome, RobotSource, Sample};
+use yamor_core::evaluation::{EvaluationSpec, RobotSource, Sample, Walk};
 use yamor_core::family::{FamilyError, RobotFamily, Walker, declared_family};
 use yamor_core::measure::WalkMeter;
 
@@ -120,7 +120,7 @@ impl Walker for Sled {
         gait: &RobotConfig,
         spec: &EvaluationSpec,
         cancel: &AtomicBool,
-    ) -> Result<Outcome, FamilyError> {
+    ) -> Result<Walk, FamilyError> {
         spec.check()
             .map_err(|e| FamilyError::Invalid(e.to_string()))?;
         let leg = gait

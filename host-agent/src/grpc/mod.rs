@@ -187,7 +187,8 @@ impl HostAgent for HostService {
         tracing::debug!(
             job = request.job_id,
             attempt = request.attempt,
-            velocity = outcome.velocity,
+            kind = outcome.kind(),
+            fitness = outcome.fitness(),
             wall_ms = started.elapsed().as_secs_f64() * 1e3,
             "evaluated"
         );

@@ -363,7 +363,7 @@ async fn run_values(runs: &Runs, run: &Run) -> Result<Vec<(Job, f64)>, PageError
     Ok(jobs
         .into_iter()
         .map(|j| {
-            let v = j.outcome.as_ref().map_or(f64::NAN, |o| o.velocity);
+            let v = j.fitness().unwrap_or(f64::NAN);
             (j, v)
         })
         .collect())

@@ -14,6 +14,7 @@ use maud::{PreEscaped, html};
 
 use super::{App, PageError, internal, page};
 use crate::model::Job;
+use yamor_core::evaluation::Outcome;
 
 /// A recorded walk as the page plays it (a family records it, see
 /// [`yamor_core::family::Walker::record`]).
@@ -31,7 +32,11 @@ async fn record(app: &App, id: u64) -> Result<Recording, PageError> {
         )
     })?;
     let job = app.job(id).await?;
-    let recorded_velocity = job.velocity();
+    let recorded_velocity = job
+        .outcome
+        .as_ref()
+        .and_then(Outcome::walk)
+        .map(|w| w.velocity);
     let mut recording = tokio::task::spawn_blocking(move || replayer(&job))
         .await
         .map_err(internal)?

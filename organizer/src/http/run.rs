@@ -130,7 +130,8 @@ pub(super) async fn run_page(
     // The engines the run's walks were simulated with (hosts choose theirs).
     let mut engines: Vec<&str> = jobs
         .iter()
-        .filter_map(|(j, _)| j.outcome.as_ref().map(|o| o.engine.as_str()))
+        .filter_map(|(j, _)| j.walk())
+        .map(|w| w.engine.as_str())
         .filter(|e| !e.is_empty())
         .collect();
     engines.sort_unstable();
@@ -304,6 +305,7 @@ pub(super) async fn evaluations_csv(
     }
     csv.push('\n');
     for (j, v) in &jobs {
+        let walk = j.walk();
         let _ = write!(
             csv,
             "{},{},{},{},{},{},{},{},{},{}",
@@ -318,15 +320,9 @@ pub(super) async fn evaluations_csv(
                 String::new()
             },
             j.request.job.spec.seed,
-            j.outcome
-                .as_ref()
-                .map_or(String::new(), |o| o.turn_deg_s.to_string()),
-            j.outcome
-                .as_ref()
-                .map_or(String::new(), |o| o.simulated.to_string()),
-            j.outcome
-                .as_ref()
-                .and_then(|o| o.stopped_early)
+            walk.map_or(String::new(), |w| w.turn_deg_s.to_string()),
+            walk.map_or(String::new(), |w| w.simulated.to_string()),
+            walk.and_then(|w| w.stopped_early)
                 .map_or(String::new(), |k| k.to_string()),
         );
         for (_, x) in &j.request.job.parameters {

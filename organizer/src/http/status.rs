@@ -107,7 +107,7 @@ pub(super) async fn jobs_page(
             let units = Units::of(std::iter::once(j));
             // cm/s to the hundredth; a bare value as precise as before.
             let digits = if units == Units::VELOCITY { 2 } else { 5 };
-            format!("{:.digits$}{}", o.velocity * units.factor, units.suffix)
+            format!("{:.digits$}{}", o.fitness() * units.factor, units.suffix)
         })
     };
     let mut older = format!("/jobs?before={}", jobs.last().map_or(0, |j| j.id));

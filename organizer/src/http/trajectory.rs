@@ -12,7 +12,7 @@ use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use maud::html;
 use tokio::sync::broadcast::error::RecvError;
-use yamor_core::evaluation::Sample;
+use yamor_core::evaluation::{Outcome, Sample};
 
 use super::plot::{points, px};
 use super::{App, PageError, internal, run_of, run_values};
@@ -49,7 +49,11 @@ pub(super) async fn trajectory_svg(
         Some(svg) => svg,
         None => {
             let replay = replay(&app, &best).await?;
-            let svg = draw(&replay.outcome.unwrap_or_default().samples, &best);
+            let samples = match replay.outcome {
+                Some(Outcome::Walk(walk)) => walk.samples,
+                _ => Vec::new(),
+            };
+            let svg = draw(&samples, &best);
             app.trajectories.lock().insert(id, (best.id, svg.clone()));
             svg
         }
@@ -122,7 +126,7 @@ fn draw(samples: &[Sample], best: &Job) -> String {
     let scale = (w - 2.0 * pad) / span;
     let sx = |x: f64| pad + (x - x0) * scale;
     let sy = |y: f64| h - pad - (y - y0) * scale;
-    let outcome = best.outcome.clone().unwrap_or_default();
+    let velocity = best.fitness().unwrap_or_default();
     let bar = scale_bar(span);
     html! {
         svg #trajectory xmlns="http://www.w3.org/2000/svg" width=(w) height=(h)
@@ -135,7 +139,7 @@ fn draw(samples: &[Sample], best: &Job) -> String {
                 line x1=(pad) y1=(h - 10.0) x2=(px(pad + bar * scale)) y2=(h - 10.0) stroke="#333" stroke-width="2" {}
                 text x=(pad) y=(h - 14.0) font-size="11" { (bar) " m" }
                 text x=(w - pad) y="16" font-size="11" text-anchor="end" {
-                    (format!("{:.1} s walked, {:.2} cm/s measured", last.t - first.t, outcome.velocity * 100.0))
+                    (format!("{:.1} s walked, {:.2} cm/s measured", last.t - first.t, velocity * 100.0))
                 }
             } @else {
                 text x="20" y="40" { "the host returned no trajectory" }

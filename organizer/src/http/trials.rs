@@ -8,7 +8,7 @@ use std::sync::Arc;
 use axum::extract::{Path, State};
 use axum::response::Html;
 use maud::html;
-use yamor_core::evaluation::Objective;
+use yamor_core::evaluation::{Objective, Outcome};
 
 use super::views::{JobView, usable};
 use super::{App, PageError, Units, internal, page, run_of, script};
@@ -91,7 +91,7 @@ pub(super) async fn trials_page(
                 @for job in &jobs {
                     tr data-job=(job.id) {
                         td { a href={ "/jobs/" (job.id) } { (evaluation(job)) } }
-                        td.num { (shown(units, job.velocity())) }
+                        td.num { (shown(units, job.fitness())) }
                         @for (_, v) in &job.request.job.parameters { td.num { (format!("{v:.4}")) } }
                         td { (job.host) }
                         td.num { (seconds(job)) }
@@ -140,7 +140,7 @@ pub(super) async fn job_page(
         ("objective", objective),
     ];
     // A planning job, or any task a view names, is no walk.
-    let planning = job.outcome.as_ref().is_some_and(|o| o.plan.is_some()) || a_task;
+    let planning = job.outcome.as_ref().is_some_and(|o| o.plan().is_some()) || a_task;
     if planning {
         rows.push((
             "start (seed of the random start)",
@@ -162,9 +162,9 @@ pub(super) async fn job_page(
     if let Some(o) = &job.outcome {
         rows.push((
             "value",
-            format!("{}{}", shown(units, Some(o.velocity)), units.suffix),
+            format!("{}{}", shown(units, Some(o.fitness())), units.suffix),
         ));
-        if let Some(p) = &o.plan {
+        if let Outcome::Plan(p) = o {
             rows.push((
                 "build",
                 format!(
@@ -180,9 +180,9 @@ pub(super) async fn job_page(
             ));
             rows.push((
                 "planning time",
-                format!("{:.1} ms", o.wall.as_secs_f64() * 1e3),
+                format!("{:.1} ms", p.wall.as_secs_f64() * 1e3),
             ));
-        } else {
+        } else if let Outcome::Walk(o) = o {
             rows.push(("distance", format!("{:.4} m", o.distance)));
             rows.push(("path length", format!("{:.4} m", o.path_length)));
             rows.push(("turn", format!("{:+.1} °/s", o.turn_deg_s)));
@@ -197,11 +197,11 @@ pub(super) async fn job_page(
                     o.start.t, o.end.t, o.sample_count
                 ),
             ));
+            if let Some(k) = o.stopped_early {
+                rows.push(("stopped early", format!("at checkpoint {k}")));
+            }
+            rows.push(("robot seconds", format!("{:.2}", o.simulated)));
         }
-        if let Some(k) = o.stopped_early {
-            rows.push(("stopped early", format!("at checkpoint {k}")));
-        }
-        rows.push(("robot seconds", format!("{:.2}", o.simulated)));
     }
     if !job.error.is_empty() {
         rows.push(("error", job.error.clone()));

@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, HashMap};
 use tokio::sync::{mpsc, watch};
 // The run's time budget on tokio's clock, which tests can pause and advance.
 use tokio::time::Instant;
-use yamor_core::evaluation::CHECKPOINT_FRACTIONS;
+use yamor_core::evaluation::{CHECKPOINT_FRACTIONS, Outcome};
 use yamor_core::starts::candidate_seed;
 use yamor_optimizer_api::{Fitness, Optimizer, Settings, Step};
 
@@ -16,7 +16,7 @@ use super::prepare::{Prepared, budget_of, plugin, prepare};
 use super::{RunError, Runs, step_lost};
 use crate::model::{
     HELD_OUT_SEQ, JobRequest, Recommendation, RunEvaluation, RunEvent, RunSpec, RunState, Starts,
-    constrained_value, now_ms,
+    now_ms, told_value,
 };
 use crate::scheduler::Completion;
 
@@ -316,14 +316,14 @@ impl Executor<'_> {
         };
         let max_turn = self.spec.max_turn_deg_s;
         let velocity = match &completion.outcome {
-            Ok(o) if o.velocity.is_finite() => {
-                Some(constrained_value(o.velocity, o.turn_deg_s, max_turn))
-            }
+            Ok(o) if o.fitness().is_finite() => Some(told_value(o, max_turn)),
             Ok(o) => {
                 self.first_error.get_or_insert_with(|| {
                     format!(
-                        "job {}: the value {} is not finite",
-                        completion.job_id, o.velocity
+                        "job {}: the {}'s fitness {} is not finite",
+                        completion.job_id,
+                        o.kind(),
+                        o.fitness()
                     )
                 });
                 None
@@ -334,7 +334,7 @@ impl Executor<'_> {
                 None
             }
         };
-        if let (Some(v), Ok(o)) = (velocity, &completion.outcome)
+        if let (Some(v), Ok(Outcome::Walk(o))) = (velocity, &completion.outcome)
             && o.stopped_early.is_none()
             && o.partial_velocities.len() == CHECKPOINT_FRACTIONS.len()
         {

@@ -12,7 +12,7 @@ use yamor_core::starts::{Spread, held_out_seeds};
 use super::executor::Executor;
 use super::prepare::Blueprint;
 use super::{RunError, Runs};
-use crate::model::{HELD_OUT_SEQ, JobState, REFERENCE_SEQ, Recommendation};
+use crate::model::{HELD_OUT_SEQ, JobState, REFERENCE_SEQ, Recommendation, ranked};
 use crate::scheduler::Completion;
 
 impl Executor<'_> {
@@ -92,7 +92,7 @@ impl Executor<'_> {
                         waiting.insert(job.id, seq);
                     }
                     Some(job) => {
-                        walked.insert(seq, job.walked());
+                        walked.insert(seq, job.ranked());
                     }
                     None => {
                         let mut job = self.prepared.job_for(x).map_err(RunError::Invalid)?;
@@ -121,7 +121,7 @@ impl Executor<'_> {
                     let Some(c) = c else { return Err(RunError::SchedulerGone) };
                     // The completion carries the walk's result: nothing to read back.
                     if let Some(seq) = waiting.remove(&c.job_id) {
-                        walked.insert(seq, c.outcome.ok().map(|o| (o.velocity, o.turn_deg_s)));
+                        walked.insert(seq, c.outcome.ok().map(|o| ranked(&o)));
                     }
                 }
                 changed = stop.changed() => {

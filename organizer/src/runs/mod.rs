@@ -163,7 +163,7 @@ impl Runs {
             if row.spec.held_out.is_on() {
                 let stored = runs.scheduler.store().held_out_jobs(row.id)?;
                 let walks: Vec<(u64, Option<(f64, f64)>)> =
-                    stored.iter().map(|j| (j.seq, j.walked())).collect();
+                    stored.iter().map(|j| (j.seq, j.ranked())).collect();
                 view.held_out = re_walk_winner(
                     row.spec.held_out.starts,
                     row.spec.max_turn_deg_s,
@@ -180,7 +180,7 @@ impl Runs {
                                 j.seq < REFERENCE_SEQ
                                     && j.request.job.parameters == recommendation.parameters
                             })
-                            .map(|j| (j.seq, j.walked())),
+                            .map(|j| (j.seq, j.ranked())),
                     );
                 }
             }

@@ -46,7 +46,7 @@ pub(super) fn from_json<T: serde::de::DeserializeOwned>(
     serde_json::from_str(text).map_err(|e| corrupt(what, e))
 }
 
-pub(super) const JOB_COLUMNS: &str = "id, run_id, owner, seq, tell_seq, state, robot_kind, robot, gait_xml, parameters, spec, backend, max_attempts, timeout_s, attempts, host, velocity, outcome, error, submitted_ms, started_ms, finished_ms, objective";
+pub(super) const JOB_COLUMNS: &str = "id, run_id, owner, seq, tell_seq, state, robot_kind, robot, gait_xml, parameters, spec, backend, max_attempts, timeout_s, attempts, host, fitness, outcome, error, submitted_ms, started_ms, finished_ms, objective";
 pub(super) const RUN_COLUMNS: &str = "id, name, optimizer, settings, seed, spec, state, evaluations, best_velocity, best_parameters, error, started_ms, finished_ms, elapsed_s, recommendation";
 
 pub(super) fn job_row(r: &rusqlite::Row<'_>) -> Result<Job, StoreError> {
@@ -165,7 +165,7 @@ pub(super) fn insert_job(tx: &rusqlite::Transaction<'_>, j: &Job) -> rusqlite::R
         j.request.timeout.map(|t| t.as_secs_f64()),
         j.attempts,
         j.host,
-        j.velocity(),
+        j.fitness(),
         j.outcome.as_ref().map(to_json),
         j.error,
         j.submitted_ms,

@@ -34,6 +34,7 @@
 //! - `v0`: the migration from the layout before schema versions.
 
 mod columns;
+mod legacy;
 mod reads;
 mod schema;
 mod v0;

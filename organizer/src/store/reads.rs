@@ -151,7 +151,7 @@ impl Store {
             return Ok(Vec::new());
         }
         let sql = format!(
-            "SELECT run_id, tell_seq, velocity FROM jobs WHERE tell_seq IS NOT NULL AND seq < {HELD_OUT_SEQ} AND run_id IN ({}) ORDER BY run_id, seq, tell_seq",
+            "SELECT run_id, tell_seq, fitness FROM jobs WHERE tell_seq IS NOT NULL AND seq < {HELD_OUT_SEQ} AND run_id IN ({}) ORDER BY run_id, seq, tell_seq",
             vec!["?"; ids.len()].join(",")
         );
         self.read(|c| {

@@ -6,18 +6,21 @@ use std::path::Path;
 
 use rusqlite::{Connection, params};
 
-use super::{StoreError, v0};
+use super::{StoreError, legacy, v0};
 
 /// The schema version this code writes (`PRAGMA user_version`). Version 0
 /// is the layout before versions: protobuf blobs and proto enum numbers;
 /// version 1 had no job objectives; version 2 kept one velocity per gait
 /// (its last window), not the mean of its windows; version 3 kept no
-/// optimizer's recommendation with its run.
-pub const SCHEMA_VERSION: i64 = 4;
+/// optimizer's recommendation with its run; version 4 kept every job's
+/// result in a walk's fields (`velocity` holding a value or a plan's
+/// fitness, a plan as text).
+pub const SCHEMA_VERSION: i64 = 5;
 
-/// Version 4. States are text; a job's request is columns (the objective,
+/// Version 5. States are text; a job's request is columns (the objective,
 /// the robot, the gait XML, parameters and spec as JSON); an outcome is JSON
-/// of core's `Outcome`. Nothing here depends on the wire format.
+/// of core's `Outcome`, tagged with its kind (`walk`, `value`, `plan`), and
+/// its fitness a column. Nothing here depends on the wire format.
 pub(super) const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS hosts (
     id INTEGER PRIMARY KEY,
@@ -58,7 +61,7 @@ CREATE TABLE IF NOT EXISTS jobs (
     timeout_s REAL,
     attempts INTEGER NOT NULL,
     host TEXT NOT NULL,
-    velocity REAL,
+    fitness REAL,
     outcome TEXT,
     error TEXT NOT NULL,
     submitted_ms INTEGER NOT NULL,
@@ -163,6 +166,12 @@ pub(super) fn upgrade(conn: &mut Connection, path: &Path) -> Result<(), StoreErr
             "ALTER TABLE gaits ADD COLUMN windows INTEGER NOT NULL DEFAULT 1;
              ALTER TABLE gaits ADD COLUMN velocity_m2 REAL NOT NULL DEFAULT 0;",
         )?;
+        if (1..5).contains(&version) {
+            legacy::type_outcomes(&tx).map_err(|why| StoreError::Migration {
+                path: path.to_owned(),
+                why,
+            })?;
+        }
         // No run kept its optimizer's recommendation.
         add_columns(
             &tx,

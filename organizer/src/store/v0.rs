@@ -10,6 +10,39 @@ use super::columns::{insert_job, insert_run};
 use super::{Job, RunRow};
 use crate::model::{JobState, RunState};
 
+/// A result as version 0 wrote it, before results were typed: every kind
+/// in a walk's fields (tags 1–3, reserved in today's message).
+#[derive(Clone, PartialEq, prost::Message)]
+struct StoredResult {
+    #[prost(double, tag = "1")]
+    velocity_m_s: f64,
+    #[prost(message, optional, tag = "2")]
+    trajectory: Option<pb::TrajectorySummary>,
+    #[prost(message, optional, tag = "3")]
+    timings: Option<pb::Timings>,
+}
+
+impl StoredResult {
+    /// Today's message: a walk for a job that walked a gait, a value (an
+    /// expression's) otherwise.
+    fn typed(self, walked_a_gait: bool) -> pb::EvaluationResult {
+        use pb::evaluation_result::Kind;
+        let kind = if walked_a_gait {
+            Kind::Walk(pb::WalkResult {
+                velocity_m_s: self.velocity_m_s,
+                trajectory: self.trajectory,
+                timings: self.timings,
+            })
+        } else {
+            Kind::Value(pb::ValueResult {
+                value: self.velocity_m_s,
+                wall_s: self.timings.map_or(0.0, |t| t.wall_s),
+            })
+        };
+        pb::EvaluationResult { kind: Some(kind) }
+    }
+}
+
 fn job_state(n: i32) -> Result<JobState, String> {
     Ok(match n {
         1 => JobState::Queued,
@@ -94,8 +127,9 @@ pub(super) fn migrate(tx: &Transaction<'_>, schema: &str) -> Result<(), String> 
         let result: Vec<u8> = r.get(9).map_err(sql)?;
         let state = job_state(r.get(5).map_err(sql)?).map_err(|e| format!("job {id}: {e}"))?;
         let outcome = if state == JobState::Done {
-            let result = pb::EvaluationResult::decode(result.as_slice())
-                .map_err(|e| format!("job {id}: result: {e}"))?;
+            let result = StoredResult::decode(result.as_slice())
+                .map_err(|e| format!("job {id}: result: {e}"))?
+                .typed(request.job.gait.is_some());
             Some(
                 yamor_proto::evaluation::outcome(Some(result))
                     .map_err(|e| format!("job {id}: {e}"))?,

@@ -301,14 +301,14 @@ pub(super) fn apply(conn: &mut Connection, batch: &[Envelope]) -> rusqlite::Resu
             } => {
                 // Only an unfinished job can finish: a result is never recorded twice.
                 tx.prepare_cached(
-                    "UPDATE jobs SET state = ?2, tell_seq = ?3, outcome = ?4, velocity = ?5, error = ?6, finished_ms = ?7 WHERE id = ?1 AND state IN ('queued', 'running')",
+                    "UPDATE jobs SET state = ?2, tell_seq = ?3, outcome = ?4, fitness = ?5, error = ?6, finished_ms = ?7 WHERE id = ?1 AND state IN ('queued', 'running')",
                 )?
                 .execute(params![
                     *id as i64,
                     state.as_str(),
                     tell_seq.map(|v| v as i64),
                     outcome.as_ref().map(to_json),
-                    outcome.as_ref().map(|o| o.velocity),
+                    outcome.as_ref().map(|o| o.fitness()),
                     error,
                     finished_ms
                 ])?;

@@ -1,31 +1,16 @@
 //! A build written down: the world, the target, where every meta-module
-//! starts and every move in order, as text a planning host sends back, the
-//! store keeps and the dashboard draws step by step.
-//!
-//! ```text
-//! # a yamor reconfiguration plan
-//! world 13 13 13
-//! target 6,6,0 6,6,1 6,6,2 6,6,3
-//! start 1 2,3,0 2,3,1 2,3,2 2,3,3
-//! move 1 1 step 3,3,0 3,3,1 2,3,1 2,3,0
-//! via 2,3,0 2,3,1 2,4,1 3,4,1
-//! move 7 1 fill 6,6,0 6,6,1 6,6,2 6,6,3
-//! ```
-//!
-//! `target` lines are the structure's places (root cube first), `start`
-//! lines a meta-module's id and its four cubes, `move` lines the round,
-//! the meta-module, whether it stepped or filled a seed, and its four
-//! cubes after the move; `via` lines after a move, the cubes of the
-//! intermediate configurations it passed through on the way, in order.
-//! Lines starting with `#` are comments.
+//! starts and every move in order. A [`Plan`] holds meta-modules as four
+//! cubes; on a job and in a file it travels as core's
+//! [`LatticePlan`](yamor_core::plan::LatticePlan) (structured data, and the
+//! text form documented there), which it converts to and from.
 
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
 
 use crate::decentralised::BuildReport;
 use crate::grid::Cell;
 use crate::srdb::Table;
 use crate::world::WorldController;
+use yamor_core::plan::{LatticeMove, LatticePlan, Placed};
 
 /// One move of a plan.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -51,59 +36,7 @@ pub struct Plan {
     pub steps: Vec<Step>,
 }
 
-/// A line of a plan that cannot be read.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("plan line {line}: {what}")]
-pub struct PlanError {
-    pub line: usize,
-    pub what: PlanProblem,
-}
-
-/// What is wrong with a line of a plan (without its number).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum PlanProblem {
-    #[error("the first line must be `world X Y Z`")]
-    WorldFirst,
-    #[error("a second `world` line")]
-    SecondWorld,
-    #[error("`world` takes 3 sizes, not {0}")]
-    WorldSizes(usize),
-    #[error("world sizes must be 1 to {MAX_SIZE}")]
-    WorldSize,
-    #[error("`start` takes an id and four cells")]
-    StartFields,
-    #[error("meta-module {0} starts twice")]
-    StartsTwice(u32),
-    #[error("`move` takes a round, an id, step or fill, and four cells")]
-    MoveFields,
-    #[error("round {0:?} is not a number")]
-    Round(String),
-    #[error("meta-module {0} never started")]
-    NeverStarted(u32),
-    #[error("round {0} after a later one")]
-    RoundBackwards(usize),
-    #[error("{0:?} is neither step nor fill")]
-    Kind(String),
-    #[error("a `via` line before any move")]
-    ViaFirst,
-    #[error("unknown line {0:?}")]
-    Unknown(String),
-    #[error("no `world` line")]
-    NoWorld,
-    #[error("{0:?} is not a cell x,y,z")]
-    NotACell(String),
-    #[error("cell {0} lies outside the world")]
-    Outside(String),
-    #[error("a meta-module has 4 cubes, not {0}")]
-    Cubes(usize),
-    #[error("{0:?} is not a whole number")]
-    NotAWholeNumber(String),
-    #[error("meta-module id {0:?} is not a number")]
-    Id(String),
-}
-
-/// Plans larger than this in any direction are refused as garbage.
-const MAX_SIZE: i32 = 256;
+pub use yamor_core::plan::{PlanError, PlanProblem};
 
 impl Plan {
     /// The plan of `report`, a build of `before` (the world as it was when
@@ -143,159 +76,81 @@ impl Plan {
         now
     }
 
-    /// The text form [`Plan::parse`] reads.
+    /// The text form [`Plan::parse`] reads ([`LatticePlan::to_text`]).
     #[must_use]
     pub fn to_text(&self) -> String {
-        let cells = |c: &[Cell; 4]| {
-            c.iter()
-                .map(|c| format!("{},{},{}", c[0], c[1], c[2]))
-                .collect::<Vec<_>>()
-                .join(" ")
-        };
-        let mut out = String::from("# a yamor reconfiguration plan\n");
-        let [x, y, z] = self.size;
-        let _ = writeln!(out, "world {x} {y} {z}");
-        for place in &self.target {
-            let _ = writeln!(out, "target {}", cells(place));
-        }
-        for (id, cubes) in &self.start {
-            let _ = writeln!(out, "start {id} {}", cells(cubes));
-        }
-        for s in &self.steps {
-            let kind = if s.filled { "fill" } else { "step" };
-            let _ = writeln!(out, "move {} {} {kind} {}", s.round, s.id, cells(&s.to));
-            for v in &s.via {
-                let _ = writeln!(out, "via {}", cells(v));
-            }
-        }
-        out
+        LatticePlan::from(self).to_text()
     }
 
-    /// Reads the text form; every error names its line.
+    /// Reads the text form; every error names its line (0: a meta-module
+    /// that is not four cubes).
     pub fn parse(text: &str) -> Result<Self, PlanError> {
-        let mut plan = Plan::default();
-        let mut seen_world = false;
-        for (k, raw) in text.lines().enumerate() {
-            let line = k + 1;
-            let bad = |what: PlanProblem| PlanError { line, what };
-            let words: Vec<&str> = raw.split_whitespace().collect();
-            let Some((&keyword, rest)) = words.split_first() else {
-                continue;
-            };
-            if keyword.starts_with('#') {
-                continue;
-            }
-            if keyword != "world" && !seen_world {
-                return Err(bad(PlanProblem::WorldFirst));
-            }
-            match keyword {
-                "world" => {
-                    if seen_world {
-                        return Err(bad(PlanProblem::SecondWorld));
-                    }
-                    let size = numbers(rest).map_err(&bad)?;
-                    let [x, y, z] = size[..] else {
-                        return Err(bad(PlanProblem::WorldSizes(size.len())));
-                    };
-                    if [x, y, z].iter().any(|s| !(1..=MAX_SIZE).contains(s)) {
-                        return Err(bad(PlanProblem::WorldSize));
-                    }
-                    plan.size = [x, y, z];
-                    seen_world = true;
-                }
-                "target" => plan.target.push(plan.cubes(rest).map_err(&bad)?),
-                "start" => {
-                    let (id, cubes) = rest
-                        .split_first()
-                        .ok_or_else(|| bad(PlanProblem::StartFields))?;
-                    let id = id_of(id).map_err(&bad)?;
-                    if plan.start.iter().any(|(other, _)| *other == id) {
-                        return Err(bad(PlanProblem::StartsTwice(id)));
-                    }
-                    plan.start.push((id, plan.cubes(cubes).map_err(&bad)?));
-                }
-                "move" => {
-                    let [round, id, kind, cubes @ ..] = rest else {
-                        return Err(bad(PlanProblem::MoveFields));
-                    };
-                    let round = round
-                        .parse()
-                        .map_err(|_| bad(PlanProblem::Round((*round).to_owned())))?;
-                    let id = id_of(id).map_err(&bad)?;
-                    if !plan.start.iter().any(|(other, _)| *other == id) {
-                        return Err(bad(PlanProblem::NeverStarted(id)));
-                    }
-                    if plan.steps.last().is_some_and(|s| s.round > round) {
-                        return Err(bad(PlanProblem::RoundBackwards(round)));
-                    }
-                    let filled = match *kind {
-                        "fill" => true,
-                        "step" => false,
-                        other => return Err(bad(PlanProblem::Kind(other.to_owned()))),
-                    };
-                    let to = plan.cubes(cubes).map_err(&bad)?;
-                    plan.steps.push(Step {
-                        round,
-                        id,
-                        filled,
-                        to,
-                        via: Vec::new(),
-                    });
-                }
-                "via" => {
-                    let cubes = plan.cubes(rest).map_err(&bad)?;
-                    plan.steps
-                        .last_mut()
-                        .ok_or_else(|| bad(PlanProblem::ViaFirst))?
-                        .via
-                        .push(cubes);
-                }
-                other => return Err(bad(PlanProblem::Unknown(other.to_owned()))),
-            }
-        }
-        if !seen_world {
-            return Err(PlanError {
-                line: 0,
-                what: PlanProblem::NoWorld,
-            });
-        }
-        Ok(plan)
+        Plan::try_from(&LatticePlan::parse(text)?).map_err(|what| PlanError { line: 0, what })
     }
+}
 
-    /// Four cells inside the world.
-    fn cubes(&self, words: &[&str]) -> Result<[Cell; 4], PlanProblem> {
-        let cells: Vec<Cell> = words
-            .iter()
-            .map(|w| {
-                let v = numbers(&w.split(',').collect::<Vec<_>>())?;
-                let [x, y, z] = v[..] else {
-                    return Err(PlanProblem::NotACell((*w).to_owned()));
-                };
-                let c = [x, y, z];
-                if (0..3).any(|k| c[k] < 0 || c[k] >= self.size[k]) {
-                    return Err(PlanProblem::Outside((*w).to_owned()));
-                }
-                Ok(c)
+impl From<&Plan> for LatticePlan {
+    fn from(plan: &Plan) -> Self {
+        LatticePlan {
+            size: plan.size,
+            target: plan.target.iter().map(|c| c.to_vec()).collect(),
+            start: plan
+                .start
+                .iter()
+                .map(|(id, cells)| Placed {
+                    id: *id,
+                    cells: cells.to_vec(),
+                })
+                .collect(),
+            steps: plan
+                .steps
+                .iter()
+                .map(|s| LatticeMove {
+                    round: u32::try_from(s.round).unwrap_or(u32::MAX),
+                    id: s.id,
+                    filled: s.filled,
+                    to: s.to.to_vec(),
+                    via: s.via.iter().map(|c| c.to_vec()).collect(),
+                })
+                .collect(),
+        }
+    }
+}
+
+impl TryFrom<&LatticePlan> for Plan {
+    type Error = PlanProblem;
+
+    /// A lattice plan whose every place and configuration is four cubes.
+    fn try_from(plan: &LatticePlan) -> Result<Self, PlanProblem> {
+        let four = |cells: &Vec<Cell>| -> Result<[Cell; 4], PlanProblem> {
+            cells.as_slice().try_into().map_err(|_| PlanProblem::Cells {
+                expected: 4,
+                found: cells.len(),
             })
-            .collect::<Result<_, _>>()?;
-        cells
-            .try_into()
-            .map_err(|c: Vec<Cell>| PlanProblem::Cubes(c.len()))
-    }
-}
-
-fn numbers(words: &[&str]) -> Result<Vec<i32>, PlanProblem> {
-    words
-        .iter()
-        .map(|w| {
-            w.parse()
-                .map_err(|_| PlanProblem::NotAWholeNumber((*w).to_owned()))
+        };
+        Ok(Plan {
+            size: plan.size,
+            target: plan.target.iter().map(four).collect::<Result<_, _>>()?,
+            start: plan
+                .start
+                .iter()
+                .map(|p| Ok((p.id, four(&p.cells)?)))
+                .collect::<Result<_, PlanProblem>>()?,
+            steps: plan
+                .steps
+                .iter()
+                .map(|s| {
+                    Ok(Step {
+                        round: s.round as usize,
+                        id: s.id,
+                        filled: s.filled,
+                        to: four(&s.to)?,
+                        via: s.via.iter().map(four).collect::<Result<_, _>>()?,
+                    })
+                })
+                .collect::<Result<_, PlanProblem>>()?,
         })
-        .collect()
-}
-
-fn id_of(word: &str) -> Result<u32, PlanProblem> {
-    word.parse().map_err(|_| PlanProblem::Id(word.to_owned()))
+    }
 }
 
 #[cfg(test)]
@@ -335,52 +190,13 @@ mod tests {
     }
 
     #[test]
-    fn bad_plans_name_their_line() {
-        let good = "world 5 5 5\nstart 1 0,0,0 0,0,1 0,0,2 0,0,3\n";
-        assert!(Plan::parse(good).is_ok());
-        for (text, line, says) in [
-            ("start 1 0,0,0 0,0,1 0,0,2 0,0,3\n", 1, "first line"),
-            ("world 5 5\n", 1, "3 sizes"),
-            ("world 5 5 0\n", 1, "1 to"),
-            ("world 5 5 5\nstart 1 0,0,0 0,0,1 0,0,2\n", 2, "4 cubes"),
-            (
-                "world 5 5 5\nstart 1 0,0,0 0,0,1 0,0,2 0,0,9\n",
-                2,
-                "outside",
-            ),
-            (
-                "world 5 5 5\nstart x 0,0,0 0,0,1 0,0,2 0,0,3\n",
-                2,
-                "not a number",
-            ),
-            (
-                "world 5 5 5\nmove 1 1 step 0,0,0 0,0,1 0,0,2 0,0,3\n",
-                2,
-                "never started",
-            ),
-            (
-                &format!("{good}move 1 1 hop 0,0,0 0,0,1 0,0,2 0,0,3\n"),
-                3,
-                "neither",
-            ),
-            (
-                &format!(
-                    "{good}move 2 1 step 0,0,0 0,0,1 0,0,2 0,0,3\nmove 1 1 step 0,0,0 0,0,1 0,0,2 0,0,3\n"
-                ),
-                4,
-                "later",
-            ),
-            ("world 5 5 5\nteleport\n", 2, "unknown"),
-            (
-                &format!("{good}via 0,0,0 0,0,1 0,0,2 0,0,3\n"),
-                3,
-                "before any move",
-            ),
-            ("# nothing\n", 0, "no `world`"),
-        ] {
-            let e = Plan::parse(text).unwrap_err();
-            assert_eq!(e.line, line, "{text:?}: {e}");
-            assert!(e.what.to_string().contains(says), "{text:?}: {e}");
-        }
+    fn a_plan_of_meta_modules_is_four_cubes_each() {
+        // The text form reads modules of any size; a plan of Roombots
+        // meta-modules refuses anything but four cubes.
+        let e = Plan::parse("world 5 5 5\nstart 1 0,0,0 0,0,1 0,0,2\n").unwrap_err();
+        assert_eq!(e.line, 0);
+        assert!(e.to_string().contains("4 cells, not 3"), "{e}");
+        // Bad lines still name their line.
+        assert_eq!(Plan::parse("world 5 5 5\nteleport\n").unwrap_err().line, 2);
     }
 }

@@ -21,6 +21,8 @@ use crate::starts::{random_starts, stand_as};
 use crate::structure::{Structure, parse, platform};
 use crate::sweep::{Clouds, ROTATION_STEP};
 use crate::world::WorldController;
+use yamor_core::evaluation::PlanResult;
+use yamor_core::plan::LatticePlan;
 
 /// The objective prefix of a planning job.
 pub const OBJECTIVE_PREFIX: &str = "reconfig:";
@@ -372,12 +374,25 @@ impl Planner {
     }
 }
 
-/// A planning job's fitness (maximised): the negated moves of a finished
-/// build; an unfinished one 10⁶ lower, below every finished build.
-#[must_use]
-pub fn fitness(report: &BuildReport) -> f64 {
-    let moves = report.moves.len() as f64;
-    if report.built { -moves } else { -moves - 1e6 }
+impl Planned {
+    /// The job's result: the build's figures and its plan, as the cluster
+    /// carries them ([`PlanResult::fitness`] ranks it).
+    #[must_use]
+    pub fn result(&self) -> PlanResult {
+        let r = &self.report;
+        let count = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
+        PlanResult {
+            built: r.built,
+            rounds: count(r.rounds),
+            moves: count(r.moves.len()),
+            collisions: count(r.collisions),
+            deadlock: r.deadlock,
+            filled: count(r.filled),
+            seeds: count(r.seeds),
+            plan: LatticePlan::from(&self.plan),
+            wall: self.wall,
+        }
+    }
 }
 
 #[cfg(test)]
@@ -547,7 +562,9 @@ mod tests {
         let b = planner.plan(&task(), 3, &|| false).unwrap();
         assert!(a.report.built);
         assert_eq!(a.plan, b.plan, "the same seed plans the same build");
-        assert!(fitness(&a.report) < 0.0 && fitness(&a.report) > -1e6);
+        let fitness = a.result().fitness();
+        assert!(fitness < 0.0 && fitness > -1e6, "{fitness}");
+        assert_eq!(Plan::try_from(&a.result().plan).unwrap(), a.plan);
         assert!(matches!(
             planner.plan(&task(), 3, &|| true),
             Err(TaskError::Stopped)
