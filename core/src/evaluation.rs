@@ -9,6 +9,7 @@
 use std::time::Duration;
 
 use crate::plan::LatticePlan;
+use crate::world::World;
 use serde::{Deserialize, Serialize};
 
 use crate::{ModuleId, RobotConfig};
@@ -102,6 +103,9 @@ pub struct EvaluationSpec {
     pub repeats: u32,
     /// Stop the walk early when it is hopeless (`None`: walk it whole).
     pub early_stop: Option<EarlyStop>,
+    /// The physical world it walks in beyond friction (engine, masses,
+    /// servos, sensor noise); the default is the nominal world.
+    pub world: World,
 }
 
 /// Where in the measured window a walk's velocity so far is read
@@ -194,6 +198,7 @@ impl Default for EvaluationSpec {
             situation: Situation::default(),
             repeats: 1,
             early_stop: None,
+            world: World::default(),
         }
     }
 }
@@ -300,6 +305,11 @@ impl EvaluationSpec {
                 }
             }
         }
+        self.world.check().map_err(|e| SpecError {
+            field: e.field,
+            value: e.value,
+            expected: e.expected,
+        })?;
         Ok(())
     }
 }

@@ -64,6 +64,7 @@ pub mod optimize;
 pub mod plan;
 pub mod script;
 pub mod starts;
+pub mod world;
 mod xml;
 
 pub use config::{CpgLink, IdAttribute, ModuleConfig, Motion, RobotConfig};

@@ -56,7 +56,7 @@ const GOLDEN_GAMMA: u64 = 0x9e37_79b9_7f4a_7c15;
 
 /// SplitMix64's output function: a bijection of `u64` that mixes every input
 /// bit into every output bit.
-const fn mix64(mut z: u64) -> u64 {
+pub(crate) const fn mix64(mut z: u64) -> u64 {
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
     z ^ (z >> 31)
@@ -137,9 +137,16 @@ impl Spread {
     /// `14.93 ± 1.21 cm/s (20 starts, p10 9.10, 8.00–21.00)`.
     #[must_use]
     pub fn cm_s(&self) -> String {
+        self.cm_s_over("start")
+    }
+
+    /// [`Spread::cm_s`] of values one per `what` (`world`: `… (20 worlds,
+    /// p10 …)`).
+    #[must_use]
+    pub fn cm_s_over(&self, what: &str) -> String {
         let cm = |v: f64| v * 100.0;
         format!(
-            "{:.2} ± {:.2} cm/s ({} start{}, p10 {:.2}, {:.2}–{:.2})",
+            "{:.2} ± {:.2} cm/s ({} {what}{}, p10 {:.2}, {:.2}–{:.2})",
             cm(self.mean),
             cm(self.se),
             self.n,

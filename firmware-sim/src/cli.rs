@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use clap::Args;
 use yamor_core::evaluation::{EvaluationSpec, Walk};
 use yamor_core::starts::{self, MAX_HELD_OUT, Spread};
+use yamor_core::world::{World, WorldDistribution};
 use yamor_core::{Morphology, RobotConfig};
 
 use crate::robots::{EXAMPLES, LoadError};
@@ -86,6 +87,7 @@ impl RobotArgs {
             seed: self.seed.unwrap_or(0),
             engine: self.engine,
             substeps: self.substeps.map(usize::from),
+            hardware: yamor_core::world::Hardware::default(),
         }
     }
 
@@ -111,6 +113,12 @@ pub struct WalkArgs {
     /// Write the trajectory of the central module (of the first start) to this CSV file.
     #[arg(long)]
     csv: Option<PathBuf>,
+    /// Also walk in N held-out worlds drawn from the robust world distribution (both engines, friction, masses, servo torque, speed, lag and play, camera noise; docs/worlds.md): every start in every world, reported per engine with the 10th percentile over worlds.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=i64::from(MAX_HELD_OUT)))]
+    worlds: Option<u32>,
+    /// Walk in the one world the robust distribution draws from this seed (as a run recorded it), instead of the nominal world.
+    #[arg(long, conflicts_with = "worlds")]
+    world_seed: Option<u64>,
 }
 
 #[derive(Args)]
@@ -128,12 +136,21 @@ pub struct BridgeArgs {
 pub fn walk(args: WalkArgs) -> Result<(), CliError> {
     let (morphology, gait) = args.robot.load()?;
     let settings = args.robot.settings();
-    let spec = EvaluationSpec {
+    let mut spec = EvaluationSpec {
         seed: settings.seed,
         sample_interval: 0.01,
         full_trajectory: args.csv.is_some(),
         ..EvaluationSpec::lasting_after(args.warmup, args.seconds).map_err(CliError::Spec)?
     };
+    if let Some(worlds) = args.worlds {
+        return walk_worlds(&morphology, &gait, settings, &spec, worlds, args.starts);
+    }
+    if let Some(seed) = args.world_seed {
+        let (world, friction) = WorldDistribution::robust().draw(seed);
+        say!("world {seed}: {}", describe(&world, friction));
+        spec.world = world;
+        spec.ground_friction = friction;
+    }
     // Where the trajectory went, for the last line; nothing is written
     // unless asked.
     let write_csv = |evaluation: &Walk| -> Result<Option<String>, CliError> {
@@ -204,6 +221,95 @@ pub fn walk(args: WalkArgs) -> Result<(), CliError> {
         "{} physics steps in {wall:.3} s wall: {:.0}x real time{written}",
         walks.iter().map(|w| w.physics_steps).sum::<u64>(),
         simulated / wall.max(1e-9),
+    );
+    Ok(())
+}
+
+/// One world as a line of text.
+fn describe(world: &World, friction: Option<f64>) -> String {
+    let h = &world.hardware;
+    format!(
+        "{}, friction {}, mass ×{:.2} (±{:.0} % per module), torque ×{:.2}, speed ×{:.2}, lag {:.0} ms, backlash {:.1}°, camera noise {:.1} mm",
+        world.engine.as_deref().unwrap_or("the default engine"),
+        friction.map_or("as set".to_owned(), |mu| format!("{mu:.2}")),
+        h.mass_scale,
+        h.mass_spread * 100.0,
+        h.torque_scale,
+        h.speed_scale,
+        h.servo_lag_s * 1e3,
+        h.backlash_rad.to_degrees(),
+        world.position_noise_m * 1e3
+    )
+}
+
+/// Walks the gait from `starts` held-out starts in each of `worlds`
+/// held-out worlds of the robust distribution and reports, per engine and
+/// over all, the spread of the worlds' means (each world's mean over its
+/// starts): the mean ± standard error over worlds and their 10th
+/// percentile, the figure a gait that must survive another world is
+/// judged by.
+fn walk_worlds(
+    morphology: &Morphology,
+    gait: &RobotConfig,
+    settings: SimSettings,
+    spec: &EvaluationSpec,
+    worlds: u32,
+    starts: u32,
+) -> Result<(), CliError> {
+    let distribution = WorldDistribution::robust();
+    let seeds: Vec<u64> = starts::held_out_seeds(starts).collect();
+    let started = std::time::Instant::now();
+    let mut means: Vec<(String, f64)> = Vec::new();
+    let mut simulated = 0.0;
+    for world_seed in starts::held_out_seeds(worlds) {
+        let (world, friction) = distribution.draw(world_seed);
+        let spec = EvaluationSpec {
+            world: world.clone(),
+            ground_friction: friction,
+            ..spec.clone()
+        };
+        let walks = evaluate_starts(morphology, gait, settings, &spec, &seeds)?;
+        simulated += walks.iter().map(|w| w.simulated).sum::<f64>();
+        let velocities: Vec<f64> = walks.iter().map(|w| w.velocity).collect();
+        let spread = Spread::of(&velocities).ok_or(SimError::OutOfRange {
+            name: "velocity",
+            value: f64::NAN,
+            expected: "finite on every start",
+        })?;
+        say!(
+            "world {world_seed}: {} — {}",
+            spread.cm_s(),
+            describe(&world, friction)
+        );
+        means.push((walks[0].engine.clone(), spread.mean));
+    }
+    let mut engines: Vec<&str> = means.iter().map(|(e, _)| e.as_str()).collect();
+    engines.sort_unstable();
+    engines.dedup();
+    for engine in engines {
+        let of: Vec<f64> = means
+            .iter()
+            .filter(|(e, _)| e == engine)
+            .map(|(_, v)| *v)
+            .collect();
+        match Spread::of(&of) {
+            Some(spread) => say!("{engine}: {}", spread.cm_s_over("world")),
+            None => say!("{engine}: one world, {:.2} cm/s", of[0] * 100.0),
+        }
+    }
+    let all: Vec<f64> = means.iter().map(|(_, v)| *v).collect();
+    if let Some(spread) = Spread::of(&all) {
+        say!(
+            "all worlds: {}; p10 over worlds is {:.0} % of the mean",
+            spread.cm_s_over("world"),
+            100.0 * spread.p10 / spread.mean
+        );
+    }
+    let wall = started.elapsed().as_secs_f64();
+    say!(
+        "{} walks in {wall:.1} s wall: {:.0}x real time",
+        all.len() * seeds.len(),
+        simulated / wall.max(1e-9)
     );
     Ok(())
 }

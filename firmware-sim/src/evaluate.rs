@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Instant;
 use yamor_core::evaluation::{EvaluationSpec, Sample, Situation, Walk};
 use yamor_core::measure::WalkMeter;
+use yamor_core::world::PositionNoise;
 use yamor_core::{Morphology, RobotConfig};
 use yamor_snp::{SnpMessage, flags};
 
@@ -219,8 +220,8 @@ pub fn evaluate_observed(
     )
 }
 
-/// Checks `spec`; its seed and ground friction (when it names one)
-/// override `settings`.
+/// Checks `spec`; its seed, ground friction (when it names one) and world
+/// (engine, when it names one, and hardware) override `settings`.
 fn walk_settings(
     mut settings: SimSettings,
     spec: &EvaluationSpec,
@@ -234,6 +235,13 @@ fn walk_settings(
     if let Some(mu) = spec.ground_friction {
         settings.ground_friction = mu;
     }
+    if let Some(name) = &spec.world.engine {
+        settings.engine = name.parse()?;
+        // The engine's own substeps: a step tuned for one engine is not
+        // the other's.
+        settings.substeps = None;
+    }
+    settings.hardware = spec.world.hardware;
     Ok(settings)
 }
 
@@ -254,7 +262,9 @@ fn walk(
     enter(&mut sim, &spec.situation)?;
     let switch_at = spec.lead_in_seconds();
     let mut switched = lead_in.is_none();
-    let mut meter = WalkMeter::new(spec, sim.robot_sample(), settings.dt);
+    // What the position source reports: the world's noise on the truth.
+    let mut noise = PositionNoise::new(spec.world.position_noise_m, settings.seed);
+    let mut meter = WalkMeter::new(spec, noise.apply(sim.robot_sample()), settings.dt);
     while meter.walking() {
         if sim.ticks() % check_every == 0 && cancel.load(Ordering::Relaxed) {
             return Err(SimError::Cancelled(sim.time()));
@@ -265,7 +275,7 @@ fn walk(
         }
         sim.tick();
         on_tick(&sim);
-        meter.observe(sim.robot_sample());
+        meter.observe(noise.apply(sim.robot_sample()));
     }
     let mut outcome = meter.finish();
     outcome.simulated = outcome.end.t;
@@ -282,6 +292,135 @@ mod tests {
     fn without_wall(mut outcome: Walk) -> Walk {
         outcome.wall = std::time::Duration::ZERO;
         outcome
+    }
+
+    /// A walk's samples as bits (PartialEq on f64 would let -0.0 equal 0.0).
+    fn sample_bits(walk: &Walk) -> Vec<u64> {
+        walk.samples
+            .iter()
+            .flat_map(|s| [s.t, s.x, s.y, s.z])
+            .map(f64::to_bits)
+            .collect()
+    }
+
+    #[test]
+    fn a_walk_in_a_drawn_world_re_walks_to_the_bit_and_each_knob_matters() {
+        use yamor_core::world::{Hardware, World, WorldDistribution};
+        let (morphology, gait) = crate::robots::load("quadruped", None).unwrap();
+        let nominal = EvaluationSpec {
+            warmup: 1.0,
+            measure: 3.0,
+            full_trajectory: true,
+            seed: 5,
+            ..EvaluationSpec::default()
+        };
+        let settings = SimSettings::default();
+        let walk = |spec: &EvaluationSpec| evaluate(&morphology, &gait, settings, spec).unwrap();
+        let (world, friction) = WorldDistribution::robust().draw(42);
+        let drawn = EvaluationSpec {
+            world: world.clone(),
+            ground_friction: friction,
+            ..nominal.clone()
+        };
+        let once = walk(&drawn);
+        assert_eq!(sample_bits(&once), sample_bits(&walk(&drawn)));
+        assert_eq!(once.engine, world.engine.clone().unwrap());
+        let base = walk(&nominal);
+        assert_ne!(sample_bits(&once), sample_bits(&base));
+        // The nominal world is the world of every figure before worlds.
+        let explicit = EvaluationSpec {
+            world: World::default(),
+            ..nominal.clone()
+        };
+        assert_eq!(sample_bits(&walk(&explicit)), sample_bits(&base));
+        // Every knob on its own changes the walk.
+        let with = |hardware: Hardware| EvaluationSpec {
+            world: World {
+                hardware,
+                ..World::default()
+            },
+            ..nominal.clone()
+        };
+        for (knob, hardware) in [
+            (
+                "lag",
+                Hardware {
+                    servo_lag_s: 0.04,
+                    ..Hardware::default()
+                },
+            ),
+            (
+                "backlash",
+                Hardware {
+                    backlash_rad: 0.05,
+                    ..Hardware::default()
+                },
+            ),
+            (
+                "torque",
+                Hardware {
+                    torque_scale: 0.5,
+                    ..Hardware::default()
+                },
+            ),
+            (
+                "speed",
+                Hardware {
+                    speed_scale: 0.5,
+                    ..Hardware::default()
+                },
+            ),
+            (
+                "mass",
+                Hardware {
+                    mass_scale: 1.3,
+                    mass_spread: 0.2,
+                    mass_seed: 9,
+                    ..Hardware::default()
+                },
+            ),
+        ] {
+            assert_ne!(
+                sample_bits(&walk(&with(hardware))),
+                sample_bits(&base),
+                "{knob} changed nothing"
+            );
+        }
+        let rapier = EvaluationSpec {
+            world: World {
+                engine: Some("rapier".into()),
+                ..World::default()
+            },
+            ..nominal.clone()
+        };
+        assert_eq!(walk(&rapier).engine, "rapier");
+        let noisy = EvaluationSpec {
+            world: World {
+                position_noise_m: 0.003,
+                ..World::default()
+            },
+            ..nominal.clone()
+        };
+        let seen = walk(&noisy);
+        assert_ne!(sample_bits(&seen), sample_bits(&base));
+        // Noise moves what is seen, not the robot: the samples stay near.
+        let off = seen
+            .samples
+            .iter()
+            .zip(&base.samples)
+            .map(|(a, b)| (a.x - b.x).abs())
+            .fold(0.0, f64::max);
+        assert!(off < 0.02, "{off}");
+        // A world no simulator has is refused, naming the field.
+        let unknown = EvaluationSpec {
+            world: World {
+                engine: Some("webots".into()),
+                ..World::default()
+            },
+            ..nominal
+        };
+        let error = evaluate(&morphology, &gait, settings, &unknown).unwrap_err();
+        assert!(error.to_string().contains("world.engine"), "{error}");
     }
 
     #[test]

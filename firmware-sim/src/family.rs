@@ -70,6 +70,7 @@ pub fn family_error(e: SimError) -> FamilyError {
         | SimError::NoRoom(..)
         | SimError::LoopDoesNotClose(..)
         | SimError::Physics(_)
+        | SimError::Engine(_)
         | SimError::OutOfRange { .. }
         | SimError::Refused { .. }
         | SimError::Rotating(_)) => FamilyError::Invalid(e.to_string()),

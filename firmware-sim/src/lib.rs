@@ -32,6 +32,7 @@ pub mod evaluate;
 pub mod family;
 pub mod firmware;
 pub mod geometry;
+mod hardware;
 pub mod mjcf;
 pub mod physics;
 pub mod replay;

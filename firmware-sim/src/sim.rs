@@ -4,6 +4,7 @@
 
 use crate::firmware::ModuleFirmware;
 use crate::geometry::{self, Part, SERVO_MAX_SPEED, SERVO_STALL_TORQUE};
+use crate::hardware::ServoPath;
 use crate::physics::{
     self, Engine, PartState, Physics, PhysicsSettings, ServoCommand, Topology, part_index,
 };
@@ -12,6 +13,7 @@ use rapier3d::math::{Pose, Rotation, Vector};
 use std::collections::HashMap;
 use yamor_core::ModuleId;
 use yamor_core::cpg::{Coupling, CpgNetwork, OscillatorState};
+use yamor_core::world::Hardware;
 use yamor_core::{Connection, Morphology, Problem, RobotConfig};
 use yamor_snp::configuration_messages;
 use yamor_snp::{DefectMode, SnpMessage, flags};
@@ -23,6 +25,9 @@ pub enum SimError {
     UnknownModule(ModuleId),
     #[error(transparent)]
     Physics(#[from] physics::BuildError),
+    /// The job's world names an engine this simulator does not have.
+    #[error("world.engine: {0}")]
+    Engine(#[from] physics::UnknownEngine),
     #[error("module id {0} does not fit the SNP wire (ids must be 0..=253)")]
     IdOutOfRange(ModuleId),
     #[error("gait configures module {0}, which is not in the morphology")]
@@ -64,6 +69,9 @@ pub struct SimSettings {
     /// Seeds the oscillators' initial phases.
     pub seed: u64,
     pub engine: Engine,
+    /// How the robot as built differs from the model (masses, servo torque,
+    /// speed, lag and play); the default is the model itself.
+    pub hardware: Hardware,
 }
 
 impl Default for SimSettings {
@@ -74,6 +82,7 @@ impl Default for SimSettings {
             substeps: None,
             seed: 0,
             engine: Engine::default(),
+            hardware: Hardware::default(),
         }
     }
 }
@@ -127,6 +136,7 @@ pub struct Simulation {
     /// The servo's internal reference, slewed towards the set-point at no
     /// more than the servo's no-load speed.
     references: Vec<f32>,
+    servo_path: ServoPath,
     commands: Vec<ServoCommand>,
     time: f64,
     ticks: u64,
@@ -149,6 +159,17 @@ impl Simulation {
                 name: "ground friction",
                 value: settings.ground_friction,
                 expected: "in [0, 10]",
+            });
+        }
+        let world = yamor_core::world::World {
+            hardware: settings.hardware,
+            ..Default::default()
+        };
+        if let Err(e) = world.check() {
+            return Err(SimError::OutOfRange {
+                name: e.field,
+                value: e.value,
+                expected: e.expected,
             });
         }
         let mut index_of = HashMap::new();
@@ -177,7 +198,7 @@ impl Simulation {
             *running = false;
         }
         let n = modules.len();
-        let commands = modules_idle(&modules);
+        let commands = modules_idle(&modules, &settings.hardware);
         let mut sim = Self {
             settings,
             initial: morphology.clone(),
@@ -189,6 +210,7 @@ impl Simulation {
             sensors: vec![SensorReading::default(); n],
             setpoints: vec![0.0; n],
             references: vec![0.0; n],
+            servo_path: ServoPath::new(n, &settings.hardware, settings.dt),
             commands,
             time: 0.0,
             ticks: 0,
@@ -288,19 +310,22 @@ impl Simulation {
     pub fn tick(&mut self) {
         self.read_sensors();
         self.cpg.step(self.settings.dt);
-        let max_slew = SERVO_MAX_SPEED * self.settings.dt as f32;
+        let hardware = self.settings.hardware;
+        let max_slew = SERVO_MAX_SPEED * (hardware.speed_scale * self.settings.dt) as f32;
         for i in 0..self.modules.len() {
             let module = &self.modules[i];
             let setpoint = module.firmware.limit(self.cpg.output(i)) as f32;
             self.setpoints[i] = setpoint;
+            let acted_on = self.servo_path.lagged(i, setpoint);
             let reference = &mut self.references[i];
             // A jammed gearbox keeps the reference where it jammed.
             let slew = match module.defect {
                 DefectMode::Stuck => 0.0,
-                _ => (setpoint - *reference).clamp(-max_slew, max_slew),
+                _ => (acted_on - *reference).clamp(-max_slew, max_slew),
             };
             *reference += slew;
-            let command = servo_command(module, *reference, slew / self.settings.dt as f32);
+            let held = self.servo_path.through_play(i, *reference);
+            let command = servo_command(module, held, slew / self.settings.dt as f32, &hardware);
             self.commands[i] = command;
             self.physics.command_servo(i, command);
         }
@@ -613,11 +638,19 @@ impl Simulation {
 }
 
 /// The commands of modules that have not ticked yet.
-fn modules_idle(modules: &[SimModule]) -> Vec<ServoCommand> {
-    modules.iter().map(|m| servo_command(m, 0.0, 0.0)).collect()
+fn modules_idle(modules: &[SimModule], hardware: &Hardware) -> Vec<ServoCommand> {
+    modules
+        .iter()
+        .map(|m| servo_command(m, 0.0, 0.0, hardware))
+        .collect()
 }
 
-fn servo_command(module: &SimModule, reference: f32, reference_speed: f32) -> ServoCommand {
+fn servo_command(
+    module: &SimModule,
+    reference: f32,
+    reference_speed: f32,
+    hardware: &Hardware,
+) -> ServoCommand {
     let limp = ServoCommand {
         angle: 0.0,
         velocity: 0.0,
@@ -641,7 +674,7 @@ fn servo_command(module: &SimModule, reference: f32, reference_speed: f32) -> Se
             velocity: reference_speed,
             stiffness: SERVO_STIFFNESS,
             damping: SERVO_DAMPING,
-            max_torque: SERVO_STALL_TORQUE,
+            max_torque: SERVO_STALL_TORQUE * hardware.torque_scale as f32,
         },
     }
 }
@@ -665,6 +698,14 @@ fn build_physics(
     index_of: &HashMap<ModuleId, usize>,
     parts: &[PartState],
 ) -> Result<Box<dyn Physics>, SimError> {
+    let mut topology = topology_of(morphology, modules, index_of, parts);
+    if !settings.hardware.is_nominal() {
+        // A box's inertia follows from its mass and shape in both engines,
+        // so scaling the mass scales the inertia with it.
+        for part in topology.clusters.iter_mut().flat_map(|c| &mut c.boxes) {
+            part.mass *= settings.hardware.mass_factor(part.part / 2) as f32;
+        }
+    }
     settings
         .engine
         .build(
@@ -675,7 +716,7 @@ fn build_physics(
                     .substeps
                     .unwrap_or(settings.engine.default_substeps()),
             },
-            &topology_of(morphology, modules, index_of, parts),
+            &topology,
         )
         .map_err(SimError::Physics)
 }

@@ -14,6 +14,7 @@ use yamor_core::evaluation::{
     RobotSource, Sample, Situation, Walk,
 };
 use yamor_core::plan::{Cell, LatticeMove, LatticePlan, Placed};
+use yamor_core::world::{Hardware, World};
 
 use crate::v1 as pb;
 
@@ -107,6 +108,38 @@ pub fn stored_spec(spec: Option<pb::EvaluationSpec>) -> Result<EvaluationSpec, C
         },
         repeats: spec.repeats.max(1),
         early_stop: early_stop(&spec.early_stop)?,
+        world: spec.world.map(world).unwrap_or_default(),
+    })
+}
+
+fn world(w: pb::World) -> World {
+    World {
+        engine: (!w.engine.is_empty()).then_some(w.engine),
+        hardware: Hardware {
+            mass_scale: w.mass_scale.unwrap_or(1.0),
+            mass_spread: w.mass_spread,
+            mass_seed: w.mass_seed,
+            torque_scale: w.torque_scale.unwrap_or(1.0),
+            speed_scale: w.speed_scale.unwrap_or(1.0),
+            servo_lag_s: w.servo_lag_s,
+            backlash_rad: w.backlash_rad,
+        },
+        position_noise_m: w.position_noise_m,
+    }
+}
+
+fn world_to_pb(w: &World) -> Option<pb::World> {
+    let h = &w.hardware;
+    (!w.is_nominal()).then(|| pb::World {
+        engine: w.engine.clone().unwrap_or_default(),
+        mass_scale: Some(h.mass_scale),
+        mass_spread: h.mass_spread,
+        mass_seed: h.mass_seed,
+        torque_scale: Some(h.torque_scale),
+        speed_scale: Some(h.speed_scale),
+        servo_lag_s: h.servo_lag_s,
+        backlash_rad: h.backlash_rad,
+        position_noise_m: w.position_noise_m,
     })
 }
 
@@ -149,6 +182,7 @@ pub fn spec_to_pb(spec: &EvaluationSpec) -> pb::EvaluationSpec {
                 })
             })
             .collect(),
+        world: world_to_pb(&spec.world),
     }
 }
 
@@ -503,6 +537,25 @@ mod tests {
         };
         assert_eq!(super::spec(Some(spec_to_pb(&spec))).unwrap(), spec);
         assert_eq!(super::spec(None).unwrap(), EvaluationSpec::default());
+        // A drawn world survives it too, to the bit; the nominal one is
+        // left off the wire.
+        let (world, friction) = yamor_core::world::WorldDistribution::robust().draw(11);
+        let drawn = EvaluationSpec {
+            world,
+            ground_friction: friction,
+            ..spec
+        };
+        assert_eq!(super::spec(Some(spec_to_pb(&drawn))).unwrap(), drawn);
+        assert!(spec_to_pb(&EvaluationSpec::default()).world.is_none());
+        let impossible = pb::EvaluationSpec {
+            world: Some(pb::World {
+                torque_scale: Some(0.0),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let error = super::spec(Some(impossible)).unwrap_err().0;
+        assert!(error.contains("world.torque_scale"), "{error}");
     }
 
     #[test]

@@ -1,0 +1,418 @@
+//! The physical world one walk happens in, beyond where it starts: the
+//! engine, the bodies' masses, the servos' strength, speed, lag and play,
+//! and the noise of the position source. A gait learnt in one exact world
+//! learns that world's quirks (thesis 6.3: the best Webots gait "could not
+//! walk" on the real YaMoR, its servos lagging); a run that draws each
+//! walk's world from a [`WorldDistribution`] learns gaits that hold in
+//! worlds it never saw.
+//!
+//! A [`World`] is recorded in the job's spec like its start, so every
+//! result re-walks to the bit. [`World::default`] is the nominal world of
+//! every figure before worlds existed. Ground friction stays the spec's own
+//! field (`EvaluationSpec::ground_friction`), which a draw sets.
+
+use serde::{Deserialize, Serialize};
+
+use crate::evaluation::Sample;
+use crate::starts::mix64;
+
+/// One world, as drawn.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct World {
+    /// The physics engine (`articulated`, `rapier`); `None`: the host's own.
+    pub engine: Option<String>,
+    /// The robot's bodies and servos as built.
+    #[serde(flatten)]
+    pub hardware: Hardware,
+    /// Standard deviation of the position source's error (m), per sample.
+    pub position_noise_m: f64,
+}
+
+/// How one robot as built differs from its model: masses and servos.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Hardware {
+    /// Every module's mass and inertia, times this.
+    pub mass_scale: f64,
+    /// Each module's own deviation on top: its mass and inertia times
+    /// `1 + mass_spread × u`, `u` in [-1, 1] drawn for the module from
+    /// `mass_seed`.
+    pub mass_spread: f64,
+    pub mass_seed: u64,
+    /// The servos' stall torque, times this (a weak battery, a worn motor).
+    pub torque_scale: f64,
+    /// The servos' top speed, times this.
+    pub speed_scale: f64,
+    /// How long a servo takes to act on a new set-point (s): the pulse
+    /// period and the control loop of a hobby servo.
+    pub servo_lag_s: f64,
+    /// Play of the gearbox (rad): the output follows the motor only once
+    /// the motor has turned through half of it.
+    pub backlash_rad: f64,
+}
+
+impl Default for Hardware {
+    fn default() -> Self {
+        Hardware {
+            mass_scale: 1.0,
+            mass_spread: 0.0,
+            mass_seed: 0,
+            torque_scale: 1.0,
+            speed_scale: 1.0,
+            servo_lag_s: 0.0,
+            backlash_rad: 0.0,
+        }
+    }
+}
+
+impl Hardware {
+    /// As modelled: nothing differs.
+    #[must_use]
+    pub fn is_nominal(&self) -> bool {
+        *self == Hardware::default()
+    }
+
+    /// Module `module`'s mass (and inertia) factor.
+    #[must_use]
+    pub fn mass_factor(&self, module: usize) -> f64 {
+        let u = unit(mix64(self.mass_seed ^ mix64(module as u64 + 1))) * 2.0 - 1.0;
+        self.mass_scale * (1.0 + self.mass_spread * u)
+    }
+}
+
+/// A world value out of its range; names the field as the wire does.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{field}: {value} is out of range (expected {expected})")]
+pub struct WorldError {
+    pub field: &'static str,
+    pub value: f64,
+    pub expected: &'static str,
+}
+
+impl World {
+    /// The nominal world: nothing varied.
+    #[must_use]
+    pub fn is_nominal(&self) -> bool {
+        *self == World::default()
+    }
+
+    /// Refuses values no robot could have (and NaN).
+    pub fn check(&self) -> Result<(), WorldError> {
+        let bad = |field, value, expected| {
+            Err(WorldError {
+                field,
+                value,
+                expected,
+            })
+        };
+        let h = &self.hardware;
+        for (field, value) in [
+            ("world.mass_scale", h.mass_scale),
+            ("world.torque_scale", h.torque_scale),
+            ("world.speed_scale", h.speed_scale),
+        ] {
+            if !(value > 0.0 && value <= 10.0) {
+                return bad(field, value, "in (0, 10]");
+            }
+        }
+        if !(0.0..0.9).contains(&h.mass_spread) {
+            return bad("world.mass_spread", h.mass_spread, "in [0, 0.9)");
+        }
+        if !(0.0..=1.0).contains(&h.servo_lag_s) {
+            return bad("world.servo_lag_s", h.servo_lag_s, "in [0, 1] s");
+        }
+        if !(0.0..=0.5).contains(&h.backlash_rad) {
+            return bad("world.backlash_rad", h.backlash_rad, "in [0, 0.5] rad");
+        }
+        if !(0.0..=0.5).contains(&self.position_noise_m) {
+            return bad(
+                "world.position_noise_m",
+                self.position_noise_m,
+                "in [0, 0.5] m",
+            );
+        }
+        Ok(())
+    }
+}
+
+/// A number in [0, 1) from 53 bits of `bits`.
+fn unit(bits: u64) -> f64 {
+    (bits >> 11) as f64 / (1u64 << 53) as f64
+}
+
+/// A closed range a draw is uniform over (`lo == hi`: fixed).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Range {
+    pub lo: f64,
+    pub hi: f64,
+}
+
+impl Range {
+    #[must_use]
+    pub const fn fixed(value: f64) -> Self {
+        Range {
+            lo: value,
+            hi: value,
+        }
+    }
+
+    #[must_use]
+    pub const fn new(lo: f64, hi: f64) -> Self {
+        Range { lo, hi }
+    }
+
+    fn draw(self, u: f64) -> f64 {
+        self.lo + (self.hi - self.lo) * u
+    }
+}
+
+/// Where a run's worlds are drawn from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct WorldDistribution {
+    /// Engines drawn with equal odds; empty: the host's own.
+    pub engines: Vec<String>,
+    /// Ground friction; `None`: the host's own.
+    pub friction: Option<Range>,
+    pub mass_scale: Range,
+    pub mass_spread: f64,
+    pub torque_scale: Range,
+    pub speed_scale: Range,
+    pub servo_lag_s: Range,
+    pub backlash_rad: Range,
+    pub position_noise_m: Range,
+}
+
+impl Default for WorldDistribution {
+    /// The single nominal world (the thesis' protocol).
+    fn default() -> Self {
+        WorldDistribution {
+            engines: Vec::new(),
+            friction: None,
+            mass_scale: Range::fixed(1.0),
+            mass_spread: 0.0,
+            torque_scale: Range::fixed(1.0),
+            speed_scale: Range::fixed(1.0),
+            servo_lag_s: Range::fixed(0.0),
+            backlash_rad: Range::fixed(0.0),
+            position_noise_m: Range::fixed(0.0),
+        }
+    }
+}
+
+/// The engines a YaMoR simulator offers.
+pub const ENGINES: [&str; 2] = ["articulated", "rapier"];
+
+impl WorldDistribution {
+    /// The worlds a gait should survive, each range argued from the thesis'
+    /// hardware and from what was measured (docs/worlds.md):
+    /// - both engines, because the same gait loses a third of its speed
+    ///   from one to the other;
+    /// - friction 0.5–1.1, the span over which the quadruped's gait was
+    ///   measured to keep its speed (rubber to wood and carpet);
+    /// - masses ±15 % overall and ±10 % per module: batteries, screws and
+    ///   cables the CAD model leaves out;
+    /// - stall torque 60–100 % and top speed 70–100 % of the data sheet's:
+    ///   a hobby servo's figures are for a fresh battery at no load;
+    /// - servo lag 0–60 ms: thesis 6.3 names lagging servos, and a 50 Hz
+    ///   pulse alone is up to 20 ms late;
+    /// - backlash 0–3°: hobby-servo gearboxes;
+    /// - position noise 0–5 mm: the overhead camera's fix (thesis 5.4).
+    #[must_use]
+    pub fn robust() -> Self {
+        WorldDistribution {
+            engines: ENGINES.iter().map(|e| (*e).to_owned()).collect(),
+            friction: Some(Range::new(0.5, 1.1)),
+            mass_scale: Range::new(0.85, 1.15),
+            mass_spread: 0.1,
+            torque_scale: Range::new(0.6, 1.0),
+            speed_scale: Range::new(0.7, 1.0),
+            servo_lag_s: Range::new(0.0, 0.06),
+            backlash_rad: Range::new(0.0, 3f64.to_radians()),
+            position_noise_m: Range::new(0.0, 0.005),
+        }
+    }
+
+    /// Only one world: nothing is drawn.
+    #[must_use]
+    pub fn is_single(&self) -> bool {
+        *self == WorldDistribution::default()
+    }
+
+    /// The world drawn from `seed`, with its ground friction (`None`: the
+    /// host's own). The same seed draws the same world.
+    #[must_use]
+    pub fn draw(&self, seed: u64) -> (World, Option<f64>) {
+        let mut state = mix64(seed ^ 0x5752_4c44_5345_4544);
+        let mut next = || {
+            state = mix64(state.wrapping_add(0x9e37_79b9_7f4a_7c15));
+            unit(state)
+        };
+        let engine = (!self.engines.is_empty()).then(|| {
+            let k = ((next() * self.engines.len() as f64) as usize).min(self.engines.len() - 1);
+            self.engines[k].clone()
+        });
+        let friction = self.friction.map(|r| r.draw(next()));
+        let mass_seed = (next() * (1u64 << 53) as f64) as u64;
+        // Without a spread the seed changes nothing: the nominal world
+        // stays recognisably nominal.
+        let mass_seed = if self.mass_spread > 0.0 { mass_seed } else { 0 };
+        let hardware = Hardware {
+            mass_scale: self.mass_scale.draw(next()),
+            mass_spread: self.mass_spread,
+            mass_seed,
+            torque_scale: self.torque_scale.draw(next()),
+            speed_scale: self.speed_scale.draw(next()),
+            servo_lag_s: self.servo_lag_s.draw(next()),
+            backlash_rad: self.backlash_rad.draw(next()),
+        };
+        let world = World {
+            engine,
+            hardware,
+            position_noise_m: self.position_noise_m.draw(next()),
+        };
+        (world, friction)
+    }
+}
+
+/// The position source's error: Gaussian, independent per sample, drawn
+/// from the walk's own stream so that the walk re-walks to the bit.
+pub struct PositionNoise {
+    normal: Option<rand_distr::Normal<f64>>,
+    rng: rand_chacha::ChaCha8Rng,
+}
+
+impl PositionNoise {
+    /// Noise of standard deviation `sigma_m` (0: none) for the walk seeded
+    /// `seed`.
+    #[must_use]
+    pub fn new(sigma_m: f64, seed: u64) -> Self {
+        use rand::SeedableRng;
+        PositionNoise {
+            normal: (sigma_m > 0.0)
+                .then(|| rand_distr::Normal::new(0.0, sigma_m).ok())
+                .flatten(),
+            rng: rand_chacha::ChaCha8Rng::seed_from_u64(mix64(seed ^ 0x6e6f_6973_65)),
+        }
+    }
+
+    /// `sample` as the position source reports it (x, y and z each off by
+    /// their own error).
+    pub fn apply(&mut self, mut sample: Sample) -> Sample {
+        use rand_distr::Distribution;
+        if let Some(normal) = &self.normal {
+            sample.x += normal.sample(&mut self.rng);
+            sample.y += normal.sample(&mut self.rng);
+            sample.z += normal.sample(&mut self.rng);
+        }
+        sample
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_same_seed_draws_the_same_world_and_draws_stay_in_range() {
+        let d = WorldDistribution::robust();
+        assert_eq!(d.draw(7), d.draw(7));
+        assert_ne!(d.draw(7), d.draw(8));
+        let mut engines = std::collections::BTreeSet::new();
+        for seed in 0..200 {
+            let (w, mu) = d.draw(seed);
+            w.check().unwrap();
+            let mu = mu.unwrap();
+            assert!((0.5..=1.1).contains(&mu), "{mu}");
+            assert!((0.85..=1.15).contains(&w.hardware.mass_scale));
+            assert!((0.0..=0.06).contains(&w.hardware.servo_lag_s));
+            for m in 0..9 {
+                let f = w.hardware.mass_factor(m);
+                assert!(f >= 0.85 * 0.9 - 1e-12 && f <= 1.15 * 1.1 + 1e-12, "{f}");
+            }
+            engines.insert(w.engine.unwrap());
+        }
+        assert_eq!(engines.len(), 2, "both engines are drawn");
+        // The single world draws the nominal world every time.
+        let (w, mu) = WorldDistribution::default().draw(3);
+        assert!(w.is_nominal() && mu.is_none());
+        assert_eq!(w.hardware.mass_factor(4), 1.0);
+    }
+
+    #[test]
+    fn position_noise_is_seeded_and_of_its_size() {
+        let at = Sample::default();
+        let draw = |seed| {
+            let mut noise = PositionNoise::new(0.005, seed);
+            (0..2000).map(|_| noise.apply(at)).collect::<Vec<_>>()
+        };
+        assert_eq!(draw(3), draw(3));
+        assert_ne!(draw(3), draw(4));
+        let xs: Vec<f64> = draw(3).iter().map(|s| s.x).collect();
+        let sd = (xs.iter().map(|x| x * x).sum::<f64>() / xs.len() as f64).sqrt();
+        assert!((sd - 0.005).abs() < 0.0005, "{sd}");
+        let mut none = PositionNoise::new(0.0, 3);
+        assert_eq!(none.apply(at), at);
+    }
+
+    #[test]
+    fn worlds_no_robot_could_have_are_refused() {
+        for (w, field) in [
+            (
+                World {
+                    hardware: Hardware {
+                        mass_scale: 0.0,
+                        ..Hardware::default()
+                    },
+                    ..World::default()
+                },
+                "mass_scale",
+            ),
+            (
+                World {
+                    hardware: Hardware {
+                        torque_scale: f64::NAN,
+                        ..Hardware::default()
+                    },
+                    ..World::default()
+                },
+                "torque_scale",
+            ),
+            (
+                World {
+                    hardware: Hardware {
+                        servo_lag_s: 2.0,
+                        ..Hardware::default()
+                    },
+                    ..World::default()
+                },
+                "servo_lag_s",
+            ),
+            (
+                World {
+                    hardware: Hardware {
+                        backlash_rad: -0.1,
+                        ..Hardware::default()
+                    },
+                    ..World::default()
+                },
+                "backlash_rad",
+            ),
+            (
+                World {
+                    hardware: Hardware {
+                        mass_spread: 0.95,
+                        ..Hardware::default()
+                    },
+                    ..World::default()
+                },
+                "mass_spread",
+            ),
+        ] {
+            let e = w.check().unwrap_err();
+            assert_eq!(e.field, format!("world.{field}"), "{e}");
+            assert!(e.to_string().starts_with(&format!("world.{field}:")), "{e}");
+        }
+    }
+}
