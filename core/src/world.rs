@@ -50,6 +50,10 @@ pub struct Hardware {
     /// Play of the gearbox (rad): the output follows the motor only once
     /// the motor has turned through half of it.
     pub backlash_rad: f64,
+    /// The servo's torque sags with its speed, as a DC motor's does: all of
+    /// the stall torque at rest, none at the no-load speed. Off, the model
+    /// servo holds its stall torque at any speed.
+    pub torque_sags: bool,
 }
 
 impl Default for Hardware {
@@ -62,6 +66,7 @@ impl Default for Hardware {
             speed_scale: 1.0,
             servo_lag_s: 0.0,
             backlash_rad: 0.0,
+            torque_sags: false,
         }
     }
 }
@@ -266,6 +271,7 @@ impl WorldDistribution {
             speed_scale: self.speed_scale.draw(next()),
             servo_lag_s: self.servo_lag_s.draw(next()),
             backlash_rad: self.backlash_rad.draw(next()),
+            torque_sags: false,
         };
         let world = World {
             engine,

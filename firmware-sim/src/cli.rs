@@ -121,6 +121,40 @@ pub struct WalkArgs {
     world_seed: Option<u64>,
 }
 
+/// The emulated real robot's hardware: how it differs from the model the
+/// simulator walks, the way a YaMoR does (thesis 6.3: its servos lag).
+/// The defaults are a stand-in for the thesis' robot, argued in
+/// docs/worlds.md; `--servo-lag-ms 0 --backlash-deg 0 --torque-scale 1
+/// --torque-sags false` is the simulator's ideal servo.
+#[derive(Args, Debug, Clone, Copy)]
+pub struct HardwareArgs {
+    /// How late the servos act on a new set-point (ms): a 50 Hz pulse is up to 20 ms old, and the servo's own loop adds about as much.
+    #[arg(long, default_value_t = 40.0)]
+    servo_lag_ms: f64,
+    /// Play of the servos' gearboxes (degrees).
+    #[arg(long, default_value_t = 2.0)]
+    backlash_deg: f64,
+    /// The servos' stall torque, as a share of the data sheet's (a battery under load).
+    #[arg(long, default_value_t = 0.8)]
+    torque_scale: f64,
+    /// The servos' torque sags with their speed, as a DC motor's does.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    torque_sags: bool,
+}
+
+impl HardwareArgs {
+    #[must_use]
+    pub fn hardware(&self) -> yamor_core::world::Hardware {
+        yamor_core::world::Hardware {
+            servo_lag_s: self.servo_lag_ms / 1e3,
+            backlash_rad: self.backlash_deg.to_radians(),
+            torque_scale: self.torque_scale,
+            torque_sags: self.torque_sags,
+            ..yamor_core::world::Hardware::default()
+        }
+    }
+}
+
 #[derive(Args)]
 pub struct BridgeArgs {
     #[command(flatten)]

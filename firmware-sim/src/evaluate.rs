@@ -371,6 +371,13 @@ mod tests {
                 },
             ),
             (
+                "torque sag",
+                Hardware {
+                    torque_sags: true,
+                    ..Hardware::default()
+                },
+            ),
+            (
                 "mass",
                 Hardware {
                     mass_scale: 1.3,

@@ -325,7 +325,13 @@ impl Simulation {
             };
             *reference += slew;
             let held = self.servo_path.through_play(i, *reference);
-            let command = servo_command(module, held, slew / self.settings.dt as f32, &hardware);
+            let joint_speed = self.sensors[i].velocity;
+            let command = servo_command(
+                module,
+                (held, slew / self.settings.dt as f32),
+                joint_speed,
+                &hardware,
+            );
             self.commands[i] = command;
             self.physics.command_servo(i, command);
         }
@@ -641,14 +647,16 @@ impl Simulation {
 fn modules_idle(modules: &[SimModule], hardware: &Hardware) -> Vec<ServoCommand> {
     modules
         .iter()
-        .map(|m| servo_command(m, 0.0, 0.0, hardware))
+        .map(|m| servo_command(m, (0.0, 0.0), 0.0, hardware))
         .collect()
 }
 
+/// What module `module`'s servo is told: follow `(reference,
+/// reference_speed)` with the torque the hardware has at `joint_speed`.
 fn servo_command(
     module: &SimModule,
-    reference: f32,
-    reference_speed: f32,
+    (reference, reference_speed): (f32, f32),
+    joint_speed: f32,
     hardware: &Hardware,
 ) -> ServoCommand {
     let limp = ServoCommand {
@@ -674,9 +682,23 @@ fn servo_command(
             velocity: reference_speed,
             stiffness: SERVO_STIFFNESS,
             damping: SERVO_DAMPING,
-            max_torque: SERVO_STALL_TORQUE * hardware.torque_scale as f32,
+            max_torque: SERVO_STALL_TORQUE
+                * hardware.torque_scale as f32
+                * sag(joint_speed, hardware),
         },
     }
+}
+
+/// The share of its stall torque a servo turning at `joint_speed` has: all
+/// of it, unless the hardware's torque sags, when it falls linearly to
+/// nothing at the no-load speed (a DC motor's curve; a twentieth is kept so
+/// a servo driven past its speed still brakes).
+fn sag(joint_speed: f32, hardware: &Hardware) -> f32 {
+    if !hardware.torque_sags {
+        return 1.0;
+    }
+    let top = SERVO_MAX_SPEED * hardware.speed_scale as f32;
+    (1.0 - joint_speed.abs() / top).clamp(0.05, 1.0)
 }
 
 /// The rigid clusters and hinges of `morphology` with its parts as `parts`.

@@ -123,6 +123,7 @@ fn world(w: pb::World) -> World {
             speed_scale: w.speed_scale.unwrap_or(1.0),
             servo_lag_s: w.servo_lag_s,
             backlash_rad: w.backlash_rad,
+            torque_sags: w.torque_sags,
         },
         position_noise_m: w.position_noise_m,
     }
@@ -140,6 +141,7 @@ fn world_to_pb(w: &World) -> Option<pb::World> {
         servo_lag_s: h.servo_lag_s,
         backlash_rad: h.backlash_rad,
         position_noise_m: w.position_noise_m,
+        torque_sags: h.torque_sags,
     })
 }
 

@@ -45,6 +45,8 @@ pub struct EmulateArgs {
     robot: String,
     #[command(flatten)]
     settings: EmulationSettings,
+    #[command(flatten)]
+    hardware: yamor_sim::cli::HardwareArgs,
     /// Also serve an emulated CamApp on this address.
     #[arg(long)]
     camapp: Option<std::net::SocketAddr>,
@@ -63,8 +65,10 @@ pub fn emulate(args: EmulateArgs) -> Result<()> {
     })?;
     let settings = SimSettings {
         seed: args.settings.seed,
+        hardware: args.hardware.hardware(),
         ..SimSettings::default()
     };
+    // Values no servo could have are refused here, naming the flag's field.
     let sim = Simulation::new(&example.morphology()?, settings)?;
     let robot = EmulatedRobot::spawn(sim, args.settings)?;
     println!("emulated {} on {}", args.robot, robot.path());
