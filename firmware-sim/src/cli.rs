@@ -12,6 +12,7 @@ use yamor_core::starts::{self, MAX_HELD_OUT, Spread};
 use yamor_core::world::{World, WorldDistribution};
 use yamor_core::{Morphology, RobotConfig};
 
+use crate::EMULATED_HARDWARE;
 use crate::robots::{EXAMPLES, LoadError};
 use crate::{SimError, SimSettings, evaluate, evaluate_starts, write_trajectory_csv};
 
@@ -119,6 +120,9 @@ pub struct WalkArgs {
     /// Walk in the one world the robust distribution draws from this seed (as a run recorded it), instead of the nominal world.
     #[arg(long, conflicts_with = "worlds")]
     world_seed: Option<u64>,
+    /// Walk on the emulated real robot's hardware (`yamor emulate`'s defaults: lagging, weak servos with play) instead of the model's ideal servos: thesis 6.3's gap, in the simulator.
+    #[arg(long, conflicts_with_all = ["worlds", "world_seed"])]
+    as_emulated: bool,
 }
 
 /// The emulated real robot's hardware: how it differs from the model the
@@ -129,16 +133,16 @@ pub struct WalkArgs {
 #[derive(Args, Debug, Clone, Copy)]
 pub struct HardwareArgs {
     /// How late the servos act on a new set-point (ms): a 50 Hz pulse is up to 20 ms old, and the servo's own loop adds about as much.
-    #[arg(long, default_value_t = 40.0)]
+    #[arg(long, default_value_t = EMULATED_HARDWARE.servo_lag_s * 1e3)]
     servo_lag_ms: f64,
     /// Play of the servos' gearboxes (degrees).
-    #[arg(long, default_value_t = 2.0)]
+    #[arg(long, default_value_t = EMULATED_HARDWARE.backlash_rad.to_degrees())]
     backlash_deg: f64,
     /// The servos' stall torque, as a share of the data sheet's (a battery under load).
-    #[arg(long, default_value_t = 0.8)]
+    #[arg(long, default_value_t = EMULATED_HARDWARE.torque_scale)]
     torque_scale: f64,
     /// The servos' torque sags with their speed, as a DC motor's does.
-    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    #[arg(long, default_value_t = EMULATED_HARDWARE.torque_sags, action = clap::ArgAction::Set)]
     torque_sags: bool,
 }
 
@@ -178,6 +182,9 @@ pub fn walk(args: WalkArgs) -> Result<(), CliError> {
     };
     if let Some(worlds) = args.worlds {
         return walk_worlds(&morphology, &gait, settings, &spec, worlds, args.starts);
+    }
+    if args.as_emulated {
+        spec.world.hardware = EMULATED_HARDWARE;
     }
     if let Some(seed) = args.world_seed {
         let (world, friction) = WorldDistribution::robust().draw(seed);

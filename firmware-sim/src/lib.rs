@@ -43,4 +43,5 @@ pub mod sim;
 pub use evaluate::{
     evaluate, evaluate_cancellable, evaluate_observed, evaluate_starts, write_trajectory_csv,
 };
+pub use hardware::EMULATED_HARDWARE;
 pub use sim::{SimError, SimSettings, Simulation};
