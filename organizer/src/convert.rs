@@ -43,10 +43,11 @@ pub enum ConvertError {
 }
 
 impl ConvertError {
-    fn of_job(id: u64) -> impl FnOnce(ConvertError) -> ConvertError {
+    /// The error of a field of job `id`, said with the job's id.
+    fn in_job<E: Into<ConvertError>>(id: u64) -> impl FnOnce(E) -> ConvertError {
         move |e| ConvertError::Job {
             id,
-            source: Box::new(e),
+            source: Box::new(e.into()),
         }
     }
 }
@@ -160,12 +161,12 @@ pub fn job_from_pb(job: pb::Job) -> Result<Job, ConvertError> {
         owner: job.owner,
         seq: job.proposal_index,
         tell_seq: job.tell_index,
-        state: job_state(job.state).map_err(ConvertError::of_job(job.id))?,
+        state: job_state(job.state).map_err(ConvertError::in_job(job.id))?,
         request: JobRequest {
             // A stored job is a record, not a request: its spec is shown as
             // it was, so one odd row never breaks a listing.
             job: yamor_proto::evaluation::stored_evaluation_job(request.job)
-                .map_err(|e| ConvertError::of_job(job.id)(e.into()))?,
+                .map_err(ConvertError::in_job(job.id))?,
             backend: backend(request.backend)?,
             max_attempts: request.max_attempts,
             timeout: Duration::try_from_secs_f64(request.timeout_s)
@@ -178,7 +179,7 @@ pub fn job_from_pb(job: pb::Job) -> Result<Job, ConvertError> {
             .result
             .map(|r| yamor_proto::evaluation::outcome(Some(r)))
             .transpose()
-            .map_err(|e| ConvertError::of_job(job.id)(e.into()))?,
+            .map_err(ConvertError::in_job(job.id))?,
         error: job.error,
         submitted_ms: job.submitted_ms,
         started_ms: job.started_ms,
