@@ -357,7 +357,7 @@ impl SessionHost {
             next.speed = request.speed.unwrap_or(next.speed);
             next.min_angle = request.min_angle.unwrap_or(next.min_angle);
             next.max_angle = request.max_angle.unwrap_or(next.max_angle);
-            check_module(&next).map_err(SessionError::Invalid)?;
+            check_module(&next)?;
             let changes = Changes {
                 limits: (next.min_angle, next.max_angle) != (current.min_angle, current.max_angle),
                 structure: false,
@@ -824,7 +824,7 @@ impl Session {
         let world = self.link.supervisor().map(|s| s.modules());
         let mut owner = HashMap::new();
         for module in &config.modules {
-            check_module(module).map_err(SessionError::Invalid)?;
+            check_module(module)?;
             if module.cpg_links.len() > MAX_LINKS {
                 return Err(SessionError::Invalid(format!(
                     "module {} has {} couplings, more than the {MAX_LINKS} one SNP message carries",
@@ -939,9 +939,36 @@ fn not_in_world(real: ModuleId, id: ModuleId, world: &[ModuleId]) -> SessionErro
     ))
 }
 
+/// A module's configuration outside what its firmware accepts
+/// ([`check_module`]).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+enum ModuleError {
+    #[error("module {module}: {field} must be {expected}, got {value}")]
+    OutOfRange {
+        module: ModuleId,
+        field: &'static str,
+        value: f64,
+        expected: String,
+    },
+    #[error("module {module}: min_angle {min_angle} is greater than max_angle {max_angle}")]
+    LimitsCrossed {
+        module: ModuleId,
+        min_angle: f64,
+        max_angle: f64,
+    },
+    #[error("module {module}: the coupling to {to} must have a finite phase and weight")]
+    NonFiniteCoupling { module: ModuleId, to: ModuleId },
+}
+
+impl From<ModuleError> for SessionError {
+    fn from(e: ModuleError) -> Self {
+        SessionError::Invalid(e.to_string())
+    }
+}
+
 /// The limits the module firmware enforces (`ModuleFirmware::handle`), with
 /// amplitude and speed also non-negative; the error names the field.
-fn check_module(m: &ModuleConfig) -> Result<(), String> {
+fn check_module(m: &ModuleConfig) -> Result<(), ModuleError> {
     let range = HANDLE_RANGE + 1e-6;
     let checks: [(&str, f64, bool, String); 5] = [
         (
@@ -977,24 +1004,27 @@ fn check_module(m: &ModuleConfig) -> Result<(), String> {
     ];
     for (name, value, ok, expected) in checks {
         if !(value.is_finite() && ok) {
-            return Err(format!(
-                "module {}: {name} must be {expected}, got {value}",
-                m.id
-            ));
+            return Err(ModuleError::OutOfRange {
+                module: m.id,
+                field: name,
+                value,
+                expected,
+            });
         }
     }
     if m.min_angle > m.max_angle {
-        return Err(format!(
-            "module {}: min_angle {} is greater than max_angle {}",
-            m.id, m.min_angle, m.max_angle
-        ));
+        return Err(ModuleError::LimitsCrossed {
+            module: m.id,
+            min_angle: m.min_angle,
+            max_angle: m.max_angle,
+        });
     }
     for link in &m.cpg_links {
         if !(link.phase.is_finite() && link.weight.is_finite()) {
-            return Err(format!(
-                "module {}: the coupling to {} must have a finite phase and weight",
-                m.id, link.to
-            ));
+            return Err(ModuleError::NonFiniteCoupling {
+                module: m.id,
+                to: link.to,
+            });
         }
     }
     Ok(())

@@ -92,14 +92,19 @@ pub enum LocalError {
     NoEvents,
     #[error("{0}")]
     Problem(String),
+    #[error(transparent)]
+    Run(#[from] yamor_organizer::runs::PrepareError),
     #[error("--param: {0}")]
-    Param(String),
+    Param(yamor_organizer::model::ParameterBoundError),
     #[error("--set: {0}")]
-    Setting(String),
-    #[error("--variant {variant:?}: {message}")]
-    Variant { variant: String, message: String },
+    Setting(yamor_optimizer_api::SettingsError),
+    #[error("--variant {variant:?}: {source}")]
+    Variant {
+        variant: String,
+        source: yamor_optimizer_api::SettingsError,
+    },
     #[error("--{0}")]
-    Seed(String),
+    Seed(yamor_organizer::model::BatchSeedsError),
 }
 
 impl LocalError {
@@ -130,10 +135,10 @@ pub fn batch_variants(variants: &[String], seed: u64) -> Result<Vec<RunVariant>,
     let seeds =
         yamor_organizer::model::batch_seeds(seed, variants.len()).map_err(LocalError::Seed)?;
     let variant = |(v, seed): (&String, u64)| {
-        let settings = yamor_organizer::model::parse_setting_list(v).map_err(|message| {
+        let settings = yamor_organizer::model::parse_setting_list(v).map_err(|source| {
             LocalError::Variant {
                 variant: v.clone(),
-                message,
+                source,
             }
         })?;
         Ok(RunVariant {

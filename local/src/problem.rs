@@ -42,7 +42,10 @@ pub fn problem_file(path: &Path) -> Result<String, LocalError> {
 /// walk's limits are named by the flags that set them.
 pub fn check_run(spec: &yamor_organizer::model::RunSpec) -> Result<(), LocalError> {
     check_walk(&spec.spec)?;
-    yamor_organizer::runs::check_run(&crate::optimizers(), spec).map_err(LocalError::Problem)
+    Ok(yamor_organizer::runs::check_run(
+        &crate::optimizers(),
+        spec,
+    )?)
 }
 
 /// The walk's limits, named by the flags that set them (`--measure`), not
@@ -170,10 +173,16 @@ pub fn dashboard_options(
         token,
         robots: example_names().into_iter().map(str::to_owned).collect(),
         problem_for_robot: Some(std::sync::Arc::new(|robot: &str| {
-            default_optimization(robot).map_err(|e| e.to_string())
+            default_optimization(robot).map_err(Into::into)
         })),
-        replay: Some(std::sync::Arc::new(replay)),
-        own_robot: Some(std::sync::Arc::new(own_robot)),
+        replay: Some(std::sync::Arc::new(|job: &yamor_organizer::model::Job| {
+            replay(job).map_err(Into::into)
+        })),
+        own_robot: Some(std::sync::Arc::new(
+            |world: &str, gait: &str, optimize: Option<&str>| {
+                own_robot(world, gait, optimize).map_err(Into::into)
+            },
+        )),
         job_views: yamor_families::job_views(),
         ..Default::default()
     }
@@ -182,24 +191,52 @@ pub fn dashboard_options(
 /// An uploaded robot checked as `yamor run` checks a robot directory: the
 /// files parse, the gait fits the morphology, and the problem is
 /// optimize.xml or the generic one over the gait.
-fn own_robot(world: &str, gait: &str, optimize: Option<&str>) -> Result<(String, String), String> {
-    let morphology =
-        yamor_core::Morphology::from_xml_str("world.xml", world).map_err(|e| e.to_string())?;
-    let gait =
-        yamor_core::RobotConfig::from_xml_str("gait.xml", gait).map_err(|e| e.to_string())?;
-    yamor_sim::robots::fits(&morphology, &gait).map_err(|e| e.to_string())?;
+fn own_robot(
+    world: &str,
+    gait: &str,
+    optimize: Option<&str>,
+) -> Result<(String, String), OwnRobotError> {
+    let morphology = yamor_core::Morphology::from_xml_str("world.xml", world)?;
+    let gait = yamor_core::RobotConfig::from_xml_str("gait.xml", gait)?;
+    yamor_sim::robots::fits(&morphology, &gait).map_err(OwnRobotError::GaitMisfits)?;
     let problem = match optimize {
         Some(text) => {
             // Its own gait is the one the run walks: it must fit too.
-            let config = OptimizationConfig::from_xml_str("optimize.xml", text)
-                .map_err(|e| e.to_string())?;
+            let config = OptimizationConfig::from_xml_str("optimize.xml", text)?;
             yamor_sim::robots::fits(&morphology, config.robot())
-                .map_err(|e| format!("optimize.xml: {e}"))?;
+                .map_err(OwnRobotError::OptimizeMisfits)?;
             text.to_owned()
         }
-        None => generic_optimization("the uploaded robot", gait).map_err(|e| e.to_string())?,
+        None => generic_optimization("the uploaded robot", gait)?,
     };
     Ok((morphology.to_xml_string(), problem))
+}
+
+/// Why an uploaded robot cannot run; the start form shows it.
+#[derive(Debug, thiserror::Error)]
+pub enum OwnRobotError {
+    #[error(transparent)]
+    Xml(#[from] yamor_core::XmlError),
+    #[error(transparent)]
+    GaitMisfits(yamor_sim::robots::LoadError),
+    #[error("optimize.xml: {0}")]
+    OptimizeMisfits(yamor_sim::robots::LoadError),
+    /// No generic problem over the gait.
+    #[error(transparent)]
+    Problem(#[from] LocalError),
+}
+
+/// Why a job cannot be replayed here; the replay page shows it.
+#[derive(Debug, thiserror::Error)]
+pub enum ReplayError {
+    #[error("this job walks no gait (an expression or external objective)")]
+    NoGait,
+    #[error("this job walked its host's own robot, which the job does not carry")]
+    HostsOwnRobot,
+    #[error("no family here knows the job's robot ({0:?})")]
+    UnknownFamily(yamor_core::evaluation::RobotSource),
+    #[error(transparent)]
+    Family(#[from] yamor_core::family::FamilyError),
 }
 
 /// Frames a second of a replay: smooth enough to watch, small enough to
@@ -208,26 +245,19 @@ const REPLAY_FRAME_RATE: f64 = 20.0;
 
 /// Walks `job` again with its family's default simulator and records it
 /// for the dashboard's replay.
-fn replay(job: &yamor_organizer::model::Job) -> Result<yamor_core::family::Recording, String> {
+fn replay(job: &yamor_organizer::model::Job) -> Result<yamor_core::family::Recording, ReplayError> {
     use yamor_core::evaluation::RobotSource;
     let request = &job.request.job;
-    let gait = request
-        .gait
-        .as_ref()
-        .ok_or("this job walks no gait (an expression or external objective)")?;
+    let gait = request.gait.as_ref().ok_or(ReplayError::NoGait)?;
     if request.robot == RobotSource::Default {
-        return Err("this job walked its host's own robot, which the job does not carry".into());
+        return Err(ReplayError::HostsOwnRobot);
     }
     let families = yamor_families::builtin();
     let family = families
         .of(&request.robot)
-        .ok_or_else(|| format!("no family here knows the job's robot ({:?})", request.robot))?;
-    let walker = family
-        .walker(&request.robot, None)
-        .map_err(|e| e.to_string())?;
-    walker
-        .record(gait, &request.spec, REPLAY_FRAME_RATE)
-        .map_err(|e| e.to_string())
+        .ok_or_else(|| ReplayError::UnknownFamily(request.robot.clone()))?;
+    let walker = family.walker(&request.robot, None)?;
+    Ok(walker.record(gait, &request.spec, REPLAY_FRAME_RATE)?)
 }
 
 #[cfg(test)]

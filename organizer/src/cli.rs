@@ -110,6 +110,7 @@ pub struct RunSpecArgs {
 
 /// `--budget`: a count of evaluations, said so when it is not one (clap
 /// would take `-5` for a flag and suggest `-- -5`).
+// A `value_parser` only needs a displayable error; a String is clap's idiom.
 fn budget(text: &str) -> Result<u64, String> {
     match text.trim().parse::<i64>() {
         Ok(n) if n >= 0 => Ok(n as u64),

@@ -16,19 +16,54 @@ use yamor_proto::evaluation::{
 use yamor_proto::v1 as pb;
 
 use crate::model::{
-    HeldOut, Host, HostState, Job, JobRequest, JobState, ParameterBound, Problem, Run,
-    RunEvaluation, RunEvent, RunSpec, RunState, Starts,
+    HeldOut, Host, HostState, Job, JobRequest, JobRequestError, JobState, ParameterBound, Problem,
+    Run, RunEvaluation, RunEvent, RunSpec, RunState, Starts,
 };
 
+/// A message that does not convert to the domain: a field missing, out of
+/// range or of an unknown value, or a job request that cannot run.
+#[derive(Debug, thiserror::Error)]
+pub enum ConvertError {
+    #[error("{field}: unknown value {value}")]
+    UnknownValue { field: &'static str, value: i32 },
+    #[error("{0}: missing")]
+    Missing(&'static str),
+    #[error("timeout_s must be a non-negative number, got {0}")]
+    BadTimeout(f64),
+    #[error("problem: give optimization_xml or space")]
+    NoProblem,
+    #[error(transparent)]
+    Field(#[from] yamor_proto::evaluation::ConvertError),
+    #[error(transparent)]
+    Request(#[from] JobRequestError),
+    #[error("job {id}: {source}")]
+    Job { id: u64, source: Box<ConvertError> },
+    #[error("run {id}: {source}")]
+    Run { id: u64, source: Box<ConvertError> },
+}
+
+impl ConvertError {
+    /// The error of a field of job `id`, said with the job's id.
+    fn in_job<E: Into<ConvertError>>(id: u64) -> impl FnOnce(E) -> ConvertError {
+        move |e| ConvertError::Job {
+            id,
+            source: Box::new(e.into()),
+        }
+    }
+}
+
 /// A proto backend; `None` for unspecified.
-pub fn backend(value: i32) -> Result<Option<BackendKind>, String> {
+pub fn backend(value: i32) -> Result<Option<BackendKind>, ConvertError> {
     match pb::Backend::try_from(value) {
         Ok(pb::Backend::Unspecified) => Ok(None),
         Ok(pb::Backend::Simulation) => Ok(Some(BackendKind::Simulation)),
         Ok(pb::Backend::Real) => Ok(Some(BackendKind::Real)),
         Ok(pb::Backend::Expression) => Ok(Some(BackendKind::Expression)),
         Ok(pb::Backend::Planning) => Ok(Some(BackendKind::Planning)),
-        Err(_) => Err(format!("backend: unknown value {value}")),
+        Err(_) => Err(ConvertError::UnknownValue {
+            field: "backend",
+            value,
+        }),
     }
 }
 
@@ -44,12 +79,9 @@ pub fn backend_to_pb(kind: Option<BackendKind>) -> pb::Backend {
 }
 
 /// A proto job request, checked field by field.
-pub fn job_request(request: pb::JobRequest) -> Result<JobRequest, String> {
+pub fn job_request(request: pb::JobRequest) -> Result<JobRequest, ConvertError> {
     if !request.timeout_s.is_finite() || request.timeout_s < 0.0 {
-        return Err(format!(
-            "timeout_s must be a non-negative number, got {}",
-            request.timeout_s
-        ));
+        return Err(ConvertError::BadTimeout(request.timeout_s));
     }
     let request = JobRequest {
         job: evaluation_job(request.job)?,
@@ -72,14 +104,19 @@ pub fn job_request_to_pb(request: &JobRequest) -> pb::JobRequest {
 }
 
 /// A proto job state; unspecified is refused.
-pub fn job_state(value: i32) -> Result<JobState, String> {
+pub fn job_state(value: i32) -> Result<JobState, ConvertError> {
     Ok(match pb::JobState::try_from(value) {
         Ok(pb::JobState::Queued) => JobState::Queued,
         Ok(pb::JobState::Running) => JobState::Running,
         Ok(pb::JobState::Done) => JobState::Done,
         Ok(pb::JobState::Failed) => JobState::Failed,
         Ok(pb::JobState::Cancelled) => JobState::Cancelled,
-        _ => return Err(format!("states: unknown value {value}")),
+        _ => {
+            return Err(ConvertError::UnknownValue {
+                field: "states",
+                value,
+            });
+        }
     })
 }
 
@@ -116,7 +153,7 @@ pub fn job_to_pb(job: &Job) -> pb::Job {
 
 /// A job as a remote organizer reports it. Not validated as a request: a
 /// brief job has no robot or gait.
-pub fn job_from_pb(job: pb::Job) -> Result<Job, String> {
+pub fn job_from_pb(job: pb::Job) -> Result<Job, ConvertError> {
     let request = job.request.unwrap_or_default();
     Ok(Job {
         id: job.id,
@@ -124,12 +161,12 @@ pub fn job_from_pb(job: pb::Job) -> Result<Job, String> {
         owner: job.owner,
         seq: job.proposal_index,
         tell_seq: job.tell_index,
-        state: job_state(job.state).map_err(|e| format!("job {}: {e}", job.id))?,
+        state: job_state(job.state).map_err(ConvertError::in_job(job.id))?,
         request: JobRequest {
             // A stored job is a record, not a request: its spec is shown as
             // it was, so one odd row never breaks a listing.
             job: yamor_proto::evaluation::stored_evaluation_job(request.job)
-                .map_err(|e| format!("job {}: {e}", job.id))?,
+                .map_err(ConvertError::in_job(job.id))?,
             backend: backend(request.backend)?,
             max_attempts: request.max_attempts,
             timeout: Duration::try_from_secs_f64(request.timeout_s)
@@ -142,7 +179,7 @@ pub fn job_from_pb(job: pb::Job) -> Result<Job, String> {
             .result
             .map(|r| yamor_proto::evaluation::outcome(Some(r)))
             .transpose()
-            .map_err(|e| format!("job {}: {e}", job.id))?,
+            .map_err(ConvertError::in_job(job.id))?,
         error: job.error,
         submitted_ms: job.submitted_ms,
         started_ms: job.started_ms,
@@ -201,7 +238,7 @@ pub fn host_to_pb(h: &Host) -> pb::Host {
 
 /// A proto run request; the problem and budget are checked when the run
 /// starts.
-pub fn run_spec(request: pb::StartRunRequest) -> Result<RunSpec, String> {
+pub fn run_spec(request: pb::StartRunRequest) -> Result<RunSpec, ConvertError> {
     let problem = match request.problem {
         Some(pb::start_run_request::Problem::OptimizationXml(xml)) => Problem::OptimizationXml(xml),
         Some(pb::start_run_request::Problem::Space(space)) => Problem::Space(
@@ -216,7 +253,7 @@ pub fn run_spec(request: pb::StartRunRequest) -> Result<RunSpec, String> {
                 })
                 .collect(),
         ),
-        None => return Err("problem: give optimization_xml or space".into()),
+        None => return Err(ConvertError::NoProblem),
     };
     let default = HeldOut::default_for(&problem, backend(request.backend)?);
     let held_out = HeldOut {
@@ -310,17 +347,20 @@ fn spread_from_pb(s: pb::Spread) -> Spread {
 }
 
 /// A run as a remote organizer reports it (the CLI's side of the wire).
-pub fn run_from_pb(run: pb::Run) -> Result<Run, String> {
+pub fn run_from_pb(run: pb::Run) -> Result<Run, ConvertError> {
     let state = match pb::RunState::try_from(run.state) {
         Ok(pb::RunState::Running) => RunState::Running,
         Ok(pb::RunState::Finished) => RunState::Finished,
         Ok(pb::RunState::Stopped) => RunState::Stopped,
         Ok(pb::RunState::Failed) => RunState::Failed,
         _ => {
-            return Err(format!(
-                "run {}: state: unknown value {}",
-                run.id, run.state
-            ));
+            return Err(ConvertError::Run {
+                id: run.id,
+                source: Box::new(ConvertError::UnknownValue {
+                    field: "state",
+                    value: run.state,
+                }),
+            });
         }
     };
     Ok(Run {
@@ -360,9 +400,9 @@ pub fn run_from_pb(run: pb::Run) -> Result<Run, String> {
 }
 
 /// A run event as a remote organizer streams it.
-pub fn run_event_from_pb(event: pb::RunEvent) -> Result<RunEvent, String> {
+pub fn run_event_from_pb(event: pb::RunEvent) -> Result<RunEvent, ConvertError> {
     Ok(RunEvent {
-        run: run_from_pb(event.run.ok_or("run event: run: missing")?)?,
+        run: run_from_pb(event.run.ok_or(ConvertError::Missing("run event: run"))?)?,
         evaluation: event.evaluation.map(|e| RunEvaluation {
             job_id: e.job_id,
             index: e.index,

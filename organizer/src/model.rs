@@ -12,6 +12,7 @@ use yamor_core::evaluation::{
     BackendKind, EvaluationJob, EvaluationSpec, Objective, Outcome, RobotSource, Walk,
 };
 use yamor_core::plan::LatticePlan;
+use yamor_optimizer_api::SettingsError;
 
 /// Where a job is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -72,30 +73,45 @@ pub struct JobRequest {
 
 impl JobRequest {
     /// Checks what the wire conversion cannot: that a job can run at all.
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), JobRequestError> {
         // A document naming its family is that family's to read (its
         // hosts refuse what they cannot build); one naming none is the
         // thesis' morphology, checked here so a typo fails at once.
         if let RobotSource::Morphology(xml) = &self.job.robot
             && yamor_core::family::declared_family(xml).is_none()
         {
-            yamor_core::Morphology::from_xml_str("robot.morphology_xml", xml)
-                .map_err(|e| e.to_string())?;
+            yamor_core::Morphology::from_xml_str("robot.morphology_xml", xml)?;
         }
         for (name, value) in &self.job.parameters {
             if !value.is_finite() {
-                return Err(format!("parameter {name} = {value} is not finite"));
+                return Err(JobRequestError::NonFiniteParameter {
+                    name: name.clone(),
+                    value: *value,
+                });
             }
         }
-        self.job.spec.check().map_err(|e| e.to_string())?;
-        if self.max_attempts > 100 {
-            return Err(format!(
-                "max_attempts must be at most 100, got {}",
-                self.max_attempts
-            ));
+        self.job.spec.check()?;
+        if self.max_attempts > JobRequest::MAX_ATTEMPTS {
+            return Err(JobRequestError::TooManyAttempts(self.max_attempts));
         }
         Ok(())
     }
+
+    /// The most attempts a job may ask for.
+    pub const MAX_ATTEMPTS: u32 = 100;
+}
+
+/// Why a job request cannot run ([`JobRequest::check`]).
+#[derive(Debug, thiserror::Error)]
+pub enum JobRequestError {
+    #[error(transparent)]
+    Morphology(#[from] yamor_core::XmlError),
+    #[error("parameter {name} = {value} is not finite")]
+    NonFiniteParameter { name: String, value: f64 },
+    #[error(transparent)]
+    Spec(#[from] yamor_core::evaluation::SpecError),
+    #[error("max_attempts must be at most {max}, got {0}", max = JobRequest::MAX_ATTEMPTS)]
+    TooManyAttempts(u32),
 }
 
 /// A job and everything known about it.
@@ -467,20 +483,12 @@ impl HeldOut {
     /// At most [`HeldOut::MAX_CANDIDATES`] finalists from at most
     /// [`yamor_core::starts::MAX_HELD_OUT`] starts: the held-out starts that
     /// exist, and blocks of re-walks that stay below [`REFERENCE_SEQ`].
-    pub fn check(self) -> Result<(), String> {
-        use yamor_core::starts::MAX_HELD_OUT;
+    pub fn check(self) -> Result<(), HeldOutError> {
         if self.candidates > Self::MAX_CANDIDATES {
-            return Err(format!(
-                "held_out_candidates: at most {} finalists are re-walked, got {}",
-                Self::MAX_CANDIDATES,
-                self.candidates
-            ));
+            return Err(HeldOutError::TooManyCandidates(self.candidates));
         }
-        if self.starts > MAX_HELD_OUT {
-            return Err(format!(
-                "held_out_starts: at most {MAX_HELD_OUT} held-out starts exist, got {}",
-                self.starts
-            ));
+        if self.starts > yamor_core::starts::MAX_HELD_OUT {
+            return Err(HeldOutError::TooManyStarts(self.starts));
         }
         Ok(())
     }
@@ -489,6 +497,21 @@ impl HeldOut {
     /// tells apart, and few enough that every block of re-walks fits
     /// below [`REFERENCE_SEQ`] at the most starts.
     pub const MAX_CANDIDATES: u32 = 100;
+}
+
+/// Why a run's held-out re-walks are refused ([`HeldOut::check`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum HeldOutError {
+    #[error(
+        "held_out_candidates: at most {max} finalists are re-walked, got {0}",
+        max = HeldOut::MAX_CANDIDATES
+    )]
+    TooManyCandidates(u32),
+    #[error(
+        "held_out_starts: at most {max} held-out starts exist, got {0}",
+        max = yamor_core::starts::MAX_HELD_OUT
+    )]
+    TooManyStarts(u32),
 }
 
 const _: () = assert!(
@@ -607,31 +630,41 @@ pub fn gait_run_settings(optimizer: &str, settings: &mut BTreeMap<String, String
 /// One optimizer setting as people type it (`--set`, the start form):
 /// `name=value`, trimmed. Its value is parsed when the organizer resolves
 /// the run's settings against its optimizer's.
-pub fn parse_setting(pair: &str) -> Result<(String, String), String> {
-    yamor_optimizer_api::split_setting(pair)
-        .map(|(k, v)| (k.to_owned(), v.to_owned()))
-        .map_err(|e| e.to_string())
+pub fn parse_setting(pair: &str) -> Result<(String, String), SettingsError> {
+    yamor_optimizer_api::split_setting(pair).map(|(k, v)| (k.to_owned(), v.to_owned()))
 }
 
 /// The seeds of a batch's `count` variants: one each, counting up from
-/// `seed`. Refused with a sentence when the last would pass `u64::MAX`
-/// (wrapping would give the last variants seeds 0, 1, …, which another
-/// batch may have used).
-pub fn batch_seeds(seed: u64, count: usize) -> Result<impl Iterator<Item = u64>, String> {
+/// `seed`. Refused when the last would pass `u64::MAX` (wrapping would
+/// give the last variants seeds 0, 1, …, which another batch may have
+/// used).
+pub fn batch_seeds(seed: u64, count: usize) -> Result<impl Iterator<Item = u64>, BatchSeedsError> {
     let span = u64::try_from(count.saturating_sub(1)).unwrap_or(u64::MAX);
     if seed.checked_add(span).is_none() {
-        return Err(format!(
-            "seed {seed}: the {count} variants' seeds count up from it by one each and would \
-             pass {}; give a seed of at most {}",
-            u64::MAX,
-            u64::MAX - span
-        ));
+        return Err(BatchSeedsError {
+            seed,
+            count,
+            max_seed: u64::MAX - span,
+        });
     }
     Ok((0..=span).take(count).map(move |i| seed + i))
 }
 
+/// A batch whose seeds would pass `u64::MAX` ([`batch_seeds`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "seed {seed}: the {count} variants' seeds count up from it by one each and would \
+     pass {}; give a seed of at most {max_seed}",
+    u64::MAX
+)]
+pub struct BatchSeedsError {
+    pub seed: u64,
+    pub count: usize,
+    pub max_seed: u64,
+}
+
 /// One batch variant's settings on one line: `name=value, name=value`.
-pub fn parse_setting_list(line: &str) -> Result<BTreeMap<String, String>, String> {
+pub fn parse_setting_list(line: &str) -> Result<BTreeMap<String, String>, SettingsError> {
     line.split(',')
         .filter(|pair| !pair.trim().is_empty())
         .map(parse_setting)
@@ -640,10 +673,10 @@ pub fn parse_setting_list(line: &str) -> Result<BTreeMap<String, String>, String
 
 /// `name=min:max[:start]`; the start defaults to the middle.
 impl std::str::FromStr for ParameterBound {
-    type Err = String;
+    type Err = ParameterBoundError;
 
-    fn from_str(text: &str) -> Result<Self, String> {
-        let bad = || format!("expected name=min:max[:start], got {text:?}");
+    fn from_str(text: &str) -> Result<Self, ParameterBoundError> {
+        let bad = || ParameterBoundError(text.to_owned());
         let (name, range) = text.split_once('=').ok_or_else(bad)?;
         let parts: Vec<f64> = range
             .split(':')
@@ -665,6 +698,11 @@ impl std::str::FromStr for ParameterBound {
         })
     }
 }
+
+/// Text that is not a parameter bound `name=min:max[:start]`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("expected name=min:max[:start], got {0:?}")]
+pub struct ParameterBoundError(pub String);
 
 /// One variant of a batch start: the base with other settings and seed.
 #[derive(Debug, Clone, PartialEq, Default)]

@@ -629,7 +629,8 @@ proptest::proptest! {
                     proptest::prop_assert_eq!(*s, seed + i as u64);
                 }
             }
-            Err(message) => {
+            Err(refused) => {
+                let message = refused.to_string();
                 proptest::prop_assert!(seed.checked_add(count as u64 - 1).is_none());
                 proptest::prop_assert!(message.contains("give a seed of at most"), "{}", message);
             }
@@ -646,7 +647,7 @@ proptest::proptest! {
                 u64::from(candidates) * u64::from(starts)
                     <= yamor_organizer::model::REFERENCE_SEQ - yamor_organizer::model::HELD_OUT_SEQ
             ),
-            Err(message) => proptest::prop_assert!(message.starts_with("held_out_"), "{}", message),
+            Err(refused) => proptest::prop_assert!(refused.to_string().starts_with("held_out_"), "{}", refused),
         }
     }
 }
@@ -657,7 +658,8 @@ proptest::proptest! {
 async fn a_seed_that_cannot_count_up_is_refused_in_a_sentence() {
     let refused = yamor_organizer::model::batch_seeds(u64::MAX, 2)
         .err()
-        .expect("two seeds from u64::MAX pass the top");
+        .expect("two seeds from u64::MAX pass the top")
+        .to_string();
     assert!(
         refused.contains(&format!("give a seed of at most {}", u64::MAX - 1)),
         "{refused}"

@@ -1062,7 +1062,7 @@ async fn a_replay_says_why_it_cannot_be_had() {
     let options = Options {
         replay: Some(std::sync::Arc::new(
             |job: &yamor_organizer::model::Job| match &job.request.job.gait {
-                None => Err("this job walks no gait".to_owned()),
+                None => Err("this job walks no gait".into()),
                 Some(_) => Ok(Recording {
                     frame_interval: 0.05,
                     half_extents: Vec::new(),

@@ -13,8 +13,8 @@ use yamor_proto::v1 as pb;
 use yamor_proto::v1::organizer_client::OrganizerClient as PbClient;
 
 use crate::convert::{
-    host_from_pb, job_from_pb, job_request_to_pb, optimizer_from_pb, run_event_from_pb,
-    run_from_pb, run_spec_to_pb,
+    ConvertError, host_from_pb, job_from_pb, job_request_to_pb, optimizer_from_pb,
+    run_event_from_pb, run_from_pb, run_spec_to_pb,
 };
 use crate::model::{Host, Job, JobFilter, JobRequest, Run, RunEvent, RunSpec, RunVariant};
 
@@ -48,6 +48,8 @@ pub enum ClientError {
     Organizer(String),
     #[error("the organizer's reply: {0}")]
     BadReply(String),
+    #[error("the organizer's reply: {0}")]
+    Reply(#[from] ConvertError),
     #[error(transparent)]
     Transport(#[from] TransportError),
 }
@@ -160,7 +162,7 @@ impl OrganizerClient {
             .start_run(run_spec_to_pb(spec))
             .await
             .map_err(|s| self.error(s))?;
-        run_from_pb(reply.into_inner()).map_err(ClientError::BadReply)
+        run_from_pb(reply.into_inner()).map_err(ClientError::Reply)
     }
 
     /// One run per variant of `base`, started together.
@@ -223,7 +225,7 @@ impl OrganizerClient {
             .stop_run(pb::StopRunRequest { run_id })
             .await
             .map_err(|s| self.error(s))?;
-        run_from_pb(reply.into_inner()).map_err(ClientError::BadReply)
+        run_from_pb(reply.into_inner()).map_err(ClientError::Reply)
     }
 
     pub async fn get_run(&self, run_id: u64) -> Result<Run, ClientError> {
@@ -233,7 +235,7 @@ impl OrganizerClient {
             .get_run(pb::GetRunRequest { run_id })
             .await
             .map_err(|s| self.error(s))?;
-        run_from_pb(reply.into_inner()).map_err(ClientError::BadReply)
+        run_from_pb(reply.into_inner()).map_err(ClientError::Reply)
     }
 
     /// The run's state now, then after every change until it ends.
@@ -247,7 +249,7 @@ impl OrganizerClient {
             .into_inner();
         let url = self.url.clone();
         Ok(Box::pin(stream.map(move |event| {
-            run_event_from_pb(event.map_err(|s| explain(&url, s))?).map_err(ClientError::BadReply)
+            run_event_from_pb(event.map_err(|s| explain(&url, s))?).map_err(ClientError::Reply)
         })))
     }
 
@@ -280,7 +282,7 @@ impl OrganizerClient {
             .into_inner()
             .jobs
             .into_iter()
-            .map(|j| job_from_pb(j).map_err(ClientError::BadReply))
+            .map(|j| job_from_pb(j).map_err(ClientError::Reply))
             .collect()
     }
 
@@ -305,14 +307,14 @@ impl OrganizerClient {
             .into_inner();
         let url = self.url.clone();
         Ok(Box::pin(stream.map(move |job| {
-            job_from_pb(job.map_err(|s| explain(&url, s))?).map_err(ClientError::BadReply)
+            job_from_pb(job.map_err(|s| explain(&url, s))?).map_err(ClientError::Reply)
         })))
     }
 }
 
 fn runs(runs: Vec<pb::Run>) -> Result<Vec<Run>, ClientError> {
     runs.into_iter()
-        .map(|r| run_from_pb(r).map_err(ClientError::BadReply))
+        .map(|r| run_from_pb(r).map_err(ClientError::Reply))
         .collect()
 }
 

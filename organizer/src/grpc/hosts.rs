@@ -7,7 +7,7 @@ use std::sync::Arc;
 use tonic::{Code, Status};
 use yamor_core::evaluation::{EvaluationJob, Outcome};
 use yamor_proto::evaluation::{evaluation_job_to_pb, outcome};
-use yamor_proto::transport::{AuthChannel, ClientSecurity};
+use yamor_proto::transport::{AuthChannel, ClientSecurity, TransportError};
 use yamor_proto::v1 as pb;
 use yamor_proto::v1::host_agent_client::HostAgentClient;
 
@@ -21,9 +21,8 @@ pub struct GrpcConnector {
 }
 
 impl HostConnector for GrpcConnector {
-    fn connect(&self, address: &str) -> Result<Arc<dyn HostClient>, String> {
-        let channel =
-            yamor_proto::transport::channel(address, &self.security).map_err(|e| e.to_string())?;
+    fn connect(&self, address: &str) -> Result<Arc<dyn HostClient>, TransportError> {
+        let channel = yamor_proto::transport::channel(address, &self.security)?;
         Ok(Arc::new(GrpcHost {
             client: HostAgentClient::new(channel)
                 .max_decoding_message_size(yamor_proto::MAX_MESSAGE_BYTES),

@@ -164,7 +164,7 @@ impl OrganizerApi for OrganizerService {
                 .iter()
                 .map(|s| job_state(*s))
                 .collect::<Result<_, _>>()
-                .map_err(Status::invalid_argument)?,
+                .map_err(|e| Status::invalid_argument(e.to_string()))?,
             after_id: r.after_id,
             before_id: r.newest_first.then_some(if r.before_id == 0 {
                 u64::MAX
@@ -262,7 +262,8 @@ impl OrganizerApi for OrganizerService {
         &self,
         request: Request<pb::StartRunRequest>,
     ) -> Result<Response<pb::Run>, Status> {
-        let spec = run_spec(request.into_inner()).map_err(Status::invalid_argument)?;
+        let spec =
+            run_spec(request.into_inner()).map_err(|e| Status::invalid_argument(e.to_string()))?;
         let run = self.runs.start(spec).await.map_err(status)?;
         Ok(Response::new(run_to_pb(&run)))
     }
@@ -275,7 +276,7 @@ impl OrganizerApi for OrganizerService {
         let base = r
             .base
             .ok_or_else(|| Status::invalid_argument("base: missing"))?;
-        let base = run_spec(base).map_err(Status::invalid_argument)?;
+        let base = run_spec(base).map_err(|e| Status::invalid_argument(e.to_string()))?;
         let variants = r
             .variants
             .into_iter()

@@ -16,12 +16,50 @@ use maud::{Markup, html};
 use yamor_core::evaluation::{BackendKind, EvaluationSpec, Objective, RobotSource};
 use yamor_optimizer_api::{PluginInfo, SettingKind, SettingSpec};
 
+use super::CallbackError;
 use super::{App, page, script};
 use crate::model::{
-    GAIT_RUN_BUDGET, ParameterBound, Problem, RunSpec, RunVariant, batch_seeds, gait_run_default,
-    parse_setting_list,
+    BatchSeedsError, GAIT_RUN_BUDGET, ParameterBound, ParameterBoundError, Problem, RunSpec,
+    RunVariant, batch_seeds, gait_run_default, parse_setting_list,
 };
 use crate::runs::MAX_BATCH_VARIANTS;
+use crate::scheduler::ScheduleError;
+
+/// Why the start form was refused; shown above the form, which keeps its
+/// values.
+#[derive(Debug, thiserror::Error)]
+enum LaunchError {
+    #[error("choose an optimizer (not {0:?})")]
+    NoOptimizer(String),
+    #[error("{field}: {text:?} is not a number")]
+    NotANumber { field: String, text: String },
+    #[error("this dashboard cannot read robot files: start it from yamor run or yamor organizer")]
+    NoRobotFiles,
+    /// The uploaded files, as the embedder's [`super::OwnRobot`] read them.
+    #[error("{0}")]
+    OwnRobot(CallbackError),
+    #[error("robot: run {0} brought no robot of its own")]
+    NoRobotInRun(String),
+    #[error("this organizer knows no robots: give parameters")]
+    NoRobots,
+    /// The named robot's problem, as the embedder's
+    /// [`super::ProblemForRobot`] answered.
+    #[error("{0}")]
+    RobotProblem(CallbackError),
+    #[error("parameters: {0}")]
+    Parameters(#[from] ParameterBoundError),
+    #[error("hosts: {0:?} is not a host kind; choose one of {kinds}", kinds = HOST_KINDS.join(", "))]
+    HostKind(String),
+    #[error(transparent)]
+    Seeds(#[from] BatchSeedsError),
+    #[error("variant {number}: {source}")]
+    Variant {
+        number: usize,
+        source: yamor_optimizer_api::SettingsError,
+    },
+    #[error(transparent)]
+    Refused(#[from] ScheduleError),
+}
 
 /// The form's host kinds, as `on` sends them.
 const HOST_KINDS: [&str; 4] = [
@@ -62,7 +100,7 @@ pub(super) async fn launch(
         Ok(Started::Batch) => Redirect::to("/runs").into_response(),
         Err(why) => (
             StatusCode::BAD_REQUEST,
-            render(&app, &used, &fields, Some(&why)),
+            render(&app, &used, &fields, Some(&why.to_string())),
         )
             .into_response(),
     }
@@ -117,33 +155,32 @@ enum Started {
     Batch,
 }
 
-async fn start(app: &App, used: &[UsedRobot], fields: &Fields) -> Result<Started, String> {
+async fn start(app: &App, used: &[UsedRobot], fields: &Fields) -> Result<Started, LaunchError> {
     let runs = &app.organizer.runs;
     let optimizer = field(fields, "optimizer");
     let plugin = runs
         .optimizers()
         .into_iter()
         .find(|p| p.name == optimizer)
-        .ok_or_else(|| format!("choose an optimizer (not {optimizer:?})"))?;
+        .ok_or_else(|| LaunchError::NoOptimizer(optimizer.to_owned()))?;
     let spec = run_spec(app, used, &plugin, fields)?;
     let variants = variants(fields.get("variants").map_or("", String::as_str), spec.seed)?;
     if variants.is_empty() {
-        let run = runs.start(spec).await.map_err(|e| e.to_string())?;
+        let run = runs.start(spec).await?;
         Ok(Started::One(run.id))
     } else {
-        runs.batch_start(spec, variants)
-            .await
-            .map_err(|e| e.to_string())?;
+        runs.batch_start(spec, variants).await?;
         Ok(Started::Batch)
     }
 }
 
-fn number<T: std::str::FromStr>(fields: &Fields, name: &str, default: T) -> Result<T, String> {
+fn number<T: std::str::FromStr>(fields: &Fields, name: &str, default: T) -> Result<T, LaunchError> {
     match field(fields, name) {
         "" => Ok(default),
-        text => text
-            .parse()
-            .map_err(|_| format!("{name}: {text:?} is not a number")),
+        text => text.parse().map_err(|_| LaunchError::NotANumber {
+            field: name.to_owned(),
+            text: text.to_owned(),
+        }),
     }
 }
 
@@ -155,14 +192,17 @@ fn robot_and_problem(
     app: &App,
     used: &[UsedRobot],
     fields: &Fields,
-) -> Result<(RobotSource, String, Problem), String> {
+) -> Result<(RobotSource, String, Problem), LaunchError> {
     let world = field(fields, "world_xml");
     if !world.trim().is_empty() {
-        let own = app.options.own_robot.as_ref().ok_or(
-            "this dashboard cannot read robot files: start it from yamor run or yamor organizer",
-        )?;
+        let own = app
+            .options
+            .own_robot
+            .as_ref()
+            .ok_or(LaunchError::NoRobotFiles)?;
         let optimize = Some(field(fields, "optimize_xml")).filter(|t| !t.trim().is_empty());
-        let (morphology, problem) = own(world, field(fields, "gait_xml"), optimize)?;
+        let (morphology, problem) =
+            own(world, field(fields, "gait_xml"), optimize).map_err(LaunchError::OwnRobot)?;
         let name = match field(fields, "robot_name").trim() {
             "" => "uploaded",
             name => name,
@@ -178,7 +218,7 @@ fn robot_and_problem(
         let run = used
             .iter()
             .find(|u| u.run.to_string() == id)
-            .ok_or_else(|| format!("robot: run {id} brought no robot of its own"))?;
+            .ok_or_else(|| LaunchError::NoRobotInRun(id.to_owned()))?;
         return Ok((
             run.robot.clone(),
             run.robot_name.clone(),
@@ -189,11 +229,11 @@ fn robot_and_problem(
         .options
         .problem_for_robot
         .as_ref()
-        .ok_or("this organizer knows no robots: give parameters")?;
+        .ok_or(LaunchError::NoRobots)?;
     Ok((
         RobotSource::Example(robot.to_owned()),
         robot.to_owned(),
-        Problem::OptimizationXml(problem_for(robot)?),
+        Problem::OptimizationXml(problem_for(robot).map_err(LaunchError::RobotProblem)?),
     ))
 }
 
@@ -202,7 +242,7 @@ fn run_spec(
     used: &[UsedRobot],
     plugin: &PluginInfo,
     fields: &Fields,
-) -> Result<RunSpec, String> {
+) -> Result<RunSpec, LaunchError> {
     let params = field(fields, "params");
     let robot_run = params.is_empty();
     let mut robot = RobotSource::Default;
@@ -218,8 +258,7 @@ fn run_spec(
                 .lines()
                 .filter(|l| !l.trim().is_empty())
                 .map(|l| l.trim().parse::<ParameterBound>())
-                .collect::<Result<_, _>>()
-                .map_err(|e| format!("parameters: {e}"))?,
+                .collect::<Result<_, _>>()?,
         )
     };
     let seed = number(fields, "seed", 1)?;
@@ -242,12 +281,10 @@ fn run_spec(
         backend: match field(fields, "on") {
             // Scripts may leave it out.
             "" | "any" => None,
-            other => Some(BackendKind::from_short(other).ok_or_else(|| {
-                format!(
-                    "hosts: {other:?} is not a host kind; choose one of {}",
-                    HOST_KINDS.join(", ")
-                )
-            })?),
+            other => Some(
+                BackendKind::from_short(other)
+                    .ok_or_else(|| LaunchError::HostKind(other.to_owned()))?,
+            ),
         },
         max_evaluations: number(
             fields,
@@ -292,7 +329,7 @@ fn form_default(optimizer: &str, setting: &SettingSpec) -> String {
 
 /// One variant per non-empty line `name=value, name=value`; seeds count up
 /// from `seed`.
-fn variants(text: &str, seed: u64) -> Result<Vec<RunVariant>, String> {
+fn variants(text: &str, seed: u64) -> Result<Vec<RunVariant>, LaunchError> {
     // The cap on their number is `Runs::batch_start`'s, as for gRPC.
     let lines: Vec<&str> = text
         .lines()
@@ -305,8 +342,10 @@ fn variants(text: &str, seed: u64) -> Result<Vec<RunVariant>, String> {
         .zip(seeds)
         .enumerate()
         .map(|(i, (line, seed))| {
-            let settings =
-                parse_setting_list(line).map_err(|e| format!("variant {}: {e}", i + 1))?;
+            let settings = parse_setting_list(line).map_err(|source| LaunchError::Variant {
+                number: i + 1,
+                source,
+            })?;
             Ok(RunVariant {
                 name: String::new(),
                 settings,

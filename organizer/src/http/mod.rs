@@ -74,16 +74,21 @@ use crate::Organizer;
 use crate::model::{Job, Run};
 use crate::runs::Runs;
 
+/// Why a callback the dashboard was given ([`ProblemForRobot`],
+/// [`OwnRobot`], [`Replayer`]) cannot answer: each embedder has its own
+/// error type, and the dashboard only shows the message.
+pub type CallbackError = Box<dyn std::error::Error + Send + Sync>;
+
 /// The default optimization problem of a named robot (its yamorconfig
 /// XML), or why there is none.
-pub type ProblemForRobot = Arc<dyn Fn(&str) -> Result<String, String> + Send + Sync>;
+pub type ProblemForRobot = Arc<dyn Fn(&str) -> Result<String, CallbackError> + Send + Sync>;
 
 /// Reads a user's robot as the start form uploads it (world.xml, gait.xml
 /// and perhaps optimize.xml): checks that they fit together and answers
 /// the morphology and the run's problem (optimize.xml, or one over the
 /// gait's amplitudes, offsets and phase lags), or why not.
 pub type OwnRobot =
-    Arc<dyn Fn(&str, &str, Option<&str>) -> Result<(String, String), String> + Send + Sync>;
+    Arc<dyn Fn(&str, &str, Option<&str>) -> Result<(String, String), CallbackError> + Send + Sync>;
 
 /// How the dashboard is served.
 #[derive(Clone)]

@@ -12,7 +12,7 @@ use axum::response::{Html, IntoResponse, Response};
 
 use maud::{PreEscaped, html};
 
-use super::{App, PageError, internal, page};
+use super::{App, CallbackError, PageError, internal, page};
 use crate::model::Job;
 use yamor_core::evaluation::Outcome;
 
@@ -22,7 +22,7 @@ pub use yamor_core::family::Recording;
 
 /// Walks a job again and records it; `Err` says why it cannot (a job of
 /// a host's own robot, an expression). Runs on a blocking thread.
-pub type Replayer = Arc<dyn Fn(&Job) -> Result<Recording, String> + Send + Sync>;
+pub type Replayer = Arc<dyn Fn(&Job) -> Result<Recording, CallbackError> + Send + Sync>;
 
 async fn record(app: &App, id: u64) -> Result<Recording, PageError> {
     let replayer = app.options.replay.clone().ok_or_else(|| {
@@ -40,7 +40,7 @@ async fn record(app: &App, id: u64) -> Result<Recording, PageError> {
     let mut recording = tokio::task::spawn_blocking(move || replayer(&job))
         .await
         .map_err(internal)?
-        .map_err(|why| PageError(StatusCode::UNPROCESSABLE_ENTITY, why))?;
+        .map_err(|why| PageError(StatusCode::UNPROCESSABLE_ENTITY, why.to_string()))?;
     recording.recorded_velocity = recorded_velocity;
     Ok(recording)
 }

@@ -31,7 +31,7 @@ mod naming;
 mod prepare;
 
 pub use early_stop::{EARLY_STOP_AFTER, EARLY_STOP_WINDOW};
-pub use prepare::check_run;
+pub use prepare::{PrepareError, check_run};
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -61,9 +61,9 @@ pub const MAX_BATCH_VARIANTS: usize = 256;
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
     #[error("stored {0}")]
-    StoredSettings(String),
-    #[error("{0}")]
-    Invalid(String),
+    StoredSettings(PrepareError),
+    #[error(transparent)]
+    Invalid(#[from] PrepareError),
     #[error("{0}")]
     Optimizer(String),
     #[error(
@@ -206,7 +206,7 @@ impl Runs {
         self.plugins.iter().map(|p| p.info()).collect()
     }
 
-    fn resolve_settings(&self, spec: &RunSpec) -> Result<Settings, String> {
+    fn resolve_settings(&self, spec: &RunSpec) -> Result<Settings, PrepareError> {
         resolve_settings(&self.plugins, spec)
     }
 
@@ -217,7 +217,7 @@ impl Runs {
             .map_err(|e| ScheduleError::Invalid(e.to_string()))?;
         let settings = self
             .resolve_settings(&spec)
-            .map_err(ScheduleError::Invalid)?;
+            .map_err(|e| ScheduleError::Invalid(e.to_string()))?;
         self.start_resolved(spec, settings).await
     }
 
@@ -226,7 +226,8 @@ impl Runs {
         mut spec: RunSpec,
         settings: Settings,
     ) -> Result<Run, ScheduleError> {
-        let prepared = checked(&self.plugins, &spec, &settings).map_err(ScheduleError::Invalid)?;
+        let prepared = checked(&self.plugins, &spec, &settings)
+            .map_err(|e| ScheduleError::Invalid(e.to_string()))?;
         // A run nobody can serve would wait forever without a word.
         let served = self
             .scheduler
@@ -372,7 +373,7 @@ impl Runs {
                 .map_err(|e| ScheduleError::Invalid(format!("variants[{index}]: {e}")))?;
             specs.push((r, settings));
         }
-        prepare(&base).map_err(ScheduleError::Invalid)?;
+        prepare(&base).map_err(|e| ScheduleError::Invalid(e.to_string()))?;
         let mut runs = Vec::new();
         for (r, settings) in specs {
             runs.push(self.start_resolved(r, settings).await?);
@@ -398,7 +399,7 @@ impl Runs {
             .read_async(move |s| s.run(id))
             .await?
             .ok_or_else(|| ScheduleError::NotFound(format!("run {id} does not exist")))?;
-        let prepared = prepare(&row.spec).map_err(ScheduleError::Invalid)?;
+        let prepared = prepare(&row.spec).map_err(|e| ScheduleError::Invalid(e.to_string()))?;
         Ok(prepared.space.bounds)
     }
 

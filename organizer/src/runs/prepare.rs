@@ -5,11 +5,54 @@
 
 use std::sync::Arc;
 
+use yamor_core::XmlError;
+use yamor_core::evaluation::SpecError;
 use yamor_core::evaluation::{BackendKind, EvaluationJob, Objective};
-use yamor_core::optimize::OptimizationConfig;
-use yamor_optimizer_api::{Bound, Plugin, Settings, Space};
+use yamor_core::optimize::{ApplyError, OptimizationConfig};
+use yamor_optimizer_api::{Bound, Plugin, Settings, SettingsError, Space, SpaceError};
 
-use crate::model::{JobRequest, Problem, RunSpec};
+use crate::model::{HeldOutError, JobRequest, JobRequestError, Problem, RunSpec};
+
+/// Why a run cannot start (or resume): its problem, objective, budget,
+/// optimizer or settings. The messages name the field at fault.
+#[derive(Debug, thiserror::Error)]
+pub enum PrepareError {
+    #[error(transparent)]
+    Problem(#[from] XmlError),
+    #[error("optimization_xml: no <optimize param min max> rule, nothing to optimize")]
+    NothingToOptimize,
+    /// The problem's bounds or start; `field` is `optimization_xml` or `space`.
+    #[error("{field}: {source}")]
+    Space {
+        field: &'static str,
+        source: SpaceError,
+    },
+    #[error(
+        "a run over bare parameters must name its objective: an expression (expr:<text>) or an external objective's name"
+    )]
+    NoObjective,
+    #[error("optimization_xml describes a gait, but the objective is {0}")]
+    ObjectiveOfGait(Objective),
+    #[error("objective: expr: needs an expression, e.g. expr:-(x*x + y*y)")]
+    EmptyExpression,
+    #[error("max_turn_deg_s must be a positive number of degrees per second, got {0}")]
+    MaxTurn(f64),
+    #[error(transparent)]
+    HeldOut(#[from] HeldOutError),
+    #[error("max_seconds must be non-negative, got {0}")]
+    MaxSeconds(f64),
+    /// A point of the space that makes no gait.
+    #[error(transparent)]
+    Gait(#[from] ApplyError),
+    #[error(transparent)]
+    Job(#[from] JobRequestError),
+    #[error(transparent)]
+    Spec(#[from] SpecError),
+    #[error("optimizer: unknown {name:?}; known: {}", .known.join(", "))]
+    UnknownOptimizer { name: String, known: Vec<String> },
+    #[error("settings: {0}")]
+    Settings(#[from] SettingsError),
+}
 
 /// How a point of the space becomes a job.
 pub(super) enum Blueprint {
@@ -37,11 +80,11 @@ impl Prepared {
     }
 
     /// The job that evaluates `x`, or why `x` cannot be turned into one.
-    pub(super) fn job_for(&self, x: &[f64]) -> Result<JobRequest, String> {
+    pub(super) fn job_for(&self, x: &[f64]) -> Result<JobRequest, PrepareError> {
         let mut request = self.template.clone();
         request.job.parameters = self.parameters(x);
         if let Blueprint::Gait(config) = &self.blueprint {
-            request.job.gait = Some(config.apply(x).map_err(|e| e.to_string())?);
+            request.job.gait = Some(config.apply(x)?);
         }
         Ok(request)
     }
@@ -57,17 +100,13 @@ impl Prepared {
     }
 }
 
-pub(super) fn prepare(spec: &RunSpec) -> Result<Prepared, String> {
+pub(super) fn prepare(spec: &RunSpec) -> Result<Prepared, PrepareError> {
     let (blueprint, space) = match &spec.problem {
         Problem::OptimizationXml(xml) => {
-            let config = OptimizationConfig::from_xml_str("optimization_xml", xml)
-                .map_err(|e| e.to_string())?;
+            let config = OptimizationConfig::from_xml_str("optimization_xml", xml)?;
             let free = config.free_parameters();
             if free.is_empty() {
-                return Err(
-                    "optimization_xml: no <optimize param min max> rule, nothing to optimize"
-                        .into(),
-                );
+                return Err(PrepareError::NothingToOptimize);
             }
             let bounds = free
                 .iter()
@@ -79,7 +118,10 @@ pub(super) fn prepare(spec: &RunSpec) -> Result<Prepared, String> {
                 })
                 .collect();
             let start = free.iter().map(|p| p.start).collect();
-            let space = Space::new(bounds, start).map_err(|e| format!("optimization_xml: {e}"))?;
+            let space = Space::new(bounds, start).map_err(|source| PrepareError::Space {
+                field: "optimization_xml",
+                source,
+            })?;
             (Blueprint::Gait(Box::new(config)), space)
         }
         Problem::Space(bounds) => {
@@ -88,7 +130,10 @@ pub(super) fn prepare(spec: &RunSpec) -> Result<Prepared, String> {
                 .iter()
                 .map(|b| Bound::new(b.name.clone(), b.min, b.max))
                 .collect();
-            let space = Space::new(bounds, start).map_err(|e| format!("space: {e}"))?;
+            let space = Space::new(bounds, start).map_err(|source| PrepareError::Space {
+                field: "space",
+                source,
+            })?;
             (Blueprint::Bare, space)
         }
     };
@@ -101,31 +146,21 @@ pub(super) fn prepare(spec: &RunSpec) -> Result<Prepared, String> {
     };
     match (&blueprint, &spec.objective) {
         (Blueprint::Bare, Objective::Gait) => {
-            return Err(
-                "a run over bare parameters must name its objective: an expression (expr:<text>) or an external objective's name"
-                    .into(),
-            );
+            return Err(PrepareError::NoObjective);
         }
         (Blueprint::Gait(_), objective @ (Objective::Expression(_) | Objective::Named(_))) => {
-            return Err(format!(
-                "optimization_xml describes a gait, but the objective is {objective}"
-            ));
+            return Err(PrepareError::ObjectiveOfGait(objective.clone()));
         }
         _ => {}
     }
     if let Some(max) = spec.max_turn_deg_s
         && !(max.is_finite() && max > 0.0)
     {
-        return Err(format!(
-            "max_turn_deg_s must be a positive number of degrees per second, got {max}"
-        ));
+        return Err(PrepareError::MaxTurn(max));
     }
     spec.held_out.check()?;
     if !spec.max_seconds.is_finite() || spec.max_seconds < 0.0 {
-        return Err(format!(
-            "max_seconds must be non-negative, got {}",
-            spec.max_seconds
-        ));
+        return Err(PrepareError::MaxSeconds(spec.max_seconds));
     }
     let template = JobRequest {
         job: EvaluationJob {
@@ -154,13 +189,13 @@ pub(super) fn prepare(spec: &RunSpec) -> Result<Prepared, String> {
 pub(super) fn plugin<'a>(
     plugins: &'a [Arc<dyn Plugin>],
     name: &str,
-) -> Result<&'a Arc<dyn Plugin>, String> {
+) -> Result<&'a Arc<dyn Plugin>, PrepareError> {
     plugins
         .iter()
         .find(|p| p.info().name == name)
-        .ok_or_else(|| {
-            let known: Vec<String> = plugins.iter().map(|p| p.info().name).collect();
-            format!("optimizer: unknown {name:?}; known: {}", known.join(", "))
+        .ok_or_else(|| PrepareError::UnknownOptimizer {
+            name: name.to_owned(),
+            known: plugins.iter().map(|p| p.info().name).collect(),
         })
 }
 
@@ -172,7 +207,7 @@ pub(super) fn plugin<'a>(
 pub(super) fn resolve_settings(
     plugins: &[Arc<dyn Plugin>],
     spec: &RunSpec,
-) -> Result<Settings, String> {
+) -> Result<Settings, PrepareError> {
     let plugin = plugin(plugins, &spec.optimizer)?;
     let mut given = spec.settings.clone();
     if matches!(spec.problem, Problem::OptimizationXml(_)) {
@@ -182,7 +217,7 @@ pub(super) fn resolve_settings(
         &plugin.info().settings,
         given.iter().map(|(k, v)| (k.as_str(), v.as_str())),
     )
-    .map_err(|e| format!("settings: {e}"))
+    .map_err(PrepareError::Settings)
 }
 
 /// What a run is checked for before anything of it is stored: its
@@ -192,22 +227,25 @@ pub(super) fn checked(
     plugins: &[Arc<dyn Plugin>],
     spec: &RunSpec,
     settings: &Settings,
-) -> Result<Prepared, String> {
+) -> Result<Prepared, PrepareError> {
     if spec.objective == Objective::Expression(String::new()) {
-        return Err("objective: expr: needs an expression, e.g. expr:-(x*x + y*y)".into());
+        return Err(PrepareError::EmptyExpression);
     }
     let prepared = prepare(spec)?;
     // Creating the optimizer validates the settings against the space.
-    plugin(plugins, &spec.optimizer)?
-        .create(&prepared.space, settings, spec.seed, budget_of(spec))
-        .map_err(|e| format!("settings: {e}"))?;
+    plugin(plugins, &spec.optimizer)?.create(
+        &prepared.space,
+        settings,
+        spec.seed,
+        budget_of(spec),
+    )?;
     Ok(prepared)
 }
 
 /// Everything [`Runs::start`](super::Runs::start) checks of `spec` that needs neither a
 /// database nor hosts: a local run checks it before it writes anything.
-pub fn check_run(plugins: &[Arc<dyn Plugin>], spec: &RunSpec) -> Result<(), String> {
-    spec.spec.check().map_err(|e| e.to_string())?;
+pub fn check_run(plugins: &[Arc<dyn Plugin>], spec: &RunSpec) -> Result<(), PrepareError> {
+    spec.spec.check()?;
     let settings = resolve_settings(plugins, spec)?;
     checked(plugins, spec, &settings).map(drop)
 }

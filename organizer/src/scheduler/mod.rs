@@ -48,6 +48,7 @@ use crate::metrics::Metrics;
 use crate::model::now_ms;
 use crate::model::{Host, HostInfo, HostState, Job, JobFilter, JobRequest, JobState};
 use crate::store::{Store, Write};
+use yamor_proto::transport::TransportError;
 
 /// A boxed future that may move between threads.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -95,7 +96,7 @@ pub trait HostClient: Send + Sync {
 
 /// Makes a [`HostClient`] for an address.
 pub trait HostConnector: Send + Sync {
-    fn connect(&self, address: &str) -> Result<Arc<dyn HostClient>, String>;
+    fn connect(&self, address: &str) -> Result<Arc<dyn HostClient>, TransportError>;
 }
 
 /// Timing and retry policy.
@@ -172,6 +173,8 @@ pub struct Completion {
     pub seq: u64,
     /// The order in which the run must learn results (persisted with them).
     pub tell_seq: u64,
+    /// The error is the host's message, stored with the job and shown:
+    /// data, not an error to match on.
     pub outcome: Result<Outcome, String>,
 }
 
@@ -266,7 +269,7 @@ impl Scheduler {
         for row in store.hosts()? {
             let client = connector
                 .connect(&row.address)
-                .map_err(ScheduleError::Invalid)?;
+                .map_err(|e| ScheduleError::Invalid(e.to_string()))?;
             core.hosts.insert(
                 row.id,
                 HostEntry {

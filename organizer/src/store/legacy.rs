@@ -59,6 +59,7 @@ fn typed(text: &str, walked_a_gait: bool) -> Result<Outcome, String> {
 /// Rewrites every stored result as its kind and names the fitness column
 /// for what it holds. Results already typed (a version-0 file migrates
 /// straight to today's form) are left as they are.
+// The text becomes `StoreError::Migration { why }`: a String is all it needs.
 pub(super) fn type_outcomes(tx: &Transaction<'_>) -> Result<(), String> {
     let sql = |e: rusqlite::Error| e.to_string();
     let has_velocity: bool = tx

@@ -67,6 +67,7 @@ fn run_state(n: i32) -> Result<RunState, String> {
 /// Moves the old tables aside, creates the tables of `schema` (today's,
 /// handed in by the caller that owns it) and copies every row over,
 /// decoding each blob once. Hosts and gaits keep their layout.
+// The text becomes `StoreError::Migration { why }`, like every helper here.
 pub(super) fn migrate(tx: &Transaction<'_>, schema: &str) -> Result<(), String> {
     let sql = |e: rusqlite::Error| e.to_string();
     tx.execute_batch(

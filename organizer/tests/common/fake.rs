@@ -151,7 +151,10 @@ impl FakeNet {
 }
 
 impl HostConnector for FakeNet {
-    fn connect(&self, address: &str) -> Result<Arc<dyn HostClient>, String> {
+    fn connect(
+        &self,
+        address: &str,
+    ) -> Result<Arc<dyn HostClient>, yamor_proto::transport::TransportError> {
         Ok(self.host(address))
     }
 }
