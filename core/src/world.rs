@@ -282,6 +282,75 @@ impl WorldDistribution {
     }
 }
 
+/// The world distributions a run can learn over, by name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Worlds {
+    /// One world, the host's own: the thesis' protocol, for its figures.
+    #[default]
+    Single,
+    /// [`WorldDistribution::robust`].
+    Robust,
+}
+
+impl Worlds {
+    pub const ALL: [Worlds; 2] = [Worlds::Single, Worlds::Robust];
+
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            Worlds::Single => "single",
+            Worlds::Robust => "robust",
+        }
+    }
+
+    /// The worlds named `text` (`""` is the single world).
+    #[must_use]
+    pub fn parse(text: &str) -> Option<Self> {
+        if text.is_empty() {
+            return Some(Worlds::Single);
+        }
+        Self::ALL.into_iter().find(|w| w.name() == text)
+    }
+
+    /// What is drawn from; `None` for the single world (nothing is).
+    #[must_use]
+    pub fn distribution(self) -> Option<WorldDistribution> {
+        match self {
+            Worlds::Single => None,
+            Worlds::Robust => Some(WorldDistribution::robust()),
+        }
+    }
+}
+
+/// A world distribution nobody knows by that name.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown worlds {0:?} (known: single, robust)")]
+pub struct UnknownWorlds(pub String);
+
+impl std::str::FromStr for Worlds {
+    type Err = UnknownWorlds;
+
+    fn from_str(text: &str) -> Result<Self, UnknownWorlds> {
+        Worlds::parse(text).ok_or_else(|| UnknownWorlds(text.to_owned()))
+    }
+}
+
+impl std::fmt::Display for Worlds {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The world the `proposal`-th candidate of the run seeded `run_seed`
+/// walks in is drawn from this seed: a stream of its own beside the starts'
+/// ([`crate::starts::candidate_seed`]), never a held-out seed, so the
+/// worlds a run learns in are never the ones its answer is judged in.
+#[must_use]
+pub fn candidate_world_seed(run_seed: u64, proposal: u64) -> u64 {
+    crate::starts::candidate_seed(run_seed ^ 0x776f_726c_6473, proposal)
+}
+
 /// The position source's error: Gaussian, independent per sample, drawn
 /// from the walk's own stream so that the walk re-walks to the bit.
 pub struct PositionNoise {

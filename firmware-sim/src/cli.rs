@@ -114,7 +114,7 @@ pub struct WalkArgs {
     /// Write the trajectory of the central module (of the first start) to this CSV file.
     #[arg(long)]
     csv: Option<PathBuf>,
-    /// Also walk in N held-out worlds drawn from the robust world distribution (both engines, friction, masses, servo torque, speed, lag and play, camera noise; docs/worlds.md): every start in every world, reported per engine with the 10th percentile over worlds.
+    /// Walk in N held-out worlds drawn from the robust world distribution (both engines, friction, masses, servo torque, speed, lag and play, camera noise; docs/worlds.md), world k from held-out starts k, k+1, … (--starts of them; with --starts 1, the walks of a `--worlds robust` run's held-out re-walk), reported per engine with the 10th percentile over worlds.
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=i64::from(MAX_HELD_OUT)))]
     worlds: Option<u32>,
     /// Walk in the one world the robust distribution draws from this seed (as a run recorded it), instead of the nominal world.
@@ -298,11 +298,16 @@ fn walk_worlds(
     starts: u32,
 ) -> Result<(), CliError> {
     let distribution = WorldDistribution::robust();
-    let seeds: Vec<u64> = starts::held_out_seeds(starts).collect();
     let started = std::time::Instant::now();
     let mut means: Vec<(String, f64)> = Vec::new();
     let mut simulated = 0.0;
-    for world_seed in starts::held_out_seeds(worlds) {
+    for (k, world_seed) in starts::held_out_seeds(worlds).enumerate() {
+        // World k from held-out starts k, k + 1, …: with one start each,
+        // exactly the walks of a run's held-out re-walk in held-out worlds.
+        let seeds: Vec<u64> =
+            starts::held_out_seeds((k as u32).saturating_add(starts).min(MAX_HELD_OUT))
+                .skip(k)
+                .collect();
         let (world, friction) = distribution.draw(world_seed);
         let spec = EvaluationSpec {
             world: world.clone(),
@@ -349,7 +354,7 @@ fn walk_worlds(
     let wall = started.elapsed().as_secs_f64();
     say!(
         "{} walks in {wall:.1} s wall: {:.0}x real time",
-        all.len() * seeds.len(),
+        all.len() * starts as usize,
         simulated / wall.max(1e-9)
     );
     Ok(())

@@ -47,6 +47,7 @@ pub fn run_spec_on(options: &RunOptions, robot: &RunRobot, budget: u64) -> Resul
         held_out: HeldOut::asked(options.finalists, options.held_out, &problem, options.on),
         max_turn_deg_s: options.max_turn,
         early_stop: options.early_stop,
+        worlds: options.worlds,
         ..RunSpec::new(options.optimizer.clone(), problem)
     };
     crate::check_walk(&spec.spec)?;

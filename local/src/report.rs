@@ -5,6 +5,7 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use plotters::prelude::*;
+use yamor_core::world::Worlds;
 use yamor_organizer::Organizer;
 use yamor_organizer::model::Run;
 
@@ -50,6 +51,8 @@ pub struct Walks<'a> {
     pub robot: &'a str,
     pub warmup: f64,
     pub measure: f64,
+    /// The worlds the run walked in.
+    pub worlds: yamor_core::world::Worlds,
 }
 
 impl Walks<'_> {
@@ -62,13 +65,18 @@ impl Walks<'_> {
             .of_example(self.robot)
             .or_else(|| families.iter().next())
             .expect("the built-in families are never empty");
-        family.walk_command(
-            self.robot,
-            &gait.display().to_string(),
-            starts,
-            self.warmup,
-            self.measure,
-        )
+        let gait = gait.display().to_string();
+        match self.worlds {
+            Worlds::Single => {
+                family.walk_command(self.robot, &gait, starts, self.warmup, self.measure)
+            }
+            // Held-out start k in held-out world k, as the re-walk paired
+            // them (a world's engine overrides the command's).
+            Worlds::Robust => format!(
+                "{} --worlds {starts}",
+                family.walk_command(self.robot, &gait, 1, self.warmup, self.measure)
+            ),
+        }
     }
 }
 
@@ -125,6 +133,14 @@ pub fn write_outputs(
                 "the gait as given walks {} over the same starts",
                 reference.cm_s()
             );
+        }
+        if walks.worlds != Worlds::Single {
+            let held_out = organizer.scheduler.store().held_out_jobs(run.id)?;
+            for (engine, spread) in
+                yamor_organizer::runs::held_out_by_engine(&held_out, &run.best_parameters)
+            {
+                eprintln!("  on {engine}: {} in held-out worlds", spread.cm_s());
+            }
         }
         if let Some(spread) = run.held_out {
             eprintln!("re-walk it: {}", walks.command(&path, spread.n));

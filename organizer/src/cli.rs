@@ -197,6 +197,9 @@ pub struct RunOptions {
     /// quarter was at that point ends there (told as its velocity so far).
     #[arg(long)]
     pub early_stop: bool,
+    /// The worlds walks are drawn from: `single` (the host's own world, the thesis' protocol) or `robust` (both engines, friction, masses, servo torque, speed, lag and play, camera noise; every walk's world recorded, the held-out re-walk in held-out worlds; docs/worlds.md).
+    #[arg(long, default_value_t)]
+    pub worlds: yamor_core::world::Worlds,
 }
 
 /// `--on`'s values: the kinds' short names.

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use yamor_core::evaluation::{BackendKind, Objective};
 use yamor_core::starts::Spread;
+use yamor_core::world::{UnknownWorlds, Worlds};
 use yamor_optimizer_api::{PluginInfo, SettingKind, SettingSpec, SettingValue};
 use yamor_proto::evaluation::{
     evaluation_job, evaluation_job_to_pb, outcome_to_pb, parameters_to_pb, robot, spec,
@@ -28,6 +29,8 @@ pub enum ConvertError {
     UnknownValue { field: &'static str, value: i32 },
     #[error("{0}: missing")]
     Missing(&'static str),
+    #[error("worlds: {0}")]
+    Worlds(#[from] UnknownWorlds),
     #[error("timeout_s must be a non-negative number, got {0}")]
     BadTimeout(f64),
     #[error("problem: give optimization_xml or space")]
@@ -277,6 +280,7 @@ pub fn run_spec(request: pb::StartRunRequest) -> Result<RunSpec, ConvertError> {
         held_out,
         max_turn_deg_s: request.max_turn_deg_s,
         early_stop: request.early_stop,
+        worlds: request.worlds.parse()?,
     })
 }
 
@@ -452,6 +456,10 @@ pub fn run_spec_to_pb(spec: &RunSpec) -> pb::StartRunRequest {
         fixed_start: spec.starts == Starts::Fixed,
         max_turn_deg_s: spec.max_turn_deg_s,
         early_stop: spec.early_stop,
+        worlds: match spec.worlds {
+            Worlds::Single => String::new(),
+            other => other.name().to_owned(),
+        },
         held_out_candidates: Some(spec.held_out.candidates),
         held_out_starts: Some(spec.held_out.starts),
     }

@@ -12,6 +12,7 @@ use yamor_core::evaluation::{
     BackendKind, EvaluationJob, EvaluationSpec, Objective, Outcome, RobotSource, Walk,
 };
 use yamor_core::plan::LatticePlan;
+use yamor_core::world::Worlds;
 use yamor_optimizer_api::SettingsError;
 
 /// Where a job is in its life.
@@ -349,6 +350,9 @@ pub struct RunSpec {
     /// run's complete walks). Off for the thesis' figures and by default.
     #[serde(default)]
     pub early_stop: bool,
+    /// The worlds walks are drawn from (`Single`: the host's own).
+    #[serde(default)]
+    pub worlds: Worlds,
 }
 
 /// The first eight hex digits of a morphology document's FNV-1a hash:
@@ -585,6 +589,7 @@ impl RunSpec {
             held_out: HeldOut::default_for(&problem, None),
             max_turn_deg_s: None,
             early_stop: false,
+            worlds: Worlds::Single,
             problem,
         }
     }

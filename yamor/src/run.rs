@@ -116,6 +116,7 @@ pub async fn run(args: RunArgs) -> Result<Option<i32>> {
         robot: &args.robot,
         warmup: args.spec.warmup,
         measure: args.spec.measure,
+        worlds: args.spec.worlds,
     };
     write_outputs(&organizer, &final_run, &out, walks)?;
     eprintln!("outputs in {}", out.display());

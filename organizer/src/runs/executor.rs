@@ -9,6 +9,7 @@ use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
 use yamor_core::evaluation::{CHECKPOINT_FRACTIONS, Outcome};
 use yamor_core::starts::candidate_seed;
+use yamor_core::world::candidate_world_seed;
 use yamor_optimizer_api::{Fitness, Optimizer, Settings, Step};
 
 use super::early_stop::early_stop_bounds;
@@ -253,6 +254,11 @@ impl Executor<'_> {
                 let mut job = self.prepared.job_for(&c.x).map_err(RunError::Invalid)?;
                 if self.spec.starts == Starts::Fresh {
                     job.job.spec.seed = candidate_seed(self.spec.seed, seq);
+                }
+                if let Some(worlds) = self.spec.worlds.distribution() {
+                    let (world, friction) = worlds.draw(candidate_world_seed(self.spec.seed, seq));
+                    job.job.spec.world = world;
+                    job.job.spec.ground_friction = friction;
                 }
                 job.job.spec.early_stop.clone_from(&early_stop);
                 fresh.push((seq, c.tag, c.x, job));

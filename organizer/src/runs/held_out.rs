@@ -12,7 +12,7 @@ use yamor_core::starts::{Spread, held_out_seeds};
 use super::executor::Executor;
 use super::prepare::Blueprint;
 use super::{RunError, Runs};
-use crate::model::{HELD_OUT_SEQ, JobState, REFERENCE_SEQ, Recommendation, ranked};
+use crate::model::{HELD_OUT_SEQ, Job, JobState, REFERENCE_SEQ, Recommendation, ranked};
 use crate::scheduler::Completion;
 
 impl Executor<'_> {
@@ -97,6 +97,13 @@ impl Executor<'_> {
                     None => {
                         let mut job = self.prepared.job_for(x).map_err(RunError::Invalid)?;
                         job.job.spec.seed = seed;
+                        // Each held-out start in its own held-out world:
+                        // worlds the run never learnt in.
+                        if let Some(worlds) = self.spec.worlds.distribution() {
+                            let (world, friction) = worlds.draw(seed);
+                            job.job.spec.world = world;
+                            job.job.spec.ground_friction = friction;
+                        }
                         fresh.push((seq, job));
                     }
                 }
@@ -173,6 +180,32 @@ impl Executor<'_> {
         tracing::info!(run = self.id, "held-out figure: {}", spread.cm_s());
         Ok(())
     }
+}
+
+/// The held-out walks of the point `parameters` (of a run's held-out
+/// jobs, the reference gait's left out) by the engine each walked on, in
+/// the engines' order: how much of its speed a gait keeps from one engine
+/// to the other, the figure a gait learnt over worlds is judged by. An
+/// engine with a single walk has no spread and is left out.
+#[must_use]
+pub fn held_out_by_engine(jobs: &[Job], parameters: &[(String, f64)]) -> Vec<(String, Spread)> {
+    let mut by_engine: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
+    for job in jobs
+        .iter()
+        .filter(|j| (HELD_OUT_SEQ..REFERENCE_SEQ).contains(&j.seq))
+        .filter(|j| j.request.job.parameters == parameters)
+    {
+        if let Some(walk) = job.walk() {
+            by_engine
+                .entry(walk.engine.as_str())
+                .or_default()
+                .push(walk.velocity);
+        }
+    }
+    by_engine
+        .into_iter()
+        .filter_map(|(engine, v)| Some((engine.to_owned(), Spread::of(&v)?)))
+        .collect()
 }
 
 /// Of a run's held-out re-walks, `(proposal number, (velocity, turn

@@ -31,6 +31,7 @@ mod naming;
 mod prepare;
 
 pub use early_stop::{EARLY_STOP_AFTER, EARLY_STOP_WINDOW};
+pub use held_out::held_out_by_engine;
 pub use prepare::{PrepareError, check_run};
 
 use std::collections::{BTreeMap, HashMap};
