@@ -368,7 +368,7 @@ impl PositionNoise {
             normal: (sigma_m > 0.0)
                 .then(|| rand_distr::Normal::new(0.0, sigma_m).ok())
                 .flatten(),
-            rng: rand_chacha::ChaCha8Rng::seed_from_u64(mix64(seed ^ 0x6e6f_6973_65)),
+            rng: rand_chacha::ChaCha8Rng::seed_from_u64(mix64(seed ^ 0x006e_6f69_7365)),
         }
     }
 
@@ -404,7 +404,10 @@ mod tests {
             assert!((0.0..=0.06).contains(&w.hardware.servo_lag_s));
             for m in 0..9 {
                 let f = w.hardware.mass_factor(m);
-                assert!(f >= 0.85 * 0.9 - 1e-12 && f <= 1.15 * 1.1 + 1e-12, "{f}");
+                assert!(
+                    (0.85 * 0.9 - 1e-12..=1.15 * 1.1 + 1e-12).contains(&f),
+                    "{f}"
+                );
             }
             engines.insert(w.engine.unwrap());
         }
