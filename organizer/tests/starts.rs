@@ -345,3 +345,86 @@ async fn hopeless_walks_stop_early_below_the_best_quarters_pace_and_only_then() 
     let (_, again, _) = early_stop_run("starts-early-again").await;
     assert_eq!(trace, again);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_over_worlds_records_each_walks_world_and_judges_in_held_out_worlds() {
+    use yamor_core::world::{WorldDistribution, Worlds, candidate_world_seed};
+    let organizer = organizer_with_sim_hosts("starts-worlds").await;
+    let mut spec = gait_run(
+        Starts::Fresh,
+        HeldOut {
+            candidates: 2,
+            starts: 4,
+        },
+    );
+    spec.worlds = Worlds::Robust;
+    let run = run_to_end(&organizer, spec).await;
+    assert_eq!(run.state, RunState::Finished, "{}", run.error);
+    let jobs = organizer
+        .scheduler
+        .store()
+        .jobs(&JobFilter {
+            run_id: Some(run.id),
+            ..JobFilter::default()
+        })
+        .unwrap();
+    let robust = WorldDistribution::robust();
+    let mut learnt_in = Vec::new();
+    for job in &jobs {
+        let spec = &job.request.job.spec;
+        // Every walk's world is the one its stream draws, recorded whole.
+        let drawn = if job.seq < HELD_OUT_SEQ {
+            robust.draw(candidate_world_seed(7, job.seq))
+        } else {
+            assert!(is_held_out(spec.seed));
+            // A held-out start in the held-out world of the same seed.
+            robust.draw(spec.seed)
+        };
+        assert_eq!(
+            (spec.world.clone(), spec.ground_friction),
+            drawn,
+            "job {}",
+            job.seq
+        );
+        assert!(!spec.world.is_nominal());
+        let walk = job.walk().expect("done, a walk");
+        assert_eq!(Some(walk.engine.as_str()), spec.world.engine.as_deref());
+        if job.seq < HELD_OUT_SEQ {
+            learnt_in.push(spec.world.clone());
+        }
+    }
+    // No held-out world is one the run learnt in.
+    assert!(
+        jobs.iter()
+            .filter(|j| j.seq >= HELD_OUT_SEQ)
+            .all(|j| !learnt_in.contains(&j.request.job.spec.world))
+    );
+    // A recorded walk re-walks to the bit from its job alone.
+    let job = jobs.iter().find(|j| j.seq == 3).unwrap();
+    let (morphology, _) = yamor_sim::robots::load("quadruped", None).unwrap();
+    let again = yamor_sim::evaluate(
+        &morphology,
+        job.request.job.gait.as_ref().unwrap(),
+        SimSettings::default(),
+        &job.request.job.spec,
+    )
+    .unwrap();
+    assert_eq!(
+        again.velocity.to_bits(),
+        job.walk().unwrap().velocity.to_bits()
+    );
+    // The answer's held-out walks, by engine: each engine's figure comes
+    // from the walks on it, and together they are the answer's walks.
+    let held_out = organizer.scheduler.store().held_out_jobs(run.id).unwrap();
+    let by_engine = yamor_organizer::runs::held_out_by_engine(&held_out, &run.best_parameters);
+    let walked: usize = held_out
+        .iter()
+        .filter(|j| j.seq < REFERENCE_SEQ && j.request.job.parameters == run.best_parameters)
+        .count();
+    assert_eq!(walked, 4);
+    for (engine, spread) in &by_engine {
+        assert!(["articulated", "rapier"].contains(&engine.as_str()));
+        assert!(spread.n >= 1);
+    }
+    assert_eq!(by_engine.iter().map(|(_, s)| s.n).sum::<usize>(), walked);
+}

@@ -185,8 +185,8 @@ impl Executor<'_> {
 /// The held-out walks of the point `parameters` (of a run's held-out
 /// jobs, the reference gait's left out) by the engine each walked on, in
 /// the engines' order: how much of its speed a gait keeps from one engine
-/// to the other, the figure a gait learnt over worlds is judged by. An
-/// engine with a single walk has no spread and is left out.
+/// to the other, the figure a gait learnt over worlds is judged by. Failed
+/// walks are left out; an engine with a single walk has a spread of one.
 #[must_use]
 pub fn held_out_by_engine(jobs: &[Job], parameters: &[(String, f64)]) -> Vec<(String, Spread)> {
     let mut by_engine: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
