@@ -427,4 +427,29 @@ async fn a_run_over_worlds_records_each_walks_world_and_judges_in_held_out_world
         assert!(spread.n >= 1);
     }
     assert_eq!(by_engine.iter().map(|(_, s)| s.n).sum::<usize>(), walked);
+    // The run's page shows each engine's figure. Held-out worlds 0–3 draw
+    // both engines, so both are shown.
+    assert_eq!(by_engine.len(), 2, "{by_engine:?}");
+    use tower::ServiceExt;
+    let page = yamor_organizer::http::router(organizer.clone(), Default::default())
+        .oneshot(
+            axum::http::Request::get(format!("/runs/{}", run.id))
+                .body(axum::body::Body::empty())
+                .unwrap(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(page.status(), 200);
+    let body = axum::body::to_bytes(page.into_body(), 1 << 22)
+        .await
+        .unwrap();
+    let body = String::from_utf8_lossy(&body);
+    let line = body
+        .split("id=\"by-engine\"")
+        .nth(1)
+        .expect("the run page shows the answer by engine");
+    for (engine, spread) in &by_engine {
+        let shown = format!("{engine}</b> {}", spread.cm_s());
+        assert!(line.contains(&shown), "{shown} not in {line}");
+    }
 }

@@ -136,6 +136,19 @@ pub(super) async fn run_page(
         .collect();
     engines.sort_unstable();
     engines.dedup();
+    // The answer in the held-out worlds of each engine (runs over worlds).
+    let by_engine = if engines.len() > 1 && r.held_out.is_some() {
+        let held_out = app
+            .organizer
+            .scheduler
+            .store()
+            .read_async(move |s| s.held_out_jobs(id))
+            .await
+            .map_err(internal)?;
+        crate::runs::held_out_by_engine(&held_out, &r.best_parameters)
+    } else {
+        Vec::new()
+    };
     let body = html! {
         p {
             @if !r.robot.is_empty() { "robot " b #robot { (r.robot) } " · " }
@@ -152,6 +165,15 @@ pub(super) async fn run_page(
                 @if !engines.is_empty() { " · walked by " (engines.join(", ")) }
                 @if let Some(reference) = r.reference {
                     " · the given gait walks " span #reference-value { (reference.cm_s()) } " held out"
+                }
+            }
+        }
+        @if !by_engine.is_empty() {
+            p #by-engine {
+                "the answer in held-out worlds, by engine: "
+                @for (k, (engine, spread)) in by_engine.iter().enumerate() {
+                    @if k > 0 { " · " }
+                    b { (engine) } " " (spread.cm_s())
                 }
             }
         }
