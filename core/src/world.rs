@@ -22,6 +22,11 @@ use crate::starts::mix64;
 pub struct World {
     /// The physics engine (`articulated`, `rapier`); `None`: the host's own.
     pub engine: Option<String>,
+    /// Walk once in each of these engines (same start, same hardware) and
+    /// report their mean: a candidate valued in paired worlds, so that
+    /// what an optimizer compares is gaits, not engine draws. Empty: one
+    /// walk, in `engine`. Not with `engine`.
+    pub engines: Vec<String>,
     /// The robot's bodies and servos as built.
     #[serde(flatten)]
     pub hardware: Hardware,
@@ -111,6 +116,13 @@ impl World {
                 expected,
             })
         };
+        if self.engine.is_some() && !self.engines.is_empty() {
+            return bad(
+                "world.engines",
+                self.engines.len() as f64,
+                "empty when world.engine names one",
+            );
+        }
         let h = &self.hardware;
         for (field, value) in [
             ("world.mass_scale", h.mass_scale),
@@ -178,6 +190,9 @@ impl Range {
 pub struct WorldDistribution {
     /// Engines drawn with equal odds; empty: the host's own.
     pub engines: Vec<String>,
+    /// Every world walks in all of `engines` (a walk each, their mean its
+    /// value) instead of drawing one.
+    pub paired_engines: bool,
     /// Ground friction; `None`: the host's own.
     pub friction: Option<Range>,
     pub mass_scale: Range,
@@ -194,6 +209,7 @@ impl Default for WorldDistribution {
     fn default() -> Self {
         WorldDistribution {
             engines: Vec::new(),
+            paired_engines: false,
             friction: None,
             mass_scale: Range::fixed(1.0),
             mass_spread: 0.0,
@@ -228,6 +244,7 @@ impl WorldDistribution {
     pub fn robust() -> Self {
         WorldDistribution {
             engines: ENGINES.iter().map(|e| (*e).to_owned()).collect(),
+            paired_engines: false,
             friction: Some(Range::new(0.5, 1.1)),
             mass_scale: Range::new(0.85, 1.15),
             mass_spread: 0.1,
@@ -236,6 +253,17 @@ impl WorldDistribution {
             servo_lag_s: Range::new(0.0, 0.06),
             backlash_rad: Range::new(0.0, 3f64.to_radians()),
             position_noise_m: Range::new(0.0, 0.005),
+        }
+    }
+
+    /// [`WorldDistribution::robust`] with every world walked in both
+    /// engines: the robust worlds' value without the luck of the engine
+    /// draw, at two walks a candidate.
+    #[must_use]
+    pub fn paired() -> Self {
+        WorldDistribution {
+            paired_engines: true,
+            ..Self::robust()
         }
     }
 
@@ -254,10 +282,14 @@ impl WorldDistribution {
             state = mix64(state.wrapping_add(0x9e37_79b9_7f4a_7c15));
             unit(state)
         };
-        let engine = (!self.engines.is_empty()).then(|| {
-            let k = ((next() * self.engines.len() as f64) as usize).min(self.engines.len() - 1);
-            self.engines[k].clone()
-        });
+        // Drawn even when paired, so a paired world is the robust world of
+        // the same seed walked in every engine.
+        let engine = (!self.engines.is_empty())
+            .then(|| {
+                let k = ((next() * self.engines.len() as f64) as usize).min(self.engines.len() - 1);
+                self.engines[k].clone()
+            })
+            .filter(|_| !self.paired_engines);
         let friction = self.friction.map(|r| r.draw(next()));
         let mass_seed = (next() * (1u64 << 53) as f64) as u64;
         // Without a spread the seed changes nothing: the nominal world
@@ -275,6 +307,11 @@ impl WorldDistribution {
         };
         let world = World {
             engine,
+            engines: if self.paired_engines {
+                self.engines.clone()
+            } else {
+                Vec::new()
+            },
             hardware,
             position_noise_m: self.position_noise_m.draw(next()),
         };
@@ -291,16 +328,19 @@ pub enum Worlds {
     Single,
     /// [`WorldDistribution::robust`].
     Robust,
+    /// [`WorldDistribution::paired`].
+    Paired,
 }
 
 impl Worlds {
-    pub const ALL: [Worlds; 2] = [Worlds::Single, Worlds::Robust];
+    pub const ALL: [Worlds; 3] = [Worlds::Single, Worlds::Robust, Worlds::Paired];
 
     #[must_use]
     pub fn name(self) -> &'static str {
         match self {
             Worlds::Single => "single",
             Worlds::Robust => "robust",
+            Worlds::Paired => "paired",
         }
     }
 
@@ -319,13 +359,24 @@ impl Worlds {
         match self {
             Worlds::Single => None,
             Worlds::Robust => Some(WorldDistribution::robust()),
+            Worlds::Paired => Some(WorldDistribution::paired()),
+        }
+    }
+
+    /// What an answer's held-out walks are drawn from: the robust worlds,
+    /// one engine a walk, so that each engine's figure is its own.
+    #[must_use]
+    pub fn held_out_distribution(self) -> Option<WorldDistribution> {
+        match self {
+            Worlds::Single => None,
+            Worlds::Robust | Worlds::Paired => Some(WorldDistribution::robust()),
         }
     }
 }
 
 /// A world distribution nobody knows by that name.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown worlds {0:?} (known: single, robust)")]
+#[error("unknown worlds {0:?} (known: single, robust, paired)")]
 pub struct UnknownWorlds(pub String);
 
 impl std::str::FromStr for Worlds {
@@ -412,6 +463,17 @@ mod tests {
             engines.insert(w.engine.unwrap());
         }
         assert_eq!(engines.len(), 2, "both engines are drawn");
+        // Paired worlds walk both engines with the same drawn hardware.
+        let (paired, mu) = WorldDistribution::paired().draw(7);
+        assert_eq!((paired.engine.as_deref(), paired.engines.len()), (None, 2));
+        assert_eq!(paired.hardware, d.draw(7).0.hardware);
+        assert_eq!(mu, d.draw(7).1);
+        paired.check().unwrap();
+        let both = World {
+            engine: Some("rapier".into()),
+            ..paired
+        };
+        assert_eq!(both.check().unwrap_err().field, "world.engines");
         // The single world draws the nominal world every time.
         let (w, mu) = WorldDistribution::default().draw(3);
         assert!(w.is_nominal() && mu.is_none());

@@ -4,6 +4,7 @@
 //! that time span. The spec, the samples, the formula and the outcome are
 //! `yamor_core::evaluation`'s; this module only walks.
 
+use crate::physics::Engine;
 use crate::sim::{SimError, SimSettings, Simulation};
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -90,10 +91,10 @@ pub fn evaluate_cancellable(
 ) -> Result<Walk, SimError> {
     let settings = walk_settings(settings, spec)?;
     let repeats = spec.repeats.max(1);
-    // A mean over several starts is not stopped early: its walks are
-    // already the averaging a stop would cut short.
+    // A mean over several starts or engines is not stopped early: its
+    // walks are already the averaging a stop would cut short.
     let whole;
-    let spec = if repeats > 1 && spec.early_stop.is_some() {
+    let spec = if (repeats > 1 || spec.world.engines.len() > 1) && spec.early_stop.is_some() {
         whole = EvaluationSpec {
             early_stop: None,
             ..spec.clone()
@@ -102,18 +103,50 @@ pub fn evaluate_cancellable(
     } else {
         spec
     };
-    let mut outcome = walk(morphology, gait, settings, spec, cancel, &mut |_| ())?;
-    let mut velocity_sum = outcome.velocity;
-    for k in 1..repeats {
+    // Paired worlds: every repeat walks in each engine, the same start and
+    // hardware in each.
+    let engines: Vec<Engine> = spec
+        .world
+        .engines
+        .iter()
+        .map(|name| name.parse())
+        .collect::<Result<_, _>>()?;
+    let walks: Vec<(u32, Option<Engine>)> = (0..repeats)
+        .flat_map(|k| {
+            let each: Vec<Option<Engine>> = if engines.is_empty() {
+                vec![None]
+            } else {
+                engines.iter().copied().map(Some).collect()
+            };
+            each.into_iter().map(move |e| (k, e))
+        })
+        .collect();
+    let mut outcome: Option<Walk> = None;
+    let mut velocity_sum = 0.0;
+    for &(k, engine) in &walks {
         let mut again = settings;
         again.seed = settings.seed.wrapping_add(u64::from(k));
+        if let Some(engine) = engine {
+            again.engine = engine;
+            again.substeps = None;
+        }
         let other = walk(morphology, gait, again, spec, cancel, &mut |_| ())?;
         velocity_sum += other.velocity;
-        outcome.physics_steps += other.physics_steps;
-        outcome.wall += other.wall;
-        outcome.simulated += other.simulated;
+        match &mut outcome {
+            // The first walk's trajectory stands for all.
+            None => outcome = Some(other),
+            Some(first) => {
+                first.physics_steps += other.physics_steps;
+                first.wall += other.wall;
+                first.simulated += other.simulated;
+            }
+        }
     }
-    outcome.velocity = velocity_sum / f64::from(repeats);
+    let mut outcome = outcome.expect("at least one walk");
+    outcome.velocity = velocity_sum / walks.len() as f64;
+    if engines.len() > 1 {
+        outcome.engine = spec.world.engines.join("+");
+    }
     Ok(outcome)
 }
 
@@ -151,6 +184,13 @@ fn evaluate_starts_on(
             name: "repeats",
             value: f64::from(spec.repeats),
             expected: "1 when walking several starts (one walk per start)",
+        });
+    }
+    if spec.world.engines.len() > 1 {
+        return Err(SimError::OutOfRange {
+            name: "world.engines",
+            value: spec.world.engines.len() as f64,
+            expected: "at most 1 when walking several starts (one walk per start)",
         });
     }
     let settings = walk_settings(settings, spec)?;
@@ -418,6 +458,32 @@ mod tests {
             .map(|(a, b)| (a.x - b.x).abs())
             .fold(0.0, f64::max);
         assert!(off < 0.02, "{off}");
+        // A paired world walks each engine with the same start and
+        // hardware, and its value is their mean.
+        let (paired, _) = WorldDistribution::paired().draw(42);
+        let in_each: Vec<Walk> = ["articulated", "rapier"]
+            .iter()
+            .map(|engine| {
+                walk(&EvaluationSpec {
+                    world: World {
+                        engine: Some((*engine).to_owned()),
+                        engines: Vec::new(),
+                        ..paired.clone()
+                    },
+                    ..nominal.clone()
+                })
+            })
+            .collect();
+        let both = walk(&EvaluationSpec {
+            world: paired,
+            ..nominal.clone()
+        });
+        assert_eq!(
+            both.velocity.to_bits(),
+            ((in_each[0].velocity + in_each[1].velocity) / 2.0).to_bits()
+        );
+        assert_eq!(both.engine, "articulated+rapier");
+        assert_eq!(sample_bits(&both), sample_bits(&in_each[0]));
         // A world no simulator has is refused, naming the field.
         let unknown = EvaluationSpec {
             world: World {

@@ -115,6 +115,7 @@ pub fn stored_spec(spec: Option<pb::EvaluationSpec>) -> Result<EvaluationSpec, C
 fn world(w: pb::World) -> World {
     World {
         engine: (!w.engine.is_empty()).then_some(w.engine),
+        engines: w.engines,
         hardware: Hardware {
             mass_scale: w.mass_scale.unwrap_or(1.0),
             mass_spread: w.mass_spread,
@@ -133,6 +134,7 @@ fn world_to_pb(w: &World) -> Option<pb::World> {
     let h = &w.hardware;
     (!w.is_nominal()).then(|| pb::World {
         engine: w.engine.clone().unwrap_or_default(),
+        engines: w.engines.clone(),
         mass_scale: Some(h.mass_scale),
         mass_spread: h.mass_spread,
         mass_seed: h.mass_seed,

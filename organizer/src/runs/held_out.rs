@@ -99,7 +99,7 @@ impl Executor<'_> {
                         job.job.spec.seed = seed;
                         // Each held-out start in its own held-out world:
                         // worlds the run never learnt in.
-                        if let Some(worlds) = self.spec.worlds.distribution() {
+                        if let Some(worlds) = self.spec.worlds.held_out_distribution() {
                             let (world, friction) = worlds.draw(seed);
                             job.job.spec.world = world;
                             job.job.spec.ground_friction = friction;
