@@ -5,7 +5,7 @@
 //!
 //! All the logic lives in this module and reaches the robot only through a
 //! [`RobotLink`], so the serial robot reuses it unchanged; the simulator's
-//! link is in [`crate::sim`]. A link with a physical world behind it also
+//! link is `yamor_families::yamor::SimLink`. A link with a physical world behind it also
 //! offers a [`Supervisor`] for what only a simulator can do (thesis 5.4.1,
 //! C.2.6, C.2.7).
 //!
