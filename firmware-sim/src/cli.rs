@@ -240,13 +240,7 @@ pub fn walk(args: WalkArgs) -> Result<(), CliError> {
             evaluation.turn_deg_s
         );
     }
-    let velocities: Vec<f64> = walks.iter().map(|w| w.velocity).collect();
-    // A walk that ends nowhere (NaN) has no velocity to summarise.
-    let spread = Spread::of(&velocities).ok_or(SimError::OutOfRange {
-        name: "velocity",
-        value: f64::NAN,
-        expected: "finite on every start",
-    })?;
+    let spread = spread_of(&walks)?;
     // How straight: a fast gait that circles is not what a user asked for.
     let turns: Vec<f64> = walks.iter().map(|w| w.turn_deg_s.abs()).collect();
     say!(
@@ -264,6 +258,17 @@ pub fn walk(args: WalkArgs) -> Result<(), CliError> {
         simulated / wall.max(1e-9),
     );
     Ok(())
+}
+
+/// The walks' velocities summarised. A walk that ends nowhere (NaN) has no
+/// velocity to summarise.
+fn spread_of(walks: &[Walk]) -> Result<Spread, SimError> {
+    let velocities: Vec<f64> = walks.iter().map(|w| w.velocity).collect();
+    Spread::of(&velocities).ok_or(SimError::OutOfRange {
+        name: "velocity",
+        value: f64::NAN,
+        expected: "finite on every start",
+    })
 }
 
 /// One world as a line of text.
@@ -316,12 +321,7 @@ fn walk_worlds(
         };
         let walks = evaluate_starts(morphology, gait, settings, &spec, &seeds)?;
         simulated += walks.iter().map(|w| w.simulated).sum::<f64>();
-        let velocities: Vec<f64> = walks.iter().map(|w| w.velocity).collect();
-        let spread = Spread::of(&velocities).ok_or(SimError::OutOfRange {
-            name: "velocity",
-            value: f64::NAN,
-            expected: "finite on every start",
-        })?;
+        let spread = spread_of(&walks)?;
         say!(
             "world {world_seed}: {} — {}",
             spread.cm_s(),

@@ -33,6 +33,18 @@ async fn organizer_with_sim_hosts(name: &str) -> Organizer {
     organizer
 }
 
+/// Every job of run `run_id`, held-out re-walks included.
+fn run_jobs(organizer: &Organizer, run_id: u64) -> Vec<yamor_organizer::model::Job> {
+    organizer
+        .scheduler
+        .store()
+        .jobs(&JobFilter {
+            run_id: Some(run_id),
+            ..JobFilter::default()
+        })
+        .unwrap()
+}
+
 /// The quadruped's amplitude as the one free parameter; short walks.
 fn gait_run(starts: Starts, held_out: HeldOut) -> RunSpec {
     let gait = yamor_sim::robots::ExampleRobot::named("quadruped")
@@ -173,14 +185,7 @@ async fn a_fixed_start_run_walks_every_candidate_from_its_seed_and_can_skip_the_
     spec.spec.seed = 5;
     let run = run_to_end(&organizer, spec).await;
     assert_eq!(run.state, RunState::Finished, "{}", run.error);
-    let jobs = organizer
-        .scheduler
-        .store()
-        .jobs(&JobFilter {
-            run_id: Some(run.id),
-            ..JobFilter::default()
-        })
-        .unwrap();
+    let jobs = run_jobs(&organizer, run.id);
     assert_eq!(jobs.len() as u64, BUDGET);
     assert!(jobs.iter().all(|j| j.seq < HELD_OUT_SEQ));
     assert!(jobs.iter().all(|j| j.request.job.spec.seed == 5));
@@ -259,14 +264,7 @@ async fn early_stop_run(name: &str) -> (Run, JobTrace, Vec<yamor_organizer::mode
     spec.max_evaluations = 60;
     spec.early_stop = true;
     let run = run_to_end(&organizer, spec).await;
-    let jobs = organizer
-        .scheduler
-        .store()
-        .jobs(&JobFilter {
-            run_id: Some(run.id),
-            ..JobFilter::default()
-        })
-        .unwrap();
+    let jobs = run_jobs(&organizer, run.id);
     let trace = jobs
         .iter()
         .map(|j| {
@@ -360,14 +358,7 @@ async fn a_run_over_worlds_records_each_walks_world_and_judges_in_held_out_world
     spec.worlds = Worlds::Robust;
     let run = run_to_end(&organizer, spec).await;
     assert_eq!(run.state, RunState::Finished, "{}", run.error);
-    let jobs = organizer
-        .scheduler
-        .store()
-        .jobs(&JobFilter {
-            run_id: Some(run.id),
-            ..JobFilter::default()
-        })
-        .unwrap();
+    let jobs = run_jobs(&organizer, run.id);
     let robust = WorldDistribution::robust();
     let mut learnt_in = Vec::new();
     for job in &jobs {

@@ -8,26 +8,14 @@ use serde::Deserialize;
 use yamor_core::evaluation::{Outcome, PlanResult, Walk};
 use yamor_core::plan::LatticePlan;
 
-/// A result as versions 1–4 stored it.
+/// A result as versions 1–4 stored it: a walk's fields, and a plan's
+/// figures beside the plan's text.
 #[derive(Deserialize)]
 struct Stored {
     #[serde(flatten)]
     walk: Walk,
     #[serde(default)]
-    plan: Option<StoredPlan>,
-}
-
-#[derive(Deserialize, Default)]
-#[serde(default)]
-struct StoredPlan {
-    built: bool,
-    rounds: u32,
-    moves: u32,
-    collisions: u32,
-    deadlock: bool,
-    filled: u32,
-    seeds: u32,
-    plan: String,
+    plan: Option<serde_json::Map<String, serde_json::Value>>,
 }
 
 /// The result `text` stored for a job: a plan when it carries one, a value
@@ -36,21 +24,20 @@ struct StoredPlan {
 fn typed(text: &str, walked_a_gait: bool) -> Result<Outcome, String> {
     let stored: Stored = serde_json::from_str(text).map_err(|e| e.to_string())?;
     Ok(match stored.plan {
-        Some(p) => Outcome::Plan(PlanResult {
-            built: p.built,
-            rounds: p.rounds,
-            moves: p.moves,
-            collisions: p.collisions,
-            deadlock: p.deadlock,
-            filled: p.filled,
-            seeds: p.seeds,
-            plan: if p.plan.is_empty() {
-                LatticePlan::default()
-            } else {
-                LatticePlan::parse(&p.plan).map_err(|e| e.to_string())?
-            },
-            wall: stored.walk.wall,
-        }),
+        Some(mut figures) => {
+            // The figures read as today's; the plan's text into structure.
+            let text = match figures.remove("plan") {
+                Some(serde_json::Value::String(text)) => text,
+                _ => String::new(),
+            };
+            let mut plan: PlanResult = serde_json::from_value(serde_json::Value::Object(figures))
+                .map_err(|e| e.to_string())?;
+            if !text.is_empty() {
+                plan.plan = LatticePlan::parse(&text).map_err(|e| e.to_string())?;
+            }
+            plan.wall = stored.walk.wall;
+            Outcome::Plan(plan)
+        }
         None if !walked_a_gait => Outcome::value(stored.walk.velocity, stored.walk.wall),
         None => Outcome::Walk(stored.walk),
     })
