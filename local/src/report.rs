@@ -152,7 +152,7 @@ pub fn write_outputs(
     eprintln!("evaluations: {} ({} rows)", path.display(), finished.len());
     let (walk_seconds, stopped) = robot_time(&finished);
     eprintln!(
-        "robot time: {walk_seconds:.0} walk-seconds over {} walks ({stopped} stopped early), held-out re-walks aside",
+        "robot time: {walk_seconds:.0} walk-seconds over {} evaluations ({stopped} stopped early), held-out re-walks aside",
         finished.len()
     );
     let path = out.join("progress.png");
