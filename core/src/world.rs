@@ -27,6 +27,9 @@ pub struct World {
     /// what an optimizer compares is gaits, not engine draws. Empty: one
     /// walk, in `engine`. Not with `engine`.
     pub engines: Vec<String>,
+    /// Value a walk in several `engines` by the slowest of them, not their
+    /// mean: a gait must hold in every engine, not average out.
+    pub slowest_engine: bool,
     /// The robot's bodies and servos as built.
     #[serde(flatten)]
     pub hardware: Hardware,
@@ -193,6 +196,8 @@ pub struct WorldDistribution {
     /// Every world walks in all of `engines` (a walk each, their mean its
     /// value) instead of drawing one.
     pub paired_engines: bool,
+    /// Paired worlds are valued by their slowest engine.
+    pub slowest_engine: bool,
     /// Ground friction; `None`: the host's own.
     pub friction: Option<Range>,
     pub mass_scale: Range,
@@ -210,6 +215,7 @@ impl Default for WorldDistribution {
         WorldDistribution {
             engines: Vec::new(),
             paired_engines: false,
+            slowest_engine: false,
             friction: None,
             mass_scale: Range::fixed(1.0),
             mass_spread: 0.0,
@@ -245,6 +251,7 @@ impl WorldDistribution {
         WorldDistribution {
             engines: ENGINES.iter().map(|e| (*e).to_owned()).collect(),
             paired_engines: false,
+            slowest_engine: false,
             friction: Some(Range::new(0.5, 1.1)),
             mass_scale: Range::new(0.85, 1.15),
             mass_spread: 0.1,
@@ -264,6 +271,15 @@ impl WorldDistribution {
         WorldDistribution {
             paired_engines: true,
             ..Self::robust()
+        }
+    }
+
+    /// [`WorldDistribution::paired`] valued by the slower engine.
+    #[must_use]
+    pub fn paired_slowest() -> Self {
+        WorldDistribution {
+            slowest_engine: true,
+            ..Self::paired()
         }
     }
 
@@ -312,6 +328,7 @@ impl WorldDistribution {
             } else {
                 Vec::new()
             },
+            slowest_engine: self.paired_engines && self.slowest_engine,
             hardware,
             position_noise_m: self.position_noise_m.draw(next()),
         };
@@ -330,10 +347,17 @@ pub enum Worlds {
     Robust,
     /// [`WorldDistribution::paired`].
     Paired,
+    /// [`WorldDistribution::paired_slowest`].
+    PairedSlowest,
 }
 
 impl Worlds {
-    pub const ALL: [Worlds; 3] = [Worlds::Single, Worlds::Robust, Worlds::Paired];
+    pub const ALL: [Worlds; 4] = [
+        Worlds::Single,
+        Worlds::Robust,
+        Worlds::Paired,
+        Worlds::PairedSlowest,
+    ];
 
     #[must_use]
     pub fn name(self) -> &'static str {
@@ -341,6 +365,7 @@ impl Worlds {
             Worlds::Single => "single",
             Worlds::Robust => "robust",
             Worlds::Paired => "paired",
+            Worlds::PairedSlowest => "paired-slowest",
         }
     }
 
@@ -360,6 +385,7 @@ impl Worlds {
             Worlds::Single => None,
             Worlds::Robust => Some(WorldDistribution::robust()),
             Worlds::Paired => Some(WorldDistribution::paired()),
+            Worlds::PairedSlowest => Some(WorldDistribution::paired_slowest()),
         }
     }
 
@@ -369,14 +395,16 @@ impl Worlds {
     pub fn held_out_distribution(self) -> Option<WorldDistribution> {
         match self {
             Worlds::Single => None,
-            Worlds::Robust | Worlds::Paired => Some(WorldDistribution::robust()),
+            Worlds::Robust | Worlds::Paired | Worlds::PairedSlowest => {
+                Some(WorldDistribution::robust())
+            }
         }
     }
 }
 
 /// A world distribution nobody knows by that name.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown worlds {0:?} (known: single, robust, paired)")]
+#[error("unknown worlds {0:?} (known: single, robust, paired, paired-slowest)")]
 pub struct UnknownWorlds(pub String);
 
 impl std::str::FromStr for Worlds {

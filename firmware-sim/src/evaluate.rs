@@ -123,6 +123,8 @@ pub fn evaluate_cancellable(
         .collect();
     let mut outcome: Option<Walk> = None;
     let mut velocity_sum = 0.0;
+    // Each repeat's slowest engine, for a world valued by it.
+    let mut slowest = vec![f64::INFINITY; repeats as usize];
     for &(k, engine) in &walks {
         let mut again = settings;
         again.seed = settings.seed.wrapping_add(u64::from(k));
@@ -132,6 +134,7 @@ pub fn evaluate_cancellable(
         }
         let other = walk(morphology, gait, again, spec, cancel, &mut |_| ())?;
         velocity_sum += other.velocity;
+        slowest[k as usize] = slowest[k as usize].min(other.velocity);
         match &mut outcome {
             // The first walk's trajectory stands for all.
             None => outcome = Some(other),
@@ -143,7 +146,11 @@ pub fn evaluate_cancellable(
         }
     }
     let mut outcome = outcome.expect("at least one walk");
-    outcome.velocity = velocity_sum / walks.len() as f64;
+    outcome.velocity = if spec.world.slowest_engine && engines.len() > 1 {
+        slowest.iter().sum::<f64>() / slowest.len() as f64
+    } else {
+        velocity_sum / walks.len() as f64
+    };
     if engines.len() > 1 {
         outcome.engine = spec.world.engines.join("+");
     }
@@ -483,6 +490,15 @@ mod tests {
             ((in_each[0].velocity + in_each[1].velocity) / 2.0).to_bits()
         );
         assert_eq!(both.engine, "articulated+rapier");
+        let (slowest, _) = WorldDistribution::paired_slowest().draw(42);
+        let held_by_slowest = walk(&EvaluationSpec {
+            world: slowest,
+            ..nominal.clone()
+        });
+        assert_eq!(
+            held_by_slowest.velocity.to_bits(),
+            in_each[0].velocity.min(in_each[1].velocity).to_bits()
+        );
         assert_eq!(sample_bits(&both), sample_bits(&in_each[0]));
         // A world no simulator has is refused, naming the field.
         let unknown = EvaluationSpec {

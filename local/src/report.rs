@@ -72,7 +72,7 @@ impl Walks<'_> {
             }
             // Held-out start k in held-out world k, as the re-walk paired
             // them (a world's engine overrides the command's).
-            Worlds::Robust | Worlds::Paired => format!(
+            Worlds::Robust | Worlds::Paired | Worlds::PairedSlowest => format!(
                 "{} --worlds {starts}",
                 family.walk_command(self.robot, &gait, 1, self.warmup, self.measure)
             ),

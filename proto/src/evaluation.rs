@@ -116,6 +116,7 @@ fn world(w: pb::World) -> World {
     World {
         engine: (!w.engine.is_empty()).then_some(w.engine),
         engines: w.engines,
+        slowest_engine: w.slowest_engine,
         hardware: Hardware {
             mass_scale: w.mass_scale.unwrap_or(1.0),
             mass_spread: w.mass_spread,
@@ -135,6 +136,7 @@ fn world_to_pb(w: &World) -> Option<pb::World> {
     (!w.is_nominal()).then(|| pb::World {
         engine: w.engine.clone().unwrap_or_default(),
         engines: w.engines.clone(),
+        slowest_engine: w.slowest_engine,
         mass_scale: Some(h.mass_scale),
         mass_spread: h.mass_spread,
         mass_seed: h.mass_seed,
