@@ -197,7 +197,7 @@ pub struct RunOptions {
     /// quarter was at that point ends there (told as its velocity so far).
     #[arg(long)]
     pub early_stop: bool,
-    /// The worlds walks are drawn from: `single` (the host's own world, the thesis' protocol) or `robust` (both engines, friction, masses, servo torque, speed, lag and play, camera noise; every walk's world recorded, the held-out re-walk in held-out worlds; docs/worlds.md).
+    /// The worlds walks are drawn from: `single` (the host's own world, the thesis' protocol), `robust` (both engines, friction, masses, servo torque, speed, lag and play, camera noise, drawn for every walk and recorded), `paired` (each drawn world walked in both engines, valued by their mean; two walks a candidate) or `paired-slowest` (by the slower engine). The held-out re-walk is then in held-out worlds, reported per engine (docs/worlds.md).
     #[arg(long, default_value_t)]
     pub worlds: yamor_core::world::Worlds,
 }
