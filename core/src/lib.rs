@@ -15,6 +15,10 @@
 //!   (warm-up, window, seed, situation), trajectory samples, the velocity of
 //!   thesis 6.2.1, and what a job found as one of three kinds
 //!   ([`evaluation::Outcome`]: a walk, a value or a plan) with its fitness.
+//! - [`world`]: the physical world a walk happens in (engine, masses,
+//!   servos' torque, speed, lag and play, position noise), a distribution
+//!   runs draw worlds from, and the named presets (`single`, `robust`,
+//!   `paired`, `paired-slowest`).
 //! - [`plan`]: a plan on a cubic lattice (a self-reconfiguration's world,
 //!   target, start and moves) as structured data and as its text form.
 //! - [`family`]: the seam between yamor and a kind of module: a
@@ -26,7 +30,8 @@
 //!   takes the measured window's start, the trajectory samples and the
 //!   early-stopping checkpoints, says when the walk ends (and, for a walker
 //!   on the wall clock, when it next wants a position) and makes the
-//!   [`evaluation::Walk`].
+//!   [`evaluation::Walk`]; [`measure::PositionNoise`], a world's error on
+//!   the positions it is fed.
 //! - [`cpg`]: the coupled oscillator network of thesis equation set 6.1 and
 //!   its fixed-step RK4 integrator.
 //! - [`matheval`]: MathEval (thesis 5.6): expressions with functions and

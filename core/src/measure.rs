@@ -15,6 +15,7 @@
 //! [`WalkMeter::next_due`] how long it may sleep.
 
 use crate::evaluation::{Checkpoints, EvaluationSpec, Sample, Walk, planar_velocity};
+use crate::starts::mix64;
 
 /// One walk's measurement, fed every new position of the robot.
 #[derive(Debug, Clone)]
@@ -142,9 +143,60 @@ impl<'a> WalkMeter<'a> {
     }
 }
 
+/// The position source's error: Gaussian, independent per sample, drawn
+/// from the walk's own stream so that the walk re-walks to the bit.
+pub struct PositionNoise {
+    normal: Option<rand_distr::Normal<f64>>,
+    rng: rand_chacha::ChaCha8Rng,
+}
+
+impl PositionNoise {
+    /// Noise of standard deviation `sigma_m` (0: none) for the walk seeded
+    /// `seed`.
+    #[must_use]
+    pub fn new(sigma_m: f64, seed: u64) -> Self {
+        use rand::SeedableRng;
+        PositionNoise {
+            normal: (sigma_m > 0.0)
+                .then(|| rand_distr::Normal::new(0.0, sigma_m).ok())
+                .flatten(),
+            rng: rand_chacha::ChaCha8Rng::seed_from_u64(mix64(seed ^ 0x006e_6f69_7365)),
+        }
+    }
+
+    /// `sample` as the position source reports it (x, y and z each off by
+    /// their own error).
+    pub fn apply(&mut self, mut sample: Sample) -> Sample {
+        use rand_distr::Distribution;
+        if let Some(normal) = &self.normal {
+            sample.x += normal.sample(&mut self.rng);
+            sample.y += normal.sample(&mut self.rng);
+            sample.z += normal.sample(&mut self.rng);
+        }
+        sample
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn position_noise_is_seeded_and_of_its_size() {
+        let at = Sample::default();
+        let draw = |seed| {
+            let mut noise = PositionNoise::new(0.005, seed);
+            (0..2000).map(|_| noise.apply(at)).collect::<Vec<_>>()
+        };
+        assert_eq!(draw(3), draw(3));
+        assert_ne!(draw(3), draw(4));
+        let xs: Vec<f64> = draw(3).iter().map(|s| s.x).collect();
+        let sd = (xs.iter().map(|x| x * x).sum::<f64>() / xs.len() as f64).sqrt();
+        assert!((sd - 0.005).abs() < 0.0005, "{sd}");
+        let mut none = PositionNoise::new(0.0, 3);
+        assert_eq!(none.apply(at), at);
+    }
+
     use crate::evaluation::EarlyStop;
 
     /// A robot walking along x at `v` m/s, seen every `dt` seconds until

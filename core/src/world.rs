@@ -9,11 +9,12 @@
 //! A [`World`] is recorded in the job's spec like its start, so every
 //! result re-walks to the bit. [`World::default`] is the nominal world of
 //! every figure before worlds existed. Ground friction stays the spec's own
-//! field (`EvaluationSpec::ground_friction`), which a draw sets.
+//! field (`EvaluationSpec::ground_friction`), which a draw sets; the
+//! position noise is applied where walks are measured
+//! ([`crate::measure::PositionNoise`]).
 
 use serde::{Deserialize, Serialize};
 
-use crate::evaluation::Sample;
 use crate::starts::mix64;
 
 /// One world, as drawn.
@@ -430,40 +431,6 @@ pub fn candidate_world_seed(run_seed: u64, proposal: u64) -> u64 {
     crate::starts::candidate_seed(run_seed ^ 0x776f_726c_6473, proposal)
 }
 
-/// The position source's error: Gaussian, independent per sample, drawn
-/// from the walk's own stream so that the walk re-walks to the bit.
-pub struct PositionNoise {
-    normal: Option<rand_distr::Normal<f64>>,
-    rng: rand_chacha::ChaCha8Rng,
-}
-
-impl PositionNoise {
-    /// Noise of standard deviation `sigma_m` (0: none) for the walk seeded
-    /// `seed`.
-    #[must_use]
-    pub fn new(sigma_m: f64, seed: u64) -> Self {
-        use rand::SeedableRng;
-        PositionNoise {
-            normal: (sigma_m > 0.0)
-                .then(|| rand_distr::Normal::new(0.0, sigma_m).ok())
-                .flatten(),
-            rng: rand_chacha::ChaCha8Rng::seed_from_u64(mix64(seed ^ 0x006e_6f69_7365)),
-        }
-    }
-
-    /// `sample` as the position source reports it (x, y and z each off by
-    /// their own error).
-    pub fn apply(&mut self, mut sample: Sample) -> Sample {
-        use rand_distr::Distribution;
-        if let Some(normal) = &self.normal {
-            sample.x += normal.sample(&mut self.rng);
-            sample.y += normal.sample(&mut self.rng);
-            sample.z += normal.sample(&mut self.rng);
-        }
-        sample
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -506,22 +473,6 @@ mod tests {
         let (w, mu) = WorldDistribution::default().draw(3);
         assert!(w.is_nominal() && mu.is_none());
         assert_eq!(w.hardware.mass_factor(4), 1.0);
-    }
-
-    #[test]
-    fn position_noise_is_seeded_and_of_its_size() {
-        let at = Sample::default();
-        let draw = |seed| {
-            let mut noise = PositionNoise::new(0.005, seed);
-            (0..2000).map(|_| noise.apply(at)).collect::<Vec<_>>()
-        };
-        assert_eq!(draw(3), draw(3));
-        assert_ne!(draw(3), draw(4));
-        let xs: Vec<f64> = draw(3).iter().map(|s| s.x).collect();
-        let sd = (xs.iter().map(|x| x * x).sum::<f64>() / xs.len() as f64).sqrt();
-        assert!((sd - 0.005).abs() < 0.0005, "{sd}");
-        let mut none = PositionNoise::new(0.0, 3);
-        assert_eq!(none.apply(at), at);
     }
 
     #[test]

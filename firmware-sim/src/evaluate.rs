@@ -10,8 +10,8 @@ use std::io::Write;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Instant;
 use yamor_core::evaluation::{EvaluationSpec, Sample, Situation, Walk};
+use yamor_core::measure::PositionNoise;
 use yamor_core::measure::WalkMeter;
-use yamor_core::world::PositionNoise;
 use yamor_core::{Morphology, RobotConfig};
 use yamor_snp::{SnpMessage, flags};
 
