@@ -105,6 +105,39 @@ pub struct WorldError {
 }
 
 impl World {
+    /// The world as a line people read, with the ground's friction
+    /// (`None`: the host's own): `rapier, friction 0.86, mass ×1.05 (±10 %
+    /// per module), torque ×0.99, speed ×0.76, lag 15 ms, backlash 0.5°,
+    /// camera noise 3.7 mm`.
+    #[must_use]
+    pub fn describe(&self, friction: Option<f64>) -> String {
+        let h = &self.hardware;
+        let engine = match (&self.engine, self.engines.is_empty()) {
+            (Some(engine), _) => engine.clone(),
+            (None, false) if self.slowest_engine => {
+                format!("each of {}, the slowest counted", self.engines.join(", "))
+            }
+            (None, false) => format!("each of {}, their mean counted", self.engines.join(", ")),
+            (None, true) => "the host's own engine".to_owned(),
+        };
+        format!(
+            "{engine}, friction {}, mass ×{:.2} (±{:.0} % per module), torque ×{:.2}{}, speed ×{:.2}, lag {:.0} ms, backlash {:.1}°, camera noise {:.1} mm",
+            friction.map_or("as the host's".to_owned(), |mu| format!("{mu:.2}")),
+            h.mass_scale,
+            h.mass_spread * 100.0,
+            h.torque_scale,
+            if h.torque_sags {
+                " sagging with speed"
+            } else {
+                ""
+            },
+            h.speed_scale,
+            h.servo_lag_s * 1e3,
+            h.backlash_rad.to_degrees(),
+            self.position_noise_m * 1e3
+        )
+    }
+
     /// The nominal world: nothing varied.
     #[must_use]
     pub fn is_nominal(&self) -> bool {

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use clap::Args;
 use yamor_core::evaluation::{EvaluationSpec, Walk};
 use yamor_core::starts::{self, MAX_HELD_OUT, Spread};
-use yamor_core::world::{World, WorldDistribution};
+use yamor_core::world::WorldDistribution;
 use yamor_core::{Morphology, RobotConfig};
 
 use crate::EMULATED_HARDWARE;
@@ -188,7 +188,7 @@ pub fn walk(args: WalkArgs) -> Result<(), CliError> {
     }
     if let Some(seed) = args.world_seed {
         let (world, friction) = WorldDistribution::robust().draw(seed);
-        say!("world {seed}: {}", describe(&world, friction));
+        say!("world {seed}: {}", world.describe(friction));
         spec.world = world;
         spec.ground_friction = friction;
     }
@@ -271,23 +271,6 @@ fn spread_of(walks: &[Walk]) -> Result<Spread, SimError> {
     })
 }
 
-/// One world as a line of text.
-fn describe(world: &World, friction: Option<f64>) -> String {
-    let h = &world.hardware;
-    format!(
-        "{}, friction {}, mass ×{:.2} (±{:.0} % per module), torque ×{:.2}, speed ×{:.2}, lag {:.0} ms, backlash {:.1}°, camera noise {:.1} mm",
-        world.engine.as_deref().unwrap_or("the default engine"),
-        friction.map_or("as set".to_owned(), |mu| format!("{mu:.2}")),
-        h.mass_scale,
-        h.mass_spread * 100.0,
-        h.torque_scale,
-        h.speed_scale,
-        h.servo_lag_s * 1e3,
-        h.backlash_rad.to_degrees(),
-        world.position_noise_m * 1e3
-    )
-}
-
 /// Walks the gait from `starts` held-out starts in each of `worlds`
 /// held-out worlds of the robust distribution and reports, per engine and
 /// over all, the spread of the worlds' means (each world's mean over its
@@ -325,7 +308,7 @@ fn walk_worlds(
         say!(
             "world {world_seed}: {} — {}",
             spread.cm_s(),
-            describe(&world, friction)
+            world.describe(friction)
         );
         means.push((walks[0].engine.clone(), spread.mean));
     }

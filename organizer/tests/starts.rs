@@ -443,4 +443,24 @@ async fn a_run_over_worlds_records_each_walks_world_and_judges_in_held_out_world
         let shown = format!("{engine}</b> {}", spread.cm_s());
         assert!(line.contains(&shown), "{shown} not in {line}");
     }
+    // A walk's page names the world it was drawn into.
+    let page = yamor_organizer::http::router(organizer.clone(), Default::default())
+        .oneshot(
+            axum::http::Request::get(format!("/jobs/{}", job.id))
+                .body(axum::body::Body::empty())
+                .unwrap(),
+        )
+        .await
+        .unwrap();
+    let body = axum::body::to_bytes(page.into_body(), 1 << 22)
+        .await
+        .unwrap();
+    let body = String::from_utf8_lossy(&body);
+    let spec = &job.request.job.spec;
+    let world = spec.world.describe(spec.ground_friction);
+    assert!(world.starts_with(spec.world.engine.as_deref().unwrap()));
+    assert!(
+        body.contains(&format!("<th>world</th><td>{world}</td>")),
+        "{body}"
+    );
 }

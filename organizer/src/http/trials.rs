@@ -155,6 +155,13 @@ pub(super) async fn job_page(
                 request.spec.warmup, request.spec.measure
             ),
         ));
+        // A run over worlds: the world this walk was drawn into.
+        if !request.spec.world.is_nominal() {
+            rows.push((
+                "world",
+                request.spec.world.describe(request.spec.ground_friction),
+            ));
+        }
     }
     for (name, v) in &request.parameters {
         rows.push(("parameter", format!("{name} = {v}")));
