@@ -129,6 +129,14 @@ pub trait RobotFamily: Send + Sync {
         rewalk_command("yamor sim", robot, gait_file, starts, warmup, measure)
     }
 
+    /// Whether its walkers build the world a job's spec draws
+    /// (`EvaluationSpec::world`: engine, masses, servos, position noise).
+    /// A family that does not is never handed a job with a drawn world: it
+    /// would walk in its own and pass that off as the drawn one.
+    fn builds_worlds(&self) -> bool {
+        false
+    }
+
     /// Whether `robot` is one of this family's: an example it embeds or a
     /// document it recognises.
     fn owns(&self, robot: &RobotSource) -> bool {

@@ -56,6 +56,23 @@ async fn a_roombot_host_walks_its_robot_and_sends_other_families_elsewhere() {
         .evaluate(job(RobotSource::Example("roombots-meta".into())), cancel())
         .await;
     assert!(matches!(roombot, Err(HostError::Failed(m)) if m.contains("not a yamor robot")));
+    // A drawn world a Roombot walk cannot build is refused for good; a
+    // YaMoR job in a drawn world is still another host's to walk.
+    let (world, friction) = yamor_core::world::WorldDistribution::robust().draw(3);
+    let mut drawn = job(RobotSource::Default);
+    drawn.spec.world = world;
+    drawn.spec.ground_friction = friction;
+    let refused = host.evaluate(drawn.clone(), cancel()).await;
+    assert!(
+        matches!(&refused, Err(HostError::InvalidJob(m)) if m.contains("a roombots walk has no drawn worlds")),
+        "{refused:?}"
+    );
+    drawn.robot = RobotSource::Example("quadruped".into());
+    let elsewhere = host.evaluate(drawn.clone(), cancel()).await;
+    assert!(matches!(elsewhere, Err(HostError::Failed(m)) if m.contains("not a roombots robot")));
+    // A YaMoR host walks it in the drawn world.
+    let walked = yamor_host.evaluate(drawn, cancel()).await.unwrap();
+    assert!(walked.walk().unwrap().velocity.is_finite());
     // A cancelled walk says so.
     let stopped = host
         .evaluate(job(RobotSource::Default), Arc::new(AtomicBool::new(true)))

@@ -122,6 +122,10 @@ impl RobotFamily for YamorFamily {
         }))
     }
 
+    fn builds_worlds(&self) -> bool {
+        true
+    }
+
     fn walk_command(
         &self,
         robot: &str,

@@ -167,6 +167,14 @@ impl Backend for FamilyBackend {
             // runtime: heartbeats and GetInfo answer during a walk.
             let outcome = tokio::task::spawn_blocking(move || {
                 let walker = walker_for(&*family, engine.as_deref(), &own, &brought, &job.robot)?;
+                // Checked once the robot is known to be ours: another
+                // family's robot is still retried on its own hosts.
+                if !job.spec.world.is_nominal() && !family.builds_worlds() {
+                    return Err(host_error(FamilyError::Unsupported(format!(
+                        "a {} walk has no drawn worlds (engine, masses, servos): use --worlds single",
+                        family.name()
+                    ))));
+                }
                 let gait = job.gait.as_ref().unwrap_or(&own.gait);
                 walker.walk(gait, &job.spec, &flag).map_err(host_error)
             })

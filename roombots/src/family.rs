@@ -113,14 +113,6 @@ impl Walker for RoombotWalker {
         spec: &EvaluationSpec,
         cancel: &AtomicBool,
     ) -> Result<Walk, FamilyError> {
-        // Walked in a world it cannot build, a result would pass for one it
-        // never walked in.
-        if !spec.world.is_nominal() {
-            return Err(FamilyError::Unsupported(
-                "a Roombot walk has no drawn worlds (engine, masses, servos): use --worlds single"
-                    .into(),
-            ));
-        }
         walk(&self.0, gait, spec, cancel).map_err(|e| match e {
             WalkError::Cancelled(_) => FamilyError::Cancelled,
             // Deterministic: the same job fails on every host.
