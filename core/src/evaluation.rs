@@ -226,6 +226,14 @@ fn readable(value: f64) -> String {
 pub const MAX_WALK_PART_S: f64 = 3600.0;
 
 impl EvaluationSpec {
+    /// Walks in `drawn`, a world and its ground friction as
+    /// [`crate::world::WorldDistribution::draw`] gives them (a friction of
+    /// `None`: the host's own).
+    pub fn walk_in(&mut self, (world, friction): (World, Option<f64>)) {
+        self.world = world;
+        self.ground_friction = friction;
+    }
+
     /// A spec whose walk lasts `seconds` in total, with the default warm-up.
     pub fn lasting(seconds: f64) -> Result<Self, SpecError> {
         EvaluationSpec::lasting_after(DEFAULT_WARMUP_S, seconds)

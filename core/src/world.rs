@@ -87,6 +87,29 @@ impl Hardware {
         *self == Hardware::default()
     }
 
+    /// Refuses values no robot could have (and NaN).
+    pub fn check(&self) -> Result<(), WorldError> {
+        for (field, value) in [
+            ("world.mass_scale", self.mass_scale),
+            ("world.torque_scale", self.torque_scale),
+            ("world.speed_scale", self.speed_scale),
+        ] {
+            if !(value > 0.0 && value <= 10.0) {
+                return out_of_range(field, value, "in (0, 10]");
+            }
+        }
+        if !(0.0..0.9).contains(&self.mass_spread) {
+            return out_of_range("world.mass_spread", self.mass_spread, "in [0, 0.9)");
+        }
+        if !(0.0..=1.0).contains(&self.servo_lag_s) {
+            return out_of_range("world.servo_lag_s", self.servo_lag_s, "in [0, 1] s");
+        }
+        if !(0.0..=0.5).contains(&self.backlash_rad) {
+            return out_of_range("world.backlash_rad", self.backlash_rad, "in [0, 0.5] rad");
+        }
+        Ok(())
+    }
+
     /// Module `module`'s mass (and inertia) factor.
     #[must_use]
     pub fn mass_factor(&self, module: usize) -> f64 {
@@ -102,6 +125,14 @@ pub struct WorldError {
     pub field: &'static str,
     pub value: f64,
     pub expected: &'static str,
+}
+
+fn out_of_range(field: &'static str, value: f64, expected: &'static str) -> Result<(), WorldError> {
+    Err(WorldError {
+        field,
+        value,
+        expected,
+    })
 }
 
 impl World {
@@ -146,41 +177,16 @@ impl World {
 
     /// Refuses values no robot could have (and NaN).
     pub fn check(&self) -> Result<(), WorldError> {
-        let bad = |field, value, expected| {
-            Err(WorldError {
-                field,
-                value,
-                expected,
-            })
-        };
         if self.engine.is_some() && !self.engines.is_empty() {
-            return bad(
+            return out_of_range(
                 "world.engines",
                 self.engines.len() as f64,
                 "empty when world.engine names one",
             );
         }
-        let h = &self.hardware;
-        for (field, value) in [
-            ("world.mass_scale", h.mass_scale),
-            ("world.torque_scale", h.torque_scale),
-            ("world.speed_scale", h.speed_scale),
-        ] {
-            if !(value > 0.0 && value <= 10.0) {
-                return bad(field, value, "in (0, 10]");
-            }
-        }
-        if !(0.0..0.9).contains(&h.mass_spread) {
-            return bad("world.mass_spread", h.mass_spread, "in [0, 0.9)");
-        }
-        if !(0.0..=1.0).contains(&h.servo_lag_s) {
-            return bad("world.servo_lag_s", h.servo_lag_s, "in [0, 1] s");
-        }
-        if !(0.0..=0.5).contains(&h.backlash_rad) {
-            return bad("world.backlash_rad", h.backlash_rad, "in [0, 0.5] rad");
-        }
+        self.hardware.check()?;
         if !(0.0..=0.5).contains(&self.position_noise_m) {
-            return bad(
+            return out_of_range(
                 "world.position_noise_m",
                 self.position_noise_m,
                 "in [0, 0.5] m",

@@ -58,10 +58,10 @@ async fn a_roombot_host_walks_its_robot_and_sends_other_families_elsewhere() {
     assert!(matches!(roombot, Err(HostError::Failed(m)) if m.contains("not a yamor robot")));
     // A drawn world a Roombot walk cannot build is refused for good; a
     // YaMoR job in a drawn world is still another host's to walk.
-    let (world, friction) = yamor_core::world::WorldDistribution::robust().draw(3);
     let mut drawn = job(RobotSource::Default);
-    drawn.spec.world = world;
-    drawn.spec.ground_friction = friction;
+    drawn
+        .spec
+        .walk_in(yamor_core::world::WorldDistribution::robust().draw(3));
     let refused = host.evaluate(drawn.clone(), cancel()).await;
     assert!(
         matches!(&refused, Err(HostError::InvalidJob(m)) if m.contains("a roombots walk has no drawn worlds")),

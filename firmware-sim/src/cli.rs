@@ -187,10 +187,11 @@ pub fn walk(args: WalkArgs) -> Result<(), CliError> {
         spec.world.hardware = EMULATED_HARDWARE;
     }
     if let Some(seed) = args.world_seed {
-        let (world, friction) = WorldDistribution::robust().draw(seed);
-        say!("world {seed}: {}", world.describe(friction));
-        spec.world = world;
-        spec.ground_friction = friction;
+        spec.walk_in(WorldDistribution::robust().draw(seed));
+        say!(
+            "world {seed}: {}",
+            spec.world.describe(spec.ground_friction)
+        );
     }
     // Where the trajectory went, for the last line; nothing is written
     // unless asked.
@@ -296,19 +297,15 @@ fn walk_worlds(
             starts::held_out_seeds((k as u32).saturating_add(starts).min(MAX_HELD_OUT))
                 .skip(k)
                 .collect();
-        let (world, friction) = distribution.draw(world_seed);
-        let spec = EvaluationSpec {
-            world: world.clone(),
-            ground_friction: friction,
-            ..spec.clone()
-        };
+        let mut spec = spec.clone();
+        spec.walk_in(distribution.draw(world_seed));
         let walks = evaluate_starts(morphology, gait, settings, &spec, &seeds)?;
         simulated += walks.iter().map(|w| w.simulated).sum::<f64>();
         let spread = spread_of(&walks)?;
         say!(
             "world {world_seed}: {} — {}",
             spread.cm_s(),
-            world.describe(friction)
+            spec.world.describe(spec.ground_friction)
         );
         means.push((walks[0].engine.clone(), spread.mean));
     }

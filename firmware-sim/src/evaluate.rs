@@ -111,46 +111,46 @@ pub fn evaluate_cancellable(
         .iter()
         .map(|name| name.parse())
         .collect::<Result<_, _>>()?;
-    let walks: Vec<(u32, Option<Engine>)> = (0..repeats)
-        .flat_map(|k| {
-            let each: Vec<Option<Engine>> = if engines.is_empty() {
-                vec![None]
-            } else {
-                engines.iter().copied().map(Some).collect()
-            };
-            each.into_iter().map(move |e| (k, e))
-        })
-        .collect();
+    // `None`: the settings' own engine.
+    let each: Vec<Option<Engine>> = if engines.is_empty() {
+        vec![None]
+    } else {
+        engines.iter().copied().map(Some).collect()
+    };
+    let slowest_counts = spec.world.slowest_engine && engines.len() > 1;
     let mut outcome: Option<Walk> = None;
-    let mut velocity_sum = 0.0;
-    // Each repeat's slowest engine, for a world valued by it.
-    let mut slowest = vec![f64::INFINITY; repeats as usize];
-    for &(k, engine) in &walks {
-        let mut again = settings;
-        again.seed = settings.seed.wrapping_add(u64::from(k));
-        if let Some(engine) = engine {
-            again.engine = engine;
-            again.substeps = None;
-        }
-        let other = walk(morphology, gait, again, spec, cancel, &mut |_| ())?;
-        velocity_sum += other.velocity;
-        slowest[k as usize] = slowest[k as usize].min(other.velocity);
-        match &mut outcome {
-            // The first walk's trajectory stands for all.
-            None => outcome = Some(other),
-            Some(first) => {
-                first.physics_steps += other.physics_steps;
-                first.wall += other.wall;
-                first.simulated += other.simulated;
+    // The sum of each repeat's value: its engines' mean, or their slowest.
+    let mut value_sum = 0.0;
+    for k in 0..repeats {
+        let (mut sum, mut slowest) = (0.0, f64::INFINITY);
+        for &engine in &each {
+            let mut again = settings;
+            again.seed = settings.seed.wrapping_add(u64::from(k));
+            if let Some(engine) = engine {
+                again.engine = engine;
+                again.substeps = None;
+            }
+            let other = walk(morphology, gait, again, spec, cancel, &mut |_| ())?;
+            sum += other.velocity;
+            slowest = slowest.min(other.velocity);
+            match &mut outcome {
+                // The first walk's trajectory stands for all.
+                None => outcome = Some(other),
+                Some(first) => {
+                    first.physics_steps += other.physics_steps;
+                    first.wall += other.wall;
+                    first.simulated += other.simulated;
+                }
             }
         }
+        value_sum += if slowest_counts {
+            slowest
+        } else {
+            sum / each.len() as f64
+        };
     }
     let mut outcome = outcome.expect("at least one walk");
-    outcome.velocity = if spec.world.slowest_engine && engines.len() > 1 {
-        slowest.iter().sum::<f64>() / slowest.len() as f64
-    } else {
-        velocity_sum / walks.len() as f64
-    };
+    outcome.velocity = value_sum / f64::from(repeats);
     if engines.len() > 1 {
         outcome.engine = spec.world.engines.join("+");
     }

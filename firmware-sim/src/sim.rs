@@ -161,11 +161,7 @@ impl Simulation {
                 expected: "in [0, 10]",
             });
         }
-        let world = yamor_core::world::World {
-            hardware: settings.hardware,
-            ..Default::default()
-        };
-        if let Err(e) = world.check() {
+        if let Err(e) = settings.hardware.check() {
             return Err(SimError::OutOfRange {
                 name: e.field,
                 value: e.value,

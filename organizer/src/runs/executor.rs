@@ -256,9 +256,9 @@ impl Executor<'_> {
                     job.job.spec.seed = candidate_seed(self.spec.seed, seq);
                 }
                 if let Some(worlds) = self.spec.worlds.distribution() {
-                    let (world, friction) = worlds.draw(candidate_world_seed(self.spec.seed, seq));
-                    job.job.spec.world = world;
-                    job.job.spec.ground_friction = friction;
+                    job.job
+                        .spec
+                        .walk_in(worlds.draw(candidate_world_seed(self.spec.seed, seq)));
                 }
                 job.job.spec.early_stop.clone_from(&early_stop);
                 fresh.push((seq, c.tag, c.x, job));

@@ -100,9 +100,7 @@ impl Executor<'_> {
                         // Each held-out start in its own held-out world:
                         // worlds the run never learnt in.
                         if let Some(worlds) = self.spec.worlds.held_out_distribution() {
-                            let (world, friction) = worlds.draw(seed);
-                            job.job.spec.world = world;
-                            job.job.spec.ground_friction = friction;
+                            job.job.spec.walk_in(worlds.draw(seed));
                         }
                         fresh.push((seq, job));
                     }
