@@ -688,18 +688,6 @@ impl Outcome {
     }
 }
 
-impl From<Walk> for Outcome {
-    fn from(walk: Walk) -> Self {
-        Outcome::Walk(walk)
-    }
-}
-
-impl From<PlanResult> for Outcome {
-    fn from(plan: PlanResult) -> Self {
-        Outcome::Plan(plan)
-    }
-}
-
 impl Walk {
     /// The summary of a walk sampled as `samples`, measured from `start` to
     /// `end` with the velocity of thesis 6.2.1.

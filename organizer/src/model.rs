@@ -390,15 +390,13 @@ pub fn ranked(outcome: &Outcome) -> (f64, f64) {
     }
 }
 
-/// The value a result is told to the optimizer as: a walk's velocity under
-/// the run's turn constraint ([`constrained_value`]), any other result's
-/// fitness.
+/// The value a result is told to the optimizer as: what it is
+/// [`ranked`] by under the run's turn constraint ([`constrained_value`]);
+/// a result that is no walk turns at 0 °/s and keeps any constraint.
 #[must_use]
 pub fn told_value(outcome: &Outcome, max_turn: Option<f64>) -> f64 {
-    match outcome {
-        Outcome::Walk(walk) => constrained_value(walk.velocity, walk.turn_deg_s, max_turn),
-        other => other.fitness(),
-    }
+    let (fitness, turn) = ranked(outcome);
+    constrained_value(fitness, turn, max_turn)
 }
 
 /// Where the walks of a run's candidates start.
