@@ -6,6 +6,7 @@
 //! optimizers all use these types; the wire and the database convert to and
 //! from them at their edges.
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use crate::plan::LatticePlan;
@@ -569,7 +570,39 @@ pub struct Walk {
     /// The physics engine that simulated the walk (`rapier`,
     /// `articulated`); empty for a real robot.
     pub engine: String,
+    /// What the walk did besides how far it went, by name (see
+    /// [`descriptors`]): what a map of gaits files it under. Empty when
+    /// the walker cannot tell (a real robot seen by one camera).
+    pub descriptors: Descriptors,
 }
+
+/// The names of the behaviour descriptors yamor's walkers measure, so a
+/// map's settings, the simulator and the dashboard spell them alike.
+pub mod descriptors {
+    /// How fast the direction of travel turns (°/s, counter-clockwise
+    /// positive): every walk's [`super::Walk::turn_deg_s`].
+    pub const TURN: &str = "turn_deg_s";
+    /// The walk's planar velocity (m/s).
+    pub const VELOCITY: &str = "velocity_m_s";
+    /// Lowest and highest centre-module height over the walk (m).
+    pub const MIN_HEIGHT: &str = "min_height_m";
+    pub const MAX_HEIGHT: &str = "max_height_m";
+    /// Direction of travel against the robot's long axis (°, in
+    /// (−180, 180]): 0 walks along it, ±90 sideways, 180 backwards. The
+    /// long axis is the assembled robot's; its sign is fixed per robot.
+    pub const HEADING: &str = "heading_deg";
+    /// Mean centre-module height over the measured window (m).
+    pub const HEIGHT: &str = "height_m";
+    /// Share of the measured window the modules ahead of (behind) the
+    /// centre along the long axis touch the ground: the duty factor of
+    /// the robot's front (back) limbs, 0–1.
+    pub const FRONT_DUTY: &str = "front_duty";
+    pub const BACK_DUTY: &str = "back_duty";
+}
+
+/// Behaviour descriptors by name: the numbers a quality-diversity archive
+/// files a result under.
+pub type Descriptors = BTreeMap<String, f64>;
 
 /// What one job found, by kind: a walk, a value, or a plan. Each kind keeps
 /// its own fields under their own names, so a velocity is always m/s and a
@@ -586,6 +619,10 @@ pub enum Outcome {
         /// Wall-clock time the evaluation took.
         #[serde(default)]
         wall: Duration,
+        /// What the objective measured besides its value (a planar arm's
+        /// hand position), by name.
+        #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+        descriptors: Descriptors,
     },
     /// A planner built a structure (a reconfiguration job).
     Plan(PlanResult),
@@ -646,7 +683,11 @@ impl Outcome {
     /// An evaluated expression or objective.
     #[must_use]
     pub fn value(value: f64, wall: Duration) -> Self {
-        Outcome::Value { value, wall }
+        Outcome::Value {
+            value,
+            wall,
+            descriptors: Descriptors::new(),
+        }
     }
 
     /// The walk, when this was one.
@@ -675,6 +716,19 @@ impl Outcome {
             Outcome::Value { wall, .. } => *wall,
             Outcome::Plan(plan) => plan.wall,
         }
+    }
+
+    /// The behaviour descriptor `name` (see [`descriptors`]): a walk's
+    /// measured ones and its own figures, a value's reported ones; `None`
+    /// when this result has no such number.
+    #[must_use]
+    pub fn descriptor(&self, name: &str) -> Option<f64> {
+        match self {
+            Outcome::Walk(walk) => walk.descriptor(name),
+            Outcome::Value { descriptors, .. } => descriptors.get(name).copied(),
+            Outcome::Plan(_) => None,
+        }
+        .filter(|v| v.is_finite())
     }
 
     /// The kind's name as stored and shown: `walk`, `value`, `plan`.
@@ -720,6 +774,23 @@ impl Walk {
             sample_count: u32::try_from(samples.len()).unwrap_or(u32::MAX),
             samples: if keep_samples { samples } else { Vec::new() },
             ..Walk::default()
+        }
+    }
+
+    /// The descriptor `name`: one the walker measured, or one of the walk's
+    /// own figures ([`descriptors::TURN`], [`descriptors::VELOCITY`],
+    /// [`descriptors::MIN_HEIGHT`], [`descriptors::MAX_HEIGHT`]).
+    #[must_use]
+    pub fn descriptor(&self, name: &str) -> Option<f64> {
+        if let Some(v) = self.descriptors.get(name) {
+            return Some(*v);
+        }
+        match name {
+            descriptors::TURN => Some(self.turn_deg_s),
+            descriptors::VELOCITY => Some(self.velocity),
+            descriptors::MIN_HEIGHT => Some(self.min_height),
+            descriptors::MAX_HEIGHT => Some(self.max_height),
+            _ => None,
         }
     }
 

@@ -104,6 +104,13 @@ impl<'a> WalkMeter<'a> {
         }
     }
 
+    /// The measured window's first sample, once the walk got there: from
+    /// then on a walker measures what only it can see (contacts, poses).
+    #[must_use]
+    pub fn window_start(&self) -> Option<Sample> {
+        self.start
+    }
+
     /// When the next position is wanted (walk clock): the next trajectory
     /// sample, checkpoint or the walk's end, whichever comes first. For
     /// walkers that sleep between positions rather than step.

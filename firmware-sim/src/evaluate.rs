@@ -4,6 +4,7 @@
 //! that time span. The spec, the samples, the formula and the outcome are
 //! `yamor_core::evaluation`'s; this module only walks.
 
+use crate::behaviour::BehaviourMeter;
 use crate::physics::Engine;
 use crate::sim::{SimError, SimSettings, Simulation};
 use std::io::Write;
@@ -312,6 +313,7 @@ fn walk(
     // What the position source reports: the world's noise on the truth.
     let mut noise = PositionNoise::new(spec.world.position_noise_m, settings.seed);
     let mut meter = WalkMeter::new(spec, noise.apply(sim.robot_sample()), settings.dt);
+    let mut behaviour = BehaviourMeter::new(&sim);
     while meter.walking() {
         if sim.ticks() % check_every == 0 && cancel.load(Ordering::Relaxed) {
             return Err(SimError::Cancelled(sim.time()));
@@ -323,8 +325,10 @@ fn walk(
         sim.tick();
         on_tick(&sim);
         meter.observe(noise.apply(sim.robot_sample()));
+        behaviour.observe(&sim, meter.window_start());
     }
     let mut outcome = meter.finish();
+    outcome.descriptors = behaviour.finish(&outcome);
     outcome.simulated = outcome.end.t;
     outcome.wall = started.elapsed();
     outcome.physics_steps = sim.ticks();

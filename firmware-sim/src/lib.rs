@@ -25,6 +25,7 @@
 //!   backend sees it over a serial line.
 //! - `cli` (feature `clap`): `yamor sim`, `yamor bridge` and `yamor robots`.
 
+mod behaviour;
 pub mod bridge;
 #[cfg(feature = "clap")]
 pub mod cli;

@@ -78,7 +78,13 @@ impl Backend for ExprBackend {
             if cancel.load(Ordering::Relaxed) {
                 return Err(HostError::Cancelled);
             }
-            Ok(Outcome::value(value, started.elapsed()))
+            // An expression measures nothing but its variables: they are
+            // its behaviour descriptors, so a map of one is over them.
+            Ok(Outcome::Value {
+                value,
+                wall: started.elapsed(),
+                descriptors: job.parameters.iter().cloned().collect(),
+            })
         })
     }
 }

@@ -46,7 +46,7 @@ pub use problem::{
 };
 pub use report::{
     Evaluation, Failures, Walks, evaluations, failures, new_run_dir, plot_progress, register_font,
-    write_outputs,
+    write_map, write_outputs,
 };
 pub use robot::RunRobot;
 
@@ -167,6 +167,7 @@ pub fn optimizers() -> Vec<Arc<dyn yamor_optimizer_api::Plugin>> {
         Arc::new(yamor_powell::Powell),
         Arc::new(yamor_portfolio::PowellCmaes),
         Arc::new(yamor_brute_force::BruteForce),
+        Arc::new(yamor_map_elites::MapElitesPlugin),
     ]
 }
 

@@ -161,6 +161,32 @@ pub fn write_outputs(
     Ok(())
 }
 
+/// map.json in `out` for a run that keeps a map of gaits, and its summary.
+pub async fn write_map(organizer: &Organizer, run: &Run, out: &Path) -> Result<(), LocalError> {
+    let Some(map) = organizer.runs.map(run.id).await? else {
+        return Ok(());
+    };
+    let path = out.join("map.json");
+    let text = serde_json::to_string_pretty(&map.to_json(run.id)).unwrap_or_default();
+    std::fs::write(&path, text).map_err(LocalError::writing(&path))?;
+    let re_walked: Vec<f64> = map
+        .cells
+        .iter()
+        .filter_map(|c| c.held_out.map(|s| s.mean))
+        .collect();
+    eprintln!(
+        "map: {} of {} cells ({:.1} %), QD score {:.3} m/s over {} results; {} elites re-walked from held-out starts: {}",
+        map.cells.len(),
+        map.grid.cells(),
+        100.0 * map.coverage(),
+        map.qd_score(),
+        map.results,
+        re_walked.len(),
+        path.display()
+    );
+    Ok(())
+}
+
 /// The gait with a comment saying where its figure comes from, so the file
 /// alone says how to reproduce it.
 fn with_provenance(gait_xml: &str, run: &Run, walks: &Walks<'_>) -> String {

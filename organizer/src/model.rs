@@ -521,6 +521,12 @@ const _: () = assert!(
         <= REFERENCE_SEQ - HELD_OUT_SEQ
 );
 
+/// Held-out starts each elite of a map walks for its cell's value (the
+/// best [`HeldOut::candidates`] of them then walk every start of the
+/// plan): a mean and a spread per cell, which is what a map is read for,
+/// at a fifth of the 20 starts of a run's answer, for every cell.
+pub const MAP_CELL_STARTS: u32 = 3;
+
 /// Proposal numbers from here on are held-out re-walks: recorded with the
 /// run, never told to its optimizer.
 pub const HELD_OUT_SEQ: u64 = 1 << 40;

@@ -334,7 +334,11 @@ pub fn outcome(result: Option<pb::EvaluationResult>) -> Result<Outcome, ConvertE
         .ok_or_else(|| invalid("result: missing (a walk, a value or a plan)".into()))?;
     let outcome = match kind {
         Kind::Walk(w) => Outcome::Walk(walk(w)),
-        Kind::Value(v) => Outcome::value(v.value, seconds(v.wall_s)),
+        Kind::Value(v) => Outcome::Value {
+            value: v.value,
+            wall: seconds(v.wall_s),
+            descriptors: v.descriptors.into_iter().collect(),
+        },
         Kind::Plan(p) => Outcome::Plan(PlanResult {
             built: p.built,
             rounds: p.rounds,
@@ -352,6 +356,20 @@ pub fn outcome(result: Option<pb::EvaluationResult>) -> Result<Outcome, ConvertE
         return Err(invalid(format!(
             "result: the {}'s fitness {fitness} is not a finite number",
             outcome.kind()
+        )));
+    }
+    let descriptors = match &outcome {
+        Outcome::Walk(w) => Some(&w.descriptors),
+        Outcome::Value { descriptors, .. } => Some(descriptors),
+        Outcome::Plan(_) => None,
+    };
+    if let Some((name, v)) = descriptors
+        .into_iter()
+        .flatten()
+        .find(|(_, v)| !v.is_finite())
+    {
+        return Err(invalid(format!(
+            "result: descriptor {name:?} is {v}, not a finite number"
         )));
     }
     Ok(outcome)
@@ -381,6 +399,7 @@ fn walk(result: pb::WalkResult) -> Walk {
         wall: seconds(timings.wall_s),
         physics_steps: timings.physics_steps,
         engine: timings.engine,
+        descriptors: result.descriptors.into_iter().collect(),
     }
 }
 
@@ -493,6 +512,7 @@ fn walk_to_pb(o: &Walk) -> pb::WalkResult {
             physics_steps: o.physics_steps,
             engine: o.engine.clone(),
         }),
+        descriptors: o.descriptors.clone().into_iter().collect(),
     }
 }
 
@@ -501,9 +521,14 @@ pub fn outcome_to_pb(o: &Outcome) -> pb::EvaluationResult {
     use pb::evaluation_result::Kind;
     let kind = match o {
         Outcome::Walk(w) => Kind::Walk(walk_to_pb(w)),
-        Outcome::Value { value, wall } => Kind::Value(pb::ValueResult {
+        Outcome::Value {
+            value,
+            wall,
+            descriptors,
+        } => Kind::Value(pb::ValueResult {
             value: *value,
             wall_s: wall.as_secs_f64(),
+            descriptors: descriptors.clone().into_iter().collect(),
         }),
         Outcome::Plan(p) => Kind::Plan(pb::PlanResult {
             built: p.built,
@@ -622,6 +647,13 @@ mod tests {
         assert!(outcome(Some(pb::EvaluationResult { kind: None })).is_err());
         let nan = Outcome::value(f64::NAN, Duration::ZERO);
         assert!(outcome(Some(outcome_to_pb(&nan))).is_err());
+        let nan_descriptor = Outcome::Value {
+            value: 1.0,
+            wall: Duration::ZERO,
+            descriptors: [("x".to_owned(), f64::INFINITY)].into(),
+        };
+        let error = outcome(Some(outcome_to_pb(&nan_descriptor))).unwrap_err();
+        assert!(error.0.contains("descriptor \"x\""), "{}", error.0);
     }
 
     #[test]
@@ -633,9 +665,14 @@ mod tests {
             stopped_early: Some(0),
             engine: "rapier".into(),
             wall: Duration::from_millis(250),
+            descriptors: [("heading_deg".to_owned(), -35.0)].into(),
             ..Walk::default()
         });
-        let value = Outcome::value(-2.5, Duration::from_millis(3));
+        let value = Outcome::Value {
+            value: -2.5,
+            wall: Duration::from_millis(3),
+            descriptors: [("x".to_owned(), 0.25), ("y".to_owned(), -1.0)].into(),
+        };
         let plan = Outcome::Plan(PlanResult {
             built: true,
             rounds: 4,

@@ -119,6 +119,7 @@ pub async fn run(args: RunArgs) -> Result<Option<i32>> {
         worlds: args.spec.worlds,
     };
     write_outputs(&organizer, &final_run, &out, walks)?;
+    yamor_local::write_map(&organizer, &final_run, &out).await?;
     eprintln!("outputs in {}", out.display());
     cluster.shutdown().await;
     let stopped = final_run.state == RunState::Stopped && interrupted.await.is_ok();

@@ -522,6 +522,92 @@ async fn the_dashboard_in_a_browser_starts_and_follows_runs_and_sees_hosts_die()
     );
     shoot(&c, "run-finished").await;
 
+    // A map of gaits: a MAP-Elites run from the form, its heat map, and a
+    // click on a square opens that elite's walk.
+    c.goto(&format!("{web}/runs/new")).await.unwrap();
+    set_field(&c, "name", "map-run").await;
+    c.execute(
+        "const s=document.querySelector('select[name=optimizer]');s.value='map-elites';s.dispatchEvent(new Event('change'))",
+        vec![],
+    )
+    .await
+    .unwrap();
+    set_field(&c, "budget", "36").await;
+    set_field(&c, "warmup", "0.5").await;
+    set_field(&c, "measure", "1").await;
+    set_field(&c, "set.map-elites.emitters", "2").await;
+    set_field(&c, "set.map-elites.batch", "6").await;
+    click_through(&c, "launch").await;
+    let heading = heading_of(&c).await;
+    assert!(heading.contains("map-run"), "landed on {heading:?}");
+    until(
+        &c,
+        "the map run to finish",
+        true,
+        "return document.getElementById('state').textContent",
+        |v| v.as_str() == Some("finished"),
+    )
+    .await;
+    click_through(&c, "map-link").await;
+    let squares = c
+        .execute("return document.querySelectorAll('#heatmap a.cell').length", vec![])
+        .await
+        .unwrap()
+        .as_u64()
+        .unwrap();
+    assert!(squares > 0, "the heat map shows elites");
+    let filled: u64 = c
+        .find(Locator::Id("coverage"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap()
+        .parse()
+        .unwrap();
+    // Four axes drawn two at a time: never more squares than elites.
+    assert!(squares <= filled, "{squares} squares, {filled} elites");
+    let re_walked = c
+        .find(Locator::Id("map-summary"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        re_walked.contains(&format!("{filled} elites re-walked")),
+        "{re_walked}"
+    );
+    shoot(&c, "map").await;
+    let job = c
+        .execute(
+            "return document.querySelector('#heatmap a.cell').getAttribute('href')",
+            vec![],
+        )
+        .await
+        .unwrap();
+    c.execute("window.yamorOldPage = true", vec![])
+        .await
+        .unwrap();
+    c.find(Locator::Css("#heatmap a.cell rect"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    until(
+        &c,
+        "the elite's job page",
+        false,
+        "return window.yamorOldPage === undefined && document.readyState === 'complete' ? location.pathname : ''",
+        |v| v.as_str() == job.as_str(),
+    )
+    .await;
+    assert!(
+        c.find(Locator::Css("a[href$='/replay']")).await.is_ok(),
+        "the elite's page links its replay"
+    );
+
     // The user's own robot, uploaded: the snake's files walked by hosts
     // started for the quadruped.
     c.goto(&format!("{web}/runs/new")).await.unwrap();

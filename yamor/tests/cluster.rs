@@ -355,6 +355,49 @@ async fn a_resumed_powell_cmaes_run_replays_its_stages() {
     kill_organizer_mid_run("kill-organizer-chain", run, "population", "6", Stop::Kill).await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_map_elites_run_killed_mid_run_resumes_with_every_result_in_its_map() {
+    let mut run = pso_run(72, 6);
+    run.optimizer = "map-elites".into();
+    // An expression's descriptors are its variables: an 8×8 map over x, y.
+    let grid = "x:-1:1:8,y:-1:1:8";
+    run.settings = [
+        ("descriptors".to_owned(), grid.to_owned()),
+        ("emitters".to_owned(), "2".to_owned()),
+        ("batch".to_owned(), "6".to_owned()),
+    ]
+    .into();
+    let (db, run_id, evaluations) =
+        kill_organizer_mid_run("kill-organizer-map", run, "descriptors", grid, Stop::Kill).await;
+    // Read back from the file: the map is rebuilt from the stored results.
+    let organizer = yamor_organizer::Organizer::open(
+        &db,
+        yamor_organizer::SchedulerConfig::default(),
+        ClientSecurity::default(),
+        yamor_local::optimizers(),
+    )
+    .unwrap();
+    let map = organizer.runs.map(run_id).await.unwrap().expect("a map");
+    assert_eq!(map.results as u64, evaluations);
+    // Every result is in it: each cell holds the best value that landed there.
+    let told = organizer.scheduler.told_jobs(run_id).await.unwrap();
+    let mut best: std::collections::BTreeMap<usize, f64> = Default::default();
+    for job in &told {
+        let xy: Vec<f64> = job.request.job.parameters.iter().map(|(_, v)| *v).collect();
+        let value = job.fitness().expect("every job was done");
+        let cell = map.grid.cell(&xy);
+        let slot = best.entry(cell).or_insert(f64::NEG_INFINITY);
+        *slot = slot.max(value);
+    }
+    let cells: std::collections::BTreeMap<usize, f64> =
+        map.cells.iter().map(|c| (c.cell, c.fitness)).collect();
+    assert_eq!(cells, best);
+    assert!(map.cells.len() > 8, "{} cells", map.cells.len());
+    for cell in &map.cells {
+        assert_eq!(map.grid.cell(&cell.descriptors), cell.cell);
+    }
+}
+
 /// How the organizer goes down mid-run.
 #[derive(Clone, Copy, PartialEq)]
 enum Stop {
@@ -370,7 +413,7 @@ async fn kill_organizer_mid_run(
     setting: &str,
     value: &str,
     stop: Stop,
-) {
+) -> (PathBuf, u64, u64) {
     let db = temp_db(tag);
     let (mut organizer, url) = start_organizer(&db, "127.0.0.1:0", None);
     let listen = url.trim_start_matches("http://").to_owned();
@@ -432,6 +475,7 @@ async fn kill_organizer_mid_run(
         all.len()
     );
     assert!(all.iter().all(|j| j.state == pb::JobState::Done as i32));
+    (db, run.id, finished.evaluations)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

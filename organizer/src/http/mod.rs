@@ -24,6 +24,9 @@
 //!   side ([`compare`]).
 //! - `/runs/{id}/trials`: every evaluation, sortable and filtered, each
 //!   linking to `/jobs/{id}`, its whole record ([`trials`]).
+//! - `/runs/{id}/map`: a quality-diversity run's map of gaits as a heat
+//!   map, each square opening its elite's walk; `/runs/{id}/map.json`,
+//!   the whole map ([`map`]).
 //! - `/jobs/{id}/replay`: the evaluation seen walking, boxes in 3-D
 //!   ([`replay`]).
 //! - `/jobs/{id}/{view}`: a job drawn by a view contributed from outside
@@ -42,6 +45,7 @@ mod access;
 mod analysis;
 mod compare;
 mod launch;
+mod map;
 mod plot;
 pub mod replay;
 mod run;
@@ -186,6 +190,8 @@ pub fn router(organizer: Organizer, options: Options) -> Router {
         .route("/jobs/{id}/replay.json", get(replay::replay_json))
         .route("/jobs/{id}/{view}", get(views::view_page))
         .route("/runs/{id}/trials", get(trials::trials_page))
+        .route("/runs/{id}/map", get(map::map_page))
+        .route("/runs/{id}/map.json", get(map::map_json))
         .route("/gaits", get(status::gaits_page))
         .route("/metrics", get(status::metrics))
         .layer(middleware::from_fn_with_state(

@@ -149,6 +149,7 @@ pub(super) async fn run_page(
     } else {
         Vec::new()
     };
+    let grid = runs.grid_of(&r).ok().flatten();
     let body = html! {
         p {
             @if !r.robot.is_empty() { "robot " b #robot { (r.robot) } " · " }
@@ -182,6 +183,9 @@ pub(super) async fn run_page(
             " · " a href={ "/runs/" (id) "/evaluations.csv" } { "evaluations (CSV)" }
             " · " a href={ "/jobs?run=" (id) } { "jobs" }
             " · " a #trials-link href={ "/runs/" (id) "/trials" } { "every evaluation (sortable)" }
+            @if let Some(grid) = &grid {
+                " · " a #map-link href={ "/runs/" (id) "/map" } { "map of gaits (" (grid.cells()) " cells)" }
+            }
             @if r.state == RunState::Running {
                 " " form method="post" action={ "/runs/" (id) "/stop" } style="display:inline" {
                     button #stop { "stop the run" }

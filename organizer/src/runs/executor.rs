@@ -114,8 +114,10 @@ impl Runs {
         // results), the recorded results do not.
         let recorded = ready.len() as u64;
         self.update(id, |v| v.evaluations = v.evaluations.max(recorded));
+        let descriptors = optimizer.descriptors();
         Ok(Executor {
             id,
+            descriptors,
             spec,
             prepared,
             optimizer: Some(optimizer),
@@ -150,6 +152,9 @@ pub(super) struct Executor<'a> {
     pub(super) prepared: Prepared,
     /// `None` only while an `ask` runs on a blocking thread.
     optimizer: Option<Box<dyn Optimizer>>,
+    /// The behaviour descriptors the optimizer is told with each result
+    /// (a map's axes); empty for one of the one number.
+    descriptors: Vec<String>,
     /// The stored proposals by position: (job id, x).
     stored: HashMap<u64, (u64, Vec<f64>)>,
     /// Results waiting to be told, by tell order; the stored ones first.
@@ -346,10 +351,22 @@ impl Executor<'_> {
         {
             self.complete.push((o.partial_velocities.clone(), v));
         }
+        let descriptors = match &completion.outcome {
+            Ok(o) if !self.descriptors.is_empty() => self
+                .descriptors
+                .iter()
+                .map(|name| o.descriptor(name))
+                .collect::<Option<Vec<f64>>>(),
+            _ => None,
+        };
         self.optimizer
             .as_mut()
             .ok_or_else(|| RunError::Optimizer("the optimizer was lost".into()))?
-            .tell(tag, velocity.map_or(Fitness::Failed, Fitness::Value));
+            .tell_described(
+                tag,
+                velocity.map_or(Fitness::Failed, Fitness::Value),
+                descriptors.as_deref(),
+            );
         self.evaluations += 1;
         if let Some(v) = velocity {
             self.learnt.push((v, x.clone()));
@@ -405,6 +422,12 @@ impl Executor<'_> {
             }
         }
         Ok(())
+    }
+
+    /// The points the optimizer wants re-walked instead of the best few
+    /// (a map's elites), when it names them.
+    pub(super) fn optimizer_finalists(&self) -> Option<Vec<Vec<f64>>> {
+        self.optimizer.as_ref().and_then(|o| o.finalists())
     }
 
     /// The optimizer's recommendation now, when it gives one inside the

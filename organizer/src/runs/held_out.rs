@@ -12,7 +12,9 @@ use yamor_core::starts::{Spread, held_out_seeds};
 use super::executor::Executor;
 use super::prepare::Blueprint;
 use super::{RunError, Runs};
-use crate::model::{HELD_OUT_SEQ, Job, JobState, REFERENCE_SEQ, Recommendation, ranked};
+use crate::model::{
+    HELD_OUT_SEQ, Job, JobState, MAP_CELL_STARTS, REFERENCE_SEQ, Recommendation, ranked,
+};
 use crate::scheduler::Completion;
 
 impl Executor<'_> {
@@ -60,6 +62,12 @@ impl Executor<'_> {
     /// makes the one with the best mean the run's answer. Walks recorded
     /// before a restart are not walked again. Stopping the run meanwhile
     /// leaves the best single walk as the (provisional) answer.
+    ///
+    /// A map's finalists are its elites ([`yamor_optimizer_api::Optimizer::finalists`]):
+    /// each is walked from the first [`MAP_CELL_STARTS`] held-out starts (its
+    /// cell's value), and the best `candidates` of them by that mean from
+    /// all the plan's starts, among which the answer is chosen as for any
+    /// run: never on three walks out of a thousand cells.
     pub(super) async fn re_walk(
         &mut self,
         runs: &Runs,
@@ -70,22 +78,117 @@ impl Executor<'_> {
         if !plan.is_on() {
             return Ok(());
         }
-        let finalists = self.finalists(plan.candidates as usize);
+        let starts = u64::from(plan.starts);
+        let block = |k: usize| HELD_OUT_SEQ + k as u64 * starts;
+        // The reference gait's block (a gait's start point; a bare
+        // problem's start is no reference).
+        let reference = matches!(self.prepared.blueprint, Blueprint::Gait(_))
+            .then(|| (REFERENCE_SEQ, self.prepared.space.start.clone(), 0..plan.starts));
+        let (finalists, contenders, walked) = match self.optimizer_finalists() {
+            Some(mut elites) => {
+                // Every block of re-walks stays below the reference's.
+                let most = (REFERENCE_SEQ - HELD_OUT_SEQ) / starts.max(1);
+                elites.truncate(usize::try_from(most).unwrap_or(usize::MAX));
+                let first = plan.starts.min(MAP_CELL_STARTS);
+                let cells = elites
+                    .iter()
+                    .enumerate()
+                    .map(|(k, x)| (block(k), x.clone(), 0..first))
+                    .chain(reference)
+                    .collect();
+                let Some(mut walked) = self.walk_blocks(runs, completions, stop, cells).await?
+                else {
+                    return Ok(());
+                };
+                let contenders = best_blocks(&walked, elites.len(), starts, plan.candidates);
+                let rest = contenders
+                    .iter()
+                    .map(|&k| (block(k), elites[k].clone(), first..plan.starts))
+                    .collect();
+                let Some(more) = self.walk_blocks(runs, completions, stop, rest).await? else {
+                    return Ok(());
+                };
+                walked.extend(more);
+                (elites, Some(contenders), walked)
+            }
+            None => {
+                let finalists = self.finalists(plan.candidates as usize);
+                let blocks = finalists
+                    .iter()
+                    .enumerate()
+                    .map(|(k, x)| (block(k), x.clone(), 0..plan.starts))
+                    .chain(reference)
+                    .collect();
+                let Some(walked) = self.walk_blocks(runs, completions, stop, blocks).await? else {
+                    return Ok(());
+                };
+                (finalists, None, walked)
+            }
+        };
+        let walked: Vec<(u64, Option<(f64, f64)>)> = walked.into_iter().collect();
+        let reference = reference_spread(walked.iter().copied());
+        let recommended = self.recommended_point().and_then(|x| {
+            let k = finalists.iter().position(|f| same_point(f, &x))?;
+            let range = block(k)..block(k) + starts;
+            Some(Recommendation {
+                parameters: self.prepared.parameters(&x),
+                held_out: spread_of(
+                    walked
+                        .iter()
+                        .filter(|(seq, _)| range.contains(seq))
+                        .copied(),
+                ),
+            })
+        });
+        runs.update(self.id, |v| {
+            v.reference = reference;
+            if recommended.is_some() {
+                v.recommendation = recommended;
+            }
+        });
+        // A map's answer is chosen among the elites walked from every start.
+        let compared = walked.into_iter().filter(|(seq, _)| {
+            contenders.as_ref().is_none_or(|c| {
+                (HELD_OUT_SEQ..REFERENCE_SEQ).contains(seq)
+                    && c.contains(&(((seq - HELD_OUT_SEQ) / starts.max(1)) as usize))
+            })
+        });
+        let Some((k, spread)) = re_walk_winner(plan.starts, self.spec.max_turn_deg_s, compared)
+        else {
+            runs.persist(self.id);
+            return Ok(());
+        };
+        let x = &finalists[k];
+        let (parameters, gait) = (self.prepared.parameters(x), self.prepared.best_gait(x));
+        runs.update(self.id, |v| {
+            v.best_velocity = Some(spread.mean);
+            v.best_parameters = parameters;
+            v.best_gait_xml = gait;
+            v.held_out = Some(spread);
+        });
+        runs.persist(self.id);
+        tracing::info!(run = self.id, "held-out figure: {}", spread.cm_s());
+        Ok(())
+    }
+
+    /// Walks each block's point from its range of held-out starts (start
+    /// `i` is proposal number `first + i`), on every free host; walks
+    /// recorded before a restart are read, not walked again. The result
+    /// by proposal number (`None`: the walk failed); `None` when the run
+    /// was stopped meanwhile.
+    async fn walk_blocks(
+        &mut self,
+        runs: &Runs,
+        completions: &mut mpsc::UnboundedReceiver<Completion>,
+        stop: &mut watch::Receiver<bool>,
+        blocks: Vec<(u64, Vec<f64>, std::ops::Range<u32>)>,
+    ) -> Result<Option<BTreeMap<u64, Option<(f64, f64)>>>, RunError> {
         let mut waiting = HashMap::new();
         let mut fresh = Vec::new();
-        // Proposal number → velocity (`None`: the walk failed).
-        let mut walked = HashMap::new();
-        // The finalists' blocks of walks, then the reference gait's (a
-        // gait's start point; a bare problem's start is no reference).
-        let reference = matches!(self.prepared.blueprint, Blueprint::Gait(_))
-            .then(|| (REFERENCE_SEQ, &self.prepared.space.start));
-        let blocks = finalists
-            .iter()
-            .enumerate()
-            .map(|(k, x)| (HELD_OUT_SEQ + k as u64 * u64::from(plan.starts), x))
-            .chain(reference);
-        for (first, x) in blocks {
-            for (i, seed) in held_out_seeds(plan.starts).enumerate() {
+        let mut walked = BTreeMap::new();
+        for (first, x, range) in &blocks {
+            let seeds = held_out_seeds(range.end).enumerate().skip(range.start as usize);
+            for (i, seed) in seeds {
                 let seq = first + i as u64;
                 match self.re_walked.get(&seq) {
                     Some(job) if matches!(job.state, JobState::Queued | JobState::Running) => {
@@ -134,50 +237,36 @@ impl Executor<'_> {
                         self.stopped = true;
                         let ids: Vec<u64> = waiting.keys().copied().collect();
                         runs.scheduler.cancel(&ids).await?;
-                        return Ok(());
+                        return Ok(None);
                     }
                 }
             }
         }
-        let walked: Vec<(u64, Option<(f64, f64)>)> = walked.into_iter().collect();
-        let reference = reference_spread(walked.iter().copied());
-        let recommended = self.recommended_point().and_then(|x| {
-            let k = finalists.iter().position(|f| same_point(f, &x))?;
-            let first = HELD_OUT_SEQ + k as u64 * u64::from(plan.starts);
-            let block = first..first + u64::from(plan.starts);
-            Some(Recommendation {
-                parameters: self.prepared.parameters(&x),
-                held_out: spread_of(
-                    walked
-                        .iter()
-                        .filter(|(seq, _)| block.contains(seq))
-                        .copied(),
-                ),
-            })
-        });
-        runs.update(self.id, |v| {
-            v.reference = reference;
-            if recommended.is_some() {
-                v.recommendation = recommended;
-            }
-        });
-        let Some((k, spread)) = re_walk_winner(plan.starts, self.spec.max_turn_deg_s, walked)
-        else {
-            runs.persist(self.id);
-            return Ok(());
-        };
-        let x = &finalists[k];
-        let (parameters, gait) = (self.prepared.parameters(x), self.prepared.best_gait(x));
-        runs.update(self.id, |v| {
-            v.best_velocity = Some(spread.mean);
-            v.best_parameters = parameters;
-            v.best_gait_xml = gait;
-            v.held_out = Some(spread);
-        });
-        runs.persist(self.id);
-        tracing::info!(run = self.id, "held-out figure: {}", spread.cm_s());
-        Ok(())
+        Ok(Some(walked))
     }
+}
+
+/// Of `count` blocks of `starts` proposal numbers from [`HELD_OUT_SEQ`],
+/// the `take` whose walks in `walked` have the best mean (two successful
+/// walks needed; ties to the lower block), best first.
+fn best_blocks(
+    walked: &BTreeMap<u64, Option<(f64, f64)>>,
+    count: usize,
+    starts: u64,
+    take: u32,
+) -> Vec<usize> {
+    let mut means: Vec<(usize, f64)> = (0..count)
+        .filter_map(|k| {
+            let first = HELD_OUT_SEQ + k as u64 * starts;
+            let values: Vec<f64> = walked
+                .range(first..first + starts)
+                .filter_map(|(_, w)| w.map(|(v, _)| v).filter(|v| v.is_finite()))
+                .collect();
+            (values.len() >= 2).then(|| (k, values.iter().sum::<f64>() / values.len() as f64))
+        })
+        .collect();
+    means.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    means.into_iter().take(take as usize).map(|(k, _)| k).collect()
 }
 
 /// The held-out walks of the point `parameters` (of a run's held-out

@@ -21,17 +21,21 @@
 //!   ready ([`check_run`]).
 //! - `executor`: one run's ask/tell loop, replay and end.
 //! - `held_out`: the finalists' re-walk from held-out starts.
+//! - `map`: a quality-diversity run's map, rebuilt from its stored results
+//!   ([`RunMap`]).
 //! - `early_stop`: the bounds below which a walk stops early.
 //! - `naming`: the names of runs their request leaves unnamed.
 
 mod early_stop;
 mod executor;
 mod held_out;
+mod map;
 mod naming;
 mod prepare;
 
 pub use early_stop::{EARLY_STOP_AFTER, EARLY_STOP_WINDOW};
 pub use held_out::held_out_by_engine;
+pub use map::{MapCell, RunMap};
 pub use prepare::{PrepareError, check_run};
 
 use std::collections::{BTreeMap, HashMap};

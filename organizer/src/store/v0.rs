@@ -32,11 +32,13 @@ impl StoredResult {
                 velocity_m_s: self.velocity_m_s,
                 trajectory: self.trajectory,
                 timings: self.timings,
+                descriptors: Default::default(),
             })
         } else {
             Kind::Value(pb::ValueResult {
                 value: self.velocity_m_s,
                 wall_s: self.timings.map_or(0.0, |t| t.wall_s),
+                descriptors: Default::default(),
             })
         };
         pb::EvaluationResult { kind: Some(kind) }

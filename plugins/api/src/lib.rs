@@ -25,6 +25,12 @@
 //! - [`Space`], [`Bound`]: the box the parameters live in and the start point.
 //! - [`Plugin`], [`PluginInfo`], [`SettingSpec`], [`Settings`]: how a plugin
 //!   describes and validates its typed settings (thesis D.2.3 `UserConfig`).
+//! - [`map`]: the grid of elites a quality-diversity plugin fills and the
+//!   runtime shows; such a plugin names its descriptors
+//!   ([`Optimizer::descriptors`]) and is told them with each result
+//!   ([`Optimizer::tell_described`]).
+
+pub mod map;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -218,6 +224,25 @@ pub trait Optimizer: Send {
     /// with the run's finalists before it reports a best. `None` (the
     /// default): no such guess.
     fn recommendation(&self) -> Option<Vec<f64>> {
+        None
+    }
+    /// The behaviour descriptors this optimizer files results under, by
+    /// name (a quality-diversity archive's axes). Empty (the default): an
+    /// optimizer of the one number.
+    fn descriptors(&self) -> Vec<String> {
+        Vec::new()
+    }
+    /// The result of `tag` with its [`Optimizer::descriptors`] in order;
+    /// `None` when the result has not every one of them (a failed walk, a
+    /// walker that cannot tell). The default forgets them.
+    fn tell_described(&mut self, tag: u64, outcome: Fitness, descriptors: Option<&[f64]>) {
+        let _ = descriptors;
+        self.tell(tag, outcome);
+    }
+    /// The points the runtime re-walks from held-out starts instead of
+    /// its best few: a map's elites, every one, so each cell has an honest
+    /// value. `None` (the default): the best few.
+    fn finalists(&self) -> Option<Vec<Vec<f64>>> {
         None
     }
 }
@@ -568,6 +593,13 @@ pub trait Plugin: Send + Sync {
         seed: u64,
         budget: Option<u64>,
     ) -> Result<Box<dyn Optimizer>, SettingsError>;
+    /// The grid a run with these settings fills, for a quality-diversity
+    /// plugin: what the runtime rebuilds the run's map on from its stored
+    /// results. `None` (the default): the plugin keeps no map.
+    fn grid(&self, settings: &Settings) -> Result<Option<map::Grid>, SettingsError> {
+        let _ = settings;
+        Ok(None)
+    }
 }
 
 #[cfg(test)]

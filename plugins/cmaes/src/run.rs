@@ -78,11 +78,38 @@ impl Params {
     #[must_use]
     pub fn new(n: usize, lambda: usize) -> Self {
         assert!(n >= 1 && lambda >= 2, "n = {n}, λ = {lambda}");
-        let nf = n as f64;
-        let mu = lambda / 2;
         let raw: Vec<f64> = (1..=lambda)
             .map(|i| ((lambda as f64 + 1.0) / 2.0).ln() - (i as f64).ln())
             .collect();
+        Params::from_weights(n, lambda, lambda / 2, &raw)
+    }
+
+    /// The parameters of a generation whose best `parents` alone recombine
+    /// (log weights over them, none negative), the rates following their
+    /// `μ_eff`: pyribs' "filter" selection, where the parents are the
+    /// solutions a map kept.
+    #[must_use]
+    pub fn with_parents(n: usize, lambda: usize, parents: usize) -> Self {
+        assert!(
+            n >= 1 && (1..=lambda).contains(&parents),
+            "n = {n}, {parents} parents of λ = {lambda}"
+        );
+        let raw: Vec<f64> = (1..=lambda)
+            .map(|i| {
+                if i <= parents {
+                    (parents as f64 + 0.5).ln() - (i as f64).ln()
+                } else {
+                    0.0
+                }
+            })
+            .collect();
+        Params::from_weights(n, lambda, parents, &raw)
+    }
+
+    /// From unnormalised weights: positive ones recombine, negative ones
+    /// are the active update's.
+    fn from_weights(n: usize, lambda: usize, mu: usize, raw: &[f64]) -> Self {
+        let nf = n as f64;
         let pos_sum: f64 = raw.iter().filter(|w| **w > 0.0).sum();
         let pos_sq: f64 = raw.iter().filter(|w| **w > 0.0).map(|w| w * w).sum();
         let neg_sum: f64 = raw.iter().filter(|w| **w < 0.0).map(|w| -w).sum();
@@ -318,6 +345,21 @@ impl Run {
     /// run ends, if it does.
     pub fn update(&mut self, xs: &[DVector<f64>], g: &[f64]) -> Option<Stop> {
         self.update_injected(xs, g, 0)
+    }
+
+    /// [`Run::update`] where only the best `parents` recombine
+    /// ([`Params::with_parents`]); the run keeps its own parameters after.
+    pub fn update_with_parents(
+        &mut self,
+        xs: &[DVector<f64>],
+        g: &[f64],
+        parents: usize,
+    ) -> Option<Stop> {
+        let filtered = Params::with_parents(self.params.n, self.params.lambda, parents);
+        let own = std::mem::replace(&mut self.params, filtered);
+        let stop = self.update(xs, g);
+        self.params = own;
+        stop
     }
 
     /// [`Run::update`] for a generation whose first `injected` candidates
