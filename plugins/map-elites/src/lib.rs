@@ -47,11 +47,12 @@ use emitter::{Emitter, Told};
 pub const NAME: &str = "map-elites";
 
 /// The default map of gaits: direction of travel against the robot's long
-/// axis in 30° cells, mean body height in 2 cm cells, and the duty factor
-/// of the front and back limbs in fifths: 12·5·5·5 = 1,500 cells
+/// axis in 30° cells, mean body height from 2 to 8 cm in 1 cm cells (a
+/// YaMoR module lying flat holds its centre at about 3 cm), and the duty
+/// factor of the front and back limbs in fifths: 12·6·5·5 = 1,800 cells
 /// (docs/maps.md says why).
 pub const DEFAULT_DESCRIPTORS: &str =
-    "heading_deg:-180:180:12,height_m:0:0.1:5,front_duty:0:1:5,back_duty:0:1:5";
+    "heading_deg:-180:180:12,height_m:0.02:0.08:6,front_duty:0:1:5,back_duty:0:1:5";
 
 /// The quality-diversity plugin.
 pub struct MapElitesPlugin;
