@@ -254,7 +254,11 @@ pub(super) async fn map_page(
                     @for d in &cell.descriptors { td.num { (format!("{d:.3}")) } }
                     td.num { (format!("{:.2}", cell.fitness * 100.0)) }
                     td.num { (cell.held_out.map_or("–".into(), |s| s.cm_s())) }
-                    td { (cell.world.describe(cell.friction)) }
+                    td {
+                        @if cell.world == yamor_core::world::World::default() && cell.friction.is_none() {
+                            "nominal (the host's own)"
+                        } @else { (cell.world.describe(cell.friction)) }
+                    }
                     td { a href={ "/jobs/" (cell.job_id) } { "job " (cell.job_id) } " · "
                          a href={ "/jobs/" (cell.job_id) "/replay" } { "replay" } }
                 }
