@@ -71,8 +71,12 @@ impl BehaviourMeter {
         let along = |m: usize| offsets[m].dot(axis);
         BehaviourMeter {
             long_axis: centre.rotation.inverse() * axis,
-            front: (0..modules).filter(|&m| along(m) > GROUP_MARGIN_M).collect(),
-            back: (0..modules).filter(|&m| along(m) < -GROUP_MARGIN_M).collect(),
+            front: (0..modules)
+                .filter(|&m| along(m) > GROUP_MARGIN_M)
+                .collect(),
+            back: (0..modules)
+                .filter(|&m| along(m) < -GROUP_MARGIN_M)
+                .collect(),
             every: ((CONTACT_EVERY_S / sim.settings().dt).round() as u64).max(1),
             heading_from: None,
             front_touching: 0,
@@ -93,7 +97,10 @@ impl BehaviourMeter {
             let centre = sim
                 .module_index(sim.morphology().central)
                 .expect("the central module always exists");
-            let rotation = physics.part_state(part_index(centre, Part::Body)).pose.rotation;
+            let rotation = physics
+                .part_state(part_index(centre, Part::Body))
+                .pose
+                .rotation;
             let axis = rotation * self.long_axis;
             let (x, y) = (f64::from(axis.x), f64::from(axis.y));
             let norm = x.hypot(y);
@@ -121,10 +128,11 @@ impl BehaviourMeter {
         let Some((ax, ay)) = self.heading_from else {
             return found;
         };
-        let (dx, dy) = (walk.end.x - walk.start.x, walk.end.y - walk.start.y);
-        // Heading against the long axis: the angle of d in the axis' frame.
-        let heading = (ax * dy - ay * dx).atan2(ax * dx + ay * dy).to_degrees();
-        found.insert(descriptors::HEADING.to_owned(), heading);
+        let travel = (walk.end.x - walk.start.x, walk.end.y - walk.start.y);
+        found.insert(
+            descriptors::HEADING.to_owned(),
+            heading_deg((ax, ay), travel),
+        );
         let reads = self.reads.max(1) as f64;
         found.insert(descriptors::HEIGHT.to_owned(), self.height_sum / reads);
         let duty = |touching: u64, group: &[usize]| {
@@ -138,6 +146,12 @@ impl BehaviourMeter {
         }
         found
     }
+}
+
+/// The direction of `travel` against the unit `axis` (°, (−180, 180],
+/// counter-clockwise positive): the angle of `travel` in the axis' frame.
+fn heading_deg((ax, ay): (f64, f64), (dx, dy): (f64, f64)) -> f64 {
+    (ax * dy - ay * dx).atan2(ax * dx + ay * dy).to_degrees()
 }
 
 /// The unit direction along which ground-plane `points` spread most (the
@@ -160,6 +174,31 @@ fn principal_axis(points: &[Vector]) -> Vector {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_heading_is_against_the_body_whatever_way_the_body_faces() {
+        // Forward, left, backwards, right of the axis.
+        for (travel, expected) in [
+            ((2.0, 0.0), 0.0),
+            ((0.0, 1.0), 90.0),
+            ((-1.0, 0.0), 180.0),
+            ((0.0, -3.0), -90.0),
+        ] {
+            assert!((heading_deg((1.0, 0.0), travel) - expected).abs() < 1e-9);
+        }
+        // The body and its walk turned together by any angle: same heading.
+        for turn in [0.3f64, 1.9, -2.7] {
+            let rotate = |(x, y): (f64, f64)| {
+                (
+                    x * turn.cos() - y * turn.sin(),
+                    x * turn.sin() + y * turn.cos(),
+                )
+            };
+            let (axis, travel) = ((1.0, 0.0), (0.5, 0.5));
+            let turned = heading_deg(rotate(axis), rotate(travel));
+            assert!((turned - 45.0).abs() < 1e-9, "{turn}: {turned}");
+        }
+    }
 
     #[test]
     fn the_principal_axis_follows_the_long_side() {

@@ -355,6 +355,43 @@ mod tests {
     }
 
     #[test]
+    fn a_walk_measures_its_behaviour_and_re_measures_it_to_the_bit() {
+        use yamor_core::evaluation::descriptors as d;
+        let (morphology, gait) = crate::robots::load("quadruped", None).unwrap();
+        let spec = |seed| EvaluationSpec {
+            warmup: 1.0,
+            measure: 3.0,
+            seed,
+            ..EvaluationSpec::default()
+        };
+        let settings = SimSettings::default();
+        let walk = evaluate(&morphology, &gait, settings, &spec(3)).unwrap();
+        let value = |name| walk.descriptor(name).unwrap_or_else(|| panic!("no {name}"));
+        let heading = value(d::HEADING);
+        assert!((-180.0..=180.0).contains(&heading), "{heading}");
+        // The central module rides between 2 and 8 cm on the quadruped.
+        let height = value(d::HEIGHT);
+        assert!((0.02..0.08).contains(&height), "{height}");
+        for duty in [d::FRONT_DUTY, d::BACK_DUTY] {
+            let share = value(duty);
+            // Walking legs touch the ground part of the time, not never.
+            assert!(share > 0.0 && share <= 1.0, "{duty} {share}");
+        }
+        assert_eq!(value(d::TURN), walk.turn_deg_s);
+        let again = evaluate(&morphology, &gait, settings, &spec(3)).unwrap();
+        let bits = |w: &Walk| {
+            w.descriptors
+                .iter()
+                .map(|(k, v)| (k.clone(), v.to_bits()))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(bits(&walk), bits(&again));
+        // Another start walks another walk, and its behaviour differs.
+        let other = evaluate(&morphology, &gait, settings, &spec(4)).unwrap();
+        assert_ne!(bits(&walk), bits(&other));
+    }
+
+    #[test]
     fn a_walk_in_a_drawn_world_re_walks_to_the_bit_and_each_knob_matters() {
         use yamor_core::world::{Hardware, World, WorldDistribution};
         let (morphology, gait) = crate::robots::load("quadruped", None).unwrap();

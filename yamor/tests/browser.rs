@@ -550,7 +550,10 @@ async fn the_dashboard_in_a_browser_starts_and_follows_runs_and_sees_hosts_die()
     .await;
     click_through(&c, "map-link").await;
     let squares = c
-        .execute("return document.querySelectorAll('#heatmap a.cell').length", vec![])
+        .execute(
+            "return document.querySelectorAll('#heatmap a.cell').length",
+            vec![],
+        )
         .await
         .unwrap()
         .as_u64()

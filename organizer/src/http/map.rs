@@ -207,9 +207,12 @@ pub(super) async fn map_page(
     let mut ranked: Vec<&MapCell> = map.cells.iter().collect();
     ranked.sort_by(|a, b| {
         let key = |c: &MapCell| c.held_out.map_or(f64::NEG_INFINITY, |s| s.mean);
-        key(b).total_cmp(&key(a)).then(b.fitness.total_cmp(&a.fitness))
+        key(b)
+            .total_cmp(&key(a))
+            .then(b.fitness.total_cmp(&a.fitness))
     });
-    let link = |x: usize, y: usize, colour: &str| format!("/runs/{id}/map?x={x}&y={y}&colour={colour}");
+    let link =
+        |x: usize, y: usize, colour: &str| format!("/runs/{id}/map?x={x}&y={y}&colour={colour}");
     let colour = if held_out { "held-out" } else { "value" };
     let body = html! {
         p {

@@ -82,8 +82,13 @@ impl Executor<'_> {
         let block = |k: usize| HELD_OUT_SEQ + k as u64 * starts;
         // The reference gait's block (a gait's start point; a bare
         // problem's start is no reference).
-        let reference = matches!(self.prepared.blueprint, Blueprint::Gait(_))
-            .then(|| (REFERENCE_SEQ, self.prepared.space.start.clone(), 0..plan.starts));
+        let reference = matches!(self.prepared.blueprint, Blueprint::Gait(_)).then(|| {
+            (
+                REFERENCE_SEQ,
+                self.prepared.space.start.clone(),
+                0..plan.starts,
+            )
+        });
         let (finalists, contenders, walked) = match self.optimizer_finalists() {
             Some(mut elites) => {
                 // Every block of re-walks stays below the reference's.
@@ -187,7 +192,9 @@ impl Executor<'_> {
         let mut fresh = Vec::new();
         let mut walked = BTreeMap::new();
         for (first, x, range) in &blocks {
-            let seeds = held_out_seeds(range.end).enumerate().skip(range.start as usize);
+            let seeds = held_out_seeds(range.end)
+                .enumerate()
+                .skip(range.start as usize);
             for (i, seed) in seeds {
                 let seq = first + i as u64;
                 match self.re_walked.get(&seq) {
@@ -266,7 +273,11 @@ fn best_blocks(
         })
         .collect();
     means.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-    means.into_iter().take(take as usize).map(|(k, _)| k).collect()
+    means
+        .into_iter()
+        .take(take as usize)
+        .map(|(k, _)| k)
+        .collect()
 }
 
 /// The held-out walks of the point `parameters` (of a run's held-out
@@ -376,6 +387,25 @@ mod tests {
             (HELD_OUT_SEQ + 2, Some((0.10, 1.0))),
             (HELD_OUT_SEQ + 3, Some((0.12, -2.0))),
         ]
+    }
+
+    #[test]
+    fn a_maps_contenders_are_its_best_cells_by_their_first_walks() {
+        // Four elites of blocks of 20 starts, each walked from its first 3.
+        let mut walked = BTreeMap::new();
+        for (k, values) in [
+            (0u64, vec![Some(0.10), Some(0.12), Some(0.11)]),
+            (1, vec![Some(0.30), None, Some(0.28)]),
+            (2, vec![Some(0.50), None, None]),
+            (3, vec![Some(0.20), Some(0.22), Some(0.21)]),
+        ] {
+            for (i, v) in values.into_iter().enumerate() {
+                walked.insert(HELD_OUT_SEQ + k * 20 + i as u64, v.map(|v| (v, 0.0)));
+            }
+        }
+        // Elite 2 walked once: not compared; elite 1 on its two walks.
+        assert_eq!(best_blocks(&walked, 4, 20, 2), vec![1, 3]);
+        assert_eq!(best_blocks(&walked, 4, 20, 10), vec![1, 3, 0]);
     }
 
     #[test]

@@ -121,7 +121,8 @@ impl RunMap {
     /// and world, for a later run to start from.
     #[must_use]
     pub fn to_json(&self, run_id: u64) -> serde_json::Value {
-        let spread = |s: &Spread| serde_json::json!({"n": s.n, "mean": s.mean, "se": s.se, "p10": s.p10});
+        let spread =
+            |s: &Spread| serde_json::json!({"n": s.n, "mean": s.mean, "se": s.se, "p10": s.p10});
         let cells: Vec<serde_json::Value> = self
             .cells
             .iter()
@@ -186,11 +187,10 @@ impl Runs {
             .read_async(move |s| s.held_out_jobs(id))
             .await?;
         let max_turn = row.spec.max_turn_deg_s;
-        let map = tokio::task::spawn_blocking(move || {
-            RunMap::build(grid, &told, &held_out, max_turn)
-        })
-        .await
-        .map_err(|e| ScheduleError::Invalid(format!("building the map failed: {e}")))?;
+        let map =
+            tokio::task::spawn_blocking(move || RunMap::build(grid, &told, &held_out, max_turn))
+                .await
+                .map_err(|e| ScheduleError::Invalid(format!("building the map failed: {e}")))?;
         Ok(Some(map))
     }
 

@@ -37,10 +37,14 @@ impl FromStr for EmitterKind {
     type Err = String;
 
     fn from_str(s: &str) -> Result<Self, String> {
-        [EmitterKind::CmaMe, EmitterKind::IsoLine, EmitterKind::Gaussian]
-            .into_iter()
-            .find(|k| k.as_str() == s)
-            .ok_or_else(|| format!("{s:?} is not cma-me, iso-line or gaussian"))
+        [
+            EmitterKind::CmaMe,
+            EmitterKind::IsoLine,
+            EmitterKind::Gaussian,
+        ]
+        .into_iter()
+        .find(|k| k.as_str() == s)
+        .ok_or_else(|| format!("{s:?} is not cma-me, iso-line or gaussian"))
     }
 }
 

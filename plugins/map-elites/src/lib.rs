@@ -59,9 +59,13 @@ pub struct MapElitesPlugin;
 
 impl Plugin for MapElitesPlugin {
     fn info(&self) -> PluginInfo {
-        let options = [EmitterKind::CmaMe, EmitterKind::IsoLine, EmitterKind::Gaussian]
-            .map(|k| k.as_str().to_owned())
-            .to_vec();
+        let options = [
+            EmitterKind::CmaMe,
+            EmitterKind::IsoLine,
+            EmitterKind::Gaussian,
+        ]
+        .map(|k| k.as_str().to_owned())
+        .to_vec();
         PluginInfo {
             name: NAME.into(),
             author: "the yamor authors".into(),
@@ -105,13 +109,19 @@ impl Plugin for MapElitesPlugin {
                     description: "step size in the unit box: CMA-ES' initial σ, the Gaussian's σ, \
                                   iso+line's isotropic σ"
                         .into(),
-                    kind: SettingKind::Float { min: 1e-6, max: 1.0 },
+                    kind: SettingKind::Float {
+                        min: 1e-6,
+                        max: 1.0,
+                    },
                     default: SettingValue::Float(0.1),
                 },
                 SettingSpec {
                     name: "line_sigma".into(),
                     description: "iso+line's step along the line between two elites".into(),
-                    kind: SettingKind::Float { min: 0.0, max: 10.0 },
+                    kind: SettingKind::Float {
+                        min: 0.0,
+                        max: 10.0,
+                    },
                     default: SettingValue::Float(0.2),
                 },
             ],

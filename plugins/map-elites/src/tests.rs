@@ -50,7 +50,11 @@ fn drive(optimizer: &mut MapElites, budget: usize) -> Vec<Vec<f64>> {
 #[test]
 fn every_emitter_fills_the_map_and_stays_in_the_box() {
     let space = space(4);
-    for kind in [EmitterKind::CmaMe, EmitterKind::IsoLine, EmitterKind::Gaussian] {
+    for kind in [
+        EmitterKind::CmaMe,
+        EmitterKind::IsoLine,
+        EmitterKind::Gaussian,
+    ] {
         let mut map = MapElites::new(&space, &config(kind), 7);
         let proposed = drive(&mut map, 3_000);
         assert!(proposed.iter().all(|x| space.contains(x)), "{kind:?}");
@@ -82,7 +86,11 @@ fn every_emitter_fills_the_map_and_stays_in_the_box() {
 /// 100×100 grid; most of the map is reached only by pushing a whole half
 /// of the coordinates together. The QD score of `evaluations` proposals of
 /// `propose` (offset −1,200, below the box's worst value).
-fn sphere_qd_score(evaluations: usize, mut propose: impl FnMut() -> Vec<Candidate>, told: &mut dyn FnMut(u64, f64, [f64; 2])) {
+fn sphere_qd_score(
+    evaluations: usize,
+    mut propose: impl FnMut() -> Vec<Candidate>,
+    told: &mut dyn FnMut(u64, f64, [f64; 2]),
+) {
     let n = 20;
     let mut done = 0;
     while done < evaluations {
@@ -140,7 +148,11 @@ fn every_emitter_illuminates_more_than_sampling_the_box() {
         },
     );
     let baseline = random.qd_score(-1_200.0);
-    for kind in [EmitterKind::CmaMe, EmitterKind::IsoLine, EmitterKind::Gaussian] {
+    for kind in [
+        EmitterKind::CmaMe,
+        EmitterKind::IsoLine,
+        EmitterKind::Gaussian,
+    ] {
         let map = std::cell::RefCell::new(MapElites::new(
             &space,
             &MapElitesConfig {
@@ -155,7 +167,10 @@ fn every_emitter_illuminates_more_than_sampling_the_box() {
                 Step::Evaluate(batch) => batch,
                 other => panic!("{kind:?}: {other:?} with nothing in flight"),
             },
-            &mut |tag, f, d| map.borrow_mut().tell_described(tag, Fitness::Value(f), Some(&d)),
+            &mut |tag, f, d| {
+                map.borrow_mut()
+                    .tell_described(tag, Fitness::Value(f), Some(&d))
+            },
         );
         let score = map.borrow().archive().qd_score(-1_200.0);
         assert!(
@@ -168,7 +183,12 @@ fn every_emitter_illuminates_more_than_sampling_the_box() {
 #[test]
 fn the_same_seed_and_results_make_the_same_proposals() {
     let space = space(3);
-    let run = |seed| drive(&mut MapElites::new(&space, &config(EmitterKind::CmaMe), seed), 500);
+    let run = |seed| {
+        drive(
+            &mut MapElites::new(&space, &config(EmitterKind::CmaMe), seed),
+            500,
+        )
+    };
     assert_eq!(run(3), run(3));
     assert_ne!(run(3), run(4));
 }
@@ -207,4 +227,3 @@ fn the_plugin_resolves_its_settings_and_names_its_grid() {
     let bad = Settings::parse(&specs, [("emitter", "sobol")]);
     assert!(bad.is_err());
 }
-
