@@ -109,13 +109,18 @@ pub fn skew(v: &Vector3<f64>) -> Matrix3<f64> {
 #[must_use]
 pub fn inertia_matrix(mass: f64, c: &Vector3<f64>, inertia: &Matrix3<f64>) -> Matrix6<f64> {
     let cx = skew(c);
+    let mcx = mass * cx;
     let mut m = Matrix6::zeros();
     m.fixed_view_mut::<3, 3>(0, 0)
-        .copy_from(&(inertia - mass * cx * cx));
-    m.fixed_view_mut::<3, 3>(0, 3).copy_from(&(mass * cx));
-    m.fixed_view_mut::<3, 3>(3, 0).copy_from(&(-mass * cx));
-    m.fixed_view_mut::<3, 3>(3, 3)
-        .copy_from(&(Matrix3::identity() * mass));
+        .copy_from(&(inertia - mcx * cx));
+    m.fixed_view_mut::<3, 3>(0, 3).copy_from(&mcx);
+    // (−m)·x is −(m·x) exactly: negation commutes with rounding.
+    m.fixed_view_mut::<3, 3>(3, 0).copy_from(&(-mcx));
+    // The identity times the mass: the mass on the diagonal, +0 elsewhere
+    // (as `zeros` left it).
+    for k in 3..6 {
+        m[(k, k)] = mass;
+    }
     m
 }
 

@@ -140,6 +140,13 @@ pub struct World {
     scratch: Scratch,
     /// Last step's impulses by contact, for warm starts.
     warm: Vec<(ContactKey, [f64; 3])>,
+    /// The inverse of every hinge's `frame_in_child` (identity for roots),
+    /// computed once rather than at every forward kinematics.
+    child_inverse: Vec<Isometry3<f64>>,
+    /// Mass of the tree rooted at every root (0 for other bodies).
+    tree_mass: Vec<f64>,
+    /// Hinge axes for [`World::body_states`].
+    state_axes: Vec<Spatial>,
 }
 
 /// A weld of a world, as [`World::weld`] returned it.
@@ -152,7 +159,6 @@ type Centroid = (Vector3<f64>, Vector3<f64>);
 #[derive(Default)]
 struct Scratch {
     axis: Vec<Spatial>,
-    inertia: Vec<Matrix6<f64>>,
     composite: Vec<Matrix6<f64>>,
     velocity: Vec<Spatial>,
     acceleration: Vec<Spatial>,
@@ -207,7 +213,28 @@ impl World {
                 }
             }
         }
+        let child_inverse = model
+            .bodies
+            .iter()
+            .map(|b| {
+                b.hinge
+                    .as_ref()
+                    .map_or_else(Isometry3::identity, |h| h.frame_in_child.inverse())
+            })
+            .collect();
+        // Summed as `tree_mass` summed it at every step: body order.
+        let tree_mass = (0..n)
+            .map(|r| {
+                (0..n)
+                    .filter(|&i| root[i] == r)
+                    .map(|i| model.bodies[i].mass)
+                    .sum()
+            })
+            .collect();
         let mut world = Self {
+            child_inverse,
+            tree_mass,
+            state_axes: Vec::new(),
             pose: initial.iter().map(|s| s.pose).collect(),
             servo: vec![Servo::default(); n],
             loop_servo: vec![Servo::default(); model.loops.len()],
@@ -349,6 +376,63 @@ impl World {
         }
     }
 
+    /// [`World::body_state`] of every body, into `out`: each tree hinge's
+    /// axis is computed once rather than once per body below it.
+    pub fn body_states(&mut self, out: &mut Vec<BodyState>) {
+        let mut axes = std::mem::take(&mut self.state_axes);
+        self.hinge_axes(&mut axes);
+        out.clear();
+        for body in 0..self.model.bodies.len() {
+            let pose = self.pose[body];
+            let (angvel, linvel) = self.body_velocity_with(body, &pose.translation.vector, &axes);
+            out.push(BodyState {
+                pose,
+                angvel,
+                linvel,
+            });
+        }
+        self.state_axes = axes;
+    }
+
+    /// Every hinge's axis about the root origin of its tree, as
+    /// [`Self::kinematics`] computes it (roots: zero).
+    fn hinge_axes(&self, axes: &mut Vec<Spatial>) {
+        let nb = self.model.bodies.len();
+        axes.clear();
+        axes.resize(nb, Spatial::ZERO);
+        for (i, a) in axes.iter_mut().enumerate() {
+            if self.model.bodies[i].hinge.is_some() {
+                let origin = self.pose[self.root[i]].translation.vector;
+                let (axis, point) = self.hinge_axis(i);
+                *a = Spatial::new(axis, (point - origin).cross(&axis));
+            }
+        }
+    }
+
+    /// [`Self::body_velocity`] from hinge axes that [`Self::hinge_axes`] or
+    /// [`Self::kinematics`] computed at the present poses: the same
+    /// operations in the same order, without recomputing the axes.
+    fn body_velocity_with(
+        &self,
+        body: usize,
+        x: &Vector3<f64>,
+        axes: &[Spatial],
+    ) -> (Vector3<f64>, Vector3<f64>) {
+        let root = self.root[body];
+        let origin = self.pose[root].translation.vector;
+        let d = self.model.bodies[root].dof;
+        let mut omega = Vector3::new(self.u[d], self.u[d + 1], self.u[d + 2]);
+        let mut v = Vector3::new(self.u[d + 3], self.u[d + 4], self.u[d + 5]);
+        let mut b = body;
+        while let Some(h) = &self.model.bodies[b].hinge {
+            let rate = self.u[self.model.bodies[b].dof];
+            omega += axes[b].ang * rate;
+            v += axes[b].lin * rate;
+            b = h.parent;
+        }
+        (omega, v + omega.cross(&(x - origin)))
+    }
+
     /// Angular velocity of `body` and the velocity of its point at `x`.
     fn body_velocity(&self, body: usize, x: &Vector3<f64>) -> (Vector3<f64>, Vector3<f64>) {
         let root = self.root[body];
@@ -420,7 +504,7 @@ impl World {
                 self.pose[i] = self.pose[h.parent]
                     * h.frame_in_parent
                     * Isometry3::from_parts(Translation3::identity(), turn)
-                    * h.frame_in_child.inverse();
+                    * self.child_inverse[i];
             }
         }
     }
@@ -442,7 +526,7 @@ impl World {
         // velocities are overwritten.
         self.momentum_targets(&mut s);
         self.integrate(&s.free);
-        self.restore_tree_momentum(&s.centroids);
+        self.restore_tree_momentum(&s.centroids, &mut s.axis);
         self.scratch = s;
     }
 
@@ -452,7 +536,6 @@ impl World {
     fn kinematics(&self, s: &mut Scratch) {
         let nb = self.model.bodies.len();
         s.axis.resize(nb, Spatial::ZERO);
-        s.inertia.resize(nb, Matrix6::zeros());
         s.composite.resize(nb, Matrix6::zeros());
         s.velocity.resize(nb, Spatial::ZERO);
         s.acceleration.resize(nb, Spatial::ZERO);
@@ -465,7 +548,8 @@ impl World {
             let origin = self.pose[self.root[i]].translation.vector;
             let r = self.pose[i].rotation.to_rotation_matrix();
             let com = self.pose[i] * Point3::from(body.com);
-            s.inertia[i] = inertia_matrix(
+            // Straight into the composite, which starts as the body's own.
+            s.composite[i] = inertia_matrix(
                 body.mass,
                 &(com.coords - origin),
                 &(r * body.inertia * r.transpose()),
@@ -488,10 +572,9 @@ impl World {
                         s.acceleration[hinge.parent] + s.velocity[i].cross_motion(&joint_velocity);
                 }
             }
-            let momentum = apply(&s.inertia[i], &s.velocity[i]);
+            let momentum = apply(&s.composite[i], &s.velocity[i]);
             s.force[i] =
-                apply(&s.inertia[i], &s.acceleration[i]) + s.velocity[i].cross_force(&momentum);
-            s.composite[i] = s.inertia[i];
+                apply(&s.composite[i], &s.acceleration[i]) + s.velocity[i].cross_force(&momentum);
         }
     }
 
@@ -584,7 +667,8 @@ impl World {
         s.centroids.clear();
         for i in 0..self.model.bodies.len() {
             if self.model.bodies[i].hinge.is_none() {
-                let (com, velocity) = self.centroid(i);
+                // The kinematics' axes: poses have not moved since.
+                let (com, velocity) = self.centroid(i, &s.axis);
                 // The momentum the step must leave: the old one, plus
                 // gravity's and the ground's impulses.
                 let mut impulse = Vector3::zeros();
@@ -604,7 +688,7 @@ impl World {
                         impulse -= d * s.impulse[row];
                     }
                 }
-                let mass = self.tree_mass(i);
+                let mass = self.tree_mass[i];
                 let target = velocity + h * self.settings.gravity + impulse / mass;
                 s.centroids.push((i, (com, target)));
             }
@@ -641,11 +725,15 @@ impl World {
     /// the momentum the external impulses leave it (`targets`, from
     /// [`Self::momentum_targets`]), and move its centre of mass by that
     /// velocity.
-    fn restore_tree_momentum(&mut self, targets: &[(usize, Centroid)]) {
+    /// `axes` is scratch (the kinematics' axes are no longer needed).
+    fn restore_tree_momentum(&mut self, targets: &[(usize, Centroid)], axes: &mut Vec<Spatial>) {
         let h = self.settings.dt;
         let nb = self.model.bodies.len();
+        // A tree's shift moves no other tree, so the axes of them all at
+        // the integrated poses serve every tree's centroid.
+        self.hinge_axes(axes);
         for &(root, (com, velocity)) in targets {
-            let (new_com, new_velocity) = self.centroid(root);
+            let (new_com, new_velocity) = self.centroid(root, axes);
             let shift = com + h * velocity - new_com;
             for b in 0..nb {
                 if self.root[b] == root {
@@ -659,15 +747,9 @@ impl World {
         }
     }
 
-    fn tree_mass(&self, root: usize) -> f64 {
-        (0..self.model.bodies.len())
-            .filter(|&i| self.root[i] == root)
-            .map(|i| self.model.bodies[i].mass)
-            .sum()
-    }
-
-    /// Centre of mass and its velocity of the tree rooted at `root`.
-    fn centroid(&self, root: usize) -> Centroid {
+    /// Centre of mass and its velocity of the tree rooted at `root`, from
+    /// the hinge axes at the present poses.
+    fn centroid(&self, root: usize, axes: &[Spatial]) -> Centroid {
         let mut mass = 0.0;
         let mut moment = Vector3::zeros();
         let mut momentum = Vector3::zeros();
@@ -676,7 +758,7 @@ impl World {
                 continue;
             }
             let com = (self.pose[i] * Point3::from(body.com)).coords;
-            let (_, v) = self.body_velocity(i, &com);
+            let (_, v) = self.body_velocity_with(i, &com, axes);
             mass += body.mass;
             moment += body.mass * com;
             momentum += body.mass * v;

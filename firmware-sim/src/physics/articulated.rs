@@ -22,6 +22,9 @@ pub struct ArticulatedWorld {
     part_offset: Vec<Isometry3<f64>>,
     /// The joint every module's servo drives.
     servo_joint: Vec<Option<Joint>>,
+    /// Every body's state after the last step: each is read for several
+    /// parts (a module's servo reading takes both of its parts).
+    states: Vec<BodyState>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -152,9 +155,12 @@ impl ArticulatedWorld {
             friction: f64::from(settings.ground_friction),
             ..Settings::default()
         };
-        let world = World::new(model, s, &initial);
+        let mut world = World::new(model, s, &initial);
+        let mut states = Vec::new();
+        world.body_states(&mut states);
         Ok(Self {
             world,
+            states,
             substeps,
             part_body: topology.cluster_of.iter().map(|&c| body_of[c]).collect(),
             part_offset: topology.part_offset.iter().map(|&p| isometry(p)).collect(),
@@ -168,10 +174,11 @@ impl Physics for ArticulatedWorld {
         for _ in 0..self.substeps {
             self.world.step();
         }
+        self.world.body_states(&mut self.states);
     }
 
     fn part_state(&self, p: PartIndex) -> PartState {
-        let body = self.world.body_state(self.part_body[p]);
+        let body = self.states[self.part_body[p]];
         let pose = body.pose * self.part_offset[p];
         let arm = pose.translation.vector - body.pose.translation.vector;
         PartState {
