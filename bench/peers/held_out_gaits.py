@@ -19,12 +19,11 @@ For each NAME=PATH/best_gait.xml given:
    that engine's best gait.
 
     YAMOR=/tmp/qd/yamor63 python bench/peers/held_out_gaits.py --out DIR \\
-        single-1=/tmp/yamor-thesis63/single-1/best_gait.xml ...
+        single-1=/tmp/yamor-transfer-quadruped/single-1/best_gait.xml ...
 
 Writes OUT/report.md and OUT/results.json. Not part of CI.
 """
 import argparse
-import csv
 import json
 import math
 import os
@@ -36,7 +35,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from engines import Walker, load_controls  # noqa: E402
-from rank_good import OPTIMIZE_XML, free_parameters  # noqa: E402
+from rank_good import export_walks, free_parameters  # noqa: E402
 
 
 def modules(path):
@@ -83,18 +82,7 @@ def main():
         f.write("name," + ",".join(names) + "\n")
         for name, path in gaits.items():
             f.write(name + "," + ",".join(repr(v) for v in params_of(path)) + "\n")
-    exported = out / "export"
-    command = [args.yamor, "bench-engines", "--config", str(OPTIMIZE_XML),
-               "--params", str(out / "gaits.csv"), "--out", str(exported),
-               "--starts", str(args.starts), "--seconds", str(args.seconds)]
-    print("$", " ".join(command), flush=True)
-    import subprocess
-    subprocess.run(command, check=True)
-    summary = json.loads((exported / "summary.json").read_text())
-    own = {}
-    with open(exported / "velocities.csv") as f:
-        for row in csv.DictReader(f):
-            own.setdefault(row["gait"], []).append(float(row["velocity"]))
+    exported, summary, own = export_walks(args.yamor, out, args.starts, args.seconds)
     walker = Walker(exported / "quadruped.xml", summary)
 
     walks = {}

@@ -131,6 +131,24 @@ def yamor_sim(yamor, gait, starts, seconds):
     return per_start, summary
 
 
+def export_walks(yamor, out, starts, seconds):
+    """Walks every gait of out/gaits.csv on the default engine and exports
+    the quadruped for MuJoCo (`yamor bench-engines --params`): the export's
+    summary and each gait's velocities by name."""
+    exported = out / "export"
+    command = [yamor, "bench-engines", "--config", str(OPTIMIZE_XML),
+               "--params", str(out / "gaits.csv"), "--out", str(exported),
+               "--starts", str(starts), "--seconds", str(seconds)]
+    print("$", " ".join(command), flush=True)
+    subprocess.run(command, check=True)
+    summary = json.loads((exported / "summary.json").read_text())
+    own = {}
+    with open(exported / "velocities.csv") as f:
+        for row in csv.DictReader(f):
+            own.setdefault(row["gait"], []).append(float(row["velocity"]))
+    return exported, summary, own
+
+
 def mean_se(values):
     values = np.asarray(values)
     return float(values.mean()), float(values.std(ddof=1) / math.sqrt(len(values)))
@@ -299,18 +317,7 @@ def main():
         for name, c in rows.items():
             f.write(name + "," + ",".join(repr(v) for v in c["values"]) + "\n")
 
-    exported = out / "export"
-    command = [args.yamor, "bench-engines", "--config", str(OPTIMIZE_XML),
-               "--params", str(out / "gaits.csv"), "--out", str(exported),
-               "--starts", str(args.starts), "--seconds", str(args.seconds)]
-    print("$", " ".join(command), flush=True)
-    subprocess.run(command, check=True)
-    summary = json.loads((exported / "summary.json").read_text())
-
-    own = {}
-    with open(exported / "velocities.csv") as f:
-        for row in csv.DictReader(f):
-            own.setdefault(row["gait"], []).append(float(row["velocity"]))
+    exported, summary, own = export_walks(args.yamor, out, args.starts, args.seconds)
 
     print(f"yamor sim and MuJoCo: {len(rows)} gaits x {args.starts} starts", flush=True)
     walker = Walker(exported / "quadruped.xml", summary)

@@ -393,3 +393,27 @@ class Grid:
 
 def describe(d, names):
     return [float(d[n]) for n in names]
+
+
+def pyribs_scheduler(method, dim, grid, x0, seed):
+    """pyribs' archive and scheduler for `method` (pyribs-cma-me or
+    pyribs-iso-line) over the unit box of `dim` parameters, on yamor's
+    `grid`, with yamor's map-elites defaults: 5 emitters, batch 12, sigma
+    0.1, line sigma 0.2, starting at `x0`."""
+    from ribs.archives import GridArchive
+    from ribs.emitters import EvolutionStrategyEmitter, IsoLineEmitter
+    from ribs.schedulers import Scheduler
+
+    archive = GridArchive(solution_dim=dim, dims=[a[3] for a in grid.axes],
+                          ranges=[(a[1], a[2]) for a in grid.axes], seed=seed)
+    bounds = [(0.0, 1.0)] * dim
+    if method == "pyribs-cma-me":
+        emitters = [EvolutionStrategyEmitter(
+            archive, x0=x0, sigma0=0.1, ranker="2imp", selection_rule="filter",
+            restart_rule="no_improvement", batch_size=12, bounds=bounds,
+            seed=seed * 1000 + k) for k in range(5)]
+    else:
+        emitters = [IsoLineEmitter(archive, iso_sigma=0.1, line_sigma=0.2, x0=x0,
+                                   bounds=bounds, batch_size=12, seed=seed * 1000 + k)
+                    for k in range(5)]
+    return archive, Scheduler(archive, emitters)

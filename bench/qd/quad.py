@@ -63,25 +63,9 @@ def run_yamor(cluster, method, seed, budget, grid):
 
 
 def run_pyribs(cluster, method, seed, budget, grid, problem):
-    from ribs.archives import GridArchive
-    from ribs.emitters import EvolutionStrategyEmitter, IsoLineEmitter
-    from ribs.schedulers import Scheduler
-
     dim = len(problem.names)
-    archive = GridArchive(solution_dim=dim, dims=[a[3] for a in grid.axes],
-                          ranges=[(a[1], a[2]) for a in grid.axes], seed=seed)
     x0 = problem.x_to_unit(problem.start)
-    bounds = [(0.0, 1.0)] * dim
-    if method == "pyribs-cma-me":
-        emitters = [EvolutionStrategyEmitter(
-            archive, x0=x0, sigma0=0.1, ranker="2imp", selection_rule="filter",
-            restart_rule="no_improvement", batch_size=12, bounds=bounds,
-            seed=seed * 1000 + k) for k in range(5)]
-    else:
-        emitters = [IsoLineEmitter(archive, iso_sigma=0.1, line_sigma=0.2, x0=x0,
-                                   bounds=bounds, batch_size=12, seed=seed * 1000 + k)
-                    for k in range(5)]
-    scheduler = Scheduler(archive, emitters)
+    archive, scheduler = qdlib.pyribs_scheduler(method, dim, grid, x0, seed)
     used, failed, walks = 0, 0, []
     started = time.time()
     while used < budget:

@@ -2,8 +2,9 @@
 # Transfer over run seeds: for ROBOT and seeds 1..$SEEDS, the default
 # single-world run and the paired-slowest run (2,400 walks each), each
 # answer walked by `yamor sim ROBOT --gait G --worlds 20 --starts 5` (20
-# held-out worlds of the robust distribution, both engines) and from 20
-# held-out starts in the nominal world on each engine.
+# held-out worlds of the robust distribution, both engines), and from 20
+# held-out starts in the nominal world on each engine and on the emulated
+# real robot's hardware (`--as-emulated`: thesis 6.3 rebuilt).
 #
 #   ROBOT=dog bash bench/worlds/transfer.sh     # YAMOR=target/release/yamor, SEEDS=5
 #
@@ -31,10 +32,11 @@ for seed in $(seq 1 "$SEEDS"); do
         worlds=$("$YAMOR" sim "$ROBOT" --gait "$dir/best_gait.xml" --worlds 20 --starts 5 2>&1 \
             | grep -E "^(articulated|rapier|all worlds):" | tr '\n' ' ')
         echo "$setup seed $seed worlds: $worlds"
-        for engine in articulated rapier; do
-            line=$("$YAMOR" sim "$ROBOT" --gait "$dir/best_gait.xml" --starts 20 --engine "$engine" 2>&1 \
+        for walk in "articulated:--engine articulated" "rapier:--engine rapier" "emulated:--as-emulated"; do
+            # shellcheck disable=SC2086
+            line=$("$YAMOR" sim "$ROBOT" --gait "$dir/best_gait.xml" --starts 20 ${walk#*:} 2>&1 \
                 | grep -E "cm/s" | tail -1)
-            echo "$setup seed $seed nominal $engine: $line"
+            echo "$setup seed $seed nominal ${walk%%:*}: $line"
         done
     done
 done

@@ -195,6 +195,32 @@ async fn click_through(c: &Client, id: &str) {
     .await;
 }
 
+/// The text of the element with id `id`.
+async fn text_of(c: &Client, id: &str) -> String {
+    c.find(Locator::Id(id))
+        .await
+        .unwrap_or_else(|_| panic!("no #{id}"))
+        .text()
+        .await
+        .unwrap()
+}
+
+/// Launches the form's run, checks its page is `name`'s, and waits for
+/// the run to finish.
+async fn launch_and_finish(c: &Client, name: &str) {
+    click_through(c, "launch").await;
+    let heading = heading_of(c).await;
+    assert!(heading.contains(name), "landed on {heading:?}");
+    until(
+        c,
+        &format!("run {name} to finish"),
+        true,
+        "return document.getElementById('state').textContent",
+        |v| v.as_str() == Some("finished"),
+    )
+    .await;
+}
+
 async fn set_field(c: &Client, name: &str, value: &str) {
     let field = c
         .find(Locator::Css(&format!("[name=\"{name}\"]")))
@@ -303,12 +329,7 @@ async fn the_dashboard_in_a_browser_starts_and_follows_runs_and_sees_hosts_die()
     // best gait is walked again and drawn from above.
     c.goto(&run_url).await.unwrap();
     assert_eq!(
-        c.find(Locator::Id("state"))
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap(),
+        text_of(&c, "state").await,
         "running",
         "the host died mid-run"
     );
@@ -322,13 +343,7 @@ async fn the_dashboard_in_a_browser_starts_and_follows_runs_and_sees_hosts_die()
     )
     .await;
     let drawn = c.execute(points, vec![]).await.unwrap().as_u64().unwrap();
-    let progress = c
-        .find(Locator::Id("progress"))
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let progress = text_of(&c, "progress").await;
     let told: u64 = progress.split_whitespace().next().unwrap().parse().unwrap();
     assert!(drawn > first, "{drawn} points after stopping");
     assert_eq!(drawn, told, "every evaluation is a point ({progress})");
@@ -411,13 +426,7 @@ async fn the_dashboard_in_a_browser_starts_and_follows_runs_and_sees_hosts_die()
     )
     .await
     .unwrap();
-    let clock = c
-        .find(Locator::Id("clock"))
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let clock = text_of(&c, "clock").await;
     assert!(clock.contains("cm/s measured here"), "{clock}");
     // Same engine, same step, same start: the walk its host recorded.
     let (here, recorded) = {
@@ -509,13 +518,7 @@ async fn the_dashboard_in_a_browser_starts_and_follows_runs_and_sees_hosts_die()
         |v| v.as_u64() == Some(1),
     )
     .await;
-    let setup = c
-        .find(Locator::Id("setup"))
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let setup = text_of(&c, "setup").await;
     assert!(
         setup.contains("walked by articulated") && setup.contains("the given gait walks"),
         "{setup}"
@@ -537,17 +540,7 @@ async fn the_dashboard_in_a_browser_starts_and_follows_runs_and_sees_hosts_die()
     set_field(&c, "measure", "1").await;
     set_field(&c, "set.map-elites.emitters", "2").await;
     set_field(&c, "set.map-elites.batch", "6").await;
-    click_through(&c, "launch").await;
-    let heading = heading_of(&c).await;
-    assert!(heading.contains("map-run"), "landed on {heading:?}");
-    until(
-        &c,
-        "the map run to finish",
-        true,
-        "return document.getElementById('state').textContent",
-        |v| v.as_str() == Some("finished"),
-    )
-    .await;
+    launch_and_finish(&c, "map-run").await;
     click_through(&c, "map-link").await;
     let squares = c
         .execute(
@@ -559,24 +552,10 @@ async fn the_dashboard_in_a_browser_starts_and_follows_runs_and_sees_hosts_die()
         .as_u64()
         .unwrap();
     assert!(squares > 0, "the heat map shows elites");
-    let filled: u64 = c
-        .find(Locator::Id("coverage"))
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap()
-        .parse()
-        .unwrap();
+    let filled: u64 = text_of(&c, "coverage").await.parse().unwrap();
     // Four axes drawn two at a time: never more squares than elites.
     assert!(squares <= filled, "{squares} squares, {filled} elites");
-    let re_walked = c
-        .find(Locator::Id("map-summary"))
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let re_walked = text_of(&c, "map-summary").await;
     assert!(
         re_walked.contains(&format!("{filled} elites re-walked")),
         "{re_walked}"
@@ -637,17 +616,7 @@ async fn the_dashboard_in_a_browser_starts_and_follows_runs_and_sees_hosts_die()
     set_field(&c, "warmup", "0.5").await;
     set_field(&c, "measure", "1").await;
     shoot(&c, "start-upload").await;
-    click_through(&c, "launch").await;
-    let heading = heading_of(&c).await;
-    assert!(heading.contains("uploaded-snake"), "landed on {heading:?}");
-    until(
-        &c,
-        "the uploaded robot's run to finish",
-        true,
-        "return document.getElementById('state').textContent",
-        |v| v.as_str() == Some("finished"),
-    )
-    .await;
+    launch_and_finish(&c, "uploaded-snake").await;
     // The form offers it again.
     c.goto(&format!("{web}/runs/new")).await.unwrap();
     let offered = c
@@ -668,13 +637,7 @@ async fn the_dashboard_in_a_browser_starts_and_follows_runs_and_sees_hosts_die()
     set_field(&c, "name", "refused").await;
     set_field(&c, "variants", "population=many").await;
     click_through(&c, "launch").await;
-    let error = c
-        .find(Locator::Id("error"))
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let error = text_of(&c, "error").await;
     assert!(error.contains("population"), "error says {error:?}");
 
     c.goto(&format!("{web}/jobs")).await.unwrap();

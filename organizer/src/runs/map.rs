@@ -174,12 +174,7 @@ impl Runs {
         let Some(grid) = self.grid_of(&run)? else {
             return Ok(None);
         };
-        let row = self
-            .scheduler
-            .store()
-            .read_async(move |s| s.run(id))
-            .await?
-            .ok_or_else(|| ScheduleError::NotFound(format!("run {id} does not exist")))?;
+        let row = self.stored(id).await?;
         let told = run.learnt(self.told_jobs(id).await?);
         let held_out = self
             .scheduler

@@ -398,14 +398,18 @@ impl Runs {
     /// The free parameters of run `id` with their bounds, in the order its
     /// jobs list them (what a page draws a parameter's range from).
     pub async fn bounds(&self, id: u64) -> Result<Vec<Bound>, ScheduleError> {
-        let row = self
-            .scheduler
+        let row = self.stored(id).await?;
+        let prepared = prepare(&row.spec).map_err(|e| ScheduleError::Invalid(e.to_string()))?;
+        Ok(prepared.space.bounds)
+    }
+
+    /// Run `id` as stored: its spec and settings as it was started.
+    async fn stored(&self, id: u64) -> Result<crate::store::RunRow, ScheduleError> {
+        self.scheduler
             .store()
             .read_async(move |s| s.run(id))
             .await?
-            .ok_or_else(|| ScheduleError::NotFound(format!("run {id} does not exist")))?;
-        let prepared = prepare(&row.spec).map_err(|e| ScheduleError::Invalid(e.to_string()))?;
-        Ok(prepared.space.bounds)
+            .ok_or_else(|| ScheduleError::NotFound(format!("run {id} does not exist")))
     }
 
     pub fn get(&self, id: u64) -> Result<Run, ScheduleError> {
