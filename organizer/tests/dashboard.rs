@@ -1485,3 +1485,71 @@ async fn a_job_view_from_outside_is_framed_linked_and_escaped() {
     let replay = get(&address, &format!("/jobs/{first}/replay")).await;
     assert!(replay.body.contains("no simulator"), "{}", replay.body);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_map_run_shows_its_map_and_refuses_what_it_cannot_show() {
+    let organizer = Organizer::open(
+        &common::temp_dir("dash-map").join("yamor.db"),
+        yamor_organizer::SchedulerConfig::default(),
+        yamor_proto::transport::ClientSecurity::default(),
+        vec![
+            std::sync::Arc::new(yamor_pso::Pso),
+            std::sync::Arc::new(yamor_map_elites::MapElitesPlugin),
+        ],
+    )
+    .unwrap();
+    common::add_expression_hosts(&organizer, 2, "-(x*x + y*y)", Duration::from_millis(2)).await;
+    let address = serve_dashboard(&organizer, Options::default()).await;
+    // An expression's descriptors are its variables: an 8×8 map over x, y.
+    let map_run = organizer
+        .runs
+        .start(RunSpec {
+            settings: [
+                ("descriptors".to_owned(), "x:-1:1:8,y:-1:1:8".to_owned()),
+                ("emitters".to_owned(), "2".to_owned()),
+                ("batch".to_owned(), "6".to_owned()),
+            ]
+            .into(),
+            ..RunSpec {
+                optimizer: "map-elites".into(),
+                ..run_spec(60)
+            }
+        })
+        .await
+        .unwrap();
+    until_ended(&organizer, map_run.id).await;
+    let map = organizer.runs.map(map_run.id).await.unwrap().unwrap();
+    let page = get(&address, &format!("/runs/{}/map", map_run.id)).await;
+    assert_eq!(page.status, 200, "{}", page.body);
+    // Two axes drawn, two axes in the grid: a square per elite.
+    assert_eq!(
+        page.body.matches("<a class=\"cell\"").count(),
+        map.cells.len()
+    );
+    assert!(map.cells.len() > 8, "{} cells", map.cells.len());
+    assert!(
+        page.body.contains(&format!(
+            "<b id=\"coverage\">{}</b> of 64 cells",
+            map.cells.len()
+        )),
+        "{}",
+        page.body
+    );
+    let run_page = get(&address, &format!("/runs/{}", map_run.id)).await;
+    assert!(run_page.body.contains("id=\"map-link\""));
+    let json = get(&address, &format!("/runs/{}/map.json", map_run.id)).await;
+    let json: serde_json::Value = serde_json::from_str(&json.body).unwrap();
+    assert_eq!(json["cells"].as_array().unwrap().len(), map.cells.len());
+    assert_eq!(json["descriptors"], serde_json::json!(["x", "y"]));
+    // An axis the map does not have, and a run that keeps no map.
+    let bad = get(&address, &format!("/runs/{}/map?x=5", map_run.id)).await;
+    assert_eq!(bad.status, 400);
+    assert!(bad.body.contains("axis 5 does not exist"), "{}", bad.body);
+    let pso = organizer.runs.start(run_spec(8)).await.unwrap();
+    until_ended(&organizer, pso.id).await;
+    let none = get(&address, &format!("/runs/{}/map", pso.id)).await;
+    assert_eq!(none.status, 404);
+    assert!(none.body.contains("keeps no map"), "{}", none.body);
+    let run_page = get(&address, &format!("/runs/{}", pso.id)).await;
+    assert!(!run_page.body.contains("id=\"map-link\""));
+}

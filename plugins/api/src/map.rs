@@ -351,7 +351,7 @@ mod tests {
             archive.insert(vec![1.0], 0.1, vec![12.0, 0.051], 2),
             (cell, Insertion::Rejected)
         );
-        let (again, better) = archive.insert(vec![2.0], 0.25, vec![20.0, 0.04], 3);
+        let (again, better) = archive.insert(vec![2.0], 0.25, vec![20.0, 0.045], 3);
         assert_eq!(again, cell);
         assert!(matches!(better, Insertion::Improved(by) if (by - 0.15).abs() < 1e-12));
         assert_eq!(archive.get(cell).unwrap().tag, 3);
