@@ -402,21 +402,35 @@ impl World {
         axes.resize(nb, Spatial::ZERO);
         for (i, a) in axes.iter_mut().enumerate() {
             if self.model.bodies[i].hinge.is_some() {
-                let origin = self.pose[self.root[i]].translation.vector;
-                let (axis, point) = self.hinge_axis(i);
-                *a = Spatial::new(axis, (point - origin).cross(&axis));
+                *a = self.root_axis(i);
             }
         }
     }
 
     /// [`Self::body_velocity`] from hinge axes that [`Self::hinge_axes`] or
-    /// [`Self::kinematics`] computed at the present poses: the same
-    /// operations in the same order, without recomputing the axes.
+    /// [`Self::kinematics`] computed at the present poses, without
+    /// recomputing them.
     fn body_velocity_with(
         &self,
         body: usize,
         x: &Vector3<f64>,
         axes: &[Spatial],
+    ) -> (Vector3<f64>, Vector3<f64>) {
+        self.body_velocity_along(body, x, |b| axes[b])
+    }
+
+    /// Angular velocity of `body` and the velocity of its point at `x`.
+    fn body_velocity(&self, body: usize, x: &Vector3<f64>) -> (Vector3<f64>, Vector3<f64>) {
+        self.body_velocity_along(body, x, |b| self.root_axis(b))
+    }
+
+    /// The root's velocity plus each hinge's, from `body` up to its root,
+    /// with each hinge's axis about the root origin from `axis_of`.
+    fn body_velocity_along(
+        &self,
+        body: usize,
+        x: &Vector3<f64>,
+        axis_of: impl Fn(usize) -> Spatial,
     ) -> (Vector3<f64>, Vector3<f64>) {
         let root = self.root[body];
         let origin = self.pose[root].translation.vector;
@@ -426,29 +440,20 @@ impl World {
         let mut b = body;
         while let Some(h) = &self.model.bodies[b].hinge {
             let rate = self.u[self.model.bodies[b].dof];
-            omega += axes[b].ang * rate;
-            v += axes[b].lin * rate;
+            let axis = axis_of(b);
+            omega += axis.ang * rate;
+            v += axis.lin * rate;
             b = h.parent;
         }
         (omega, v + omega.cross(&(x - origin)))
     }
 
-    /// Angular velocity of `body` and the velocity of its point at `x`.
-    fn body_velocity(&self, body: usize, x: &Vector3<f64>) -> (Vector3<f64>, Vector3<f64>) {
-        let root = self.root[body];
-        let origin = self.pose[root].translation.vector;
-        let d = self.model.bodies[root].dof;
-        let mut omega = Vector3::new(self.u[d], self.u[d + 1], self.u[d + 2]);
-        let mut v = Vector3::new(self.u[d + 3], self.u[d + 4], self.u[d + 5]);
-        let mut b = body;
-        while let Some(h) = &self.model.bodies[b].hinge {
-            let (axis, point) = self.hinge_axis(b);
-            let rate = self.u[self.model.bodies[b].dof];
-            omega += axis * rate;
-            v += (point - origin).cross(&axis) * rate;
-            b = h.parent;
-        }
-        (omega, v + omega.cross(&(x - origin)))
+    /// The hinge of `body` as a unit motion about its tree's root origin:
+    /// its world axis, and the velocity the root origin would have.
+    fn root_axis(&self, body: usize) -> Spatial {
+        let origin = self.pose[self.root[body]].translation.vector;
+        let (axis, point) = self.hinge_axis(body);
+        Spatial::new(axis, (point - origin).cross(&axis))
     }
 
     /// World axis and a point on it of the hinge of `body`.
@@ -564,8 +569,7 @@ impl World {
                     s.acceleration[i] = gravity;
                 }
                 Some(hinge) => {
-                    let (axis, point) = self.hinge_axis(i);
-                    s.axis[i] = Spatial::new(axis, (point - origin).cross(&axis));
+                    s.axis[i] = self.root_axis(i);
                     let joint_velocity = s.axis[i].scale(self.u[body.dof]);
                     s.velocity[i] = s.velocity[hinge.parent] + joint_velocity;
                     s.acceleration[i] =
