@@ -33,7 +33,13 @@ pub enum DefectMode {
     Limp,
     /// Servo blocked where it is.
     Stuck,
+    /// A worn motor or a failing driver: the servo follows its set-point
+    /// with a third of its stall torque ([`WEAK_TORQUE_SHARE`]).
+    Weak,
 }
+
+/// The share of its stall torque a [`DefectMode::Weak`] servo keeps.
+pub const WEAK_TORQUE_SHARE: f64 = 1.0 / 3.0;
 
 /// The state of the world a walk starts in, beyond the robot and its gait:
 /// what lifelong learning (thesis 7.5) must reproduce on every evaluation

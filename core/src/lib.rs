@@ -58,6 +58,7 @@
 
 pub mod config;
 pub mod cpg;
+pub mod damage;
 pub mod error;
 pub mod evaluation;
 pub mod family;

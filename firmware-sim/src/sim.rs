@@ -13,6 +13,7 @@ use rapier3d::math::{Pose, Rotation, Vector};
 use std::collections::HashMap;
 use yamor_core::ModuleId;
 use yamor_core::cpg::{Coupling, CpgNetwork, OscillatorState};
+use yamor_core::evaluation::WEAK_TORQUE_SHARE;
 use yamor_core::world::Hardware;
 use yamor_core::{Connection, Morphology, Problem, RobotConfig};
 use yamor_snp::configuration_messages;
@@ -672,15 +673,22 @@ fn servo_command(
             max_torque: STUCK_TORQUE,
         },
         DefectMode::Limp => limp,
-        DefectMode::Healthy if !module.firmware.motor_on() || module.passive => limp,
-        DefectMode::Healthy => ServoCommand {
+        DefectMode::Healthy | DefectMode::Weak if !module.firmware.motor_on() || module.passive => {
+            limp
+        }
+        DefectMode::Healthy | DefectMode::Weak => ServoCommand {
             angle: reference,
             velocity: reference_speed,
             stiffness: SERVO_STIFFNESS,
             damping: SERVO_DAMPING,
             max_torque: SERVO_STALL_TORQUE
                 * hardware.torque_scale as f32
-                * sag(joint_speed, hardware),
+                * sag(joint_speed, hardware)
+                * if module.defect == DefectMode::Weak {
+                    WEAK_TORQUE_SHARE as f32
+                } else {
+                    1.0
+                },
         },
     }
 }

@@ -24,7 +24,12 @@ use yamor_host_agent::RobotClient;
 use yamor_host_agent::model::SleepClock;
 use yamor_organizer::model::{HeldOut, Problem, RunSpec};
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
+
+use yamor_core::optimize::OptimizationConfig;
+use yamor_ite::{Ite, IteConfig};
+use yamor_optimizer_api::{Fitness, Optimizer as _, Step};
 
 use yamor_organizer::Organizer;
 
@@ -87,6 +92,16 @@ pub struct LifelongSettings {
     /// Windows of three CPG periods averaged when a gait is measured on
     /// the robot to compare it with others.
     pub compare_windows: usize,
+    /// Maps of gaits built ahead of time on the cluster for bodies the
+    /// robot may take (a `map-elites` run each), by [`body_key`]. On an
+    /// anomaly no stored gait answers, the loop adapts from the map of the
+    /// body it now has, walking on the robot itself (Intelligent Trial and
+    /// Error), and relearns on the cluster only without one.
+    pub maps: BTreeMap<String, u64>,
+    /// Walks on the robot an adaptation from a map may spend.
+    pub adapt_walks: usize,
+    /// How the adaptation models the map and when it stops.
+    pub ite: IteConfig,
 }
 
 impl Default for LifelongSettings {
@@ -117,6 +132,9 @@ impl Default for LifelongSettings {
             good_enough: None,
             shortlist: 5,
             compare_windows: 2,
+            maps: BTreeMap::new(),
+            adapt_walks: 20,
+            ite: IteConfig::default(),
         }
     }
 }
@@ -168,6 +186,18 @@ pub enum Event {
         best: f64,
         curve: Vec<(f64, f64)>,
     },
+    /// One walk of an adaptation from a map, on the robot: the elite's
+    /// cell, what the model predicted it would walk (mean and standard
+    /// deviation, m/s) and what it walked.
+    Trial {
+        map: u64,
+        walk: usize,
+        cell: usize,
+        predicted: f64,
+        sd: f64,
+        velocity: f64,
+        robot_s: f64,
+    },
     /// The gait now in use and its measured velocity.
     Walking {
         robot_s: f64,
@@ -193,6 +223,12 @@ pub struct Adaptation {
     pub velocity: f64,
     /// Wall seconds from the anomaly to walking again.
     pub wall_s: f64,
+    /// Walks the robot spent from the anomaly to walking again: stored
+    /// gaits tried, shortlisted gaits compared or trials of a map, and the
+    /// walk that measured the gait it took up.
+    pub walks: usize,
+    /// The map the gait was adapted from, if it was.
+    pub map: Option<u64>,
 }
 
 /// Which gait an adaptation ends with.
@@ -204,6 +240,8 @@ enum Choice {
     Relearnt { run: u64, id: u64 },
     /// The gait in use, after a relearning run (`Some`) or none.
     Kept { run: Option<u64> },
+    /// An elite of a map, chosen by trials on the robot, stored as `id`.
+    Adapted { map: u64, id: u64 },
 }
 
 /// The robot under lifelong learning.
@@ -220,6 +258,10 @@ pub struct Lifelong {
     window: f64,
     started: Instant,
     events: Vec<Event>,
+    /// Gaits loaded and measured on the robot so far, and that count when
+    /// the last anomaly was answered.
+    walks: usize,
+    walks_at_anomaly: usize,
 }
 
 impl Lifelong {
@@ -248,6 +290,8 @@ impl Lifelong {
             orientation,
             started: Instant::now(),
             events: Vec::new(),
+            walks: 0,
+            walks_at_anomaly: 0,
         };
         me.walk(me.settings.warmup_s).await?;
         let velocity = me.measure().await?;
@@ -377,6 +421,7 @@ impl Lifelong {
     /// remembered. Ends walking with the chosen gait.
     pub async fn adapt(&mut self, symptom: Symptom) -> Result<Adaptation, LifelongError> {
         let began = Instant::now();
+        self.walks_at_anomaly = self.walks;
         let before = self.monitor.expected();
         let body = body_key(&self.known.body);
         let records = self.gaits.list(Some(&body))?;
@@ -416,6 +461,9 @@ impl Lifelong {
         }
         if let Some(velocity) = current {
             return self.keep_current(symptom, velocity, None, began).await;
+        }
+        if let Some(&map) = self.settings.maps.get(&body) {
+            return self.adapt_from_map(map, symptom, previous, began).await;
         }
         let (run, shortlist) = self.relearn(before, began).await?;
         // The gait in use takes part too (`None`): relearning must not make
@@ -486,6 +534,7 @@ impl Lifelong {
             Choice::Stored(id) => (id, Some(id), None),
             Choice::Relearnt { run, id } => (id, None, Some(run)),
             Choice::Kept { run } => (self.gait_id, None, run),
+            Choice::Adapted { id, .. } => (id, None, None),
         };
         self.window = window(&gait);
         self.gait = gait;
@@ -508,7 +557,135 @@ impl Lifelong {
             gait: id,
             velocity,
             wall_s: began.elapsed().as_secs_f64(),
+            walks: self.walks - self.walks_at_anomaly,
+            map: match choice {
+                Choice::Adapted { map, .. } => Some(map),
+                _ => None,
+            },
         })
+    }
+
+    /// Intelligent Trial and Error on the robot itself: the elites of
+    /// `map` (a map of gaits built on the cluster for the body as it now
+    /// is) are walked one at a time, each chosen by the Gaussian process
+    /// told every walk before it, until the stop rule or the walk budget;
+    /// the elite whose walks were best is taken up and stored. `tried`
+    /// stored gaits were walked before.
+    async fn adapt_from_map(
+        &mut self,
+        map: u64,
+        symptom: Symptom,
+        previous: u64,
+        began: Instant,
+    ) -> Result<Adaptation, LifelongError> {
+        let run_error = |e: yamor_organizer::scheduler::ScheduleError| {
+            LifelongError::Run(format!("the map of run {map}: {e}"))
+        };
+        let spec = self.organizer.runs.spec(map).await.map_err(run_error)?;
+        let Problem::OptimizationXml(xml) = &spec.problem else {
+            return Err(LifelongError::Run(format!(
+                "run {map} maps bare parameters, not gaits"
+            )));
+        };
+        let config = OptimizationConfig::from_xml_str("the map's problem", xml)?;
+        let space = self.organizer.runs.space(map).await.map_err(run_error)?;
+        let prior = self
+            .organizer
+            .runs
+            .prior(map, &space)
+            .await
+            .map_err(run_error)?;
+        let mut ite = Ite::new(&space, &prior, &self.settings.ite);
+        for walk in 0..self.settings.adapt_walks {
+            let elite = ite.next_elite();
+            let (predicted, sd) = ite.model().predict()[elite];
+            let Step::Evaluate(candidates) = ite.ask() else {
+                break;
+            };
+            let Some(candidate) = candidates.into_iter().next() else {
+                break;
+            };
+            let gait = config
+                .apply(&candidate.x)
+                .map_err(|e| LifelongError::Run(format!("an elite of run {map}: {e}")))?;
+            let velocity = self.switch_and_measure(gait).await?;
+            ite.tell(candidate.tag, Fitness::Value(velocity));
+            let robot_s = self.elapsed().await?;
+            self.events.push(Event::Trial {
+                map,
+                walk: walk + 1,
+                cell: prior.elites[elite].cell,
+                predicted,
+                sd,
+                velocity,
+                robot_s,
+            });
+        }
+        let answer = ite
+            .answer()
+            .ok_or_else(|| LifelongError::Run(format!("no walk of run {map}'s map")))?;
+        let gait = config
+            .apply(&space.clamp(&prior.elites[answer].x))
+            .map_err(|e| LifelongError::Run(format!("an elite of run {map}: {e}")))?;
+        let velocity = self.switch_and_measure(gait.clone()).await?;
+        self.gait = gait;
+        let id = self.remember(velocity, Some((previous, symptom))).await?;
+        self.settle_on(
+            symptom,
+            self.gait.clone(),
+            Choice::Adapted { map, id },
+            velocity,
+            began,
+        )
+        .await
+    }
+
+    /// The relearning run for the robot as `known` says it is, lying as
+    /// `orientation` says: a new CPG network for that body (7.4) grown
+    /// from the gait in use, walked in the robot's situation, each walk
+    /// leading in with the gait in use. A map of gaits for a change
+    /// expected ahead (a [`LifelongSettings::maps`] entry) is a run of the
+    /// same problem with another optimizer.
+    pub fn relearn_spec(
+        &self,
+        known: &Known,
+        orientation: Orientation,
+    ) -> Result<RunSpec, LifelongError> {
+        // Modules that cannot move take no part in the new network.
+        let mut network_body = known.body.clone();
+        for m in &mut network_body.modules {
+            let broken = known
+                .defects
+                .iter()
+                .any(|(id, mode)| *id == m.id && *mode != DefectMode::Healthy)
+                || known.dead_cpg.contains(&m.id);
+            m.passive |= broken;
+        }
+        let problem = plan(&network_body, &self.gait, &self.settings.limit)?;
+        let mut spec = self.settings.relearn.spec.clone();
+        spec.ground_friction = (known.ground_friction > 0.0).then_some(known.ground_friction);
+        spec.situation = Situation {
+            upside_down: orientation == Orientation::UpsideDown,
+            defects: known.defects.clone(),
+            dead_cpg: known.dead_cpg.clone(),
+            lead_in: (self.settings.lead_in_s > 0.0).then(|| LeadIn {
+                gait: self.gait.clone(),
+                seconds: self.settings.lead_in_s,
+            }),
+        };
+        Ok(RunSpec {
+            name: format!("lifelong relearn after gait {}", self.gait_id),
+            robot: RobotSource::Morphology(known.body.to_xml_string()),
+            problem: Problem::OptimizationXml(problem.to_xml_string()),
+            spec,
+            ..self.settings.relearn.clone()
+        })
+    }
+
+    /// Adapt from run `map`'s map of gaits whenever the robot's body is
+    /// `body` (a [`body_key`]).
+    pub fn add_map(&mut self, body: String, map: u64) {
+        self.settings.maps.insert(body, map);
     }
 
     /// A new CPG network for the body as it now is, relearnt from the
@@ -519,40 +696,10 @@ impl Lifelong {
         before: Option<f64>,
         began: Instant,
     ) -> Result<(u64, Vec<(f64, RobotConfig)>), LifelongError> {
-        // Modules that cannot move take no part in the new network.
-        let mut network_body = self.known.body.clone();
-        for m in &mut network_body.modules {
-            let broken = self
-                .known
-                .defects
-                .iter()
-                .any(|(id, mode)| *id == m.id && *mode != DefectMode::Healthy)
-                || self.known.dead_cpg.contains(&m.id);
-            m.passive |= broken;
-        }
-        let problem = plan(&network_body, &self.gait, &self.settings.limit)?;
-        let mut spec = self.settings.relearn.spec.clone();
-        spec.ground_friction =
-            (self.known.ground_friction > 0.0).then_some(self.known.ground_friction);
-        spec.situation = Situation {
-            upside_down: self.orientation == Orientation::UpsideDown,
-            defects: self.known.defects.clone(),
-            dead_cpg: self.known.dead_cpg.clone(),
-            lead_in: (self.settings.lead_in_s > 0.0).then(|| LeadIn {
-                gait: self.gait.clone(),
-                seconds: self.settings.lead_in_s,
-            }),
-        };
         let run = self
             .organizer
             .runs
-            .start(RunSpec {
-                name: format!("lifelong relearn after gait {}", self.gait_id),
-                robot: RobotSource::Morphology(self.known.body.to_xml_string()),
-                problem: Problem::OptimizationXml(problem.to_xml_string()),
-                spec,
-                ..self.settings.relearn.clone()
-            })
+            .start(self.relearn_spec(&self.known.clone(), self.orientation)?)
             .await
             .map_err(|e| LifelongError::Run(e.to_string()))?;
         let stop_at = self
@@ -671,6 +818,7 @@ impl Lifelong {
     }
 
     async fn load_and_measure(&mut self, gait: RobotConfig) -> Result<f64, LifelongError> {
+        self.walks += 1;
         self.robot.connect_robot(&gait).await?;
         self.window = window(&gait);
         self.walk(self.settings.settle_s).await?;

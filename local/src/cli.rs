@@ -27,7 +27,7 @@ pub fn run_spec_on(options: &RunOptions, robot: &RunRobot, budget: u64) -> Resul
     let problem = crate::run_problem(options.config.as_deref(), &options.param, || {
         robot.default_problem()
     })?;
-    let spec = RunSpec {
+    let mut spec = RunSpec {
         name: options.name.clone().unwrap_or_default(),
         settings: crate::parse_settings(&options.settings)?,
         seed: options.seed,
@@ -48,8 +48,12 @@ pub fn run_spec_on(options: &RunOptions, robot: &RunRobot, budget: u64) -> Resul
         max_turn_deg_s: options.max_turn,
         early_stop: options.early_stop,
         worlds: options.worlds,
+        prior: options.prior,
         ..RunSpec::new(options.optimizer.clone(), problem)
     };
+    for damage in &options.damage {
+        damage.apply(&mut spec.spec);
+    }
     crate::check_walk(&spec.spec)?;
     Ok(spec)
 }

@@ -168,6 +168,7 @@ pub fn optimizers() -> Vec<Arc<dyn yamor_optimizer_api::Plugin>> {
         Arc::new(yamor_portfolio::PowellCmaes),
         Arc::new(yamor_brute_force::BruteForce),
         Arc::new(yamor_map_elites::MapElitesPlugin),
+        Arc::new(yamor_ite::ItePlugin),
     ]
 }
 

@@ -200,6 +200,15 @@ pub struct RunOptions {
     /// The worlds walks are drawn from: `single` (the host's own world, the thesis' protocol), `robust` (both engines, friction, masses, servo torque, speed, lag and play, camera noise, drawn for every walk and recorded), `paired` (each drawn world walked in both engines, valued by their mean; two walks a candidate) or `paired-slowest` (by the slower engine). The held-out re-walk is then in held-out worlds, reported per engine (docs/worlds.md).
     #[arg(long, default_value_t)]
     pub worlds: yamor_core::world::Worlds,
+    /// Walk the robot damaged (repeatable): stuck:M, limp:M, weak:M (module
+    /// M's motor), dead-cpg:M, upside-down, friction:F (the floor), engine:NAME
+    /// (another physics engine), lag:S (servos S seconds late).
+    #[arg(long, value_name = "DAMAGE")]
+    pub damage: Vec<yamor_core::damage::Damage>,
+    /// Adapt from this run's map of gaits (a map-elites run of the same
+    /// robot and parameters): what `--optimizer ite` searches.
+    #[arg(long, value_name = "RUN")]
+    pub prior: Option<u64>,
 }
 
 /// `--on`'s values: the kinds' short names.

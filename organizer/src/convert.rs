@@ -281,6 +281,7 @@ pub fn run_spec(request: pb::StartRunRequest) -> Result<RunSpec, ConvertError> {
         max_turn_deg_s: request.max_turn_deg_s,
         early_stop: request.early_stop,
         worlds: request.worlds.parse()?,
+        prior: request.prior_run,
     })
 }
 
@@ -325,6 +326,7 @@ pub fn run_to_pb(run: &Run) -> pb::Run {
             parameters: parameters_to_pb(&r.parameters),
             held_out: r.held_out.map(spread_to_pb),
         }),
+        prior_run: run.prior,
     }
 }
 
@@ -400,6 +402,7 @@ pub fn run_from_pb(run: pb::Run) -> Result<Run, ConvertError> {
                 .collect(),
             held_out: r.held_out.map(spread_from_pb),
         }),
+        prior: run.prior_run,
     })
 }
 
@@ -462,6 +465,7 @@ pub fn run_spec_to_pb(spec: &RunSpec) -> pb::StartRunRequest {
         },
         held_out_candidates: Some(spec.held_out.candidates),
         held_out_starts: Some(spec.held_out.starts),
+        prior_run: spec.prior,
     }
 }
 

@@ -353,6 +353,10 @@ pub struct RunSpec {
     /// The worlds walks are drawn from (`Single`: the host's own).
     #[serde(default)]
     pub worlds: Worlds,
+    /// The run whose map of gaits this run adapts from (an optimizer such
+    /// as `ite` that searches another run's map); `None`: none.
+    #[serde(default)]
+    pub prior: Option<u64>,
 }
 
 /// The first eight hex digits of a morphology document's FNV-1a hash:
@@ -594,6 +598,7 @@ impl RunSpec {
             max_turn_deg_s: None,
             early_stop: false,
             worlds: Worlds::Single,
+            prior: None,
             problem,
         }
     }
@@ -763,6 +768,8 @@ pub struct Run {
     /// re-walked finalist, and a client may prefer this one. `None` for
     /// an optimizer that gives none.
     pub recommendation: Option<Recommendation>,
+    /// The run whose map this run adapts from ([`RunSpec::prior`]).
+    pub prior: Option<u64>,
 }
 
 /// An optimizer's recommended point, and how it walked when the re-walk

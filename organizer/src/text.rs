@@ -515,6 +515,7 @@ mod tests {
             held_out: None,
             reference: None,
             recommendation: None,
+            prior: None,
         }
     }
 

@@ -60,8 +60,9 @@ pub fn defect_mode(field: &str, mode: i32) -> Result<DefectMode, ConvertError> {
         Ok(pb::DefectMode::None) => Ok(DefectMode::Healthy),
         Ok(pb::DefectMode::Limp) => Ok(DefectMode::Limp),
         Ok(pb::DefectMode::Stuck) => Ok(DefectMode::Stuck),
+        Ok(pb::DefectMode::Weak) => Ok(DefectMode::Weak),
         _ => Err(invalid(format!(
-            "{field}: give NONE, LIMP or STUCK, got {mode}"
+            "{field}: give NONE, LIMP, STUCK or WEAK, got {mode}"
         ))),
     }
 }
@@ -72,6 +73,7 @@ pub fn defect_mode_to_pb(mode: DefectMode) -> pb::DefectMode {
         DefectMode::Healthy => pb::DefectMode::None,
         DefectMode::Limp => pb::DefectMode::Limp,
         DefectMode::Stuck => pb::DefectMode::Stuck,
+        DefectMode::Weak => pb::DefectMode::Weak,
     }
 }
 

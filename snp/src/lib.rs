@@ -262,13 +262,14 @@ pub enum BridgeMessage {
 
 pub use yamor_core::evaluation::DefectMode;
 
-/// Wire code of a defect mode: 0 healthy, 1 limp, 2 stuck.
+/// Wire code of a defect mode: 0 healthy, 1 limp, 2 stuck, 3 weak.
 #[must_use]
 pub fn defect_code(mode: DefectMode) -> u8 {
     match mode {
         DefectMode::Healthy => 0,
         DefectMode::Limp => 1,
         DefectMode::Stuck => 2,
+        DefectMode::Weak => 3,
     }
 }
 
@@ -279,6 +280,7 @@ pub fn defect_from_code(code: u8) -> Option<DefectMode> {
         0 => Some(DefectMode::Healthy),
         1 => Some(DefectMode::Limp),
         2 => Some(DefectMode::Stuck),
+        3 => Some(DefectMode::Weak),
         _ => None,
     }
 }

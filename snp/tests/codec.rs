@@ -576,6 +576,7 @@ fn defect_mode() -> impl Strategy<Value = DefectMode> {
         Just(DefectMode::Healthy),
         Just(DefectMode::Limp),
         Just(DefectMode::Stuck),
+        Just(DefectMode::Weak),
     ]
 }
 

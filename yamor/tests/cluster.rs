@@ -398,6 +398,84 @@ async fn a_map_elites_run_killed_mid_run_resumes_with_every_result_in_its_map() 
     }
 }
 
+#[tokio::test(flavor = "multi_thread")]
+async fn an_adaptation_killed_mid_run_resumes_with_no_walk_lost_or_repeated() {
+    let mut map = pso_run(96, 6);
+    map.optimizer = "map-elites".into();
+    let grid = "x:-1:1:8,y:-1:1:8";
+    map.settings = [
+        ("descriptors".to_owned(), grid.to_owned()),
+        ("emitters".to_owned(), "2".to_owned()),
+        ("batch".to_owned(), "6".to_owned()),
+    ]
+    .into();
+    // The adaptation walks the same expression: its walks are told one at
+    // a time, and it walks its whole budget (stop = 0), so the organizer
+    // is killed with walks out.
+    let mut adapt = pso_run(30, 6);
+    adapt.optimizer = "ite".into();
+    adapt.settings = [("stop".to_owned(), "0".to_owned())].into();
+    let (db, run_id, evaluations) = kill_organizer_mid_run_after(
+        "kill-organizer-ite",
+        Some(map),
+        adapt,
+        "stop",
+        "0",
+        Stop::Kill,
+    )
+    .await;
+    assert_eq!(evaluations, 30);
+    // Every walk was of an elite of the map, in the order a model told
+    // every walk in order would choose: the resumed optimizer replayed
+    // the walks before the kill and went on from there.
+    let organizer = yamor_organizer::Organizer::open(
+        &db,
+        yamor_organizer::SchedulerConfig::default(),
+        ClientSecurity::default(),
+        yamor_local::optimizers(),
+    )
+    .unwrap();
+    let run = organizer.runs.get(run_id).unwrap();
+    let space = yamor_optimizer_api::Space::new(
+        vec![
+            yamor_optimizer_api::Bound::new("x", -1.0, 1.0),
+            yamor_optimizer_api::Bound::new("y", -1.0, 1.0),
+        ],
+        vec![0.0, 0.0],
+    )
+    .unwrap();
+    let prior = organizer
+        .runs
+        .prior(run.prior.expect("a prior"), &space)
+        .await
+        .unwrap();
+    let mut replay = yamor_ite::Ite::new(
+        &space,
+        &prior,
+        &yamor_ite::IteConfig {
+            stop: 0.0,
+            ..yamor_ite::IteConfig::default()
+        },
+    );
+    let told = organizer.scheduler.told_jobs(run_id).await.unwrap();
+    assert_eq!(told.len(), 30);
+    for job in &told {
+        let x: Vec<f64> = job.request.job.parameters.iter().map(|(_, v)| *v).collect();
+        let yamor_optimizer_api::Step::Evaluate(c) =
+            yamor_optimizer_api::Optimizer::ask(&mut replay)
+        else {
+            panic!("the replay stopped")
+        };
+        assert_eq!(c[0].x, x, "walk {} is not the one the model chose", job.seq);
+        let value = job.fitness().expect("every walk was done");
+        yamor_optimizer_api::Optimizer::tell(
+            &mut replay,
+            c[0].tag,
+            yamor_optimizer_api::Fitness::Value(value),
+        );
+    }
+}
+
 /// How the organizer goes down mid-run.
 #[derive(Clone, Copy, PartialEq)]
 enum Stop {
@@ -414,6 +492,19 @@ async fn kill_organizer_mid_run(
     value: &str,
     stop: Stop,
 ) -> (PathBuf, u64, u64) {
+    kill_organizer_mid_run_after(tag, None, request, setting, value, stop).await
+}
+
+/// [`kill_organizer_mid_run`], with `first` run to its end before and
+/// named as the killed run's prior (the map it adapts from).
+async fn kill_organizer_mid_run_after(
+    tag: &str,
+    first: Option<pb::StartRunRequest>,
+    mut request: pb::StartRunRequest,
+    setting: &str,
+    value: &str,
+    stop: Stop,
+) -> (PathBuf, u64, u64) {
     let db = temp_db(tag);
     let (mut organizer, url) = start_organizer(&db, "127.0.0.1:0", None);
     let listen = url.trim_start_matches("http://").to_owned();
@@ -422,6 +513,12 @@ async fn kill_organizer_mid_run(
         .collect();
     let mut org = client(&url);
     wait_free_hosts(&mut org, 3).await;
+    if let Some(first) = first {
+        let first = org.start_run(first).await.unwrap().into_inner();
+        let done = wait_run_end(&mut org, first.id).await;
+        assert_eq!(done.state, pb::RunState::Finished as i32, "{}", done.error);
+        request.prior_run = Some(first.id);
+    }
     let budget = request.max_evaluations;
     let optimizer = request.optimizer.clone();
     let run = org.start_run(request).await.unwrap().into_inner();

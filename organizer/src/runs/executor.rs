@@ -13,7 +13,7 @@ use yamor_core::world::candidate_world_seed;
 use yamor_optimizer_api::{Fitness, Optimizer, Settings, Step};
 
 use super::early_stop::early_stop_bounds;
-use super::prepare::{Prepared, budget_of, plugin, prepare};
+use super::prepare::{Prepared, create, prepare};
 use super::{RunError, Runs, step_lost};
 use crate::model::{
     HELD_OUT_SEQ, JobRequest, Recommendation, RunEvaluation, RunEvent, RunSpec, RunState, Starts,
@@ -68,12 +68,23 @@ impl Runs {
         elapsed_before: f64,
     ) -> Result<Executor<'a>, RunError> {
         let prepared = prepare(spec).map_err(RunError::Invalid)?;
-        let plugin = plugin(&self.plugins, &spec.optimizer)
-            .map_err(RunError::Invalid)?
-            .clone();
-        let optimizer = plugin
-            .create(&prepared.space, settings, seed, budget_of(spec))
-            .map_err(|e| RunError::Optimizer(e.to_string()))?;
+        let prior = match spec.prior {
+            Some(run) => Some(
+                self.prior(run, &prepared.space)
+                    .await
+                    .map_err(|e| RunError::Optimizer(e.to_string()))?,
+            ),
+            None => None,
+        };
+        let optimizer = create(
+            &self.plugins,
+            spec,
+            &prepared.space,
+            settings,
+            seed,
+            prior.as_ref(),
+        )
+        .map_err(|e| RunError::Optimizer(e.to_string()))?;
         let history = self
             .scheduler
             .store()

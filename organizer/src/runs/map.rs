@@ -9,8 +9,8 @@ use std::collections::HashMap;
 
 use yamor_core::starts::Spread;
 use yamor_core::world::World;
-use yamor_optimizer_api::Settings;
-use yamor_optimizer_api::map::{Archive, Grid};
+use yamor_optimizer_api::map::{Archive, Grid, Prior, PriorElite};
+use yamor_optimizer_api::{Settings, Space};
 
 use super::Runs;
 use super::prepare::plugin;
@@ -187,6 +187,52 @@ impl Runs {
                 .await
                 .map_err(|e| ScheduleError::Invalid(format!("building the map failed: {e}")))?;
         Ok(Some(map))
+    }
+
+    /// Run `id`'s map as the prior of a run over `space` that adapts from
+    /// it: every filled cell with its held-out mean where it was re-walked,
+    /// else the value it was filed with. Refused when the run keeps no
+    /// map, holds no elite yet, or searched other parameters.
+    pub async fn prior(&self, id: u64, space: &Space) -> Result<Prior, ScheduleError> {
+        let invalid = |why: String| ScheduleError::Invalid(format!("prior: run {id} {why}"));
+        let Some(map) = self.map(id).await? else {
+            let run = self.get(id)?;
+            return Err(invalid(format!(
+                "keeps no map (its optimizer is {}): adapt from a map-elites run",
+                run.optimizer
+            )));
+        };
+        let names: Vec<&str> = space.bounds.iter().map(|b| b.name.as_str()).collect();
+        let elites: Vec<PriorElite> = map
+            .cells
+            .iter()
+            .filter_map(|c| {
+                let value = c.held_out.as_ref().map_or(c.fitness, |s| s.mean);
+                value.is_finite().then(|| PriorElite {
+                    cell: c.cell,
+                    x: c.parameters.iter().map(|(_, v)| *v).collect(),
+                    descriptors: c.descriptors.clone(),
+                    value,
+                })
+            })
+            .collect();
+        let Some(first) = map.cells.first() else {
+            return Err(invalid("holds no elite yet".into()));
+        };
+        let theirs: Vec<&str> = first.parameters.iter().map(|(n, _)| n.as_str()).collect();
+        if theirs != names {
+            return Err(invalid(format!(
+                "searched {} and this run searches {}: adapt from a map of the same \
+                 parameters (the same robot and optimize rules)",
+                theirs.join(", "),
+                names.join(", ")
+            )));
+        }
+        Ok(Prior {
+            run: id,
+            axes: map.grid.axes().to_vec(),
+            elites,
+        })
     }
 
     /// The grid `run`'s optimizer fills with its settings, if it keeps a map.

@@ -56,7 +56,7 @@ use crate::store::{RunRow, StoreError, Write};
 
 use held_out::{re_walk_winner, reference_spread, spread_of};
 use naming::variant_name;
-use prepare::{checked, prepare, resolve_settings};
+use prepare::{checked, create, prepare, resolve_settings};
 
 /// The most runs one batch may start: each is a live optimizer, and a
 /// form or client asking for thousands is a mistake, not a plan.
@@ -233,6 +233,19 @@ impl Runs {
     ) -> Result<Run, ScheduleError> {
         let prepared = checked(&self.plugins, &spec, &settings)
             .map_err(|e| ScheduleError::Invalid(e.to_string()))?;
+        if let Some(prior) = spec.prior {
+            // The map must exist and fit before the run is stored.
+            let map = self.prior(prior, &prepared.space).await?;
+            create(
+                &self.plugins,
+                &spec,
+                &prepared.space,
+                &settings,
+                spec.seed,
+                Some(&map),
+            )
+            .map_err(|e| ScheduleError::Invalid(e.to_string()))?;
+        }
         // A run nobody can serve would wait forever without a word.
         let served = self
             .scheduler
@@ -398,9 +411,19 @@ impl Runs {
     /// The free parameters of run `id` with their bounds, in the order its
     /// jobs list them (what a page draws a parameter's range from).
     pub async fn bounds(&self, id: u64) -> Result<Vec<Bound>, ScheduleError> {
+        Ok(self.space(id).await?.bounds)
+    }
+
+    /// The space run `id` searches (its bounds and start point).
+    pub async fn space(&self, id: u64) -> Result<yamor_optimizer_api::Space, ScheduleError> {
         let row = self.stored(id).await?;
         let prepared = prepare(&row.spec).map_err(|e| ScheduleError::Invalid(e.to_string()))?;
-        Ok(prepared.space.bounds)
+        Ok(prepared.space)
+    }
+
+    /// What run `id` was asked to do, every setting named.
+    pub async fn spec(&self, id: u64) -> Result<RunSpec, ScheduleError> {
+        Ok(self.stored(id).await?.spec)
     }
 
     /// Run `id` as stored: its spec and settings as it was started.
@@ -571,6 +594,7 @@ fn row_view(row: &RunRow) -> Run {
             held_out: None,
         }),
         elapsed_s: row.elapsed_s,
+        prior: row.spec.prior,
     }
 }
 

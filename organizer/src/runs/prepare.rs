@@ -9,7 +9,8 @@ use yamor_core::XmlError;
 use yamor_core::evaluation::SpecError;
 use yamor_core::evaluation::{BackendKind, EvaluationJob, Objective};
 use yamor_core::optimize::{ApplyError, OptimizationConfig};
-use yamor_optimizer_api::{Bound, Plugin, Settings, SettingsError, Space, SpaceError};
+use yamor_optimizer_api::map::{Prior, PriorElite};
+use yamor_optimizer_api::{Bound, Optimizer, Plugin, Settings, SettingsError, Space, SpaceError};
 
 use crate::model::{HeldOutError, JobRequest, JobRequestError, Problem, RunSpec};
 
@@ -52,6 +53,8 @@ pub enum PrepareError {
     UnknownOptimizer { name: String, known: Vec<String> },
     #[error("settings: {0}")]
     Settings(#[from] SettingsError),
+    #[error("{0} adapts from a map: name the map-elites run it starts from (prior)")]
+    NoPrior(String),
 }
 
 /// How a point of the space becomes a job.
@@ -232,14 +235,47 @@ pub(super) fn checked(
         return Err(PrepareError::EmptyExpression);
     }
     let prepared = prepare(spec)?;
-    // Creating the optimizer validates the settings against the space.
-    plugin(plugins, &spec.optimizer)?.create(
+    // Creating the optimizer validates the settings against the space. The
+    // map a run adapts from is read from the store where there is one
+    // (`Runs::prior`); here a stand-in of one elite at the start point
+    // checks that the optimizer takes a map and that its settings hold.
+    let stand_in = spec.prior.map(|run| Prior {
+        run,
+        axes: Vec::new(),
+        elites: vec![PriorElite {
+            cell: 0,
+            x: prepared.space.start.clone(),
+            descriptors: Vec::new(),
+            value: 0.0,
+        }],
+    });
+    create(
+        plugins,
+        spec,
         &prepared.space,
         settings,
         spec.seed,
-        budget_of(spec),
+        stand_in.as_ref(),
     )?;
     Ok(prepared)
+}
+
+/// The run's optimizer over `space`, made from `prior` when the run adapts
+/// from a map; refused when the run and its optimizer disagree on having
+/// one.
+pub(super) fn create(
+    plugins: &[Arc<dyn Plugin>],
+    spec: &RunSpec,
+    space: &Space,
+    settings: &Settings,
+    seed: u64,
+    prior: Option<&Prior>,
+) -> Result<Box<dyn Optimizer>, PrepareError> {
+    let plugin = plugin(plugins, &spec.optimizer)?;
+    if plugin.needs_prior() && spec.prior.is_none() {
+        return Err(PrepareError::NoPrior(spec.optimizer.clone()));
+    }
+    Ok(plugin.create_from(space, settings, seed, budget_of(spec), prior)?)
 }
 
 /// Everything [`Runs::start`](super::Runs::start) checks of `spec` that needs neither a

@@ -600,6 +600,34 @@ pub trait Plugin: Send + Sync {
         let _ = settings;
         Ok(None)
     }
+    /// Whether a run of this plugin adapts from another run's map (its
+    /// `prior`): such a plugin is made with [`Plugin::create_from`] and
+    /// refuses to start without one.
+    fn needs_prior(&self) -> bool {
+        false
+    }
+    /// [`Plugin::create`] with a map to adapt from. The default, for a
+    /// plugin that takes none, makes it without one and refuses a map.
+    fn create_from(
+        &self,
+        space: &Space,
+        settings: &Settings,
+        seed: u64,
+        budget: Option<u64>,
+        prior: Option<&map::Prior>,
+    ) -> Result<Box<dyn Optimizer>, SettingsError> {
+        match prior {
+            None => self.create(space, settings, seed, budget),
+            Some(prior) => Err(SettingsError::Invalid {
+                name: "prior".into(),
+                why: format!(
+                    "{} does not adapt from a map (run {}); an optimizer that does: ite",
+                    self.info().name,
+                    prior.run
+                ),
+            }),
+        }
+    }
 }
 
 #[cfg(test)]

@@ -303,6 +303,38 @@ impl<T> Archive<T> {
     }
 }
 
+/// A map another run filled, as a prior for a run that adapts from it: each
+/// elite's point (in the adapting run's space, parameter for parameter),
+/// its descriptors in `axes` order and its value (m/s: the held-out mean
+/// where the elite was re-walked, else the value it was filed with).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Prior {
+    /// The run whose map this is (for messages and records).
+    pub run: u64,
+    pub axes: Vec<Axis>,
+    pub elites: Vec<PriorElite>,
+}
+
+/// One cell of a [`Prior`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct PriorElite {
+    /// Its cell in the prior's grid.
+    pub cell: usize,
+    pub x: Vec<f64>,
+    pub descriptors: Vec<f64>,
+    pub value: f64,
+}
+
+impl Axis {
+    /// An angle that wraps: a descriptor in degrees (`…_deg`) whose axis
+    /// spans a whole turn, as a direction of travel does. Its ends are
+    /// neighbours, which a model of the map must know.
+    #[must_use]
+    pub fn is_turn(&self) -> bool {
+        self.name.ends_with("_deg") && ((self.max - self.min) - 360.0).abs() < 1e-9
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
