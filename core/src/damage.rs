@@ -12,7 +12,7 @@ use std::str::FromStr;
 
 use crate::ModuleId;
 use crate::evaluation::{DefectMode, EvaluationSpec};
-use crate::world::ENGINES;
+use crate::world::{ENGINES, Hardware};
 
 /// One damage.
 #[derive(Debug, Clone, PartialEq)]
@@ -31,13 +31,16 @@ pub enum Damage {
     Engine(String),
     /// `lag:S`: every servo acts on a set-point S seconds late.
     ServoLag(f64),
+    /// `emulated`: the emulated real robot's servos ([`Hardware::EMULATED`]:
+    /// late, with play, weaker and sagging), the reality gap of thesis 6.3.
+    Emulated,
 }
 
 /// A damage that does not parse: the text and what was expected.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error(
     "damage {text:?}: {why} (give stuck:M, limp:M, weak:M, dead-cpg:M, upside-down, \
-     friction:F, engine:NAME or lag:S)"
+     friction:F, engine:NAME, lag:S or emulated)"
 )]
 pub struct DamageError {
     pub text: String,
@@ -77,6 +80,7 @@ impl FromStr for Damage {
             },
             "dead-cpg" => Damage::DeadCpg(module()?),
             "upside-down" if value.is_empty() => Damage::UpsideDown,
+            "emulated" if value.is_empty() => Damage::Emulated,
             "friction" => match positive("friction")? {
                 0.0 => return Err(error("a floor with no friction cannot be walked on".into())),
                 f => Damage::Friction(f),
@@ -111,6 +115,7 @@ impl fmt::Display for Damage {
             Damage::Friction(v) => write!(f, "friction:{v}"),
             Damage::Engine(e) => write!(f, "engine:{e}"),
             Damage::ServoLag(s) => write!(f, "lag:{s}"),
+            Damage::Emulated => f.write_str("emulated"),
         }
     }
 }
@@ -133,6 +138,7 @@ impl Damage {
             Damage::Friction(f) => spec.ground_friction = Some(*f),
             Damage::Engine(e) => spec.world.engine = Some(e.clone()),
             Damage::ServoLag(s) => spec.world.hardware.servo_lag_s = *s,
+            Damage::Emulated => spec.world.hardware = Hardware::EMULATED,
         }
     }
 }
@@ -152,6 +158,7 @@ mod tests {
             "upside-down",
             "friction:0.3",
             "engine:rapier",
+            "emulated",
             "lag:0.04",
         ] {
             let damage: Damage = text.parse().unwrap();

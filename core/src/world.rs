@@ -81,6 +81,20 @@ impl Default for Hardware {
 }
 
 impl Hardware {
+    /// The emulated real robot's hardware (`yamor emulate`'s defaults,
+    /// argued in docs/worlds.md): servos 40 ms late with 2° of play and
+    /// 80 % of the data sheet's torque, sagging with speed.
+    pub const EMULATED: Hardware = Hardware {
+        mass_scale: 1.0,
+        mass_spread: 0.0,
+        mass_seed: 0,
+        torque_scale: 0.8,
+        speed_scale: 1.0,
+        servo_lag_s: 0.04,
+        backlash_rad: 2.0 * std::f64::consts::PI / 180.0,
+        torque_sags: true,
+    };
+
     /// As modelled: nothing differs.
     #[must_use]
     pub fn is_nominal(&self) -> bool {

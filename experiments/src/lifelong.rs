@@ -409,22 +409,24 @@ fn print_shortlist(events: &[Event]) {
 fn report(a: &Adaptation) {
     if a.kept_current {
         println!(
-            "{:?}: {}nothing walks better on the robot than the gait in use ({:.2} cm/s), kept after {:.0} s wall-clock",
+            "{:?}: {}nothing walks better on the robot than the gait in use ({:.2} cm/s), kept after {:.0} s wall-clock, {} walks on the robot",
             a.symptom,
             a.run.map_or("no optimization; ".to_owned(), |r| format!(
                 "relearnt (run {r}), but "
             )),
             a.velocity * 100.0,
-            a.wall_s
+            a.wall_s,
+            a.walks
         );
         return;
     }
     match (a.reused, a.run) {
         (Some(id), _) => println!(
-            "{:?}: stored gait {id} reused, no optimization: {:.2} cm/s after {:.1} s wall-clock",
+            "{:?}: stored gait {id} reused, no optimization: {:.2} cm/s after {:.1} s wall-clock, {} walks on the robot",
             a.symptom,
             a.velocity * 100.0,
-            a.wall_s
+            a.wall_s,
+            a.walks
         ),
         (None, _) if a.map.is_some() => println!(
             "{:?}: adapted from the map of run {} in {} walks on the robot, new gait {} walks {:.2} cm/s after {:.1} s wall-clock",
@@ -436,12 +438,13 @@ fn report(a: &Adaptation) {
             a.wall_s
         ),
         (None, run) => println!(
-            "{:?}: relearnt (run {}), new gait {} walks {:.2} cm/s after {:.0} s wall-clock",
+            "{:?}: relearnt (run {}), new gait {} walks {:.2} cm/s after {:.0} s wall-clock; {} walks on the robot to compare",
             a.symptom,
             run.unwrap_or(0),
             a.gait,
             a.velocity * 100.0,
-            a.wall_s
+            a.wall_s,
+            a.walks
         ),
     }
 }
@@ -1011,7 +1014,7 @@ fn plot(path: &Path, events: &[Event], changes: &[(f64, String)]) -> Result<()> 
     let samples: Vec<(f64, f64)> = events
         .iter()
         .filter_map(|e| match e {
-            Event::Measured { robot_s, velocity } => Some((*robot_s, velocity * 100.0)),
+            Event::Measured { robot_s, velocity } => Some((*robot_s / 60.0, velocity * 100.0)),
             _ => None,
         })
         .collect();
@@ -1039,7 +1042,7 @@ fn plot(path: &Path, events: &[Event], changes: &[(f64, String)]) -> Result<()> 
         .y_label_area_size(50)
         .build_cartesian_2d(0.0..end, 0.0..top)?;
     walk.configure_mesh()
-        .x_desc("robot time (s)")
+        .x_desc("robot time (min)")
         .y_desc("velocity over 3 CPG periods (cm/s)")
         .draw()?;
     walk.draw_series(LineSeries::new(
@@ -1047,7 +1050,8 @@ fn plot(path: &Path, events: &[Event], changes: &[(f64, String)]) -> Result<()> 
         BLUE.stroke_width(2),
     ))?;
     for (t, _) in changes {
-        walk.draw_series(LineSeries::new([(*t, 0.0), (*t, top)], RED.stroke_width(1)))?;
+        let t = t / 60.0;
+        walk.draw_series(LineSeries::new([(t, 0.0), (t, top)], RED.stroke_width(1)))?;
     }
     for e in events {
         if let Event::Walking {
@@ -1055,11 +1059,28 @@ fn plot(path: &Path, events: &[Event], changes: &[(f64, String)]) -> Result<()> 
         } = e
         {
             let colour = if *reused { GREEN } else { BLACK };
+            let t = robot_s / 60.0;
             walk.draw_series(LineSeries::new(
-                [(*robot_s, 0.0), (*robot_s, top)],
+                [(t, 0.0), (t, top)],
                 colour.mix(0.6),
             ))?;
         }
+    }
+    let trials: Vec<(f64, f64, f64, f64)> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Trial {
+                walk,
+                predicted,
+                sd,
+                velocity,
+                ..
+            } => Some((*walk as f64, predicted * 100.0, sd * 100.0, velocity * 100.0)),
+            _ => None,
+        })
+        .collect();
+    if !trials.is_empty() {
+        return plot_trials(&root, right, &trials, top);
     }
     let last = curves
         .iter()
@@ -1082,6 +1103,47 @@ fn plot(path: &Path, events: &[Event], changes: &[(f64, String)]) -> Result<()> 
             Palette99::pick(i).stroke_width(2),
         ))?;
     }
+    root.present().context("writing the plot")?;
+    Ok(())
+}
+
+/// The right panel of an adaptation from a map: each trial on the robot,
+/// what the model predicted (±1 standard deviation) and what it walked.
+fn plot_trials(
+    root: &DrawingArea<BitMapBackend<'_>, plotters::coord::Shift>,
+    panel: DrawingArea<BitMapBackend<'_>, plotters::coord::Shift>,
+    trials: &[(f64, f64, f64, f64)],
+    top: f64,
+) -> Result<()> {
+    let last = trials.last().map_or(1.0, |t| t.0) + 0.5;
+    let top = trials
+        .iter()
+        .map(|t| (t.1 + t.2).max(t.3))
+        .fold(top, f64::max);
+    let mut chart = ChartBuilder::on(&panel)
+        .caption("adaptation on the robot (walks)", ("sans-serif", 18))
+        .margin(10)
+        .x_label_area_size(36)
+        .y_label_area_size(50)
+        .build_cartesian_2d(0.5..last, 0.0..top)?;
+    chart
+        .configure_mesh()
+        .x_desc("trial")
+        .y_desc("cm/s: predicted (grey, ±1 sd) and walked (blue)")
+        .draw()?;
+    chart.draw_series(trials.iter().map(|&(w, m, s, _)| {
+        PathElement::new([(w, (m - s).max(0.0)), (w, m + s)], BLACK.mix(0.4).stroke_width(3))
+    }))?;
+    chart.draw_series(
+        trials
+            .iter()
+            .map(|&(w, m, _, _)| Circle::new((w, m), 3, BLACK.mix(0.6).filled())),
+    )?;
+    chart.draw_series(
+        trials
+            .iter()
+            .map(|&(w, _, _, v)| Circle::new((w, v), 4, BLUE.filled())),
+    )?;
     root.present().context("writing the plot")?;
     Ok(())
 }

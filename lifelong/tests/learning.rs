@@ -68,7 +68,11 @@ async fn rig(name: &str, hosts: usize) -> Rig {
         &dir.path().join("yamor.db"),
         SchedulerConfig::default(),
         ClientSecurity::default(),
-        vec![Arc::new(yamor_powell::Powell)],
+        vec![
+            Arc::new(yamor_powell::Powell),
+            Arc::new(yamor_map_elites::MapElitesPlugin),
+            Arc::new(yamor_ite::ItePlugin),
+        ],
     )
     .unwrap();
     for i in 0..hosts {
@@ -248,6 +252,103 @@ async fn every_anomaly_kind_is_detected_while_walking() {
             ),
         }
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_damaged_robot_adapts_on_itself_from_a_map_of_its_body_and_stores_the_gait() {
+    let mut rig = rig("adapt", 2).await;
+    let settings = LifelongSettings {
+        adapt_walks: 6,
+        ite: yamor_ite::IteConfig {
+            // Walk the whole budget: what is checked is the walks' order.
+            stop: 0.0,
+            ..yamor_ite::IteConfig::default()
+        },
+        ..LifelongSettings::default()
+    };
+    let mut life = walking(&mut rig, learnt_gait(), settings).await;
+    let first = life.gait_id();
+    let body = quadruped();
+    // A small map of the intact body, built on the cluster ahead of time.
+    let relearn = life.relearn_spec(&known(body.clone()), Orientation::Upright).unwrap();
+    let map = rig
+        .organizer
+        .runs
+        .start(RunSpec {
+            optimizer: "map-elites".into(),
+            settings: [
+                ("emitters".to_owned(), "2".to_owned()),
+                ("batch".to_owned(), "6".to_owned()),
+            ]
+            .into(),
+            max_evaluations: 48,
+            max_seconds: 0.0,
+            held_out: yamor_organizer::model::HeldOut {
+                candidates: 1,
+                starts: 3,
+            },
+            spec: EvaluationSpec {
+                warmup: 2.0,
+                measure: 4.0,
+                repeats: 1,
+                ..relearn.spec.clone()
+            },
+            ..relearn
+        })
+        .await
+        .unwrap();
+    let map = follow(&rig.organizer, map.id).await;
+    life.add_map(body_key(&body), map);
+    let space = rig.organizer.runs.space(map).await.unwrap();
+    let prior = rig.organizer.runs.prior(map, &space).await.unwrap();
+    assert!(prior.elites.len() > 3, "{} elites", prior.elites.len());
+
+    // A hip goes limp without the robot being told: its velocity drops.
+    cause(&mut rig.robot, "limp motor").await;
+    let adapted = life.adapt(Symptom::VelocityDrop).await.unwrap();
+    assert_eq!(adapted.map, Some(map));
+    assert_eq!(adapted.run, None, "no relearning on the cluster");
+    let trials: Vec<(usize, usize)> = life
+        .events()
+        .iter()
+        .filter_map(|e| match e {
+            yamor_lifelong::learning::Event::Trial { walk, cell, .. } => Some((*walk, *cell)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(trials.iter().map(|t| t.0).collect::<Vec<_>>(), [1, 2, 3, 4, 5, 6]);
+    // The first trial is the map's best cell; every walk is counted.
+    let best = prior
+        .elites
+        .iter()
+        .max_by(|a, b| a.value.total_cmp(&b.value))
+        .unwrap();
+    assert_eq!(trials[0].1, best.cell);
+    assert_eq!(adapted.walks, 6 + 1, "six trials and the gait taken up");
+    assert_eq!(rig.organizer.runs.list().len(), 1, "only the map's run");
+    let stored = rig.gaits.list(Some(&body_key(&body))).unwrap();
+    let new = stored.iter().find(|g| g.id == adapted.gait).unwrap();
+    assert_ne!(new.id, first);
+    assert_eq!(new.predecessors, [(first, Symptom::VelocityDrop)]);
+}
+
+/// Waits for run `id`'s end; returns it.
+async fn follow(organizer: &Organizer, id: u64) -> u64 {
+    use tokio_stream::StreamExt as _;
+    let mut events = organizer.runs.watch(id).unwrap();
+    let wait = async {
+        while let Some(e) = events.next().await {
+            if e.run.state != yamor_organizer::model::RunState::Running {
+                assert!(e.run.error.is_empty(), "{}", e.run.error);
+                return;
+            }
+        }
+    };
+    tokio::time::timeout(std::time::Duration::from_secs(300), wait)
+        .await
+        .expect("the map within 300 s");
+    organizer.scheduler.store().sync().await.unwrap();
+    id
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

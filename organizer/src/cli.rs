@@ -202,7 +202,8 @@ pub struct RunOptions {
     pub worlds: yamor_core::world::Worlds,
     /// Walk the robot damaged (repeatable): stuck:M, limp:M, weak:M (module
     /// M's motor), dead-cpg:M, upside-down, friction:F (the floor), engine:NAME
-    /// (another physics engine), lag:S (servos S seconds late).
+    /// (another physics engine), lag:S (servos S seconds late), emulated (the
+    /// emulated real robot's servos: late, with play, weaker).
     #[arg(long, value_name = "DAMAGE")]
     pub damage: Vec<yamor_core::damage::Damage>,
     /// Adapt from this run's map of gaits (a map-elites run of the same
