@@ -451,7 +451,13 @@ impl<R: WalkingRobot> ResetFree<R> {
         }
         match step {
             Some(step) => {
-                let direction_sd = homing_gait.map_or(self.settings.noise.direction_sd, |i| {
+                // A gait of the repertoire (evaluated or homing) is trusted
+                // as far as its walks in simulation agreed.
+                let repertoire_gait = homing_gait.or_else(|| {
+                    let key = self.key(gait);
+                    (key < self.repertoire.len()).then_some(key)
+                });
+                let direction_sd = repertoire_gait.map_or(self.settings.noise.direction_sd, |i| {
                     self.repertoire[i].direction_sd
                 });
                 self.filter.update_with(&step, from, to, direction_sd);
