@@ -4,7 +4,7 @@
 use anyhow::Result;
 use clap::Subcommand;
 
-use crate::{gait_time, lifelong, powell, surface};
+use crate::{gait_time, lifelong, powell, reset_free, surface};
 
 #[derive(Subcommand)]
 pub enum ExperimentCommand {
@@ -44,6 +44,9 @@ pub enum LifelongCommand {
     },
     /// The gaits database of an organizer's SQLite file (thesis 7.8.2).
     Gaits(lifelong::GaitsArgs),
+    /// The emulated real robot walks evaluations with homing walks between
+    /// them, and says how far it strayed from the camera field's centre.
+    ResetFree(reset_free::ResetFreeArgs),
 }
 
 /// Runs one `yamor lifelong` command.
@@ -53,5 +56,6 @@ pub async fn lifelong(command: LifelongCommand) -> Result<()> {
         LifelongCommand::UpsideDown(a) => lifelong::upside_down(a).await,
         LifelongCommand::Ground { args, slippery } => lifelong::ground(args, slippery).await,
         LifelongCommand::Gaits(a) => lifelong::gaits(a).await,
+        LifelongCommand::ResetFree(a) => reset_free::reset_free(a).await,
     }
 }

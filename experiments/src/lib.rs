@@ -26,6 +26,8 @@
 //! - [`lifelong`]: thesis 7.5's scenarios (transformation, fall, slippery
 //!   ground) driving `yamor_lifelong`'s loop on a local cluster, with plots,
 //!   and `yamor lifelong gaits`.
+//! - [`reset_free`]: `yamor lifelong reset-free`, the emulated real robot
+//!   walking evaluations with homing walks between them, in this process.
 //! - [`cli`]: the `yamor experiment` and `yamor lifelong` subcommands and
 //!   their dispatch.
 
@@ -39,6 +41,7 @@ pub mod gait_time;
 pub mod lifelong;
 pub mod mujoco_export;
 pub mod powell;
+pub mod reset_free;
 pub mod surface;
 
 use yamor_core::evaluation::RobotSource;

@@ -304,3 +304,36 @@ async fn a_cancelled_walk_switches_every_motor_off() {
         o.motors_on.is_empty()
     });
 }
+
+/// The first walk builds the Bluetooth network (tens of robot seconds with
+/// the real robot's timing) and is measured through the emulated CamApp
+/// and the tracker, as `yamor emulate --camapp` and `yamor host --serial
+/// --camapp` run it: its first LED fix must come, not time out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_first_walk_after_building_the_network_gets_its_first_fix() {
+    use yamor_camera::camapp::{CamApp, CamAppSettings};
+    use yamor_camera::{CameraModel, LED_HEIGHT, Tracker};
+    let (robot, gait) = emulate(EmulationSettings {
+        seed: 1,
+        ..Default::default()
+    });
+    let camapp = CamApp::serve(
+        std::net::TcpListener::bind("127.0.0.1:0").unwrap(),
+        Box::new(robot.led()),
+        CamAppSettings::default(),
+    )
+    .unwrap();
+    let tracker = Tracker::connect(
+        &camapp.address().to_string(),
+        CameraModel::default(),
+        LED_HEIGHT,
+    );
+    let backend = SerialBackend::new(settings(&robot), Some(Arc::new(tracker))).unwrap();
+    let outcome = backend
+        .evaluate(walk_job(&gait), Arc::new(AtomicBool::new(false)))
+        .await
+        .expect("the first walk is measured on its first attempt");
+    let walk = outcome.walk().unwrap();
+    assert!(walk.sample_count >= 7, "{walk:?}");
+    drop(camapp);
+}

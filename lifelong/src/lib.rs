@@ -15,6 +15,12 @@
 //!   mark used.
 //! - [`learning`]: [`Lifelong`](learning::Lifelong), the loop: watch a walking
 //!   robot, reuse stored gaits, relearn on the cluster.
+//! - [`homing`]: reset-free learning's policy (pure): a gait's move in the
+//!   body frame, the heading from one LED, the homing gait to walk and
+//!   when an evaluation needs homing first.
+//! - [`reset_free`]: [`ResetFree`](reset_free::ResetFree), the driver:
+//!   evaluations from outside with homing walks between them, on a
+//!   real-robot host.
 //!
 //! CPG network construction and the constraints algorithm (7.4) are in
 //! `yamor_core::network`.
@@ -22,4 +28,6 @@
 pub mod anomaly;
 pub mod database;
 pub mod gaits;
+pub mod homing;
 pub mod learning;
+pub mod reset_free;

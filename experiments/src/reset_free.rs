@@ -1,0 +1,440 @@
+//! `yamor lifelong reset-free`: the emulated real robot (serial line,
+//! emulated CamApp, the tracker) started in this process walks evaluation
+//! after evaluation with homing walks between them
+//! ([`yamor_lifelong::reset_free`]), and says how far it strayed from the
+//! camera field's centre and whether it ever left the field.
+//!
+//! The repertoire is a map's cells (`--map`, the `map.json` of `yamor run
+//! ROBOT --optimizer map-elites`) or, without one, the robot's gait with
+//! its phase lags flipped, walked in simulation first. The evaluations are
+//! the repertoire's gaits drawn at random: the stand-in for the adaptation
+//! optimizer, which will plug in through `Evaluations`.
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use clap::Args;
+use yamor_camera::camapp::{CamApp, CamAppSettings};
+use yamor_camera::{CameraModel, LED_HEIGHT, PositionSource, Tracker};
+use yamor_core::evaluation::EvaluationSpec;
+use yamor_core::evaluation::descriptors::{HEADING, TURN};
+use yamor_core::optimize::OptimizationConfig;
+use yamor_host_agent::Backend;
+use yamor_host_agent::serial::{SerialBackend, SerialSettings};
+use yamor_lifelong::homing::{Field, HeadingEstimate, HeadingNoise, HomingSettings, Move};
+use yamor_lifelong::reset_free::{
+    HomingGait, Proposal, RandomProposals, ResetFree, ResetFreeSettings, WalkKind, WalkReport,
+    phase_variants, repertoire_from_walks,
+};
+use yamor_sim::robots::ExampleRobot;
+use yamor_sim::serial_robot::{EmulatedRobot, EmulationSettings};
+use yamor_sim::{SimSettings, Simulation};
+
+#[derive(Args)]
+pub struct ResetFreeArgs {
+    /// An embedded example robot.
+    #[arg(default_value = "quadruped")]
+    robot: String,
+    /// Evaluation walks (homing walks come on top).
+    #[arg(long, default_value_t = 100)]
+    walks: usize,
+    /// Robot seconds per wall second of the emulated robot (1: real time).
+    #[arg(long, default_value_t = 1.0)]
+    time_scale: f64,
+    /// A map of gaits (`map.json` of `yamor run ROBOT --optimizer
+    /// map-elites`, on the robot's default problem): the fastest cell of
+    /// every 30° of heading homes, every cell may be evaluated.
+    #[arg(long)]
+    map: Option<PathBuf>,
+    /// The field's half width and height (m), centred under the camera;
+    /// default: what the default camera sees at the LED's height.
+    #[arg(long, value_name = "HALF_X,HALF_Y")]
+    field: Option<String>,
+    /// An evaluation walk must be predicted to end this far inside (m).
+    #[arg(long, default_value_t = 0.15)]
+    margin: f64,
+    /// Walks looked ahead when choosing a homing gait.
+    #[arg(long, default_value_t = 2)]
+    depth: usize,
+    /// Robot seconds of every walk before its measured window.
+    #[arg(long, default_value_t = 2.0)]
+    warmup: f64,
+    /// Robot seconds of every walk's measured window.
+    #[arg(long, default_value_t = 4.0)]
+    measure: f64,
+    /// Seeds the emulated robot, its camera and the evaluations drawn.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Robot seconds the emulated robot takes per message (the real
+    /// robot's 1 s).
+    #[arg(long, default_value_t = 1.0)]
+    message_delay: f64,
+    /// Most robot seconds a module takes to join the network (7 s).
+    #[arg(long, default_value_t = 7.0)]
+    join_delay: f64,
+    /// Pixel noise of the emulated camera.
+    #[arg(long, default_value_t = 0.5)]
+    camera_noise: f64,
+    /// Also write every walk to this CSV file.
+    #[arg(long)]
+    csv: Option<PathBuf>,
+}
+
+/// The field the default camera sees at the LED's height: the rectangle
+/// through the midpoints of the image's edges (with barrel distortion the
+/// corners see further, so all of it is in view).
+fn camera_field(model: &CameraModel) -> Result<Field> {
+    let left = model.unproject([0.0, 240.0], LED_HEIGHT);
+    let top = model.unproject([320.0, 0.0], LED_HEIGHT);
+    let centre = model.unproject([320.0, 240.0], LED_HEIGHT);
+    let half_x = (left[0] - centre[0]).abs();
+    let half_y = (top[1] - centre[1]).abs();
+    Ok(Field::around(centre, half_x, half_y)?)
+}
+
+fn parse_field(text: &str) -> Result<Field> {
+    let (x, y) = text
+        .split_once(',')
+        .with_context(|| format!("--field wants HALF_X,HALF_Y in metres, got {text:?}"))?;
+    let number = |s: &str| -> Result<f64> {
+        s.trim()
+            .parse::<f64>()
+            .with_context(|| format!("--field: {s:?} is not a number"))
+    };
+    Ok(Field::around([0.0, 0.0], number(x)?, number(y)?)?)
+}
+
+/// The homing gaits and the gaits evaluated, from a map file.
+fn from_map(
+    path: &Path,
+    problem: &OptimizationConfig,
+    walk_s: f64,
+) -> Result<(Vec<HomingGait>, Vec<Proposal>)> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let map: serde_json::Value =
+        serde_json::from_str(&text).with_context(|| format!("{} is not JSON", path.display()))?;
+    let bad = |why: String| anyhow::anyhow!("{}: {why}", path.display());
+    let names: Vec<String> = map["descriptors"]
+        .as_array()
+        .ok_or_else(|| bad("no \"descriptors\" list: not a map.json".into()))?
+        .iter()
+        .map(|n| n.as_str().unwrap_or_default().to_owned())
+        .collect();
+    let axis = |name: &str| names.iter().position(|n| n == name);
+    let heading = axis(HEADING).ok_or_else(|| {
+        bad(format!(
+            "the map has no {HEADING} axis (it has {}): homing needs each cell's direction of travel",
+            names.join(", ")
+        ))
+    })?;
+    let turn = axis(TURN);
+    let free = problem.free_parameters();
+    // The map's own window is the run's spec, not in the file: cells
+    // without a turn axis are taken as straight, and the turn (when it is
+    // an axis) as measured over the default window.
+    let measured_s = EvaluationSpec::default().measure;
+    let mut cells = Vec::new();
+    for (k, cell) in map["cells"]
+        .as_array()
+        .ok_or_else(|| bad("no \"cells\" list".into()))?
+        .iter()
+        .enumerate()
+    {
+        let values: Vec<f64> = free
+            .iter()
+            .map(|p| {
+                cell["parameters"]
+                    .as_array()
+                    .and_then(|ps| ps.iter().find(|q| q["name"] == p.name.as_str()))
+                    .and_then(|q| q["value"].as_f64())
+                    .ok_or_else(|| {
+                        bad(format!(
+                            "cell {k} has no parameter {}: was the map made with the robot's default problem?",
+                            p.name
+                        ))
+                    })
+            })
+            .collect::<Result<_>>()?;
+        let gait = problem
+            .apply(&values)
+            .map_err(|e| bad(format!("cell {k}: {e}")))?;
+        let descriptor = |i: usize| cell["descriptors"][i].as_f64();
+        let velocity = cell["held_out"]["mean"]
+            .as_f64()
+            .or(cell["fitness"].as_f64())
+            .ok_or_else(|| bad(format!("cell {k} has no fitness")))?;
+        let h = descriptor(heading).ok_or_else(|| bad(format!("cell {k} has no {HEADING}")))?;
+        let t = turn.and_then(descriptor).unwrap_or(0.0);
+        let step = Move::from_descriptors(h, velocity, t, measured_s, walk_s);
+        cells.push(HomingGait {
+            name: format!("cell {}", cell["cell"]),
+            gait,
+            step,
+            // A map keeps one walk's direction per cell (its held-out
+            // walks only a speed): the default spread.
+            direction_sd: HeadingNoise::default().direction_sd,
+        });
+    }
+    if cells.is_empty() {
+        bail!("{}: the map has no cells", path.display());
+    }
+    // The fastest cell of every 30° of heading: a repertoire that can
+    // travel any way the body faces.
+    let mut homing: Vec<HomingGait> = Vec::new();
+    for bin in 0..12 {
+        let lo = -180.0 + 30.0 * f64::from(bin);
+        let direction = |c: &HomingGait| c.step.direction().to_degrees();
+        if let Some(best) = cells
+            .iter()
+            .filter(|c| (lo..lo + 30.0).contains(&direction(c)))
+            .max_by(|a, b| a.step.length().total_cmp(&b.step.length()))
+        {
+            homing.push(best.clone());
+        }
+    }
+    let proposals = cells
+        .into_iter()
+        .map(|c| Proposal {
+            gait: c.gait,
+            expected: Some(c.step),
+        })
+        .collect();
+    Ok((homing, proposals))
+}
+
+fn line(r: &WalkReport) -> String {
+    let what = match &r.kind {
+        WalkKind::Homing { name, .. } => format!("homing ({name})"),
+        WalkKind::Evaluation { n, safe } => {
+            format!(
+                "evaluation {}{}",
+                n + 1,
+                if *safe { "" } else { " (unsafe)" }
+            )
+        }
+    };
+    format!(
+        "walk {:>3} {:<34} at ({:+.2}, {:+.2}) m, {:.2} m from the centre{}, {:5.2} cm/s, heading {:+4.0}° ± {:3.0}°, {:6.1} robot s",
+        r.index + 1,
+        what,
+        r.x,
+        r.y,
+        r.distance_from_centre,
+        if r.inside { "" } else { " OUTSIDE" },
+        r.velocity * 100.0,
+        r.heading.to_degrees(),
+        r.heading_sd.to_degrees(),
+        r.total_robot_s,
+    )
+}
+
+pub async fn reset_free(args: ResetFreeArgs) -> Result<()> {
+    if args.walks == 0 {
+        bail!("--walks must be at least 1");
+    }
+    if !(args.time_scale.is_finite() && args.time_scale > 0.0) {
+        bail!("--time-scale must be positive, got {}", args.time_scale);
+    }
+    if !(args.warmup >= 0.0
+        && args.measure > 0.0
+        && args.warmup.is_finite()
+        && args.measure.is_finite())
+    {
+        bail!("--warmup must be ≥ 0 and --measure > 0 (robot seconds)");
+    }
+    let example = ExampleRobot::named(&args.robot).with_context(|| {
+        format!(
+            "unknown robot {:?}; known: {}",
+            args.robot,
+            ExampleRobot::names().join(", ")
+        )
+    })?;
+    let model = CameraModel::default();
+    let field = match &args.field {
+        Some(text) => parse_field(text)?,
+        None => camera_field(&model)?,
+    };
+    let spec = EvaluationSpec {
+        warmup: args.warmup,
+        measure: args.measure,
+        sample_interval: 1.0,
+        seed: args.seed,
+        ..EvaluationSpec::default()
+    };
+    let walk_s = args.warmup + args.measure;
+    let problem = OptimizationConfig::from_xml_str(
+        &args.robot,
+        &yamor_local::default_optimization(&args.robot)?,
+    )?;
+    let (repertoire, proposals) = match &args.map {
+        Some(path) => from_map(path, &problem, walk_s)?,
+        None => {
+            let simulator: Arc<dyn Backend> = Arc::new(yamor_families::sim_backend(
+                &args.robot,
+                SimSettings::default(),
+            )?);
+            let candidates = phase_variants(&problem)?;
+            eprintln!(
+                "walking {} variants of the gait in simulation for the repertoire",
+                candidates.len()
+            );
+            let repertoire = repertoire_from_walks(
+                &simulator,
+                candidates,
+                &spec,
+                4,
+                walk_s,
+                std::f64::consts::FRAC_PI_2,
+            )
+            .await?;
+            let proposals = repertoire
+                .iter()
+                .map(|g| Proposal {
+                    gait: g.gait.clone(),
+                    expected: Some(g.step),
+                })
+                .collect();
+            (repertoire, proposals)
+        }
+    };
+    println!(
+        "homing repertoire ({} gaits, one walk of {walk_s} robot s each):",
+        repertoire.len()
+    );
+    for g in &repertoire {
+        println!(
+            "  {:<40} forward {:+.2} m, left {:+.2} m, turn {:+4.0}°",
+            g.name,
+            g.step.forward,
+            g.step.left,
+            g.step.turn.to_degrees()
+        );
+    }
+
+    // The emulated robot, its camera and the real-robot backend, as
+    // `yamor emulate --camapp` and `yamor host --serial` would run them.
+    let sim = Simulation::new(&example.morphology()?, SimSettings::default())?;
+    let robot = EmulatedRobot::spawn(
+        sim,
+        EmulationSettings {
+            time_scale: args.time_scale,
+            message_delay: args.message_delay,
+            join_delay: args.join_delay,
+            seed: args.seed,
+            ..EmulationSettings::default()
+        },
+    )?;
+    let camapp = CamApp::serve(
+        std::net::TcpListener::bind("127.0.0.1:0")?,
+        Box::new(robot.led()),
+        CamAppSettings::new(model, args.camera_noise, args.seed),
+    )?;
+    let tracker = Arc::new(Tracker::connect(
+        &camapp.address().to_string(),
+        model,
+        LED_HEIGHT,
+    ));
+    let start = tracker
+        .wait_fresh_async(Instant::now(), Duration::from_secs(10))
+        .await
+        .context("the emulated camera does not see the robot")?;
+    let backend: Arc<dyn Backend> = Arc::new(SerialBackend::new(
+        SerialSettings {
+            time_scale: args.time_scale,
+            ..SerialSettings::new(robot.path())
+        },
+        Some(tracker.clone() as Arc<dyn PositionSource>),
+    )?);
+    let [hx, hy] = field.half();
+    println!(
+        "emulated {} on {} at time scale {}, field ±{hx:.2} × ±{hy:.2} m, margin {} m; starts at ({:+.2}, {:+.2}), heading unknown",
+        args.robot,
+        robot.path(),
+        args.time_scale,
+        args.margin,
+        start.x,
+        start.y
+    );
+    let mut driver = ResetFree::new(
+        backend,
+        field,
+        repertoire,
+        ResetFreeSettings {
+            spec,
+            homing: HomingSettings {
+                margin: args.margin,
+                depth: args.depth,
+                ..HomingSettings::default()
+            },
+            ..ResetFreeSettings::default()
+        },
+        Some([start.x, start.y]),
+        HeadingEstimate::unknown(),
+    )?;
+    let mut csv = match &args.csv {
+        Some(path) => {
+            let mut f = std::fs::File::create(path)
+                .with_context(|| format!("creating {}", path.display()))?;
+            writeln!(
+                f,
+                "walk,kind,evaluation,gait,x_m,y_m,distance_m,inside,velocity_m_s,heading_deg,heading_sd_deg,robot_s"
+            )?;
+            Some(f)
+        }
+        None => None,
+    };
+    let mut source = RandomProposals::new(proposals, args.seed);
+    let wall = Instant::now();
+    let result = driver
+        .run(&mut source, args.walks, |r| {
+            println!("{}", line(r));
+            if let Some(f) = csv.as_mut() {
+                let (kind, evaluation, gait) = match &r.kind {
+                    WalkKind::Homing { name, .. } => ("homing", String::new(), name.clone()),
+                    WalkKind::Evaluation { n, .. } => ("evaluation", (n + 1).to_string(), String::new()),
+                };
+                let _ = writeln!(
+                    f,
+                    "{},{kind},{evaluation},\"{gait}\",{:.4},{:.4},{:.4},{},{:.5},{:.1},{:.1},{:.1}",
+                    r.index + 1,
+                    r.x,
+                    r.y,
+                    r.distance_from_centre,
+                    r.inside,
+                    r.velocity,
+                    r.heading.to_degrees(),
+                    r.heading_sd.to_degrees(),
+                    r.total_robot_s
+                );
+            }
+        })
+        .await;
+    let summary = driver.summary();
+    println!(
+        "{} evaluations and {} homing walks in {:.1} robot minutes ({:.1} wall minutes); {} evaluation(s) walked without a safe prediction",
+        summary.evaluations,
+        summary.homing_walks,
+        summary.robot_s / 60.0,
+        wall.elapsed().as_secs_f64() / 60.0,
+        summary.unsafe_evaluations
+    );
+    // A walk that failed for want of a fix is the robot out of the
+    // camera's view: it left the field.
+    let lost = result.as_ref().err().map(ToString::to_string);
+    println!(
+        "strayed at most {:.2} m from the field's centre (field ±{hx:.2} × ±{hy:.2} m); {}",
+        summary.max_distance,
+        match (&lost, summary.ever_left) {
+            (Some(e), _) => format!("then the next walk failed: {e}"),
+            (None, true) => "it LEFT the field".to_owned(),
+            (None, false) => "it never left the field".to_owned(),
+        }
+    );
+    drop(camapp);
+    result?;
+    Ok(())
+}
