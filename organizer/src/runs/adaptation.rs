@@ -178,7 +178,11 @@ pub(super) fn replay(
                 Step::Wait | Step::Finished => {
                     return (
                         trials,
-                        stop("the optimizer did not propose it (has the prior's map changed since the run?)".into()),
+                        stop(
+                            "the optimizer did not propose it (has the prior's map changed \
+                             since the run?)"
+                                .into(),
+                        ),
                     );
                 }
             }
@@ -417,9 +421,12 @@ mod tests {
     #[test]
     fn a_failed_walk_is_told_as_failed_and_a_changed_map_stops_the_replay_in_words() {
         let prior = prior();
-        let (jobs, space) = walked(3, Some(1));
-        let (trials, incomplete) = replay(ite(&prior, &space), &prior, &space, &jobs, 3, None);
+        // Told as standing still (0), the best any walk here gives: IT&E
+        // stops after it, so it is the last walk.
+        let (jobs, space) = walked(2, Some(1));
+        let (trials, incomplete) = replay(ite(&prior, &space), &prior, &space, &jobs, 2, None);
         assert_eq!(incomplete, None);
+        assert_eq!(trials.len(), 2);
         assert_eq!(trials[1].value, None);
         assert_eq!(trials[1].walked_descriptors, None);
         // The map changed since: its best is now elsewhere, and the first
