@@ -1553,3 +1553,181 @@ async fn a_map_run_shows_its_map_and_refuses_what_it_cannot_show() {
     let run_page = get(&address, &format!("/runs/{}", pso.id)).await;
     assert!(!run_page.body.contains("id=\"map-link\""));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_adaptation_shows_its_walks_on_the_map_and_refuses_a_run_without_a_prior() {
+    use yamor_optimizer_api::{Fitness, Optimizer as _, Step};
+    let organizer = Organizer::open(
+        &common::temp_dir("dash-adapt").join("yamor.db"),
+        yamor_organizer::SchedulerConfig::default(),
+        yamor_proto::transport::ClientSecurity::default(),
+        vec![
+            std::sync::Arc::new(yamor_map_elites::MapElitesPlugin),
+            std::sync::Arc::new(yamor_ite::ItePlugin),
+        ],
+    )
+    .unwrap();
+    common::add_expression_hosts(&organizer, 2, "-(x*x + y*y)", Duration::from_millis(2)).await;
+    let address = serve_dashboard(&organizer, Options::default()).await;
+    let map_run = organizer
+        .runs
+        .start(RunSpec {
+            settings: [
+                ("descriptors".to_owned(), "x:-1:1:6,y:-1:1:6".to_owned()),
+                ("emitters".to_owned(), "2".to_owned()),
+                ("batch".to_owned(), "6".to_owned()),
+            ]
+            .into(),
+            ..RunSpec {
+                optimizer: "map-elites".into(),
+                ..run_spec(48)
+            }
+        })
+        .await
+        .unwrap();
+    until_ended(&organizer, map_run.id).await;
+    let walks = 6;
+    let ite = organizer
+        .runs
+        .start(RunSpec {
+            name: "adapt <&>".into(),
+            optimizer: "ite".into(),
+            settings: Default::default(),
+            prior: Some(map_run.id),
+            ..run_spec(walks)
+        })
+        .await
+        .unwrap();
+    until_ended(&organizer, ite.id).await;
+    let ended = organizer.runs.get(ite.id).unwrap();
+    assert_eq!(ended.state, RunState::Finished, "{}", ended.error);
+
+    // The replay: every walk learnt, in tell order, each an elite of the
+    // prior with what the walk was told.
+    let adaptation = organizer.runs.adaptation(ite.id).await.unwrap().unwrap();
+    assert_eq!(adaptation.prior_run, map_run.id);
+    assert_eq!(adaptation.incomplete, None);
+    let told = organizer.runs.told_jobs(ite.id).await.unwrap();
+    assert_eq!(adaptation.trials.len() as u64, ended.evaluations);
+    assert!(!adaptation.trials.is_empty());
+    let space = organizer.runs.space(ite.id).await.unwrap();
+    let prior = organizer.runs.prior(map_run.id, &space).await.unwrap();
+    assert_eq!(adaptation.elites, prior.elites.len());
+    for (k, (trial, job)) in adaptation.trials.iter().zip(&told).enumerate() {
+        assert_eq!(trial.walk, k + 1);
+        assert_eq!(trial.job_id, job.id);
+        assert_eq!(trial.value, job.fitness());
+        let elite = &prior.elites[trial.elite.expect("an elite of the prior")];
+        assert_eq!(trial.cell, Some(elite.cell));
+        assert_eq!(trial.descriptors, elite.descriptors);
+        let x: Vec<f64> = job.request.job.parameters.iter().map(|p| p.1).collect();
+        assert_eq!(x, elite.x);
+        // An expression's descriptors are its variables: where it walked.
+        assert_eq!(trial.walked_descriptors.as_deref(), Some(&x[..]));
+    }
+    // What the model predicted before each walk, as a fresh IT&E told the
+    // same walks believes: before the first, the map's value of the best
+    // elite, which it walks first.
+    let mut fresh = yamor_ite::Ite::new(&space, &prior, &yamor_ite::IteConfig::default());
+    for trial in &adaptation.trials {
+        let Step::Evaluate(c) = fresh.ask() else {
+            panic!("IT&E stopped before walk {}", trial.walk)
+        };
+        let elite = trial.elite.unwrap();
+        assert_eq!(c[0].x, prior.elites[elite].x);
+        assert_eq!(trial.predicted, Some(fresh.model().predict()[elite]));
+        fresh.tell(c[0].tag, Fitness::Value(trial.value.unwrap()));
+    }
+    let first = &adaptation.trials[0];
+    let best = prior
+        .elites
+        .iter()
+        .map(|e| e.value)
+        .fold(f64::MIN, f64::max);
+    assert!(
+        (first.predicted.unwrap().0 - best).abs() < 1e-12,
+        "{first:?}"
+    );
+
+    // The page: the map with every walked cell numbered, the chart of
+    // predicted against walked, a row per walk linking to its job.
+    let page = get(&address, &format!("/runs/{}/adaptation", ite.id)).await;
+    assert_eq!(page.status, 200, "{}", page.body);
+    assert_eq!(
+        page.body.matches("<a class=\"cell\"").count(),
+        adaptation.map.cells.len()
+    );
+    let cells: std::collections::BTreeSet<usize> =
+        adaptation.trials.iter().filter_map(|t| t.cell).collect();
+    assert_eq!(page.body.matches("<g class=\"tried\"").count(), cells.len());
+    assert!(page.body.contains("id=\"walk-path\""));
+    assert!(page.body.contains("id=\"prediction\""));
+    assert!(page.body.contains("id=\"band\""));
+    assert_eq!(
+        page.body.matches("<circle class=\"walked\"").count(),
+        adaptation.trials.len()
+    );
+    assert_eq!(
+        page.body.matches("<circle class=\"predicted\"").count(),
+        adaptation.trials.len()
+    );
+    for trial in &adaptation.trials {
+        assert!(
+            page.body
+                .contains(&format!("<a href=\"/jobs/{0}\">job {0}</a>", trial.job_id)),
+            "{}",
+            page.body
+        );
+    }
+    assert!(page.body.contains(&format!(
+        "<b id=\"walks\">{}</b> walks",
+        adaptation.trials.len()
+    )));
+    assert!(
+        page.body.contains("adapt &lt;&amp;&gt;"),
+        "names are escaped"
+    );
+    assert!(
+        page.body
+            .contains(&format!("href=\"/runs/{}/map\"", map_run.id))
+    );
+    // Other axes, as on the map page, and one it does not have.
+    let across = get(&address, &format!("/runs/{}/adaptation?x=1&y=0", ite.id)).await;
+    assert_eq!(across.status, 200);
+    let bad = get(&address, &format!("/runs/{}/adaptation?y=4", ite.id)).await;
+    assert_eq!(bad.status, 400);
+    assert!(bad.body.contains("axis 4 does not exist"), "{}", bad.body);
+
+    let json = get(&address, &format!("/runs/{}/adaptation.json", ite.id)).await;
+    assert_eq!(json.status, 200);
+    let json: serde_json::Value = serde_json::from_str(&json.body).unwrap();
+    assert_eq!(json["prior_run"], map_run.id);
+    assert_eq!(json["descriptors"], serde_json::json!(["x", "y"]));
+    let listed = json["walks"].as_array().unwrap();
+    assert_eq!(listed.len(), adaptation.trials.len());
+    assert_eq!(listed[0]["job"], first.job_id);
+    assert_eq!(listed[0]["predicted_mean"], first.predicted.unwrap().0);
+    assert_eq!(listed[0]["predicted_sd"], first.predicted.unwrap().1);
+    assert_eq!(listed[0]["value"], first.value.unwrap());
+
+    // The run page links to it; a run without a prior has none, and its
+    // adaptation is refused in words.
+    let run_page = get(&address, &format!("/runs/{}", ite.id)).await;
+    assert!(run_page.body.contains("id=\"adaptation-link\""));
+    let run_page = get(&address, &format!("/runs/{}", map_run.id)).await;
+    assert!(!run_page.body.contains("id=\"adaptation-link\""));
+    assert!(
+        organizer
+            .runs
+            .adaptation(map_run.id)
+            .await
+            .unwrap()
+            .is_none()
+    );
+    for path in ["adaptation", "adaptation.json"] {
+        let none = get(&address, &format!("/runs/{}/{path}", map_run.id)).await;
+        assert_eq!(none.status, 404);
+        assert!(none.body.contains("names no prior run"), "{}", none.body);
+    }
+    assert_eq!(get(&address, "/runs/999999/adaptation").await.status, 404);
+}

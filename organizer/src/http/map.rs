@@ -4,6 +4,8 @@
 //! `/runs/{id}/map.json`, the whole map (each cell's gait, descriptors,
 //! value, held-out spread and world) for a later run to start from.
 
+use std::collections::BTreeMap;
+
 use axum::extract::{Path, Query, State};
 use axum::http::{StatusCode, header};
 use axum::response::{Html, IntoResponse, Response};
@@ -61,9 +63,81 @@ fn heat(t: f64) -> String {
     )
 }
 
+/// What a heat map shows: the axes across and up (their indices in the
+/// grid) and whether squares are coloured by the held-out mean.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct MapView {
+    pub ax: usize,
+    pub ay: usize,
+    pub held_out: bool,
+}
+
+impl MapView {
+    /// The view `query` asks of `map`; refused for an axis it does not have.
+    pub(super) fn of(map: &RunMap, query: &MapQuery) -> Result<MapView, PageError> {
+        let axes = map.grid.axes();
+        let bad_axis = |a: usize| {
+            PageError(
+                StatusCode::BAD_REQUEST,
+                format!(
+                    "axis {a} does not exist: the map has {} axes, 0 to {}",
+                    axes.len(),
+                    axes.len() - 1
+                ),
+            )
+        };
+        let ax = query.x.unwrap_or(0);
+        let ay = query.y.unwrap_or(if axes.len() > 1 { 1 } else { 0 });
+        if ax >= axes.len() {
+            return Err(bad_axis(ax));
+        }
+        if ay >= axes.len() {
+            return Err(bad_axis(ay));
+        }
+        Ok(MapView {
+            ax,
+            ay,
+            held_out: query.colour.as_deref() == Some("held-out"),
+        })
+    }
+
+    /// Links to the same page (`path`) showing other axes or colours.
+    pub(super) fn picker(self, map: &RunMap, path: &str) -> Markup {
+        let MapView { ax, ay, held_out } = self;
+        let axes = map.grid.axes();
+        let link = |x: usize, y: usize, colour: &str| format!("{path}?x={x}&y={y}&colour={colour}");
+        let colour = if held_out { "held-out" } else { "value" };
+        html! {
+            "across: "
+            @for (k, a) in axes.iter().enumerate() {
+                @if k == ax { b { (a.name) } } @else { a href=(link(k, ay, colour)) { (a.name) } }
+                " "
+            }
+            " · up: "
+            @for (k, a) in axes.iter().enumerate() {
+                @if k == ay { b { (a.name) } } @else { a href=(link(ax, k, colour)) { (a.name) } }
+                " "
+            }
+            " · colour: "
+            @if held_out { a href=(link(ax, ay, "value")) { "value filed" } " " b { "held-out mean" } }
+            @else { b { "value filed" } " " a #colour-held-out href=(link(ax, ay, "held-out")) { "held-out mean" } }
+        }
+    }
+}
+
+/// A cell marked on a heat map with a label (a walk's number): an
+/// adaptation's walks drawn over the map they adapted from.
+pub(super) struct Mark {
+    /// The cell, in the map's grid.
+    pub cell: usize,
+    pub label: String,
+}
+
 /// The heat map: one square per pair of bins, the best elite over the
-/// other axes, linking to its job.
-fn heat_map(map: &RunMap, ax: usize, ay: usize, held_out: bool) -> Markup {
+/// other axes, linking to its job; `marks` labelled on their squares (the
+/// labels of one square joined) and joined in order by a line.
+pub(super) fn heat_map(map: &RunMap, view: MapView, marks: &[Mark]) -> Markup {
+    let MapView { ax, ay, held_out } = view;
     let axes = map.grid.axes();
     let (x_axis, y_axis) = (&axes[ax], &axes[ay]);
     let (nx, ny) = (x_axis.bins, if ax == ay { 1 } else { y_axis.bins });
@@ -98,6 +172,30 @@ fn heat_map(map: &RunMap, ax: usize, ay: usize, held_out: bool) -> Markup {
     };
     let every_x = nx.div_ceil(12).max(1);
     let every_y = ny.div_ceil(10).max(1);
+    // A mark's square's centre, and each square's labels in mark order.
+    let centre = |cell: usize| {
+        let bins = map.grid.bins_of(cell);
+        let (bx, by) = (bins[ax], if ax == ay { 0 } else { bins[ay] });
+        (
+            (bx, by),
+            pad + (bx as f64 + 0.5) * cw,
+            h - pad - (by as f64 + 0.5) * ch,
+        )
+    };
+    let mut labels: BTreeMap<(usize, usize), (f64, f64, Vec<&str>)> = BTreeMap::new();
+    for mark in marks {
+        let (square, x, y) = centre(mark.cell);
+        labels
+            .entry(square)
+            .or_insert((x, y, Vec::new()))
+            .2
+            .push(&mark.label);
+    }
+    let path = plot::points(marks.iter().map(|m| {
+        let (_, x, y) = centre(m.cell);
+        (x, y)
+    }));
+    let radius = (cw.min(ch) * 0.4).clamp(4.0, 14.0);
     html! {
         svg #heatmap xmlns="http://www.w3.org/2000/svg" width=(w) height=(h)
             viewBox={ "0 0 " (w) " " (h) } {
@@ -137,6 +235,20 @@ fn heat_map(map: &RunMap, ax: usize, ay: usize, held_out: bool) -> Markup {
             @if ax != ay {
                 text x="14" y=(h / 2.0) font-size="12" text-anchor="middle"
                     transform=(format!("rotate(-90 14 {})", h / 2.0)) { (y_axis.name) }
+            }
+            // Over the squares but not in their way: a click still opens
+            // the elite's job.
+            @if !marks.is_empty() {
+                polyline #walk-path fill="none" stroke="#036" stroke-width="1.5"
+                    stroke-dasharray="4 3" points=(path) pointer-events="none" {}
+                @for (x, y, names) in labels.values() {
+                    g.tried pointer-events="none" {
+                        circle cx=(plot::px(*x)) cy=(plot::px(*y)) r=(plot::px(radius))
+                            fill="#fff" fill-opacity="0.85" stroke="#036" stroke-width="1.5" {}
+                        text x=(plot::px(*x)) y=(plot::px(*y + 3.5)) font-size="10"
+                            text-anchor="middle" fill="#036" { (names.join(",")) }
+                    }
+                }
             }
             @if !values.is_empty() {
                 @for k in 0..10 {
@@ -184,25 +296,7 @@ pub(super) async fn map_page(
     let run = run_of(&app.organizer.runs, id)?;
     let map = map_of(&app, id).await?;
     let axes = map.grid.axes();
-    let bad_axis = |a: usize| {
-        PageError(
-            StatusCode::BAD_REQUEST,
-            format!(
-                "axis {a} does not exist: the map has {} axes, 0 to {}",
-                axes.len(),
-                axes.len() - 1
-            ),
-        )
-    };
-    let ax = query.x.unwrap_or(0);
-    let ay = query.y.unwrap_or(if axes.len() > 1 { 1 } else { 0 });
-    if ax >= axes.len() {
-        return Err(bad_axis(ax));
-    }
-    if ay >= axes.len() {
-        return Err(bad_axis(ay));
-    }
-    let held_out = query.colour.as_deref() == Some("held-out");
+    let view = MapView::of(&map, &query)?;
     let re_walked = map.cells.iter().filter(|c| c.held_out.is_some()).count();
     let mut ranked: Vec<&MapCell> = map.cells.iter().collect();
     ranked.sort_by(|a, b| {
@@ -211,9 +305,6 @@ pub(super) async fn map_page(
             .total_cmp(&key(a))
             .then(b.fitness.total_cmp(&a.fitness))
     });
-    let link =
-        |x: usize, y: usize, colour: &str| format!("/runs/{id}/map?x={x}&y={y}&colour={colour}");
-    let colour = if held_out { "held-out" } else { "value" };
     let body = html! {
         p {
             "run " a href={ "/runs/" (id) } { (run.name) } " · optimizer " b { (run.optimizer) }
@@ -226,24 +317,12 @@ pub(super) async fn map_page(
             (re_walked) " elites re-walked from held-out starts"
         }
         p {
-            "across: "
-            @for (k, a) in axes.iter().enumerate() {
-                @if k == ax { b { (a.name) } } @else { a href=(link(k, ay, colour)) { (a.name) } }
-                " "
-            }
-            " · up: "
-            @for (k, a) in axes.iter().enumerate() {
-                @if k == ay { b { (a.name) } } @else { a href=(link(ax, k, colour)) { (a.name) } }
-                " "
-            }
-            " · colour: "
-            @if held_out { a href=(link(ax, ay, "value")) { "value filed" } " " b { "held-out mean" } }
-            @else { b { "value filed" } " " a #colour-held-out href=(link(ax, ay, "held-out")) { "held-out mean" } }
+            (view.picker(&map, &format!("/runs/{id}/map")))
             " · " a href={ "/runs/" (id) "/map.json" } { "the whole map (JSON)" }
         }
         p { small { "Each square is the best elite over the axes not shown; hover for its \
                      descriptors, click to open its walk (and its replay)." } }
-        (heat_map(&map, ax, ay, held_out))
+        (heat_map(&map, view, &[]))
         h2 { "Best elites by held-out mean" }
         table #elites {
             tr {

@@ -27,6 +27,9 @@
 //! - `/runs/{id}/map`: a quality-diversity run's map of gaits as a heat
 //!   map, each square opening its elite's walk; `/runs/{id}/map.json`,
 //!   the whole map ([`map`]).
+//! - `/runs/{id}/adaptation`: a run that adapted from another run's map,
+//!   its walks numbered on that map and what its model predicted against
+//!   what they walked; `/runs/{id}/adaptation.json` ([`adaptation`]).
 //! - `/jobs/{id}/replay`: the evaluation seen walking, boxes in 3-D
 //!   ([`replay`]).
 //! - `/jobs/{id}/{view}`: a job drawn by a view contributed from outside
@@ -42,6 +45,7 @@
 //!   pages (`access::check_origin`).
 
 mod access;
+mod adaptation;
 mod analysis;
 mod compare;
 mod launch;
@@ -192,6 +196,11 @@ pub fn router(organizer: Organizer, options: Options) -> Router {
         .route("/runs/{id}/trials", get(trials::trials_page))
         .route("/runs/{id}/map", get(map::map_page))
         .route("/runs/{id}/map.json", get(map::map_json))
+        .route("/runs/{id}/adaptation", get(adaptation::adaptation_page))
+        .route(
+            "/runs/{id}/adaptation.json",
+            get(adaptation::adaptation_json),
+        )
         .route("/gaits", get(status::gaits_page))
         .route("/metrics", get(status::metrics))
         .layer(middleware::from_fn_with_state(

@@ -186,6 +186,11 @@ pub(super) async fn run_page(
             @if let Some(grid) = &grid {
                 " · " a #map-link href={ "/runs/" (id) "/map" } { "map of gaits (" (grid.cells()) " cells)" }
             }
+            @if let Some(prior) = r.prior {
+                " · " a #adaptation-link href={ "/runs/" (id) "/adaptation" } {
+                    "adaptation from run " (prior) "'s map"
+                }
+            }
             @if r.state == RunState::Running {
                 " " form method="post" action={ "/runs/" (id) "/stop" } style="display:inline" {
                     button #stop { "stop the run" }

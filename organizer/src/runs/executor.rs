@@ -152,6 +152,26 @@ impl Runs {
     }
 }
 
+/// The value a result is told with (its velocity under the run's turn
+/// constraint); `None` for a walk that failed or whose fitness is not
+/// finite, told as [`Fitness::Failed`]. Shared with the replay of an
+/// adaptation (`adaptation`), which must tell exactly what the run told.
+pub(super) fn told_velocity(outcome: Option<&Outcome>, max_turn: Option<f64>) -> Option<f64> {
+    outcome
+        .filter(|o| o.fitness().is_finite())
+        .map(|o| told_value(o, max_turn))
+}
+
+/// A result's descriptors in the order the optimizer names them; `None`
+/// when it names none or the result lacks one.
+pub(super) fn told_descriptors(outcome: Option<&Outcome>, names: &[String]) -> Option<Vec<f64>> {
+    if names.is_empty() {
+        return None;
+    }
+    let outcome = outcome?;
+    names.iter().map(|name| outcome.descriptor(name)).collect()
+}
+
 /// A new proposal: (position, optimizer tag, x, its job).
 type Fresh = (u64, u64, Vec<f64>, JobRequest);
 
@@ -336,40 +356,26 @@ impl Executor<'_> {
         let Some((tag, x)) = self.pending.remove(&completion.job_id) else {
             return Err(RunError::ToldBeforeProposed(completion.job_id));
         };
-        let max_turn = self.spec.max_turn_deg_s;
-        let velocity = match &completion.outcome {
-            Ok(o) if o.fitness().is_finite() => Some(told_value(o, max_turn)),
-            Ok(o) => {
-                self.first_error.get_or_insert_with(|| {
-                    format!(
+        let velocity = told_velocity(completion.outcome.as_ref().ok(), self.spec.max_turn_deg_s);
+        if velocity.is_none() {
+            self.first_error
+                .get_or_insert_with(|| match &completion.outcome {
+                    Ok(o) => format!(
                         "job {}: the {}'s fitness {} is not finite",
                         completion.job_id,
                         o.kind(),
                         o.fitness()
-                    )
+                    ),
+                    Err(e) => format!("job {}: {e}", completion.job_id),
                 });
-                None
-            }
-            Err(e) => {
-                self.first_error
-                    .get_or_insert_with(|| format!("job {}: {e}", completion.job_id));
-                None
-            }
-        };
+        }
         if let (Some(v), Ok(Outcome::Walk(o))) = (velocity, &completion.outcome)
             && o.stopped_early.is_none()
             && o.partial_velocities.len() == CHECKPOINT_FRACTIONS.len()
         {
             self.complete.push((o.partial_velocities.clone(), v));
         }
-        let descriptors = match &completion.outcome {
-            Ok(o) if !self.descriptors.is_empty() => self
-                .descriptors
-                .iter()
-                .map(|name| o.descriptor(name))
-                .collect::<Option<Vec<f64>>>(),
-            _ => None,
-        };
+        let descriptors = told_descriptors(completion.outcome.as_ref().ok(), &self.descriptors);
         self.optimizer
             .as_mut()
             .ok_or_else(|| RunError::Optimizer("the optimizer was lost".into()))?

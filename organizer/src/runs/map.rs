@@ -152,6 +152,45 @@ impl RunMap {
         })
     }
 
+    /// This map (run `id`'s) as the prior of a run over `space` that
+    /// adapts from it: every filled cell with its held-out mean where it
+    /// was re-walked, else the value it was filed with. Refused when it
+    /// holds no elite yet or its run searched other parameters.
+    pub fn prior(&self, id: u64, space: &Space) -> Result<Prior, ScheduleError> {
+        let invalid = |why: String| ScheduleError::Invalid(format!("prior: run {id} {why}"));
+        let names: Vec<&str> = space.bounds.iter().map(|b| b.name.as_str()).collect();
+        let elites: Vec<PriorElite> = self
+            .cells
+            .iter()
+            .filter_map(|c| {
+                let value = c.held_out.as_ref().map_or(c.fitness, |s| s.mean);
+                value.is_finite().then(|| PriorElite {
+                    cell: c.cell,
+                    x: c.parameters.iter().map(|(_, v)| *v).collect(),
+                    descriptors: c.descriptors.clone(),
+                    value,
+                })
+            })
+            .collect();
+        let Some(first) = self.cells.first() else {
+            return Err(invalid("holds no elite yet".into()));
+        };
+        let theirs: Vec<&str> = first.parameters.iter().map(|(n, _)| n.as_str()).collect();
+        if theirs != names {
+            return Err(invalid(format!(
+                "searched {} and this run searches {}: adapt from a map of the same \
+                 parameters (the same robot and optimize rules)",
+                theirs.join(", "),
+                names.join(", ")
+            )));
+        }
+        Ok(Prior {
+            run: id,
+            axes: self.grid.axes().to_vec(),
+            elites,
+        })
+    }
+
     /// pyribs' QD score with offset 0: the sum of the elites' values (a
     /// velocity is never negative).
     #[must_use]
@@ -190,49 +229,16 @@ impl Runs {
     }
 
     /// Run `id`'s map as the prior of a run over `space` that adapts from
-    /// it: every filled cell with its held-out mean where it was re-walked,
-    /// else the value it was filed with. Refused when the run keeps no
-    /// map, holds no elite yet, or searched other parameters.
+    /// it ([`RunMap::prior`]); refused when the run keeps no map.
     pub async fn prior(&self, id: u64, space: &Space) -> Result<Prior, ScheduleError> {
-        let invalid = |why: String| ScheduleError::Invalid(format!("prior: run {id} {why}"));
         let Some(map) = self.map(id).await? else {
             let run = self.get(id)?;
-            return Err(invalid(format!(
-                "keeps no map (its optimizer is {}): adapt from a map-elites run",
+            return Err(ScheduleError::Invalid(format!(
+                "prior: run {id} keeps no map (its optimizer is {}): adapt from a map-elites run",
                 run.optimizer
             )));
         };
-        let names: Vec<&str> = space.bounds.iter().map(|b| b.name.as_str()).collect();
-        let elites: Vec<PriorElite> = map
-            .cells
-            .iter()
-            .filter_map(|c| {
-                let value = c.held_out.as_ref().map_or(c.fitness, |s| s.mean);
-                value.is_finite().then(|| PriorElite {
-                    cell: c.cell,
-                    x: c.parameters.iter().map(|(_, v)| *v).collect(),
-                    descriptors: c.descriptors.clone(),
-                    value,
-                })
-            })
-            .collect();
-        let Some(first) = map.cells.first() else {
-            return Err(invalid("holds no elite yet".into()));
-        };
-        let theirs: Vec<&str> = first.parameters.iter().map(|(n, _)| n.as_str()).collect();
-        if theirs != names {
-            return Err(invalid(format!(
-                "searched {} and this run searches {}: adapt from a map of the same \
-                 parameters (the same robot and optimize rules)",
-                theirs.join(", "),
-                names.join(", ")
-            )));
-        }
-        Ok(Prior {
-            run: id,
-            axes: map.grid.axes().to_vec(),
-            elites,
-        })
+        map.prior(id, space)
     }
 
     /// The grid `run`'s optimizer fills with its settings, if it keeps a map.

@@ -23,9 +23,12 @@
 //! - `held_out`: the finalists' re-walk from held-out starts.
 //! - `map`: a quality-diversity run's map, rebuilt from its stored results
 //!   ([`RunMap`]).
+//! - `adaptation`: a run adapting from another run's map, replayed walk
+//!   by walk with what its model predicted before each ([`Adaptation`]).
 //! - `early_stop`: the bounds below which a walk stops early.
 //! - `naming`: the names of runs their request leaves unnamed.
 
+mod adaptation;
 mod early_stop;
 mod executor;
 mod held_out;
@@ -33,6 +36,7 @@ mod map;
 mod naming;
 mod prepare;
 
+pub use adaptation::{Adaptation, Trial};
 pub use early_stop::{EARLY_STOP_AFTER, EARLY_STOP_WINDOW};
 pub use held_out::held_out_by_engine;
 pub use map::{MapCell, RunMap};

@@ -245,6 +245,14 @@ pub trait Optimizer: Send {
     fn finalists(&self) -> Option<Vec<Vec<f64>>> {
         None
     }
+    /// What a model-based optimizer made from a map now believes of each
+    /// elite of its prior ([`map::Prior::elites`], in that order): the
+    /// predicted value and its standard deviation, after the results told
+    /// so far. A page shows it beside what the walks gave. `None` (the
+    /// default): the optimizer keeps no such belief.
+    fn beliefs(&self) -> Option<Vec<(f64, f64)>> {
+        None
+    }
 }
 
 /// A setting's value.

@@ -295,4 +295,8 @@ impl Optimizer for Ite {
     fn finalists(&self) -> Option<Vec<Vec<f64>>> {
         self.recommendation().map(|x| vec![x])
     }
+
+    fn beliefs(&self) -> Option<Vec<(f64, f64)>> {
+        Some(self.model.predict())
+    }
 }

@@ -256,3 +256,29 @@ fn it_refuses_to_start_without_a_map_or_with_another_spaces_map() {
     assert!(empty.err().unwrap().to_string().contains("no elite"));
     assert!(ItePlugin.needs_prior());
 }
+
+#[test]
+fn its_beliefs_are_the_maps_values_first_then_the_processes_posterior() {
+    let prior = prior_with(intact);
+    let mut opt = ite(&prior, IteConfig::default());
+    // Before any walk: each elite's map value, with the whole prior's
+    // uncertainty (the map's best value, the kernel's unit amplitude).
+    let before = opt.beliefs().expect("ite keeps beliefs");
+    assert_eq!(before.len(), prior.elites.len());
+    let best = prior.elites.iter().map(|e| e.value).fold(0.0, f64::max);
+    for (e, (mean, sd)) in prior.elites.iter().zip(&before) {
+        assert!((mean - e.value).abs() < 1e-12);
+        assert!((sd - best).abs() < 1e-12);
+    }
+    let Step::Evaluate(c) = opt.ask() else {
+        panic!("no first walk")
+    };
+    let walked = prior.elites.iter().position(|e| e.x == c[0].x).unwrap();
+    opt.tell(c[0].tag, Fitness::Value(0.5 * prior.elites[walked].value));
+    // After it: what the model predicts, the walked elite pulled down and
+    // surer.
+    let after = opt.beliefs().unwrap();
+    assert_eq!(after, opt.model().predict());
+    assert!(after[walked].0 < before[walked].0);
+    assert!(after[walked].1 < before[walked].1);
+}
