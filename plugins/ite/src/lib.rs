@@ -280,10 +280,12 @@ impl Optimizer for Ite {
             return;
         };
         // A walk that failed for good (every retry spent) walked nowhere
-        // the robot could use: believed at 0, so the search moves on.
+        // the robot could use: believed as bad as standing still or the
+        // worst value known, whichever is lower (an objective may be
+        // negative), so the search moves on.
         let value = match outcome {
             Fitness::Value(v) if v.is_finite() => v,
-            _ => 0.0,
+            _ => self.model.floor(),
         };
         self.model.observe(elite, value);
     }

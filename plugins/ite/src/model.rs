@@ -176,6 +176,17 @@ impl Model {
             .map(|(i, _)| i)
     }
 
+    /// The lowest of 0 (standing still), every map value and every walk.
+    #[must_use]
+    pub fn floor(&self) -> f64 {
+        self.prior
+            .iter()
+            .copied()
+            .chain(self.observed.iter().map(|(_, y)| *y))
+            .fold(0.0, f64::min)
+            * self.scale
+    }
+
     /// Every walk told: (elite, m/s), in order.
     pub fn walked(&self) -> impl Iterator<Item = (usize, f64)> + '_ {
         self.observed.iter().map(|(i, y)| (*i, y * self.scale))
