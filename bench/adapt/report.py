@@ -13,7 +13,7 @@ METHODS = [("ite", "ite (map prior, IT&E stop)"),
            ("powell", "Powell interval, from the pre-damage gait"),
            ("cmaes", "CMA-ES pop 5, from the pre-damage gait"),
            ("skopt", "skopt gp_minimize from scratch")]
-CASES = ["stuck:5", "limp:2", "weak:7", "upside-down", "friction:0.3", "engine:rapier", "emulated"]
+CASES = ["stuck:5", "limp:2", "weak:0", "upside-down", "friction:0.3", "engine:rapier", "emulated"]
 GOAL = 0.9
 
 
@@ -109,7 +109,7 @@ def main():
 
     # The table.
     table = ["| case | best known (cm/s, from) | method | median held out (cm/s) | worst seed | "
-             "% of best known: median (worst) | seeds ≥ 90 % | median walks used | goal |",
+             "% of best known: median (worst) | seeds ≥ 90 % | median walks used (answer's walk) | goal |",
              "|---|---|---|---|---|---|---|---|---|"]
     sum_rows = []
     for case in cases:
@@ -126,16 +126,19 @@ def main():
             pct = [v / bk for v in vals]
             reach = sum(p >= GOAL for p in pct)
             med_walks = statistics.median(walks)
+            aw = [r.get("answer_walk") for r in rs if r.get("answer_walk")]
+            med_aw = f"{statistics.median(aw):g}" if aw else "?"
             met = reach == len(rs) == 5 and med_walks <= 10 and max(walks) <= 20
             sum_rows.append([case, cm(bk), src, method, len(rs), cm(statistics.median(vals)), cm(min(vals)),
                              f"{statistics.median(pct) * 100:.0f}", f"{min(pct) * 100:.0f}", reach,
-                             med_walks, "met" if met else "not met"])
+                             med_walks, med_aw, "met" if met else "not met"])
             table.append(f"| {case} | {cm(bk)} ({src}) | {method} | {cm(statistics.median(vals))} | "
                          f"{cm(min(vals))} | {statistics.median(pct) * 100:.0f} % ({min(pct) * 100:.0f} %) | "
-                         f"{reach} of {len(rs)} | {med_walks:g} | {'**met**' if met else 'not met'} |")
+                         f"{reach} of {len(rs)} | {med_walks:g} ({med_aw}) | {'**met**' if met else 'not met'} |")
     write_csv("summary.csv", ["case", "best_known_cm_s", "best_known_from", "method", "seeds",
                               "median_held_out_cm_s", "worst_seed_cm_s", "median_pct_of_best_known",
-                              "worst_pct_of_best_known", "seeds_reaching_90pct", "median_walks_used", "goal"],
+                              "worst_pct_of_best_known", "seeds_reaching_90pct", "median_walks_used",
+                              "median_answer_walk", "goal"],
               sum_rows)
     lines += table
     (RESULTS / "table.md").write_text("\n".join(lines) + "\n")
