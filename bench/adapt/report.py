@@ -10,6 +10,7 @@ HERE = pathlib.Path(__file__).resolve().parent
 RESULTS = HERE / "results"
 RUNS = RESULTS / "runs"
 METHODS = [("ite", "ite (map prior, IT&E stop)"),
+           ("itefull", "ite with --set stop=0 (diagnostic: all 20 walks)"),
            ("powell", "Powell interval, from the pre-damage gait"),
            ("cmaes", "CMA-ES pop 5, from the pre-damage gait"),
            ("skopt", "skopt gp_minimize from scratch")]

@@ -159,6 +159,11 @@ def tasks(step, cases, seeds):
                 out.append((f"ite-{slug(case)}-s{s}", "yamor",
                             ["--optimizer", "ite", "--prior", str(map_run_id()), *dmg, "--budget", "20",
                              "--finalists", "1", "--seed", str(s)]))
+            elif step == "itefull":
+                # A diagnostic: IT&E without its stop rule, the whole 20 walks.
+                out.append((f"itefull-{slug(case)}-s{s}", "yamor",
+                            ["--optimizer", "ite", "--prior", str(map_run_id()), *dmg, "--budget", "20",
+                             "--finalists", "1", "--seed", str(s), "--set", "stop=0"]))
             elif step == "powell":
                 out.append((f"powell-{slug(case)}-s{s}", "yamor",
                             ["--optimizer", "powell", "--set", "variant=interval", "--config",
@@ -271,6 +276,24 @@ def main():
                         src = pathlib.Path(str(WORK / "map.db") + suffix)
                         if src.exists():
                             shutil.copy(src, str(lane) + suffix)
+            continue
+        if step == "ref":
+            # The pre-damage gait (learnt.xml, learnt on rapier: its long run is
+            # `yamor experiment gait-time`'s PSO seed 4) walked on rapier from the
+            # 20 held-out starts: a candidate best known for engine:rapier.
+            key = "ref-engine-rapier-learnt"
+            if not (RUNS / f"{key}.json").exists():
+                cmd = ["nice", "-n", "5", YAMOR, "sim", "quadruped", "--gait",
+                       str(ROOT / "examples/robots/quadruped/learnt.xml"), "--starts", "20", "--engine", "rapier"]
+                t0 = time.time()
+                p = subprocess.run(cmd, capture_output=True, text=True, check=True)
+                m = re.findall(r"([-\d.]+) ± ([\d.]+) cm/s", p.stdout + p.stderr)
+                r = {"key": key, "case": "engine:rapier", "method": "ref",
+                     "command": "yamor sim quadruped --gait examples/robots/quadruped/learnt.xml --starts 20 --engine rapier",
+                     "wall_s": time.time() - t0, "output": p.stdout[-3000:],
+                     "held_out": {"mean": float(m[-1][0]) / 100, "se": float(m[-1][1]) / 100, "n": 20}}
+                (RUNS / f"{key}.json").write_text(json.dumps(r, indent=1))
+                log(f"{key}: {m[-1]} cm/s")
             continue
         if step == "report":
             subprocess.run([PYTHON, str(HERE / "report.py")], check=True)
