@@ -80,9 +80,9 @@ def main():
         cands = []
         b = runs.get("best-" + slug(case))
         if b and b.get("held_out"):
-            cands.append((b["held_out"]["mean"], "CMA-ES 2,400 walks (seed 1)", b))
+            cands.append((b["held_out"]["mean"], f"CMA-ES {b.get('evaluations')} walks, seed 1", b))
         for key, r in runs.items():
-            if r.get("case") == case and r.get("held_out") and key.split("-")[0] in dict(METHODS):
+            if r.get("case") == case and r.get("held_out") and key.split("-")[0] in (*dict(METHODS), "ref"):
                 cands.append((r["held_out"]["mean"], f"{key}", r))
         if not cands:
             continue
