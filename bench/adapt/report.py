@@ -81,7 +81,7 @@ def main():
         b = runs.get("best-" + slug(case))
         if b and b.get("held_out"):
             cands.append((b["held_out"]["mean"], f"CMA-ES {b.get('evaluations')} walks, seed 1", b))
-        for key, r in runs.items():
+        for key, r in sorted(runs.items(), key=lambda kv: not kv[0].startswith("ref-")):
             if r.get("case") == case and r.get("held_out") and key.split("-")[0] in (*dict(METHODS), "ref"):
                 cands.append((r["held_out"]["mean"], f"{key}", r))
         if not cands:
