@@ -1060,10 +1060,7 @@ fn plot(path: &Path, events: &[Event], changes: &[(f64, String)]) -> Result<()> 
         {
             let colour = if *reused { GREEN } else { BLACK };
             let t = robot_s / 60.0;
-            walk.draw_series(LineSeries::new(
-                [(t, 0.0), (t, top)],
-                colour.mix(0.6),
-            ))?;
+            walk.draw_series(LineSeries::new([(t, 0.0), (t, top)], colour.mix(0.6)))?;
         }
     }
     let trials: Vec<(f64, f64, f64, f64)> = events
@@ -1075,7 +1072,12 @@ fn plot(path: &Path, events: &[Event], changes: &[(f64, String)]) -> Result<()> 
                 sd,
                 velocity,
                 ..
-            } => Some((*walk as f64, predicted * 100.0, sd * 100.0, velocity * 100.0)),
+            } => Some((
+                *walk as f64,
+                predicted * 100.0,
+                sd * 100.0,
+                velocity * 100.0,
+            )),
             _ => None,
         })
         .collect();
@@ -1132,7 +1134,10 @@ fn plot_trials(
         .y_desc("cm/s: predicted (grey, ±1 sd) and walked (blue)")
         .draw()?;
     chart.draw_series(trials.iter().map(|&(w, m, s, _)| {
-        PathElement::new([(w, (m - s).max(0.0)), (w, m + s)], BLACK.mix(0.4).stroke_width(3))
+        PathElement::new(
+            [(w, (m - s).max(0.0)), (w, m + s)],
+            BLACK.mix(0.4).stroke_width(3),
+        )
     }))?;
     chart.draw_series(
         trials

@@ -492,16 +492,10 @@ impl Lifelong {
         let (_, Some(gait)) = best else {
             return self.keep_current(symptom, best.0, Some(run), began).await;
         };
-        let velocity = self.switch_and_measure(gait.clone()).await?;
-        self.gait = gait;
-        let id = self.remember(velocity, Some((previous, symptom))).await?;
-        self.settle_on(
-            symptom,
-            self.gait.clone(),
-            Choice::Relearnt { run, id },
-            velocity,
-            began,
-        )
+        self.take_up(gait, symptom, previous, began, |id| Choice::Relearnt {
+            run,
+            id,
+        })
         .await
     }
 
@@ -627,17 +621,28 @@ impl Lifelong {
         let gait = config
             .apply(&space.clamp(&prior.elites[answer].x))
             .map_err(|e| LifelongError::Run(format!("an elite of run {map}: {e}")))?;
+        self.take_up(gait, symptom, previous, began, |id| Choice::Adapted {
+            map,
+            id,
+        })
+        .await
+    }
+
+    /// Switches to a gait found for the robot as it now is, measures it,
+    /// stores it with the gait it replaced and walks on with it.
+    async fn take_up(
+        &mut self,
+        gait: RobotConfig,
+        symptom: Symptom,
+        previous: u64,
+        began: Instant,
+        choice: impl FnOnce(u64) -> Choice,
+    ) -> Result<Adaptation, LifelongError> {
         let velocity = self.switch_and_measure(gait.clone()).await?;
         self.gait = gait;
         let id = self.remember(velocity, Some((previous, symptom))).await?;
-        self.settle_on(
-            symptom,
-            self.gait.clone(),
-            Choice::Adapted { map, id },
-            velocity,
-            began,
-        )
-        .await
+        self.settle_on(symptom, self.gait.clone(), choice(id), velocity, began)
+            .await
     }
 
     /// The relearning run for the robot as `known` says it is, lying as

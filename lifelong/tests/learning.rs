@@ -270,7 +270,9 @@ async fn a_damaged_robot_adapts_on_itself_from_a_map_of_its_body_and_stores_the_
     let first = life.gait_id();
     let body = quadruped();
     // A small map of the intact body, built on the cluster ahead of time.
-    let relearn = life.relearn_spec(&known(body.clone()), Orientation::Upright).unwrap();
+    let relearn = life
+        .relearn_spec(&known(body.clone()), Orientation::Upright)
+        .unwrap();
     let map = rig
         .organizer
         .runs
@@ -316,7 +318,10 @@ async fn a_damaged_robot_adapts_on_itself_from_a_map_of_its_body_and_stores_the_
             _ => None,
         })
         .collect();
-    assert_eq!(trials.iter().map(|t| t.0).collect::<Vec<_>>(), [1, 2, 3, 4, 5, 6]);
+    assert_eq!(
+        trials.iter().map(|t| t.0).collect::<Vec<_>>(),
+        [1, 2, 3, 4, 5, 6]
+    );
     // The first trial is the map's best cell; every walk is counted.
     let best = prior
         .elites

@@ -357,16 +357,7 @@ async fn a_resumed_powell_cmaes_run_replays_its_stages() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_map_elites_run_killed_mid_run_resumes_with_every_result_in_its_map() {
-    let mut run = pso_run(72, 6);
-    run.optimizer = "map-elites".into();
-    // An expression's descriptors are its variables: an 8×8 map over x, y.
-    let grid = "x:-1:1:8,y:-1:1:8";
-    run.settings = [
-        ("descriptors".to_owned(), grid.to_owned()),
-        ("emitters".to_owned(), "2".to_owned()),
-        ("batch".to_owned(), "6".to_owned()),
-    ]
-    .into();
+    let (run, grid) = map_run(72);
     let (db, run_id, evaluations) =
         kill_organizer_mid_run("kill-organizer-map", run, "descriptors", grid, Stop::Kill).await;
     // Read back from the file: the map is rebuilt from the stored results.
@@ -400,15 +391,7 @@ async fn a_map_elites_run_killed_mid_run_resumes_with_every_result_in_its_map() 
 
 #[tokio::test(flavor = "multi_thread")]
 async fn an_adaptation_killed_mid_run_resumes_with_no_walk_lost_or_repeated() {
-    let mut map = pso_run(96, 6);
-    map.optimizer = "map-elites".into();
-    let grid = "x:-1:1:8,y:-1:1:8";
-    map.settings = [
-        ("descriptors".to_owned(), grid.to_owned()),
-        ("emitters".to_owned(), "2".to_owned()),
-        ("batch".to_owned(), "6".to_owned()),
-    ]
-    .into();
+    let (map, _) = map_run(96);
     // The adaptation walks the same expression: its walks are told one at
     // a time, and it walks its whole budget (stop = 0), so the organizer
     // is killed with walks out.
@@ -474,6 +457,21 @@ async fn an_adaptation_killed_mid_run_resumes_with_no_walk_lost_or_repeated() {
             yamor_optimizer_api::Fitness::Value(value),
         );
     }
+}
+
+/// A map-elites run of `budget` walks on the expression, and its grid: an
+/// expression's descriptors are its variables, an 8×8 map over x, y.
+fn map_run(budget: u64) -> (pb::StartRunRequest, &'static str) {
+    let mut run = pso_run(budget, 6);
+    run.optimizer = "map-elites".into();
+    let grid = "x:-1:1:8,y:-1:1:8";
+    run.settings = [
+        ("descriptors".to_owned(), grid.to_owned()),
+        ("emitters".to_owned(), "2".to_owned()),
+        ("batch".to_owned(), "6".to_owned()),
+    ]
+    .into();
+    (run, grid)
 }
 
 /// How the organizer goes down mid-run.

@@ -234,16 +234,7 @@ impl Runs {
             ))
         })?;
         let prior = map.prior(prior_run, &prepared.space)?;
-        let jobs = self
-            .scheduler
-            .store()
-            .read_async(move |s| {
-                s.jobs(&crate::model::JobFilter {
-                    run_id: Some(id),
-                    ..Default::default()
-                })
-            })
-            .await?;
+        let jobs = self.every_job(id).await?;
         let plugins = self.plugins.clone();
         let space = prepared.space;
         // Making the optimizer and replaying it is the optimizer's own

@@ -85,16 +85,7 @@ impl Runs {
             prior.as_ref(),
         )
         .map_err(|e| RunError::Optimizer(e.to_string()))?;
-        let history = self
-            .scheduler
-            .store()
-            .read_async(move |s| {
-                s.jobs(&crate::model::JobFilter {
-                    run_id: Some(id),
-                    ..Default::default()
-                })
-            })
-            .await?;
+        let history = self.every_job(id).await?;
         let mut stored = HashMap::new();
         let mut ready = BTreeMap::new();
         let mut re_walked = HashMap::new();

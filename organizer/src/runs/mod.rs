@@ -479,6 +479,22 @@ impl Runs {
 
     /// Every evaluation `run_id`'s optimizer learnt, in the order it learnt
     /// them, with parameters, outcome and gait.
+    /// Every job of run `id` as stored, whatever its state.
+    pub(super) async fn every_job(
+        &self,
+        id: u64,
+    ) -> Result<Vec<crate::model::Job>, crate::store::StoreError> {
+        self.scheduler
+            .store()
+            .read_async(move |s| {
+                s.jobs(&crate::model::JobFilter {
+                    run_id: Some(id),
+                    ..Default::default()
+                })
+            })
+            .await
+    }
+
     pub async fn told_jobs(&self, run_id: u64) -> Result<Vec<crate::model::Job>, ScheduleError> {
         self.scheduler.told_jobs(run_id).await
     }
