@@ -482,7 +482,7 @@ fn decode_errors() {
     bad_body(0xA5, 0x02, HOST, &[0, 0, 0xC0, 0x7F, 0, 0, 0, 0]); // NaN
     bad_body(0xA5, 0x04, HOST, &[2, 1, 0, 0, 0, 0, 0, 0, 0, 0]); // count says 2, one link
     bad_body(0xB7, 0x14, 0, &[0, 6, 1, 0, 0, 0]); // connector code 6
-    bad_body(0xB7, 0x19, 0, &[1, 3]); // defect mode 3
+    bad_body(0xB7, 0x19, 0, &[1, 4]); // defect mode 4 (3 is weak)
     bad_body(0xB7, 0x18, 0, &[0, 0, 0, 0, 2]); // bool 2
     bad_body(0xB7, 0x1A, 0, &[7]); // bool 7
     bad_body(0xB7, 0x9F, 0, &[1, 0xFF, 0xFE]); // invalid UTF-8
