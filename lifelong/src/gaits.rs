@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 use crate::anomaly::Symptom;
 
 /// Which way up the robot walks with the gait.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub enum Orientation {
     Upright,
     UpsideDown,

@@ -93,11 +93,12 @@ pub struct LifelongSettings {
     /// the robot to compare it with others.
     pub compare_windows: usize,
     /// Maps of gaits built ahead of time on the cluster for bodies the
-    /// robot may take (a `map-elites` run each), by [`body_key`]. On an
-    /// anomaly no stored gait answers, the loop adapts from the map of the
-    /// body it now has, walking on the robot itself (Intelligent Trial and
-    /// Error), and relearns on the cluster only without one.
-    pub maps: BTreeMap<String, u64>,
+    /// robot may take (a `map-elites` run each), by [`body_key`] and the
+    /// way up the robot lies. On an anomaly no stored gait answers, the
+    /// loop adapts from the map of the body it now has, lying as it now
+    /// lies, walking on the robot itself (Intelligent Trial and Error), and
+    /// relearns on the cluster only without one.
+    pub maps: BTreeMap<(String, Orientation), u64>,
     /// Walks on the robot an adaptation from a map may spend.
     pub adapt_walks: usize,
     /// How the adaptation models the map and when it stops.
@@ -462,7 +463,7 @@ impl Lifelong {
         if let Some(velocity) = current {
             return self.keep_current(symptom, velocity, None, began).await;
         }
-        if let Some(&map) = self.settings.maps.get(&body) {
+        if let Some(&map) = self.settings.maps.get(&(body, self.orientation)) {
             return self.adapt_from_map(map, symptom, previous, began).await;
         }
         let (run, shortlist) = self.relearn(before, began).await?;
@@ -688,9 +689,9 @@ impl Lifelong {
     }
 
     /// Adapt from run `map`'s map of gaits whenever the robot's body is
-    /// `body` (a [`body_key`]).
-    pub fn add_map(&mut self, body: String, map: u64) {
-        self.settings.maps.insert(body, map);
+    /// `body` (a [`body_key`]) and it lies `orientation`.
+    pub fn add_map(&mut self, body: String, orientation: Orientation, map: u64) {
+        self.settings.maps.insert((body, orientation), map);
     }
 
     /// A new CPG network for the body as it now is, relearnt from the

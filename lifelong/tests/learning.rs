@@ -300,7 +300,7 @@ async fn a_damaged_robot_adapts_on_itself_from_a_map_of_its_body_and_stores_the_
         .await
         .unwrap();
     let map = follow(&rig.organizer, map.id).await;
-    life.add_map(body_key(&body), map);
+    life.add_map(body_key(&body), Orientation::Upright, map);
     let space = rig.organizer.runs.space(map).await.unwrap();
     let prior = rig.organizer.runs.prior(map, &space).await.unwrap();
     assert!(prior.elites.len() > 3, "{} elites", prior.elites.len());

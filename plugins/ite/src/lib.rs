@@ -92,6 +92,14 @@ impl Plugin for ItePlugin {
                     1.0,
                     0.9,
                 ),
+                float(
+                    "stop_sd",
+                    "the stop rule's best prediction is an elite's mean plus this many \
+                     standard deviations (0: IT&E's rule, the mean alone)",
+                    0.0,
+                    10.0,
+                    0.0,
+                ),
             ],
         }
     }
@@ -147,6 +155,10 @@ pub struct IteConfig {
     pub kappa: f64,
     pub hyper: Hyper,
     pub stop: f64,
+    /// Standard deviations added to each elite's predicted mean in the
+    /// stop rule: a region no walk has told anything about yet is not
+    /// taken as known to be worse.
+    pub stop_sd: f64,
 }
 
 impl Default for IteConfig {
@@ -158,6 +170,7 @@ impl Default for IteConfig {
                 noise: 0.03,
             },
             stop: 0.9,
+            stop_sd: 0.0,
         }
     }
 }
@@ -173,6 +186,7 @@ impl TryFrom<&Settings> for IteConfig {
                 noise: s.float("noise")?,
             },
             stop: s.float("stop")?,
+            stop_sd: s.float("stop_sd")?,
         })
     }
 }
@@ -241,7 +255,7 @@ impl Ite {
             .model
             .predict()
             .iter()
-            .map(|(m, _)| *m)
+            .map(|(m, sd)| m + self.config.stop_sd * sd)
             .fold(f64::NEG_INFINITY, f64::max);
         if self.config.stop > 0.0 && best >= self.config.stop * predicted {
             Progress::Stopped { best, predicted }
