@@ -75,7 +75,7 @@ impl Plugin for ItePlugin {
                     "Matérn 5/2 length scale over descriptors scaled to [0, 1]",
                     0.01,
                     10.0,
-                    0.4,
+                    0.13,
                 ),
                 float(
                     "noise",
@@ -98,7 +98,7 @@ impl Plugin for ItePlugin {
                      standard deviations (0: IT&E's rule, the mean alone)",
                     0.0,
                     10.0,
-                    0.0,
+                    0.1,
                 ),
             ],
         }
@@ -166,11 +166,11 @@ impl Default for IteConfig {
         IteConfig {
             kappa: 0.05,
             hyper: Hyper {
-                length: 0.4,
+                length: 0.13,
                 noise: 0.03,
             },
             stop: 0.9,
-            stop_sd: 0.0,
+            stop_sd: 0.1,
         }
     }
 }
