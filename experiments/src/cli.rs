@@ -42,6 +42,16 @@ pub enum LifelongCommand {
         #[arg(long, default_value_t = 0.02)]
         slippery: f64,
     },
+    /// A motor breaks or the floor turns slippery while the quadruped
+    /// walks; it adapts on itself from the intact robot's map built ahead.
+    Damage {
+        #[command(flatten)]
+        args: lifelong::ScenarioArgs,
+        /// What happens: stuck:M, limp:M, weak:M (module M's motor) or
+        /// friction:F.
+        #[arg(long, default_value = "stuck:5")]
+        damage: yamor_core::damage::Damage,
+    },
     /// The gaits database of an organizer's SQLite file (thesis 7.8.2).
     Gaits(lifelong::GaitsArgs),
     /// The emulated real robot walks evaluations with homing walks between
@@ -55,6 +65,7 @@ pub async fn lifelong(command: LifelongCommand) -> Result<()> {
         LifelongCommand::Transform(a) => lifelong::transform(a).await,
         LifelongCommand::UpsideDown(a) => lifelong::upside_down(a).await,
         LifelongCommand::Ground { args, slippery } => lifelong::ground(args, slippery).await,
+        LifelongCommand::Damage { args, damage } => lifelong::damage(args, damage).await,
         LifelongCommand::Gaits(a) => lifelong::gaits(a).await,
         LifelongCommand::ResetFree(a) => reset_free::reset_free(a).await,
     }

@@ -19,6 +19,7 @@ use std::sync::Arc;
 use anyhow::{Context, Result, bail};
 use clap::Args;
 use plotters::prelude::*;
+use yamor_core::damage::Damage;
 use yamor_core::evaluation::{EvaluationSpec, LeadIn, RobotSource, Situation};
 use yamor_core::network::Limit;
 use yamor_core::script::{Script, Step};
@@ -596,7 +597,7 @@ pub async fn transform(args: ScenarioArgs) -> Result<()> {
     }
     let rewalk = HeldOutRewalk {
         body,
-        upside_down: false,
+        damages: Vec::new(),
         lead_in: (args.lead_in > 0.0).then(|| LeadIn {
             gait: in_use.clone(),
             seconds: args.lead_in,
@@ -605,7 +606,16 @@ pub async fn transform(args: ScenarioArgs) -> Result<()> {
         figure: "fig7_4",
         what: "the transformed body",
     };
-    recovered(rewalk, in_use, adopted, candidates, args.reference, &out, adaptation.walks).await
+    recovered(
+        rewalk,
+        in_use,
+        adopted,
+        candidates,
+        args.reference,
+        &out,
+        adaptation.walks,
+    )
+    .await
 }
 
 /// The adopted gait and the best candidates re-walked from held-out starts
@@ -678,13 +688,20 @@ impl Protocol {
         }
     }
 
-    fn spec(self, gait: &RobotConfig, lead_in: Option<&LeadIn>, upside_down: bool) -> EvaluationSpec {
-        let mut spec = self.spec_upright(gait, lead_in);
-        spec.situation.upside_down = upside_down;
+    fn spec(
+        self,
+        gait: &RobotConfig,
+        lead_in: Option<&LeadIn>,
+        damages: &[Damage],
+    ) -> EvaluationSpec {
+        let mut spec = self.spec_intact(gait, lead_in);
+        for damage in damages {
+            damage.apply(&mut spec);
+        }
         spec
     }
 
-    fn spec_upright(self, gait: &RobotConfig, lead_in: Option<&LeadIn>) -> EvaluationSpec {
+    fn spec_intact(self, gait: &RobotConfig, lead_in: Option<&LeadIn>) -> EvaluationSpec {
         match self {
             Protocol::Thesis => EvaluationSpec::default(),
             Protocol::Switch => {
@@ -704,7 +721,7 @@ impl Protocol {
     }
 
     fn describe(self, gait: &RobotConfig, lead_in: Option<&LeadIn>) -> String {
-        let spec = self.spec_upright(gait, lead_in);
+        let spec = self.spec_intact(gait, lead_in);
         match self {
             Protocol::Thesis => format!(
                 "thesis: from a standstill, {:.0} s warm-up, {:.0} s measured",
@@ -728,7 +745,8 @@ impl Protocol {
 /// ground and settings, as the robot's own host).
 struct HeldOutRewalk {
     body: Morphology,
-    upside_down: bool,
+    /// What the robot has met since the change, applied to every re-walk.
+    damages: Vec<Damage>,
     lead_in: Option<LeadIn>,
     starts: u32,
     /// Names the files written (`fig7_4_held_out.csv`, …).
@@ -744,7 +762,7 @@ impl HeldOutRewalk {
             &self.body,
             gait,
             yamor_sim::SimSettings::default(),
-            &protocol.spec(gait, self.lead_in.as_ref(), self.upside_down),
+            &protocol.spec(gait, self.lead_in.as_ref(), &self.damages),
             &seeds,
         )?;
         let velocities: Vec<f64> = walks.iter().map(|w| w.velocity).collect();
@@ -799,8 +817,7 @@ fn held_out_report(
     let lead_in = rewalk.lead_in.as_ref();
     println!(
         "held-out re-walk on {} (built afresh, the robot's situation), first {} held-out starts:",
-        rewalk.what,
-        rewalk.starts
+        rewalk.what, rewalk.starts
     );
     for protocol in Protocol::ALL {
         println!("  {}", protocol.describe(&adopted.gait, lead_in));
@@ -814,7 +831,9 @@ fn held_out_report(
     for (k, (host, gait)) in candidates.iter().enumerate() {
         rows.push((format!("candidate {}", k + 1), Some(*host), gait));
     }
-    let mut csv = std::io::BufWriter::new(std::fs::File::create(out.join(format!("{}_held_out.csv", rewalk.figure)))?);
+    let mut csv = std::io::BufWriter::new(std::fs::File::create(
+        out.join(format!("{}_held_out.csv", rewalk.figure)),
+    )?);
     writeln!(
         csv,
         "gait,file,hosts_cm_s,protocol,starts,mean_cm_s,se_cm_s,p10_cm_s,min_cm_s,max_cm_s"
@@ -972,7 +991,7 @@ pub async fn upside_down(args: ScenarioArgs) -> Result<()> {
     }
     let rewalk = HeldOutRewalk {
         body: quadruped()?,
-        upside_down: true,
+        damages: vec![Damage::UpsideDown],
         lead_in: (args.lead_in > 0.0).then(|| LeadIn {
             gait: in_use.clone(),
             seconds: args.lead_in,
@@ -981,7 +1000,126 @@ pub async fn upside_down(args: ScenarioArgs) -> Result<()> {
         figure: "fig7_5",
         what: "the quadruped upside down",
     };
-    recovered(rewalk, in_use, adopted, candidates, args.reference, &out, walks).await
+    recovered(
+        rewalk,
+        in_use,
+        adopted,
+        candidates,
+        args.reference,
+        &out,
+        walks,
+    )
+    .await
+}
+
+/// A motor that breaks (stuck, limp, weak: thesis 1.2's anomalies) or a
+/// slippery floor, while the quadruped walks: the body is the one the map
+/// was built for, so the intact robot's map, built ahead on the cluster, is
+/// the prior the loop adapts from on the robot.
+pub async fn damage(args: ScenarioArgs, damage: Damage) -> Result<()> {
+    // Checked before anything is built: a robot on its host can break a
+    // motor or meet another floor while it walks, not change engine.
+    let take = |damage: &Damage| -> Result<()> {
+        match damage {
+            Damage::Motor { .. } | Damage::Friction(_) => Ok(()),
+            other => bail!(
+                "damage {other}: the walking robot cannot take it (stuck:M, limp:M, weak:M or \
+                 friction:F); `yamor run --damage {other} --optimizer ite --prior MAP` adapts to it"
+            ),
+        }
+    };
+    take(&damage)?;
+    let mut s = Scenario::start(&args).await?;
+    let body = quadruped()?;
+    if args.walks > 0 {
+        s.build_map(
+            &known(body.clone(), 0.0),
+            Orientation::Upright,
+            args.map_walks,
+            "the quadruped",
+        )
+        .await?;
+    }
+    s.walk(args.walk).await?;
+    let before = s.life.expected().context("no velocity before the damage")?;
+    s.mark(&format!("damage {damage}")).await?;
+    let in_use = s.life.gait().clone();
+    let change_robot_s = s.changes.last().map_or(0.0, |c| c.0);
+    let wall = std::time::Instant::now();
+    let robot = s.life.robot();
+    match &damage {
+        Damage::Motor { module, mode } => robot.set_defect(*module, *mode).await?,
+        Damage::Friction(f) => robot.set_ground_friction(*f).await?,
+        other => unreachable!("{other} was refused above"),
+    };
+    // Relearning on the cluster (`--walks 0`) walks the damage too, as an
+    // experimenter would set the simulator up to match; adapting from the
+    // map needs nothing of the kind.
+    let mut now = known(body.clone(), 0.0);
+    match &damage {
+        Damage::Motor { module, mode } => now.defects.push((*module, *mode)),
+        Damage::Friction(f) => now.ground_friction = *f,
+        _ => {}
+    }
+    s.life.set_known(now);
+    let Some((symptom, robot_s)) = s.detect(30.0).await? else {
+        println!(
+            "{damage}: no anomaly within 30 s of robot time; the gait in use still walks {:.2} cm/s",
+            s.life.expected().unwrap_or(0.0) * 100.0
+        );
+        return s.finish("damage").await;
+    };
+    println!(
+        "{damage}: {symptom:?} detected after {robot_s:.1} s of robot time, the old gait walks {:.2} cm/s ({:.2} before)",
+        last_measured(s.life.events()) * 100.0,
+        before * 100.0
+    );
+    let adaptation = s.life.adapt(symptom).await?;
+    let adopted = Adopted {
+        wall_s: wall.elapsed().as_secs_f64(),
+        robot_s: s.life.elapsed().await? - change_robot_s,
+        gait: s.life.gait().clone(),
+    };
+    report(&adaptation);
+    print_shortlist(s.life.events());
+    let candidates = match adaptation.run.or(adaptation.map) {
+        Some(run) if args.held_out > 0 => {
+            best_relearnt(&s.cluster, run, args.held_out_candidates).await?
+        }
+        _ => Vec::new(),
+    };
+    s.walk(args.walk).await?;
+    let out = s.out.clone();
+    s.finish("damage").await?;
+    if args.held_out == 0 {
+        println!(
+            "adapted in {} walks on the robot ({:.1} robot minutes); no held-out re-walk (--held-out 0)",
+            adaptation.walks,
+            adopted.robot_s / 60.0
+        );
+        return Ok(());
+    }
+    let rewalk = HeldOutRewalk {
+        body,
+        damages: vec![damage],
+        lead_in: (args.lead_in > 0.0).then(|| LeadIn {
+            gait: in_use.clone(),
+            seconds: args.lead_in,
+        }),
+        starts: args.held_out,
+        figure: "damage",
+        what: "the damaged quadruped",
+    };
+    recovered(
+        rewalk,
+        in_use,
+        adopted,
+        candidates,
+        args.reference,
+        &out,
+        adaptation.walks,
+    )
+    .await
 }
 
 pub async fn ground(args: ScenarioArgs, slippery: f64) -> Result<()> {

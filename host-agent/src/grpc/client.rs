@@ -151,6 +151,23 @@ impl RobotClient {
         self.reply(reply)
     }
 
+    /// Module `module`'s motor breaks as `mode` says (healthy mends it).
+    pub async fn set_defect(
+        &self,
+        module: yamor_core::ModuleId,
+        mode: yamor_core::evaluation::DefectMode,
+    ) -> Result<SessionState, RobotClientError> {
+        let reply = self
+            .inner
+            .clone()
+            .set_defect(pb::SetDefectRequest {
+                module_id: module,
+                mode: evaluation::defect_mode_to_pb(mode).into(),
+            })
+            .await;
+        self.reply(reply)
+    }
+
     pub async fn set_ground_friction(
         &self,
         friction: f64,

@@ -104,9 +104,12 @@ fn main() -> anyhow::Result<()> {
         .iter()
         .enumerate()
         .map(|(i, n)| {
-            let (lo, hi) = prior.elites.iter().fold((f64::MAX, f64::MIN), |(lo, hi), e| {
-                (lo.min(e.x[i]), hi.max(e.x[i]))
-            });
+            let (lo, hi) = prior
+                .elites
+                .iter()
+                .fold((f64::MAX, f64::MIN), |(lo, hi), e| {
+                    (lo.min(e.x[i]), hi.max(e.x[i]))
+                });
             Bound::new(n.clone(), lo, hi.max(lo + 1e-9))
         })
         .collect();
@@ -115,7 +118,9 @@ fn main() -> anyhow::Result<()> {
     let plugin = ItePlugin;
     let settings = Settings::parse(
         &plugin.info().settings,
-        args.set.iter().map(|kv| kv.split_once('=').unwrap_or((kv, ""))),
+        args.set
+            .iter()
+            .map(|kv| kv.split_once('=').unwrap_or((kv, ""))),
     )?;
     let damages: Vec<String> = if args.damage.is_empty() {
         truth["damages"]
