@@ -239,8 +239,9 @@ enum Choice {
     Stored(u64),
     /// A gait a relearning run found, stored as `id`.
     Relearnt { run: u64, id: u64 },
-    /// The gait in use, after a relearning run (`Some`) or none.
-    Kept { run: Option<u64> },
+    /// The gait in use, after a relearning run or trials of a map (`Some`),
+    /// or neither.
+    Kept { run: Option<u64>, map: Option<u64> },
     /// An elite of a map, chosen by trials on the robot, stored as `id`.
     Adapted { map: u64, id: u64 },
 }
@@ -461,7 +462,7 @@ impl Lifelong {
             }
         }
         if let Some(velocity) = current {
-            return self.keep_current(symptom, velocity, None, began).await;
+            return self.keep_current(symptom, velocity, (None, None), began).await;
         }
         if let Some(&map) = self.settings.maps.get(&(body, self.orientation)) {
             return self.adapt_from_map(map, symptom, previous, began).await;
@@ -491,7 +492,7 @@ impl Lifelong {
             }
         }
         let (_, Some(gait)) = best else {
-            return self.keep_current(symptom, best.0, Some(run), began).await;
+            return self.keep_current(symptom, best.0, (Some(run), None), began).await;
         };
         self.take_up(gait, symptom, previous, began, |id| Choice::Relearnt {
             run,
@@ -507,13 +508,13 @@ impl Lifelong {
         &mut self,
         symptom: Symptom,
         velocity: f64,
-        run: Option<u64>,
+        (run, map): (Option<u64>, Option<u64>),
         began: Instant,
     ) -> Result<Adaptation, LifelongError> {
         let gait = self.gait.clone();
         self.load_and_measure(gait.clone()).await?;
         self.gaits.used(self.gait_id, velocity, None).await?;
-        self.settle_on(symptom, gait, Choice::Kept { run }, velocity, began)
+        self.settle_on(symptom, gait, Choice::Kept { run, map }, velocity, began)
             .await
     }
 
@@ -528,7 +529,7 @@ impl Lifelong {
         let (id, reused, run) = match choice {
             Choice::Stored(id) => (id, Some(id), None),
             Choice::Relearnt { run, id } => (id, None, Some(run)),
-            Choice::Kept { run } => (self.gait_id, None, run),
+            Choice::Kept { run, .. } => (self.gait_id, None, run),
             Choice::Adapted { id, .. } => (id, None, None),
         };
         self.window = window(&gait);
@@ -554,7 +555,7 @@ impl Lifelong {
             wall_s: began.elapsed().as_secs_f64(),
             walks: self.walks - self.walks_at_anomaly,
             map: match choice {
-                Choice::Adapted { map, .. } => Some(map),
+                Choice::Adapted { map, .. } | Choice::Kept { map: Some(map), .. } => Some(map),
                 _ => None,
             },
         })
@@ -590,8 +591,12 @@ impl Lifelong {
             .prior(map, &space)
             .await
             .map_err(run_error)?;
+        // The gait in use takes part, measured as a trial is: one window
+        // that raised the anomaly may be bad luck, and adapting must not
+        // leave the robot worse than it already is.
+        let current = self.load_and_measure(self.gait.clone()).await?;
         let mut ite = Ite::new(&space, &prior, &self.settings.ite);
-        for walk in 0..self.settings.adapt_walks {
+        for walk in 0..self.settings.adapt_walks.saturating_sub(1) {
             let elite = ite.next_elite();
             let (predicted, sd) = ite.model().predict()[elite];
             let Step::Evaluate(candidates) = ite.ask() else {
@@ -619,6 +624,15 @@ impl Lifelong {
         let answer = ite
             .answer()
             .ok_or_else(|| LifelongError::Run(format!("no walk of run {map}'s map")))?;
+        let answered = ite
+            .model()
+            .walked()
+            .filter(|(elite, _)| *elite == answer)
+            .map(|(_, v)| v)
+            .fold((0.0, 0usize), |(sum, n), v| (sum + v, n + 1));
+        if answered.0 / answered.1.max(1) as f64 <= current {
+            return self.keep_current(symptom, current, (None, Some(map)), began).await;
+        }
         let gait = config
             .apply(&space.clamp(&prior.elites[answer].x))
             .map_err(|e| LifelongError::Run(format!("an elite of run {map}: {e}")))?;
