@@ -9,11 +9,12 @@ use std::time::{Duration, Instant};
 
 use yamor_camera::camapp::{CamApp, CamAppSettings};
 use yamor_camera::{CameraModel, LED_HEIGHT, PositionSource, Tracker};
+use yamor_core::RobotConfig;
 use yamor_core::evaluation::EvaluationSpec;
 use yamor_core::optimize::OptimizationConfig;
 use yamor_host_agent::Backend;
 use yamor_host_agent::serial::{SerialBackend, SerialSettings};
-use yamor_lifelong::homing::{Field, HeadingEstimate, HomingSettings};
+use yamor_lifelong::homing::{Field, HeadingEstimate, HeadingNoise, HomingSettings};
 use yamor_lifelong::reset_free::{
     Proposal, RandomProposals, ResetFree, ResetFreeSettings, Summary, WalkReport, phase_variants,
     repertoire_from_walks,
@@ -25,9 +26,59 @@ use yamor_sim::{SimSettings, Simulation};
 /// Robot seconds per wall second.
 const SCALE: f64 = 10.0;
 
+/// How a session is set up; `RF_*` environment variables override the
+/// defaults when tuning by hand.
+#[derive(Debug, Clone, Copy)]
+struct Knobs {
+    seed: u64,
+    homing_warmup: f64,
+    homing_measure: f64,
+    half_only: bool,
+    max_sd_deg: f64,
+    reach: Option<f64>,
+    margin: f64,
+    max_homing: usize,
+    starts: u32,
+    half: f64,
+    sim_warmup: f64,
+    direction_sd: f64,
+    turn_sd: f64,
+    hypotheses: usize,
+    room: Option<f64>,
+    repeat: Option<f64>,
+}
+
+impl Knobs {
+    fn from_env(seed: u64) -> Knobs {
+        let get = |name: &str, default: f64| {
+            std::env::var(format!("RF_{name}")).map_or(default, |v| v.parse().unwrap())
+        };
+        let reach = get("REACH", 0.0);
+        Knobs {
+            seed: get("SEED", seed as f64) as u64,
+            homing_warmup: get("HOMING_WARMUP", 1.0),
+            homing_measure: get("HOMING_MEASURE", 3.0),
+            half_only: get("HALF_ONLY", 0.0) > 0.0,
+            max_sd_deg: get("MAX_SD", 180.0),
+            reach: (reach > 0.0).then_some(reach),
+            margin: get("MARGIN", 0.15),
+            max_homing: get("MAX_HOMING", 12.0) as usize,
+            starts: get("STARTS", 4.0) as u32,
+            half: get("HALF", 1.1),
+            sim_warmup: get("SIM_WARMUP", 1.0),
+            direction_sd: get("DIR_SD", 0.25),
+            turn_sd: get("TURN_SD", 0.1),
+            hypotheses: get("HYP", 7.0) as usize,
+            room: Some(get("ROOM", 0.0)).filter(|r| *r > 0.0),
+            repeat: Some(get("REPEAT", 0.0)).filter(|r| *r > 0.0),
+        }
+    }
+}
+
 /// One reset-free session on the emulated quadruped: `evaluations`
 /// random gaits of the repertoire with homing walks between them.
-async fn session(evaluations: usize) -> (Summary, Vec<WalkReport>, usize) {
+async fn session(evaluations: usize, knobs: Knobs) -> (Summary, Vec<WalkReport>, usize) {
+    eprintln!("{knobs:?}");
     // Short walks: 1 s of warm-up and a 3-s window.
     let spec = EvaluationSpec {
         warmup: 1.0,
@@ -35,30 +86,76 @@ async fn session(evaluations: usize) -> (Summary, Vec<WalkReport>, usize) {
         sample_interval: 0.5,
         ..EvaluationSpec::default()
     };
+    let homing_spec = EvaluationSpec {
+        warmup: knobs.homing_warmup,
+        measure: knobs.homing_measure,
+        ..spec.clone()
+    };
     // The repertoire: the quadruped's gait with its phase lags flipped,
     // and halved amplitudes, each walked from four starts in simulation;
     // most of them walk a different way from every start (a walk is
-    // chaotic), and only those within 50° are kept.
+    // chaotic).
     let problem = OptimizationConfig::from_xml_str(
         "quadruped",
         &yamor_local::default_optimization("quadruped").unwrap(),
     )
     .unwrap();
+    // Varied from the learnt gait (20 cm/s, straight), not the gait as
+    // given (11 cm/s): a fast gait's variants walk much the same way walk
+    // after walk on the emulated robot, where the slow one's turn a
+    // different way every walk.
+    let learnt = RobotConfig::from_xml_str(
+        "learnt.xml",
+        include_str!("../../examples/robots/quadruped/learnt.xml"),
+    )
+    .unwrap();
+    let problem = OptimizationConfig::new(learnt, problem.rules().to_vec()).unwrap();
     let simulator: Arc<dyn Backend> =
         Arc::new(yamor_families::sim_backend("quadruped", SimSettings::default()).unwrap());
     let candidates = phase_variants(&problem).unwrap();
     let walk_s = spec.warmup + spec.measure;
-    let repertoire = repertoire_from_walks(
+    // Walked in simulation after a longer warm-up than on the robot: the
+    // robot's oscillators run on between walks.
+    let sim_spec = |s: &EvaluationSpec| EvaluationSpec {
+        warmup: knobs.sim_warmup,
+        measure: 3.0,
+        ..s.clone()
+    };
+    let evaluated = repertoire_from_walks(
         &simulator,
-        candidates,
-        &spec,
-        4,
+        candidates.clone(),
+        &sim_spec(&spec),
+        knobs.starts,
         walk_s,
         std::f64::consts::PI,
     )
     .await
     .unwrap();
-    assert!(repertoire.len() >= 2, "{repertoire:?}");
+    let homing_candidates: Vec<_> = candidates
+        .into_iter()
+        .filter(|(name, _)| !knobs.half_only || name.contains("×0.5"))
+        .collect();
+    let repertoire = repertoire_from_walks(
+        &simulator,
+        homing_candidates,
+        &sim_spec(&homing_spec),
+        knobs.starts,
+        homing_spec.warmup + homing_spec.measure,
+        knobs.max_sd_deg.to_radians(),
+    )
+    .await
+    .unwrap();
+    for g in &repertoire {
+        eprintln!(
+            "homing {:<40} {:+.2} {:+.2} turn {:+4.0}° sd {:3.0}°",
+            g.name,
+            g.step.forward,
+            g.step.left,
+            g.step.turn.to_degrees(),
+            g.direction_sd.to_degrees()
+        );
+    }
+    assert!(!repertoire.is_empty(), "{repertoire:?}");
 
     // The emulated robot, its camera and the host's backend.
     let robot = ExampleRobot::named("quadruped").unwrap();
@@ -70,7 +167,7 @@ async fn session(evaluations: usize) -> (Summary, Vec<WalkReport>, usize) {
             join_delay: 0.5,
             message_delay: 0.05,
             missing_ack: 0.2,
-            seed: 3,
+            seed: knobs.seed,
             ..EmulationSettings::default()
         },
     )
@@ -116,44 +213,68 @@ async fn session(evaluations: usize) -> (Summary, Vec<WalkReport>, usize) {
 
     // The default camera's field, about 1.1 m either side; walks of up
     // to about 0.75 m.
-    let field = Field::around([0.0, 0.0], 1.1, 1.1).unwrap();
-    let proposals: Vec<Proposal> = repertoire
+    let field = Field::around([0.0, 0.0], knobs.half, knobs.half).unwrap();
+    let proposals: Vec<Proposal> = evaluated
         .iter()
         .map(|g| Proposal {
             gait: g.gait.clone(),
             expected: Some(g.step),
         })
         .collect();
-    let longest = repertoire
+    let longest = evaluated
         .iter()
         .map(|g| g.step.length())
         .fold(0.0, f64::max);
-    assert!(
-        longest < 1.0,
-        "walks too long for the field: {repertoire:?}"
-    );
+    assert!(longest < 1.0, "walks too long for the field: {evaluated:?}");
     let mut driver = ResetFree::new(
         backend,
         field,
         repertoire,
         ResetFreeSettings {
             spec,
+            homing_spec: Some(homing_spec),
             homing: HomingSettings {
-                margin: 0.15,
+                margin: knobs.margin,
+                hypotheses: knobs.hypotheses,
                 ..HomingSettings::default()
             },
+            noise: HeadingNoise {
+                direction_sd: knobs.direction_sd,
+                turn_sd: knobs.turn_sd,
+                ..HeadingNoise::default()
+            },
+            max_homing: knobs.max_homing,
+            evaluation_reach: knobs.reach,
+            homing_room: knobs.room,
+            repeat_homing: knobs.repeat,
             ..ResetFreeSettings::default()
         },
         Some([start.x, start.y]),
         HeadingEstimate::unknown(),
     )
     .unwrap();
-    let mut source = RandomProposals::new(proposals, 7);
-    let summary = driver
-        .run(&mut source, evaluations, |r| eprintln!("{r:?}"))
-        .await
-        .unwrap();
+    let mut source = RandomProposals::new(proposals, knobs.seed + 7);
+    let result = driver
+        .run(&mut source, evaluations, |r| {
+            eprintln!(
+                "walk {:3} {:<60} ({:+.2}, {:+.2}) {:.2} m{} heading {:+4.0}° ± {:3.0}°",
+                r.index,
+                format!("{:?}", r.kind),
+                r.x,
+                r.y,
+                r.distance_from_centre,
+                if r.inside { "" } else { " OUTSIDE" },
+                r.heading.to_degrees(),
+                r.heading_sd.to_degrees()
+            );
+        })
+        .await;
+    let summary = driver.summary();
+    if let Err(e) = result {
+        eprintln!("ERROR {e}");
+    }
     eprintln!("{summary:?}");
+    println!("SUMMARY {knobs:?} {summary:?}");
     drop(camapp);
     (summary, driver.reports().to_vec(), source.told.len())
 }
@@ -162,7 +283,7 @@ async fn session(evaluations: usize) -> (Summary, Vec<WalkReport>, usize) {
 /// told, every walk is placed by the camera, and robot time adds up.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn evaluations_and_homing_walks_on_the_emulated_robot_through_the_camera() {
-    let (summary, reports, told) = session(8).await;
+    let (summary, reports, told) = session(8, Knobs::from_env(3)).await;
     assert_eq!(summary.evaluations, 8, "{summary:?}");
     assert_eq!(told, 8);
     assert_eq!(reports.len(), summary.evaluations + summary.homing_walks);
@@ -196,6 +317,6 @@ async fn evaluations_and_homing_walks_on_the_emulated_robot_through_the_camera()
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "the emulated quadruped strays out of the field: see the comment"]
 async fn homing_keeps_the_emulated_quadruped_inside_the_field() {
-    let (summary, _, _) = session(24).await;
+    let (summary, _, _) = session(24, Knobs::from_env(3)).await;
     assert!(!summary.ever_left, "{summary:?}");
 }
