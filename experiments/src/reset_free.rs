@@ -452,6 +452,8 @@ pub async fn reset_free(args: ResetFreeArgs) -> Result<()> {
                 candidates,
                 &EvaluationSpec {
                     warmup: 8.0,
+                    // Samples close enough together to measure the turn.
+                    sample_interval: 0.5,
                     ..spec.clone()
                 },
                 4,

@@ -10,6 +10,10 @@
 //! walk is an ordinary evaluation on it: the gait programmed (only what
 //! changed), warm-up, the measured window between two camera fixes,
 //! motors off. The decisions are [`crate::homing`]'s.
+//!
+//! [`OptimizerProposals`] makes any yamor optimizer the source of the
+//! evaluations (ask/tell, one walk at a time): `ite` over a map of gaits
+//! adapts while the robot homes between its walks.
 
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;

@@ -26,8 +26,12 @@ use yamor_sim::{SimSettings, Simulation};
 /// Robot seconds per wall second.
 const SCALE: f64 = 10.0;
 
-/// How a session is set up; `RF_*` environment variables override the
-/// defaults when tuning by hand.
+/// How a session is set up. The defaults are the best measured (see
+/// `homing_keeps_the_emulated_quadruped_inside_the_field`); `RF_*`
+/// environment variables override them when tuning by hand
+/// (`RF_SEED=4 RF_MARGIN=0.2 cargo test ... -- --ignored --nocapture`):
+/// the emulated robot runs against the wall clock, so a setting is judged
+/// over several seeds, never one run.
 #[derive(Debug, Clone, Copy)]
 struct Knobs {
     seed: u64,
@@ -59,13 +63,13 @@ impl Knobs {
             homing_warmup: get("HOMING_WARMUP", 1.0),
             homing_measure: get("HOMING_MEASURE", 3.0),
             half_only: get("HALF_ONLY", 0.0) > 0.0,
-            max_sd_deg: get("MAX_SD", 180.0),
+            max_sd_deg: get("MAX_SD", 45.0),
             reach: (reach > 0.0).then_some(reach),
-            margin: get("MARGIN", 0.15),
-            max_homing: get("MAX_HOMING", 12.0) as usize,
+            margin: get("MARGIN", 0.3),
+            max_homing: get("MAX_HOMING", 20.0) as usize,
             starts: get("STARTS", 4.0) as u32,
             half: get("HALF", 1.1),
-            sim_warmup: get("SIM_WARMUP", 1.0),
+            sim_warmup: get("SIM_WARMUP", 8.0),
             direction_sd: get("DIR_SD", 0.25),
             turn_sd: get("TURN_SD", 0.1),
             hypotheses: get("HYP", 7.0) as usize,
@@ -304,18 +308,22 @@ async fn evaluations_and_homing_walks_on_the_emulated_robot_through_the_camera()
     assert!(moved > 0.5, "the robot hardly walked: {moved} m");
 }
 
-/// What issue 53 asks: the quadruped kept inside the default camera's
-/// field over many walks. It does not hold reliably today, so it is not
-/// run by default: the quadruped's gaits walk a different way from every
-/// start (in simulation 13 of the 16 phase variants' directions spread by
-/// more than 70° over four starts), and the homing walks' outcomes on the
-/// robot cannot be predicted well enough. Of four runs on 2026-11-28 three
-/// strayed out (1.16, 1.63 and 2.49 m from the centre; the first three,
-/// before evaluated gaits of the repertoire were trusted by their spread)
-/// and one stayed in (0.88 m, no homing walk needed). `cargo test -p
-/// yamor-lifelong --test reset_free -- --ignored` runs it.
+/// What issue 53 asks: the quadruped kept inside a small field (±1.1 m)
+/// over many walks. It does not hold reliably yet, so it is not run by
+/// default. With the repertoire varied from the learnt gait and walked
+/// after 8 s of warm-up in simulation (the gait as given turns a different
+/// way every walk: 1 of 4 runs stayed in with it), two runs of seeds 1–5
+/// on 2026-11-28 stayed inside on 3 and 2 of 5 (seeds 1 and 2 both times,
+/// 3 once; 4 and 5 left, after 5 to 23 evaluations, up to 2.2 m from the
+/// centre); margins of 0.15, 0.4 and 0.5 m held on 2, 3 and 1 of 5, and
+/// shorter homing walks, evaluations checked in every direction, homing
+/// walks cut short near the edge and repeating a homing walk that worked
+/// on 0 to 2 of 5 (docs/experiments.md, "Reset-free"). What defeats it is
+/// the heading inferred from one LED, tens of degrees off when the filter
+/// believes it to within 10–20°. `RF_SEED=4 cargo test -p yamor-lifelong
+/// --test reset_free -- --ignored` runs it (about 30 s at time scale 10).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "the emulated quadruped strays out of the field: see the comment"]
+#[ignore = "the emulated quadruped strays out of the field on 2 or 3 seeds of 5: see the comment"]
 async fn homing_keeps_the_emulated_quadruped_inside_the_field() {
     let (summary, _, _) = session(24, Knobs::from_env(3)).await;
     assert!(!summary.ever_left, "{summary:?}");
