@@ -6,9 +6,14 @@
 //!
 //! The repertoire is a map's cells (`--map`, the `map.json` of `yamor run
 //! ROBOT --optimizer map-elites`) or, without one, the robot's gait with
-//! its phase lags flipped, walked in simulation first. The evaluations are
-//! the repertoire's gaits drawn at random: the stand-in for the adaptation
-//! optimizer, which will plug in through `Evaluations`.
+//! its phase lags flipped, walked in simulation first. With a map the
+//! evaluations are the adaptation's: `ite` (Intelligent Trial and Error
+//! over the map's elites) proposes every evaluation walk, each expected to
+//! move as its cell says, and once it has adapted the robot walks on with
+//! its answer; `--damage-after K --damage stuck:5` breaks a motor of the
+//! emulated robot after K evaluations, and a fresh adaptation from the
+//! map starts there. Without a map the evaluations are the repertoire's
+//! gaits drawn at random.
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -19,16 +24,20 @@ use anyhow::{Context, Result, bail};
 use clap::Args;
 use yamor_camera::camapp::{CamApp, CamAppSettings};
 use yamor_camera::{CameraModel, LED_HEIGHT, PositionSource, Tracker};
+use yamor_core::damage::Damage;
 use yamor_core::evaluation::EvaluationSpec;
 use yamor_core::evaluation::descriptors::{HEADING, TURN};
 use yamor_core::optimize::OptimizationConfig;
 use yamor_host_agent::Backend;
 use yamor_host_agent::serial::{SerialBackend, SerialSettings};
+use yamor_ite::{IteConfig, ItePlugin};
 use yamor_lifelong::homing::{Field, HeadingEstimate, HeadingNoise, HomingSettings, Move};
 use yamor_lifelong::reset_free::{
-    HomingGait, Proposal, RandomProposals, ResetFree, ResetFreeSettings, WalkKind, WalkReport,
-    phase_variants, repertoire_from_walks,
+    HomingGait, OptimizerProposals, Proposal, RandomProposals, ResetFree, ResetFreeSettings,
+    WalkKind, WalkReport, phase_variants, repertoire_from_walks,
 };
+use yamor_optimizer_api::map::{Grid, Prior, PriorElite};
+use yamor_optimizer_api::{Bound, Optimizer, Plugin as _, Settings, Space};
 use yamor_sim::robots::ExampleRobot;
 use yamor_sim::serial_robot::{EmulatedRobot, EmulationSettings};
 use yamor_sim::{SimSettings, Simulation};
@@ -54,8 +63,16 @@ pub struct ResetFreeArgs {
     #[arg(long, value_name = "HALF_X,HALF_Y")]
     field: Option<String>,
     /// An evaluation walk must be predicted to end this far inside (m).
-    #[arg(long, default_value_t = 0.15)]
+    #[arg(long, default_value_t = 0.3)]
     margin: f64,
+    /// Most homing walks before an evaluation (then it is walked anyway).
+    #[arg(long, default_value_t = 20)]
+    max_homing: usize,
+    /// The gait whose phase-lag variants home (without `--map`); default:
+    /// the quadruped's learnt gait (examples/robots/quadruped/learnt.xml),
+    /// any other robot's gait as given.
+    #[arg(long)]
+    homing_gait: Option<PathBuf>,
     /// Walks looked ahead when choosing a homing gait.
     #[arg(long, default_value_t = 2)]
     depth: usize,
@@ -81,6 +98,14 @@ pub struct ResetFreeArgs {
     /// Also write every walk to this CSV file.
     #[arg(long)]
     csv: Option<PathBuf>,
+    /// Break the emulated robot after this many evaluations (with
+    /// `--damage`); with a map, the adaptation starts again from it there.
+    #[arg(long, requires = "damage")]
+    damage_after: Option<usize>,
+    /// What breaks: a motor of the emulated robot, `stuck:M`, `limp:M` or
+    /// `weak:M` (module M).
+    #[arg(long, requires = "damage_after")]
+    damage: Option<Damage>,
 }
 
 /// The field the default camera sees at the LED's height: the rectangle
@@ -107,12 +132,18 @@ fn parse_field(text: &str) -> Result<Field> {
     Ok(Field::around([0.0, 0.0], number(x)?, number(y)?)?)
 }
 
-/// The homing gaits and the gaits evaluated, from a map file.
-fn from_map(
-    path: &Path,
-    problem: &OptimizationConfig,
-    walk_s: f64,
-) -> Result<(Vec<HomingGait>, Vec<Proposal>)> {
+/// A map file read for reset-free learning: the homing gaits, every cell
+/// as a gait with its expected move, and the map as an adaptation's prior.
+struct MapGaits {
+    homing: Vec<HomingGait>,
+    cells: Vec<HomingGait>,
+    /// Each cell's point in the problem's free parameters, as `cells`.
+    points: Vec<Vec<f64>>,
+    prior: Prior,
+}
+
+/// The homing gaits, the gaits evaluated and the prior, from a map file.
+fn from_map(path: &Path, problem: &OptimizationConfig, walk_s: f64) -> Result<MapGaits> {
     let text =
         std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
     let map: serde_json::Value =
@@ -124,6 +155,10 @@ fn from_map(
         .iter()
         .map(|n| n.as_str().unwrap_or_default().to_owned())
         .collect();
+    let grid = map["grid"]
+        .as_str()
+        .ok_or_else(|| bad("no \"grid\": not a map.json".into()))
+        .and_then(|g| Grid::parse(g).map_err(|e| bad(format!("its grid: {e}"))))?;
     let axis = |name: &str| names.iter().position(|n| n == name);
     let heading = axis(HEADING).ok_or_else(|| {
         bad(format!(
@@ -138,6 +173,8 @@ fn from_map(
     // an axis) as measured over the default window.
     let measured_s = EvaluationSpec::default().measure;
     let mut cells = Vec::new();
+    let mut points = Vec::new();
+    let mut elites = Vec::new();
     for (k, cell) in map["cells"]
         .as_array()
         .ok_or_else(|| bad("no \"cells\" list".into()))?
@@ -162,14 +199,29 @@ fn from_map(
         let gait = problem
             .apply(&values)
             .map_err(|e| bad(format!("cell {k}: {e}")))?;
-        let descriptor = |i: usize| cell["descriptors"][i].as_f64();
+        let descriptors: Vec<f64> = cell["descriptors"]
+            .as_array()
+            .map(|d| d.iter().filter_map(serde_json::Value::as_f64).collect())
+            .unwrap_or_default();
+        if descriptors.len() != names.len() {
+            return Err(bad(format!(
+                "cell {k} has {} descriptors, the map {}",
+                descriptors.len(),
+                names.len()
+            )));
+        }
         let velocity = cell["held_out"]["mean"]
             .as_f64()
             .or(cell["fitness"].as_f64())
             .ok_or_else(|| bad(format!("cell {k} has no fitness")))?;
-        let h = descriptor(heading).ok_or_else(|| bad(format!("cell {k} has no {HEADING}")))?;
-        let t = turn.and_then(descriptor).unwrap_or(0.0);
-        let step = Move::from_descriptors(h, velocity, t, measured_s, walk_s);
+        let t = turn.map_or(0.0, |i| descriptors[i]);
+        let step = Move::from_descriptors(descriptors[heading], velocity, t, measured_s, walk_s);
+        elites.push(PriorElite {
+            cell: cell["cell"].as_u64().unwrap_or(k as u64) as usize,
+            x: values.clone(),
+            descriptors,
+            value: velocity,
+        });
         cells.push(HomingGait {
             name: format!("cell {}", cell["cell"]),
             gait,
@@ -178,6 +230,7 @@ fn from_map(
             // walks only a speed): the default spread.
             direction_sd: HeadingNoise::default().direction_sd,
         });
+        points.push(values);
     }
     if cells.is_empty() {
         bail!("{}: the map has no cells", path.display());
@@ -196,14 +249,82 @@ fn from_map(
             homing.push(best.clone());
         }
     }
-    let proposals = cells
-        .into_iter()
-        .map(|c| Proposal {
-            gait: c.gait,
-            expected: Some(c.step),
+    let prior = Prior {
+        run: map["run"].as_u64().unwrap_or(0),
+        axes: grid.axes().to_vec(),
+        elites,
+    };
+    Ok(MapGaits {
+        homing,
+        cells,
+        points,
+        prior,
+    })
+}
+
+/// `ite` over the map, on `problem`'s free parameters.
+fn ite(problem: &OptimizationConfig, prior: &Prior, seed: u64) -> Result<Box<dyn Optimizer>> {
+    let free = problem.free_parameters();
+    let space = Space::new(
+        free.iter()
+            .map(|p| Bound {
+                name: p.name.clone(),
+                min: p.min,
+                max: p.max,
+                periodic: p.periodic,
+            })
+            .collect(),
+        free.iter().map(|p| p.start).collect(),
+    )?;
+    let plugin = ItePlugin;
+    let settings = Settings::defaults(&plugin.info().settings);
+    debug_assert_eq!(
+        IteConfig::try_from(&settings).ok(),
+        Some(IteConfig::default())
+    );
+    Ok(plugin.create_from(&space, &settings, seed, None, Some(prior))?)
+}
+
+/// The map cell at `x` (the elite ite walks), if any.
+fn nearest(points: &[Vec<f64>], x: &[f64]) -> Option<usize> {
+    points
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            (
+                i,
+                p.iter().zip(x).map(|(a, b)| (a - b).powi(2)).sum::<f64>(),
+            )
         })
-        .collect();
-    Ok((homing, proposals))
+        .filter(|(_, d)| *d < 1e-12)
+        .min_by(|a, b| a.1.total_cmp(&b.1))
+        .map(|(i, _)| i)
+}
+
+/// What one adaptation did: its walks and the gait it settled on.
+fn report_adaptation<G, E>(
+    source: &OptimizerProposals<G, E>,
+    points: &[Vec<f64>],
+    cells: &[HomingGait],
+) where
+    G: FnMut(&[f64]) -> Result<yamor_core::RobotConfig, String>,
+    E: FnMut(&[f64]) -> Option<Move>,
+{
+    let name = |x: &[f64]| {
+        nearest(points, x).map_or("a point off the map".to_owned(), |i| cells[i].name.clone())
+    };
+    let answer = source.optimizer().recommendation();
+    println!(
+        "adaptation: {} walk(s) told to ite{}; answer {}, walked {} more time(s) after",
+        source.told.len(),
+        if source.finished() {
+            " (it stopped: nothing left predicted to walk much faster)"
+        } else {
+            ""
+        },
+        answer.as_deref().map_or("none".to_owned(), name),
+        source.walked_after
+    );
 }
 
 fn line(r: &WalkReport) -> String {
@@ -270,25 +391,74 @@ pub async fn reset_free(args: ResetFreeArgs) -> Result<()> {
         &args.robot,
         &yamor_local::default_optimization(&args.robot)?,
     )?;
+    let damage = match &args.damage {
+        None => None,
+        Some(Damage::Motor { module, mode }) => Some((*module, *mode)),
+        Some(other) => bail!(
+            "--damage {other:?}: the emulated robot can only break a motor (stuck:M, limp:M, \
+             weak:M); the other damages are the simulator's (yamor run --damage)"
+        ),
+    };
+    let mut map = None;
     let (repertoire, proposals) = match &args.map {
-        Some(path) => from_map(path, &problem, walk_s)?,
+        Some(path) => {
+            let m = from_map(path, &problem, walk_s)?;
+            let proposals = m
+                .cells
+                .iter()
+                .map(|c| Proposal {
+                    gait: c.gait.clone(),
+                    expected: Some(c.step),
+                })
+                .collect();
+            let homing = m.homing.clone();
+            map = Some(m);
+            (homing, proposals)
+        }
         None => {
             let simulator: Arc<dyn Backend> = Arc::new(yamor_families::sim_backend(
                 &args.robot,
                 SimSettings::default(),
             )?);
-            let candidates = phase_variants(&problem)?;
+            // Varied from a fast gait: the learnt gait's variants walk much
+            // the same way walk after walk on the emulated robot, where
+            // the slow gait as given turns a different way every walk.
+            let gait = match (&args.homing_gait, args.robot.as_str()) {
+                (Some(path), _) => Some(yamor_core::RobotConfig::from_xml_str(
+                    &path.display().to_string(),
+                    &std::fs::read_to_string(path)
+                        .with_context(|| format!("reading {}", path.display()))?,
+                )?),
+                (None, "quadruped") => Some(yamor_core::RobotConfig::from_xml_str(
+                    "examples/robots/quadruped/learnt.xml",
+                    include_str!("../../examples/robots/quadruped/learnt.xml"),
+                )?),
+                (None, _) => None,
+            };
+            let varied = match gait {
+                Some(gait) => OptimizationConfig::new(gait, problem.rules().to_vec())?,
+                None => problem.clone(),
+            };
+            let candidates = phase_variants(&varied)?;
             eprintln!(
                 "walking {} variants of the gait in simulation for the repertoire",
                 candidates.len()
             );
+            // Walked in simulation after 8 s of warm-up, not the robot's:
+            // on the robot the oscillators run on from walk to walk, and
+            // a short warm-up in simulation measures the transient.
             let repertoire = repertoire_from_walks(
                 &simulator,
                 candidates,
-                &spec,
+                &EvaluationSpec {
+                    warmup: 8.0,
+                    // Samples close enough together to measure the turn.
+                    sample_interval: 0.5,
+                    ..spec.clone()
+                },
                 4,
                 walk_s,
-                std::f64::consts::FRAC_PI_2,
+                std::f64::consts::FRAC_PI_4,
             )
             .await?;
             let proposals = repertoire
@@ -370,6 +540,7 @@ pub async fn reset_free(args: ResetFreeArgs) -> Result<()> {
                 depth: args.depth,
                 ..HomingSettings::default()
             },
+            max_homing: args.max_homing,
             ..ResetFreeSettings::default()
         },
         Some([start.x, start.y]),
@@ -387,36 +558,73 @@ pub async fn reset_free(args: ResetFreeArgs) -> Result<()> {
         }
         None => None,
     };
-    let mut source = RandomProposals::new(proposals, args.seed);
+    let mut progress = |r: &WalkReport| {
+        println!("{}", line(r));
+        if let Some(f) = csv.as_mut() {
+            let (kind, evaluation, gait) = match &r.kind {
+                WalkKind::Homing { name, .. } => ("homing", String::new(), name.clone()),
+                WalkKind::Evaluation { n, .. } => {
+                    ("evaluation", (n + 1).to_string(), String::new())
+                }
+            };
+            let _ = writeln!(
+                f,
+                "{},{kind},{evaluation},\"{gait}\",{:.4},{:.4},{:.4},{},{:.5},{:.1},{:.1},{:.1}",
+                r.index + 1,
+                r.x,
+                r.y,
+                r.distance_from_centre,
+                r.inside,
+                r.velocity,
+                r.heading.to_degrees(),
+                r.heading_sd.to_degrees(),
+                r.total_robot_s
+            );
+        }
+    };
     let wall = Instant::now();
-    let result = driver
-        .run(&mut source, args.walks, |r| {
-            println!("{}", line(r));
-            if let Some(f) = csv.as_mut() {
-                let (kind, evaluation, gait) = match &r.kind {
-                    WalkKind::Homing { name, .. } => ("homing", String::new(), name.clone()),
-                    WalkKind::Evaluation { n, .. } => ("evaluation", (n + 1).to_string(), String::new()),
-                };
-                let _ = writeln!(
-                    f,
-                    "{},{kind},{evaluation},\"{gait}\",{:.4},{:.4},{:.4},{},{:.5},{:.1},{:.1},{:.1}",
-                    r.index + 1,
-                    r.x,
-                    r.y,
-                    r.distance_from_centre,
-                    r.inside,
-                    r.velocity,
-                    r.heading.to_degrees(),
-                    r.heading_sd.to_degrees(),
-                    r.total_robot_s
+    // The evaluations before the damage, and after it (all of them when
+    // nothing breaks).
+    let before = args.damage_after.unwrap_or(args.walks).min(args.walks);
+    let phases = [(before, None), (args.walks - before, damage)];
+    let mut result = Ok(driver.summary());
+    let mut random = RandomProposals::new(proposals, args.seed);
+    for (phase, (walks, damage)) in phases.into_iter().enumerate() {
+        if walks == 0 {
+            continue;
+        }
+        if let Some((module, mode)) = damage {
+            robot.damage(module, mode)?;
+            println!(
+                "after {} evaluations: module {module}'s motor breaks ({mode:?})",
+                driver.summary().evaluations
+            );
+        }
+        result = match &map {
+            Some(m) => {
+                let optimizer = ite(&problem, &m.prior, args.seed + phase as u64)?;
+                let points = &m.points;
+                let cells = &m.cells;
+                let mut source = OptimizerProposals::new(
+                    optimizer,
+                    |x: &[f64]| problem.apply(x).map_err(|e| e.to_string()),
+                    |x: &[f64]| nearest(points, x).map(|i| cells[i].step),
                 );
+                let r = driver.run(&mut source, walks, &mut progress).await;
+                report_adaptation(&source, points, cells);
+                r
             }
-        })
-        .await;
+            None => driver.run(&mut random, walks, &mut progress).await,
+        };
+        if result.is_err() {
+            break;
+        }
+    }
     let summary = driver.summary();
     println!(
-        "{} evaluations and {} homing walks in {:.1} robot minutes ({:.1} wall minutes); {} evaluation(s) walked without a safe prediction",
+        "{} evaluations ({} in a row inside the field) and {} homing walks in {:.1} robot minutes ({:.1} wall minutes); {} evaluation(s) walked without a safe prediction",
         summary.evaluations,
+        summary.evaluations_inside,
         summary.homing_walks,
         summary.robot_s / 60.0,
         wall.elapsed().as_secs_f64() / 60.0,

@@ -17,6 +17,10 @@
 //!
 //! Broadcast messages are handled by every module in the network and
 //! answered by none, as radio broadcasts are.
+//!
+//! A motor can break while the robot runs ([`EmulatedRobot::damage`]): a
+//! stuck, limp or weak servo, as a real one breaks, without a word on the
+//! line, so that a host has to find out by walking.
 
 use std::collections::{BTreeSet, VecDeque};
 use std::io::{Read, Write};
@@ -33,7 +37,7 @@ use serialport::{SerialPort, TTYPort};
 use yamor_core::ModuleId;
 
 use crate::Simulation;
-use yamor_snp::{BROADCAST, Frame, FrameDecoder, HOST, SnpFrame, SnpMessage, flags};
+use yamor_snp::{BROADCAST, DefectMode, Frame, FrameDecoder, HOST, SnpFrame, SnpMessage, flags};
 
 /// How the emulated robot behaves on the line.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -129,6 +133,9 @@ impl std::fmt::Display for Observed {
 pub struct EmulatedRobot {
     path: String,
     observed: Arc<Mutex<Observed>>,
+    /// Damages not yet applied by the robot's thread.
+    damages: Arc<Mutex<Vec<(ModuleId, DefectMode)>>>,
+    modules: Vec<ModuleId>,
     stop: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
 }
@@ -146,6 +153,8 @@ pub enum EmulationError {
     TimeScale(f64),
     #[error("{name} is a probability in [0, 1], got {value}")]
     Probability { name: &'static str, value: f64 },
+    #[error("module {0} is not in the robot: nothing to damage")]
+    UnknownModule(ModuleId),
 }
 
 impl EmulatedRobot {
@@ -180,6 +189,8 @@ impl EmulatedRobot {
         port.set_timeout(Duration::from_millis(2))?;
         let observed = Arc::new(Mutex::new(Observed::default()));
         let stop = Arc::new(AtomicBool::new(false));
+        let damages = Arc::new(Mutex::new(Vec::new()));
+        let modules = sim.modules().iter().map(|m| m.id).collect();
         let mut robot = Robot {
             sim,
             settings,
@@ -190,15 +201,17 @@ impl EmulatedRobot {
             observed: Observed::default(),
         };
         let thread = {
-            let (observed, stop) = (observed.clone(), stop.clone());
+            let (observed, stop, damages) = (observed.clone(), stop.clone(), damages.clone());
             std::thread::Builder::new()
                 .name("emulated-robot".into())
-                .spawn(move || robot.run(&mut port, &observed, &stop))
+                .spawn(move || robot.run(&mut port, &observed, &damages, &stop))
                 .expect("spawning a thread")
         };
         Ok(EmulatedRobot {
             path,
             observed,
+            damages,
+            modules,
             stop,
             thread: Some(thread),
         })
@@ -214,6 +227,18 @@ impl EmulatedRobot {
     #[must_use]
     pub fn observe(&self) -> Observed {
         self.observed.lock().clone()
+    }
+
+    /// Breaks (or, with [`DefectMode::Healthy`], mends) module `id`'s
+    /// motor from the robot's next physics step on: a stuck motor holds
+    /// its angle, a limp one follows the load, a weak one keeps part of its
+    /// torque (C.2.6). Nothing is said on the line.
+    pub fn damage(&self, id: ModuleId, mode: DefectMode) -> Result<(), EmulationError> {
+        if !self.modules.contains(&id) {
+            return Err(EmulationError::UnknownModule(id));
+        }
+        self.damages.lock().push((id, mode));
+        Ok(())
     }
 
     /// The LED position as a closure, for the emulated camera.
@@ -248,7 +273,13 @@ struct Robot {
 const MAX_TICKS_PER_TURN: usize = 8;
 
 impl Robot {
-    fn run(&mut self, port: &mut TTYPort, observed: &Mutex<Observed>, stop: &AtomicBool) {
+    fn run(
+        &mut self,
+        port: &mut TTYPort,
+        observed: &Mutex<Observed>,
+        damages: &Mutex<Vec<(ModuleId, DefectMode)>>,
+        stop: &AtomicBool,
+    ) {
         let started = Instant::now();
         let t0 = self.sim.time();
         let mut decoder = FrameDecoder::new();
@@ -279,6 +310,12 @@ impl Robot {
                         self.enqueue(frame);
                     }
                     _ => self.observed.garbage += 1,
+                }
+            }
+            for (id, mode) in std::mem::take(&mut *damages.lock()) {
+                // Checked against the robot's modules when asked for.
+                if let Err(e) = self.sim.set_defect(id, mode) {
+                    tracing::error!("emulated robot: damaging module {id}: {e}");
                 }
             }
             let target = t0 + started.elapsed().as_secs_f64() * self.settings.time_scale;

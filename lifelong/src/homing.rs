@@ -86,6 +86,26 @@ impl Move {
         self.left.atan2(self.forward)
     }
 
+    /// The walk cut to `share` of its time: an arc as long and as turned as
+    /// that share of it.
+    #[must_use]
+    pub fn shortened(&self, share: f64) -> Move {
+        if (share - 1.0).abs() < 1e-12 {
+            return *self;
+        }
+        // The chord of a share of the arc: the arc's speed and turn rate
+        // kept (see `from_descriptors`).
+        let turn = self.turn * share;
+        let whole = sinc(self.turn / 2.0).max(1e-3);
+        let chord = self.length() / whole * share * sinc(turn / 2.0);
+        let direction = self.direction() - self.turn / 2.0 + turn / 2.0;
+        Move {
+            forward: chord * direction.cos(),
+            left: chord * direction.sin(),
+            turn,
+        }
+    }
+
     /// The same walk, its displacement scaled by `factor` (turn kept).
     #[must_use]
     pub fn scaled(&self, factor: f64) -> Move {
@@ -451,6 +471,15 @@ impl Homing {
             let end = Pose { x, y, heading: h }.after(m);
             self.field.contains(end.x, end.y, self.settings.margin)
         })
+    }
+
+    /// Whether a walk of `length` metres from `(x, y)` ends at least the
+    /// margin inside the field whichever way it goes: nothing known of its
+    /// direction.
+    #[must_use]
+    pub fn is_safe_anywhere(&self, x: f64, y: f64, length: f64) -> bool {
+        self.field
+            .contains(x, y, self.settings.margin + length.abs())
     }
 
     /// Whether a walk seen to shift the robot by `d` (spread `sd`) ends at

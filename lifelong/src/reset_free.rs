@@ -10,6 +10,10 @@
 //! walk is an ordinary evaluation on it: the gait programmed (only what
 //! changed), warm-up, the measured window between two camera fixes,
 //! motors off. The decisions are [`crate::homing`]'s.
+//!
+//! [`OptimizerProposals`] makes any yamor optimizer the source of the
+//! evaluations (ask/tell, one walk at a time): `ite` over a map of gaits
+//! adapts while the robot homes between its walks.
 
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
@@ -17,6 +21,7 @@ use std::sync::atomic::AtomicBool;
 use yamor_core::RobotConfig;
 use yamor_core::evaluation::{EvaluationJob, EvaluationSpec, Outcome, RobotSource, Walk};
 use yamor_host_agent::{Backend, HostError};
+use yamor_optimizer_api::{Candidate, Fitness, Optimizer, Step};
 use yamor_organizer::scheduler::HostClient;
 
 use crate::homing::{
@@ -136,8 +141,12 @@ pub struct HomingGait {
 /// How the driver walks.
 #[derive(Debug, Clone)]
 pub struct ResetFreeSettings {
-    /// Every walk, homing or evaluation: warm-up and measured window.
+    /// Every evaluation walk: warm-up and measured window.
     pub spec: EvaluationSpec,
+    /// Every homing walk, when not the evaluations' `spec`: shorter homing
+    /// walks go less far wrong, and the camera corrects them more often.
+    /// The repertoire's moves must be for walks of this spec.
+    pub homing_spec: Option<EvaluationSpec>,
     pub homing: HomingSettings,
     pub noise: HeadingNoise,
     /// Most homing walks before one evaluation; then it is walked anyway
@@ -146,6 +155,24 @@ pub struct ResetFreeSettings {
     /// A proposal without an expected move may walk this many times the
     /// repertoire's longest walk.
     pub unknown_reach: f64,
+    /// When set, an evaluation is safe only where it would stay inside
+    /// (less the margin) walking this many times its expected length in
+    /// any direction: neither the heading estimate nor what the gait did
+    /// last time is trusted, since a chaotic gait walks a different way
+    /// from every start. The robot homes until it is that deep inside.
+    /// `None`: trusted (the heading hypotheses, or the seen displacement).
+    pub evaluation_reach: Option<f64>,
+    /// When set, a homing walk is cut short so that its expected length
+    /// (calibrated) is at most this share of the way from the robot to the
+    /// field's nearest edge: near the edge a homing walk that goes the
+    /// wrong way (a chaotic gait, a wrong heading) cannot take the robot
+    /// out, and the camera corrects the next one sooner.
+    pub homing_room: Option<f64>,
+    /// A homing walk that brought the robot nearer the centre by at least
+    /// this share of its length is walked again: a gait walks much the
+    /// same way walk after walk (it turns a little each time), whatever
+    /// the heading estimate says. `None`: every homing walk is chosen.
+    pub repeat_homing: Option<f64>,
 }
 
 impl Default for ResetFreeSettings {
@@ -156,10 +183,14 @@ impl Default for ResetFreeSettings {
                 measure: 4.0,
                 ..EvaluationSpec::default()
             },
+            homing_spec: None,
             homing: HomingSettings::default(),
             noise: HeadingNoise::default(),
             max_homing: 12,
             unknown_reach: 1.5,
+            evaluation_reach: None,
+            homing_room: None,
+            repeat_homing: None,
         }
     }
 }
@@ -205,6 +236,9 @@ pub struct Summary {
     pub unsafe_evaluations: usize,
     pub max_distance: f64,
     pub ever_left: bool,
+    /// Evaluations walked in a row from the start before the robot first
+    /// ended a walk outside the field (all of them when it never did).
+    pub evaluations_inside: usize,
     pub robot_s: f64,
 }
 
@@ -218,6 +252,9 @@ impl Summary {
                 WalkKind::Evaluation { safe, .. } => {
                     s.evaluations += 1;
                     s.unsafe_evaluations += usize::from(!safe);
+                    if !s.ever_left && r.inside {
+                        s.evaluations_inside += 1;
+                    }
                 }
             }
             s.max_distance = s.max_distance.max(r.distance_from_centre);
@@ -334,8 +371,13 @@ impl<R: WalkingRobot> ResetFree<R> {
 
     /// The index of `gait` among the gaits walked so far (new ones
     /// appended).
-    fn key(&mut self, gait: &RobotConfig) -> usize {
-        let xml = gait.to_xml_string();
+    fn key(&mut self, gait: &RobotConfig, evaluation: bool) -> usize {
+        let mut xml = gait.to_xml_string();
+        // Walked longer as an evaluation than as a homing walk, a gait of
+        // the repertoire moves differently: it is another entry.
+        if evaluation && self.settings.homing_spec.is_some() {
+            xml.insert_str(0, "evaluation ");
+        }
         match self.gaits.iter().position(|g| *g == xml) {
             Some(i) => i,
             None => {
@@ -353,6 +395,9 @@ impl<R: WalkingRobot> ResetFree<R> {
             // Nowhere known yet: the first walk tells.
             return true;
         };
+        if let Some(reach) = self.settings.evaluation_reach {
+            return self.homing.is_safe_anywhere(x, y, m.length() * reach);
+        }
         if let Some((d, sd)) = self.seen.all().get(key).copied().flatten() {
             return self.homing.is_safe_seen(x, y, d, sd);
         }
@@ -378,31 +423,61 @@ impl<R: WalkingRobot> ResetFree<R> {
                 break;
             };
             let (expected, known) = self.expected(&proposal);
-            let key = self.key(&proposal.gait);
+            let key = self.key(&proposal.gait, true);
             let mut homed = 0;
             while !self.safe(key, &expected, known) && homed < self.settings.max_homing {
                 let [x, y] = self.position.expect("safe() is true without a position");
                 let moves = self.moves();
                 let seen = &self.seen.all()[..moves.len().min(self.seen.all().len())];
-                let choice = self
-                    .homing
-                    .choose_seen(x, y, &self.filter.estimate, &moves, seen)?;
+                let repeat = self.settings.repeat_homing.and_then(|share| {
+                    let [previous, last] = self.reports.last_chunk::<2>()?;
+                    let WalkKind::Homing { gait, .. } = last.kind else {
+                        return None;
+                    };
+                    let length = (last.x - previous.x).hypot(last.y - previous.y);
+                    let nearer = previous.distance_from_centre - last.distance_from_centre;
+                    (length > 0.02 && nearer >= share * length).then_some(gait)
+                });
+                let gait_index = match repeat {
+                    Some(g) => g,
+                    None => {
+                        self.homing
+                            .choose_seen(x, y, &self.filter.estimate, &moves, seen)?
+                            .gait
+                    }
+                };
+                let choice = crate::homing::Choice {
+                    gait: gait_index,
+                    plan: vec![gait_index],
+                    distance: f64::NAN,
+                };
                 let gait = self.repertoire[choice.gait].clone();
-                let step = moves[choice.gait];
+                let (spec, share) = self.homing_walk(x, y, &moves[choice.gait]);
+                let step = moves[choice.gait].shortened(share);
                 let kind = WalkKind::Homing {
                     gait: choice.gait,
                     name: gait.name.clone(),
                 };
-                self.walk_and_track(&gait.gait, Some(step), Some(choice.gait), kind)
-                    .await?;
+                self.walk_and_track(
+                    &gait.gait,
+                    &spec,
+                    share,
+                    Some(step),
+                    Some(choice.gait),
+                    kind,
+                )
+                .await?;
                 progress(self.reports.last().expect("just walked"));
                 homed += 1;
             }
             let safe = self.safe(key, &expected, known);
             let n = self.evaluations;
+            let spec = self.settings.spec.clone();
             let walk = self
                 .walk_and_track(
                     &proposal.gait,
+                    &spec,
+                    1.0,
                     known.then_some(expected),
                     None,
                     WalkKind::Evaluation { n, safe },
@@ -415,12 +490,50 @@ impl<R: WalkingRobot> ResetFree<R> {
         Ok(self.summary())
     }
 
-    /// Walks `gait`, predicted to do `step` (`None`: not known), and
-    /// updates the position, heading and calibration from what the camera
-    /// saw.
+    /// The spec of a homing walk of `step` from `(x, y)`, and the share of
+    /// a whole homing walk's time it walks: all of it, unless
+    /// [`ResetFreeSettings::homing_room`] cuts it short near the edge.
+    fn homing_walk(&self, x: f64, y: f64, step: &Move) -> (EvaluationSpec, f64) {
+        let spec = self
+            .settings
+            .homing_spec
+            .clone()
+            .unwrap_or_else(|| self.settings.spec.clone());
+        let Some(room_share) = self.settings.homing_room else {
+            return (spec, 1.0);
+        };
+        let field = self.homing.field();
+        let (c, h) = (field.centre(), field.half());
+        let room = (h[0] - (x - c[0]).abs())
+            .min(h[1] - (y - c[1]).abs())
+            .max(0.0);
+        let length = step.length();
+        let total = spec.warmup + spec.measure;
+        if length <= room * room_share || total <= 0.0 {
+            return (spec, 1.0);
+        }
+        // A walk shorter than a second is mostly its motors switching on.
+        let share = (room * room_share / length).max(1.0 / total).min(1.0);
+        let walked = total * share;
+        let warmup = spec.warmup.min(walked / 3.0);
+        (
+            EvaluationSpec {
+                warmup,
+                measure: walked - warmup,
+                ..spec
+            },
+            share,
+        )
+    }
+
+    /// Walks `gait` under `spec` (`share` of its whole walk's time),
+    /// predicted to do `step` (`None`: not known), and updates the
+    /// position, heading and calibration from what the camera saw.
     async fn walk_and_track(
         &mut self,
         gait: &RobotConfig,
+        spec: &EvaluationSpec,
+        share: f64,
         step: Option<Move>,
         homing_gait: Option<usize>,
         kind: WalkKind,
@@ -432,7 +545,7 @@ impl<R: WalkingRobot> ResetFree<R> {
         };
         let walk = self
             .robot
-            .walk(gait, &self.settings.spec)
+            .walk(gait, spec)
             .await
             .map_err(|error| ResetFreeError::Walk {
                 walk: index,
@@ -446,15 +559,18 @@ impl<R: WalkingRobot> ResetFree<R> {
         let to = [walk.end.x, walk.end.y];
         let seen = (to[0] - from[0]).hypot(to[1] - from[1]);
         if self.position.is_some() {
-            let key = self.key(gait);
-            self.seen.observe(key, [to[0] - from[0], to[1] - from[1]]);
+            // As a whole walk would have moved it (a shortened walk's
+            // displacement scaled up).
+            let key = self.key(gait, homing_gait.is_none());
+            self.seen
+                .observe(key, [(to[0] - from[0]) / share, (to[1] - from[1]) / share]);
         }
         match step {
             Some(step) => {
                 // A gait of the repertoire (evaluated or homing) is trusted
                 // as far as its walks in simulation agreed.
                 let repertoire_gait = homing_gait.or_else(|| {
-                    let key = self.key(gait);
+                    let key = self.key(gait, true);
                     (key < self.repertoire.len()).then_some(key)
                 });
                 let direction_sd = repertoire_gait.map_or(self.settings.noise.direction_sd, |i| {
@@ -465,7 +581,7 @@ impl<R: WalkingRobot> ResetFree<R> {
                 // the evaluated cell), not the calibrated one, so the
                 // factor converges to the ratio itself.
                 let raw = match homing_gait {
-                    Some(i) => self.repertoire[i].step,
+                    Some(i) => self.repertoire[i].step.shortened(share),
                     None => step.scaled(1.0 / self.calibration.factor(None)),
                 };
                 self.calibration.observe(homing_gait, &raw, seen);
@@ -698,5 +814,213 @@ impl Evaluations for RandomProposals {
 
     fn told(&mut self, _proposal: &Proposal, walk: &Walk) {
         self.told.push((self.last, walk.velocity));
+    }
+}
+
+/// Evaluations proposed by any yamor optimizer (the ask/tell of
+/// `yamor_optimizer_api`): each candidate it asks for is walked as one
+/// evaluation, one at a time as on a robot, and its walk's velocity told
+/// back. This is where the adaptation plugs in: `ite` over a map's elites,
+/// each candidate expected to move as its elite's cell says (`expected`).
+///
+/// Once the optimizer has finished (IT&E's stop rule, or its budget), the
+/// robot walks on with the optimizer's recommendation, the gait it adapted
+/// to, as a robot that lives with its gait does; those walks are told to
+/// nobody.
+pub struct OptimizerProposals<G, E> {
+    optimizer: Box<dyn Optimizer>,
+    gait: G,
+    expected: E,
+    queue: std::collections::VecDeque<Candidate>,
+    /// The candidate out: its tag (`None` for the recommendation) and
+    /// point.
+    pending: Option<(Option<u64>, Vec<f64>)>,
+    finished: bool,
+    /// Every walk told to the optimizer: the candidate's point and the
+    /// walk's velocity (m/s), in order.
+    pub told: Vec<(Vec<f64>, f64)>,
+    /// Walks of the recommendation after the optimizer finished.
+    pub walked_after: usize,
+}
+
+impl<G, E> OptimizerProposals<G, E>
+where
+    G: FnMut(&[f64]) -> Result<RobotConfig, String>,
+    E: FnMut(&[f64]) -> Option<Move>,
+{
+    /// `gait`: a candidate's point as a gait (`OptimizationConfig::apply`);
+    /// `expected`: what one walk of it is expected to do, when known.
+    pub fn new(optimizer: Box<dyn Optimizer>, gait: G, expected: E) -> Self {
+        OptimizerProposals {
+            optimizer,
+            gait,
+            expected,
+            queue: std::collections::VecDeque::new(),
+            pending: None,
+            finished: false,
+            told: Vec::new(),
+            walked_after: 0,
+        }
+    }
+
+    /// Whether the optimizer has finished (its answer is walked since).
+    #[must_use]
+    pub fn finished(&self) -> bool {
+        self.finished
+    }
+
+    /// The optimizer, for its recommendation and beliefs.
+    #[must_use]
+    pub fn optimizer(&self) -> &dyn Optimizer {
+        self.optimizer.as_ref()
+    }
+
+    fn proposal(&mut self, x: &[f64]) -> Result<Proposal, String> {
+        Ok(Proposal {
+            gait: (self.gait)(x)?,
+            expected: (self.expected)(x),
+        })
+    }
+}
+
+impl<G, E> Evaluations for OptimizerProposals<G, E>
+where
+    G: FnMut(&[f64]) -> Result<RobotConfig, String>,
+    E: FnMut(&[f64]) -> Option<Move>,
+{
+    fn next_gait(&mut self) -> Option<Proposal> {
+        while !self.finished {
+            if let Some(candidate) = self.queue.pop_front() {
+                match self.proposal(&candidate.x) {
+                    Ok(p) => {
+                        self.pending = Some((Some(candidate.tag), candidate.x));
+                        return Some(p);
+                    }
+                    // A point that is no gait walks nowhere: told as a
+                    // failure, as a host would report it.
+                    Err(e) => {
+                        tracing::warn!("candidate {} is no gait: {e}", candidate.tag);
+                        self.optimizer.tell(candidate.tag, Fitness::Failed);
+                        continue;
+                    }
+                }
+            }
+            match self.optimizer.ask() {
+                Step::Evaluate(candidates) if !candidates.is_empty() => {
+                    self.queue.extend(candidates);
+                }
+                // Every candidate asked for is told before the next ask,
+                // so waiting means nothing more will come.
+                Step::Evaluate(_) | Step::Wait | Step::Finished => self.finished = true,
+            }
+        }
+        let x = self.optimizer.recommendation()?;
+        let p = self.proposal(&x).ok()?;
+        self.pending = Some((None, x));
+        Some(p)
+    }
+
+    fn told(&mut self, _proposal: &Proposal, walk: &Walk) {
+        match self.pending.take() {
+            Some((Some(tag), x)) => {
+                let fitness = if walk.velocity.is_finite() {
+                    Fitness::Value(walk.velocity)
+                } else {
+                    Fitness::Failed
+                };
+                self.optimizer.tell(tag, fitness);
+                self.told.push((x, walk.velocity));
+            }
+            Some((None, _)) => self.walked_after += 1,
+            None => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use yamor_ite::{Ite, IteConfig};
+    use yamor_optimizer_api::map::{Axis, Prior, PriorElite};
+    use yamor_optimizer_api::{Bound, Space};
+
+    use super::*;
+
+    /// A map of twelve straight gaits, one per 30° of heading, the one
+    /// walking ahead the fastest; a gait's point is its heading.
+    fn prior() -> Prior {
+        let elites = (0..12)
+            .map(|k| {
+                let heading = -165.0 + 30.0 * f64::from(k);
+                PriorElite {
+                    cell: k as usize,
+                    x: vec![heading],
+                    descriptors: vec![heading],
+                    value: 0.05 + 0.1 * heading.to_radians().cos().max(0.0),
+                }
+            })
+            .collect();
+        Prior {
+            run: 1,
+            axes: vec![Axis {
+                name: "heading_deg".into(),
+                min: -180.0,
+                max: 180.0,
+                bins: 12,
+            }],
+            elites,
+        }
+    }
+
+    #[test]
+    fn ite_proposes_the_map_walks_tells_and_then_walks_its_answer() {
+        let prior = prior();
+        let space = Space::new(vec![Bound::new("heading", -180.0, 180.0)], vec![0.0]).unwrap();
+        let ite = Ite::new(&space, &prior, &IteConfig::default());
+        let mut expected_asked = Vec::new();
+        let mut source = OptimizerProposals::new(
+            Box::new(ite),
+            |_: &[f64]| Ok(RobotConfig::default()),
+            |x: &[f64]| {
+                expected_asked.push(x[0]);
+                Some(Move::from_descriptors(x[0], 0.1, 0.0, 4.0, 4.0))
+            },
+        );
+        // The damaged robot: the gaits walking ahead are broken, the one
+        // walking backward (±165°) still walks at 0.15 m/s.
+        let truth = |heading: f64| if heading.abs() > 150.0 { 0.15 } else { 0.02 };
+        let mut walks = Vec::new();
+        for _ in 0..30 {
+            let proposal = source.next_gait().expect("an adaptation always has a gait");
+            let m = proposal.expected.expect("every elite's move is known");
+            let heading = m.direction().to_degrees();
+            let walk = Walk {
+                velocity: truth(heading),
+                ..Walk::default()
+            };
+            source.told(&proposal, &walk);
+            walks.push(heading);
+            if source.walked_after >= 3 {
+                break;
+            }
+        }
+        assert!(source.finished(), "{walks:?}");
+        let told = source.told.clone();
+        drop(source);
+        // The map's best (ahead) first, then others until a backward
+        // gait walked well and IT&E's rule stopped it.
+        assert!(walks[0].abs() < 20.0, "{walks:?}");
+        let adapted = walks
+            .iter()
+            .position(|h| h.abs() > 150.0)
+            .expect("it found the gait that still walks");
+        assert!(adapted < 12, "{walks:?}");
+        // Every walk but the last three was told, in order, and those
+        // three walked its answer, the backward gait.
+        assert_eq!(told.len(), walks.len() - 3, "{told:?}");
+        assert!(told.iter().any(|(_, v)| *v > 0.1), "{told:?}");
+        for h in &walks[walks.len() - 3..] {
+            assert!(h.abs() > 150.0, "walked on with its answer: {walks:?}");
+        }
+        assert_eq!(expected_asked.len(), walks.len());
     }
 }

@@ -9,11 +9,12 @@ use std::time::{Duration, Instant};
 
 use yamor_camera::camapp::{CamApp, CamAppSettings};
 use yamor_camera::{CameraModel, LED_HEIGHT, PositionSource, Tracker};
+use yamor_core::RobotConfig;
 use yamor_core::evaluation::EvaluationSpec;
 use yamor_core::optimize::OptimizationConfig;
 use yamor_host_agent::Backend;
 use yamor_host_agent::serial::{SerialBackend, SerialSettings};
-use yamor_lifelong::homing::{Field, HeadingEstimate, HomingSettings};
+use yamor_lifelong::homing::{Field, HeadingEstimate, HeadingNoise, HomingSettings};
 use yamor_lifelong::reset_free::{
     Proposal, RandomProposals, ResetFree, ResetFreeSettings, Summary, WalkReport, phase_variants,
     repertoire_from_walks,
@@ -25,9 +26,63 @@ use yamor_sim::{SimSettings, Simulation};
 /// Robot seconds per wall second.
 const SCALE: f64 = 10.0;
 
+/// How a session is set up. The defaults are the best measured (see
+/// `homing_keeps_the_emulated_quadruped_inside_the_field`); `RF_*`
+/// environment variables override them when tuning by hand
+/// (`RF_SEED=4 RF_MARGIN=0.2 cargo test ... -- --ignored --nocapture`):
+/// the emulated robot runs against the wall clock, so a setting is judged
+/// over several seeds, never one run.
+#[derive(Debug, Clone, Copy)]
+struct Knobs {
+    seed: u64,
+    homing_warmup: f64,
+    homing_measure: f64,
+    half_only: bool,
+    max_sd_deg: f64,
+    reach: Option<f64>,
+    margin: f64,
+    max_homing: usize,
+    starts: u32,
+    half: f64,
+    sim_warmup: f64,
+    direction_sd: f64,
+    turn_sd: f64,
+    hypotheses: usize,
+    room: Option<f64>,
+    repeat: Option<f64>,
+}
+
+impl Knobs {
+    fn from_env(seed: u64) -> Knobs {
+        let get = |name: &str, default: f64| {
+            std::env::var(format!("RF_{name}")).map_or(default, |v| v.parse().unwrap())
+        };
+        let reach = get("REACH", 0.0);
+        Knobs {
+            seed: get("SEED", seed as f64) as u64,
+            homing_warmup: get("HOMING_WARMUP", 1.0),
+            homing_measure: get("HOMING_MEASURE", 3.0),
+            half_only: get("HALF_ONLY", 0.0) > 0.0,
+            max_sd_deg: get("MAX_SD", 45.0),
+            reach: (reach > 0.0).then_some(reach),
+            margin: get("MARGIN", 0.3),
+            max_homing: get("MAX_HOMING", 20.0) as usize,
+            starts: get("STARTS", 4.0) as u32,
+            half: get("HALF", 1.1),
+            sim_warmup: get("SIM_WARMUP", 8.0),
+            direction_sd: get("DIR_SD", 0.25),
+            turn_sd: get("TURN_SD", 0.1),
+            hypotheses: get("HYP", 7.0) as usize,
+            room: Some(get("ROOM", 0.0)).filter(|r| *r > 0.0),
+            repeat: Some(get("REPEAT", 0.0)).filter(|r| *r > 0.0),
+        }
+    }
+}
+
 /// One reset-free session on the emulated quadruped: `evaluations`
 /// random gaits of the repertoire with homing walks between them.
-async fn session(evaluations: usize) -> (Summary, Vec<WalkReport>, usize) {
+async fn session(evaluations: usize, knobs: Knobs) -> (Summary, Vec<WalkReport>, usize) {
+    eprintln!("{knobs:?}");
     // Short walks: 1 s of warm-up and a 3-s window.
     let spec = EvaluationSpec {
         warmup: 1.0,
@@ -35,30 +90,76 @@ async fn session(evaluations: usize) -> (Summary, Vec<WalkReport>, usize) {
         sample_interval: 0.5,
         ..EvaluationSpec::default()
     };
+    let homing_spec = EvaluationSpec {
+        warmup: knobs.homing_warmup,
+        measure: knobs.homing_measure,
+        ..spec.clone()
+    };
     // The repertoire: the quadruped's gait with its phase lags flipped,
     // and halved amplitudes, each walked from four starts in simulation;
     // most of them walk a different way from every start (a walk is
-    // chaotic), and only those within 50° are kept.
+    // chaotic).
     let problem = OptimizationConfig::from_xml_str(
         "quadruped",
         &yamor_local::default_optimization("quadruped").unwrap(),
     )
     .unwrap();
+    // Varied from the learnt gait (20 cm/s, straight), not the gait as
+    // given (11 cm/s): a fast gait's variants walk much the same way walk
+    // after walk on the emulated robot, where the slow one's turn a
+    // different way every walk.
+    let learnt = RobotConfig::from_xml_str(
+        "learnt.xml",
+        include_str!("../../examples/robots/quadruped/learnt.xml"),
+    )
+    .unwrap();
+    let problem = OptimizationConfig::new(learnt, problem.rules().to_vec()).unwrap();
     let simulator: Arc<dyn Backend> =
         Arc::new(yamor_families::sim_backend("quadruped", SimSettings::default()).unwrap());
     let candidates = phase_variants(&problem).unwrap();
     let walk_s = spec.warmup + spec.measure;
-    let repertoire = repertoire_from_walks(
+    // Walked in simulation after a longer warm-up than on the robot: the
+    // robot's oscillators run on between walks.
+    let sim_spec = |s: &EvaluationSpec| EvaluationSpec {
+        warmup: knobs.sim_warmup,
+        measure: 3.0,
+        ..s.clone()
+    };
+    let evaluated = repertoire_from_walks(
         &simulator,
-        candidates,
-        &spec,
-        4,
+        candidates.clone(),
+        &sim_spec(&spec),
+        knobs.starts,
         walk_s,
         std::f64::consts::PI,
     )
     .await
     .unwrap();
-    assert!(repertoire.len() >= 2, "{repertoire:?}");
+    let homing_candidates: Vec<_> = candidates
+        .into_iter()
+        .filter(|(name, _)| !knobs.half_only || name.contains("×0.5"))
+        .collect();
+    let repertoire = repertoire_from_walks(
+        &simulator,
+        homing_candidates,
+        &sim_spec(&homing_spec),
+        knobs.starts,
+        homing_spec.warmup + homing_spec.measure,
+        knobs.max_sd_deg.to_radians(),
+    )
+    .await
+    .unwrap();
+    for g in &repertoire {
+        eprintln!(
+            "homing {:<40} {:+.2} {:+.2} turn {:+4.0}° sd {:3.0}°",
+            g.name,
+            g.step.forward,
+            g.step.left,
+            g.step.turn.to_degrees(),
+            g.direction_sd.to_degrees()
+        );
+    }
+    assert!(!repertoire.is_empty(), "{repertoire:?}");
 
     // The emulated robot, its camera and the host's backend.
     let robot = ExampleRobot::named("quadruped").unwrap();
@@ -70,7 +171,7 @@ async fn session(evaluations: usize) -> (Summary, Vec<WalkReport>, usize) {
             join_delay: 0.5,
             message_delay: 0.05,
             missing_ack: 0.2,
-            seed: 3,
+            seed: knobs.seed,
             ..EmulationSettings::default()
         },
     )
@@ -116,44 +217,68 @@ async fn session(evaluations: usize) -> (Summary, Vec<WalkReport>, usize) {
 
     // The default camera's field, about 1.1 m either side; walks of up
     // to about 0.75 m.
-    let field = Field::around([0.0, 0.0], 1.1, 1.1).unwrap();
-    let proposals: Vec<Proposal> = repertoire
+    let field = Field::around([0.0, 0.0], knobs.half, knobs.half).unwrap();
+    let proposals: Vec<Proposal> = evaluated
         .iter()
         .map(|g| Proposal {
             gait: g.gait.clone(),
             expected: Some(g.step),
         })
         .collect();
-    let longest = repertoire
+    let longest = evaluated
         .iter()
         .map(|g| g.step.length())
         .fold(0.0, f64::max);
-    assert!(
-        longest < 1.0,
-        "walks too long for the field: {repertoire:?}"
-    );
+    assert!(longest < 1.0, "walks too long for the field: {evaluated:?}");
     let mut driver = ResetFree::new(
         backend,
         field,
         repertoire,
         ResetFreeSettings {
             spec,
+            homing_spec: Some(homing_spec),
             homing: HomingSettings {
-                margin: 0.15,
+                margin: knobs.margin,
+                hypotheses: knobs.hypotheses,
                 ..HomingSettings::default()
             },
+            noise: HeadingNoise {
+                direction_sd: knobs.direction_sd,
+                turn_sd: knobs.turn_sd,
+                ..HeadingNoise::default()
+            },
+            max_homing: knobs.max_homing,
+            evaluation_reach: knobs.reach,
+            homing_room: knobs.room,
+            repeat_homing: knobs.repeat,
             ..ResetFreeSettings::default()
         },
         Some([start.x, start.y]),
         HeadingEstimate::unknown(),
     )
     .unwrap();
-    let mut source = RandomProposals::new(proposals, 7);
-    let summary = driver
-        .run(&mut source, evaluations, |r| eprintln!("{r:?}"))
-        .await
-        .unwrap();
+    let mut source = RandomProposals::new(proposals, knobs.seed + 7);
+    let result = driver
+        .run(&mut source, evaluations, |r| {
+            eprintln!(
+                "walk {:3} {:<60} ({:+.2}, {:+.2}) {:.2} m{} heading {:+4.0}° ± {:3.0}°",
+                r.index,
+                format!("{:?}", r.kind),
+                r.x,
+                r.y,
+                r.distance_from_centre,
+                if r.inside { "" } else { " OUTSIDE" },
+                r.heading.to_degrees(),
+                r.heading_sd.to_degrees()
+            );
+        })
+        .await;
+    let summary = driver.summary();
+    if let Err(e) = result {
+        eprintln!("ERROR {e}");
+    }
     eprintln!("{summary:?}");
+    println!("SUMMARY {knobs:?} {summary:?}");
     drop(camapp);
     (summary, driver.reports().to_vec(), source.told.len())
 }
@@ -162,7 +287,7 @@ async fn session(evaluations: usize) -> (Summary, Vec<WalkReport>, usize) {
 /// told, every walk is placed by the camera, and robot time adds up.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn evaluations_and_homing_walks_on_the_emulated_robot_through_the_camera() {
-    let (summary, reports, told) = session(8).await;
+    let (summary, reports, told) = session(8, Knobs::from_env(3)).await;
     assert_eq!(summary.evaluations, 8, "{summary:?}");
     assert_eq!(told, 8);
     assert_eq!(reports.len(), summary.evaluations + summary.homing_walks);
@@ -183,19 +308,115 @@ async fn evaluations_and_homing_walks_on_the_emulated_robot_through_the_camera()
     assert!(moved > 0.5, "the robot hardly walked: {moved} m");
 }
 
-/// What issue 53 asks: the quadruped kept inside the default camera's
-/// field over many walks. It does not hold reliably today, so it is not
-/// run by default: the quadruped's gaits walk a different way from every
-/// start (in simulation 13 of the 16 phase variants' directions spread by
-/// more than 70° over four starts), and the homing walks' outcomes on the
-/// robot cannot be predicted well enough. Of four runs on 2026-11-28 three
-/// strayed out (1.16, 1.63 and 2.49 m from the centre; the first three,
-/// before evaluated gaits of the repertoire were trusted by their spread)
-/// and one stayed in (0.88 m, no homing walk needed). `cargo test -p
-/// yamor-lifelong --test reset_free -- --ignored` runs it.
+/// What issue 53 asks: the quadruped kept inside a small field (±1.1 m)
+/// over many walks. It does not hold reliably yet, so it is not run by
+/// default. With the repertoire varied from the learnt gait and walked
+/// after 8 s of warm-up in simulation (the gait as given turns a different
+/// way every walk: 1 of 4 runs stayed in with it), two runs of seeds 1–5
+/// on 2026-11-28 stayed inside on 3 and 2 of 5 (seeds 1 and 2 both times,
+/// 3 once; 4 and 5 left, after 5 to 23 evaluations, up to 2.2 m from the
+/// centre); margins of 0.15, 0.4 and 0.5 m held on 2, 3 and 1 of 5, and
+/// shorter homing walks, evaluations checked in every direction, homing
+/// walks cut short near the edge and repeating a homing walk that worked
+/// on 0 to 2 of 5 (docs/experiments.md, "Reset-free"). What defeats it is
+/// the heading inferred from one LED, tens of degrees off when the filter
+/// believes it to within 10–20°. `RF_SEED=4 cargo test -p yamor-lifelong
+/// --test reset_free -- --ignored` runs it (about 30 s at time scale 10).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "the emulated quadruped strays out of the field: see the comment"]
+#[ignore = "the emulated quadruped strays out of the field on 2 or 3 seeds of 5: see the comment"]
 async fn homing_keeps_the_emulated_quadruped_inside_the_field() {
-    let (summary, _, _) = session(24).await;
+    let (summary, _, _) = session(24, Knobs::from_env(3)).await;
     assert!(!summary.ever_left, "{summary:?}");
+}
+
+/// A motor broken on the emulated robot while it runs (nothing said on the
+/// serial line) is what the host finds by walking: the learnt gait, 9–12
+/// cm/s over these short walks, is slowed by a limp knee to 5–7 cm/s
+/// (2026-11-28, three runs; a knee stuck where it stopped slowed it in one
+/// run of three only: it depends on the angle it sticks at), and a module
+/// the robot does not have is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_motor_broken_while_the_emulated_robot_runs_slows_its_walks() {
+    use yamor_core::evaluation::DefectMode;
+    use yamor_lifelong::reset_free::WalkingRobot as _;
+    let example = ExampleRobot::named("quadruped").unwrap();
+    let sim = Simulation::new(&example.morphology().unwrap(), SimSettings::default()).unwrap();
+    let robot = EmulatedRobot::spawn(
+        sim,
+        EmulationSettings {
+            time_scale: SCALE,
+            join_delay: 0.5,
+            message_delay: 0.05,
+            missing_ack: 0.0,
+            seed: 1,
+            ..EmulationSettings::default()
+        },
+    )
+    .unwrap();
+    assert!(robot.damage(99, DefectMode::Stuck).is_err());
+    let camera = CameraModel {
+        height: 12.0,
+        ..CameraModel::default()
+    };
+    let camapp = CamApp::serve(
+        std::net::TcpListener::bind("127.0.0.1:0").unwrap(),
+        Box::new(robot.led()),
+        CamAppSettings {
+            model: camera,
+            rate_hz: 50.0,
+            ..CamAppSettings::default()
+        },
+    )
+    .unwrap();
+    let tracker = Arc::new(Tracker::connect(
+        &camapp.address().to_string(),
+        camera,
+        LED_HEIGHT,
+    ));
+    tracker
+        .wait_fresh_async(Instant::now(), Duration::from_secs(10))
+        .await
+        .expect("the camera sees the robot");
+    let backend: Arc<dyn Backend> = Arc::new(
+        SerialBackend::new(
+            SerialSettings {
+                time_scale: SCALE,
+                join_timeout: 2.0,
+                reply_timeout: 1.0,
+                ..SerialSettings::new(robot.path())
+            },
+            Some(tracker.clone() as Arc<dyn PositionSource>),
+        )
+        .unwrap(),
+    );
+    let learnt = RobotConfig::from_xml_str(
+        "learnt.xml",
+        include_str!("../../examples/robots/quadruped/learnt.xml"),
+    )
+    .unwrap();
+    let spec = EvaluationSpec {
+        warmup: 1.0,
+        measure: 3.0,
+        sample_interval: 0.5,
+        ..EvaluationSpec::default()
+    };
+    let mean = |walks: &[f64]| walks.iter().sum::<f64>() / walks.len() as f64;
+    let mut intact = Vec::new();
+    for _ in 0..3 {
+        intact.push(backend.walk(&learnt, &spec).await.unwrap().velocity);
+    }
+    robot.damage(5, DefectMode::Limp).unwrap();
+    let mut broken = Vec::new();
+    for _ in 0..3 {
+        broken.push(backend.walk(&learnt, &spec).await.unwrap().velocity);
+    }
+    drop(camapp);
+    assert!(
+        mean(&intact) > 0.06,
+        "the learnt gait walks: {intact:?} m/s"
+    );
+    assert!(
+        mean(&broken) < 0.8 * mean(&intact),
+        "a limp knee slows it: {broken:?} against {intact:?} m/s"
+    );
 }
