@@ -299,18 +299,24 @@ impl Scenario {
         }
     }
 
-    /// Builds a map of gaits on the cluster for the robot as `known` says
-    /// it will be (a change expected ahead), from the gait in use, with
-    /// `walks` walks, and has the loop adapt from it once the robot is so;
-    /// returns the map's run. The robot stands still meanwhile: its time
-    /// does not move.
-    async fn build_map(
+    /// Builds a map of gaits on the cluster for `body` lying as
+    /// `orientation` says (a change expected ahead), from the gait in use,
+    /// with `--map-walks` walks, and has the loop adapt from it once the
+    /// robot is so; returns the map's run, or `None` with `--walks 0`. The
+    /// robot stands still meanwhile: its time does not move.
+    async fn map_ahead(
         &mut self,
-        known: &Known,
+        args: &ScenarioArgs,
+        body: &Morphology,
         orientation: Orientation,
-        walks: u64,
         label: &str,
-    ) -> Result<u64> {
+    ) -> Result<Option<u64>> {
+        if args.walks == 0 {
+            // The thesis' way: relearning on the cluster, no map.
+            return Ok(None);
+        }
+        let known = &known(body.clone(), 0.0);
+        let walks = args.map_walks;
         let started = std::time::Instant::now();
         let relearn = self.life.relearn_spec(known, orientation)?;
         let spec = RunSpec {
@@ -343,7 +349,7 @@ impl Scenario {
         );
         self.life
             .add_map(body_key(&known.body), orientation, run.id);
-        Ok(run.id)
+        Ok(Some(run.id))
     }
 
     /// Walks until the monitor (or the attitude) raises an anomaly, at most
@@ -504,15 +510,8 @@ pub async fn transform(args: ScenarioArgs) -> Result<()> {
     let mut s = Scenario::start(&args).await?;
     let moves = transformation();
     let body = transformed(&quadruped()?, &moves);
-    if args.walks > 0 {
-        s.build_map(
-            &known(body.clone(), 0.0),
-            Orientation::Upright,
-            args.map_walks,
-            "the transformed body",
-        )
+    s.map_ahead(&args, &body, Orientation::Upright, "the transformed body")
         .await?;
-    }
     s.walk(args.walk).await?;
     let before = s.life.expected().context("no velocity before the change")?;
     s.mark("transformation (7.5.1)").await?;
@@ -595,41 +594,67 @@ pub async fn transform(args: ScenarioArgs) -> Result<()> {
         );
         return Ok(());
     }
-    let rewalk = HeldOutRewalk {
-        body,
+    let situation = Rewalk {
+        body: body,
         damages: Vec::new(),
+        figure: "fig7_4",
+        what: "the transformed body",
+    };
+    let recovery = Recovery {
+        in_use,
+        adopted,
+        candidates,
+        walks: adaptation.walks,
+    };
+    recovered(&args, situation, recovery, &out).await
+}
+
+/// The robot an adaptation is judged on: its body, what it has met since
+/// the change, and the names its files and report take.
+struct Rewalk {
+    body: Morphology,
+    damages: Vec<Damage>,
+    figure: &'static str,
+    what: &'static str,
+}
+
+/// What an adaptation left to judge: the gait in use before the change,
+/// the gait adopted, the run's best candidates and the walks it spent.
+struct Recovery {
+    in_use: RobotConfig,
+    adopted: Adopted,
+    candidates: Vec<(f64, RobotConfig)>,
+    walks: usize,
+}
+
+/// The adopted gait and the best candidates re-walked from held-out starts
+/// off the runtime (each led in by the gait in use, as the robot switched),
+/// then the scenario's last line: what share of the best known it
+/// recovered, in how many walks on the robot.
+async fn recovered(
+    args: &ScenarioArgs,
+    situation: Rewalk,
+    recovery: Recovery,
+    out: &Path,
+) -> Result<()> {
+    let Recovery {
+        in_use,
+        adopted,
+        candidates,
+        walks,
+    } = recovery;
+    let rewalk = HeldOutRewalk {
+        body: situation.body,
+        damages: situation.damages,
         lead_in: (args.lead_in > 0.0).then(|| LeadIn {
             gait: in_use.clone(),
             seconds: args.lead_in,
         }),
         starts: args.held_out,
-        figure: "fig7_4",
-        what: "the transformed body",
+        figure: situation.figure,
+        what: situation.what,
     };
-    recovered(
-        rewalk,
-        in_use,
-        adopted,
-        candidates,
-        args.reference,
-        &out,
-        adaptation.walks,
-    )
-    .await
-}
-
-/// The adopted gait and the best candidates re-walked from held-out starts
-/// off the runtime, then the scenario's last line: what share of the best
-/// known it recovered, in how many walks on the robot.
-async fn recovered(
-    rewalk: HeldOutRewalk,
-    in_use: RobotConfig,
-    adopted: Adopted,
-    candidates: Vec<(f64, RobotConfig)>,
-    reference: Option<f64>,
-    out: &Path,
-    walks: usize,
-) -> Result<()> {
+    let reference = args.reference;
     let adopted_robot_s = adopted.robot_s;
     let out = out.to_path_buf();
     let (adopted_spread, best) = tokio::task::spawn_blocking(move || {
@@ -917,18 +942,15 @@ fn held_out_report(
 
 pub async fn upside_down(args: ScenarioArgs) -> Result<()> {
     let mut s = Scenario::start(&args).await?;
-    if args.walks > 0 {
-        // A fall onto the back is a change to expect: its map is built
-        // ahead, as the transformed body's is (the right-way-up map's
-        // gaits walk nowhere upside down).
-        s.build_map(
-            &known(quadruped()?, 0.0),
-            Orientation::UpsideDown,
-            args.map_walks,
-            "the quadruped upside down",
-        )
-        .await?;
-    }
+    // A fall onto the back is a change to expect: its map is built ahead,
+    // as the transformed body's is.
+    s.map_ahead(
+        &args,
+        &quadruped()?,
+        Orientation::UpsideDown,
+        "the quadruped upside down",
+    )
+    .await?;
     s.walk(args.walk).await?;
     let before = s.life.expected().context("no velocity before the fall")?;
     // The first stage's adaptation, re-walked from held-out starts at the end.
@@ -989,27 +1011,19 @@ pub async fn upside_down(args: ScenarioArgs) -> Result<()> {
         );
         return Ok(());
     }
-    let rewalk = HeldOutRewalk {
+    let situation = Rewalk {
         body: quadruped()?,
         damages: vec![Damage::UpsideDown],
-        lead_in: (args.lead_in > 0.0).then(|| LeadIn {
-            gait: in_use.clone(),
-            seconds: args.lead_in,
-        }),
-        starts: args.held_out,
         figure: "fig7_5",
         what: "the quadruped upside down",
     };
-    recovered(
-        rewalk,
+    let recovery = Recovery {
         in_use,
         adopted,
         candidates,
-        args.reference,
-        &out,
-        walks,
-    )
-    .await
+        walks: walks,
+    };
+    recovered(&args, situation, recovery, &out).await
 }
 
 /// A motor that breaks (stuck, limp, weak: thesis 1.2's anomalies) or a
@@ -1031,15 +1045,8 @@ pub async fn damage(args: ScenarioArgs, damage: Damage) -> Result<()> {
     take(&damage)?;
     let mut s = Scenario::start(&args).await?;
     let body = quadruped()?;
-    if args.walks > 0 {
-        s.build_map(
-            &known(body.clone(), 0.0),
-            Orientation::Upright,
-            args.map_walks,
-            "the quadruped",
-        )
+    s.map_ahead(&args, &body, Orientation::Upright, "the quadruped")
         .await?;
-    }
     s.walk(args.walk).await?;
     let before = s.life.expected().context("no velocity before the damage")?;
     s.mark(&format!("damage {damage}")).await?;
@@ -1099,27 +1106,19 @@ pub async fn damage(args: ScenarioArgs, damage: Damage) -> Result<()> {
         );
         return Ok(());
     }
-    let rewalk = HeldOutRewalk {
-        body,
+    let situation = Rewalk {
+        body: body,
         damages: vec![damage],
-        lead_in: (args.lead_in > 0.0).then(|| LeadIn {
-            gait: in_use.clone(),
-            seconds: args.lead_in,
-        }),
-        starts: args.held_out,
         figure: "damage",
         what: "the damaged quadruped",
     };
-    recovered(
-        rewalk,
+    let recovery = Recovery {
         in_use,
         adopted,
         candidates,
-        args.reference,
-        &out,
-        adaptation.walks,
-    )
-    .await
+        walks: adaptation.walks,
+    };
+    recovered(&args, situation, recovery, &out).await
 }
 
 pub async fn ground(args: ScenarioArgs, slippery: f64) -> Result<()> {

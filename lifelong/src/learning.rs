@@ -462,7 +462,9 @@ impl Lifelong {
             }
         }
         if let Some(velocity) = current {
-            return self.keep_current(symptom, velocity, (None, None), began).await;
+            return self
+                .keep_current(symptom, velocity, (None, None), began)
+                .await;
         }
         if let Some(&map) = self.settings.maps.get(&(body, self.orientation)) {
             return self.adapt_from_map(map, symptom, previous, began).await;
@@ -492,7 +494,9 @@ impl Lifelong {
             }
         }
         let (_, Some(gait)) = best else {
-            return self.keep_current(symptom, best.0, (Some(run), None), began).await;
+            return self
+                .keep_current(symptom, best.0, (Some(run), None), began)
+                .await;
         };
         self.take_up(gait, symptom, previous, began, |id| Choice::Relearnt {
             run,
@@ -631,7 +635,9 @@ impl Lifelong {
             .map(|(_, v)| v)
             .fold((0.0, 0usize), |(sum, n), v| (sum + v, n + 1));
         if answered.0 / answered.1.max(1) as f64 <= current {
-            return self.keep_current(symptom, current, (None, Some(map)), began).await;
+            return self
+                .keep_current(symptom, current, (None, Some(map)), began)
+                .await;
         }
         let gait = config
             .apply(&space.clamp(&prior.elites[answer].x))

@@ -348,7 +348,10 @@ async fn a_damaged_robot_adapts_on_itself_from_a_map_of_its_body_and_stores_the_
     let stored = rig.gaits.list(Some(&body_key(&body))).unwrap();
     if adapted.kept_current {
         assert_eq!(adapted.gait, first);
-        assert!(best_trial <= adapted.velocity + 0.02, "{adapted:?}: {best_trial}");
+        assert!(
+            best_trial <= adapted.velocity + 0.02,
+            "{adapted:?}: {best_trial}"
+        );
     } else {
         let new = stored.iter().find(|g| g.id == adapted.gait).unwrap();
         assert_ne!(new.id, first);

@@ -79,6 +79,71 @@ impl Knobs {
     }
 }
 
+/// The emulated quadruped at [`SCALE`], its acknowledgements lost at
+/// `missing_ack`.
+fn emulated_quadruped(missing_ack: f64, seed: u64) -> EmulatedRobot {
+    let example = ExampleRobot::named("quadruped").unwrap();
+    let sim = Simulation::new(&example.morphology().unwrap(), SimSettings::default()).unwrap();
+    EmulatedRobot::spawn(
+        sim,
+        EmulationSettings {
+            time_scale: SCALE,
+            join_delay: 0.5,
+            message_delay: 0.05,
+            missing_ack,
+            seed,
+            ..EmulationSettings::default()
+        },
+    )
+    .unwrap()
+}
+
+/// The emulated robot seen by an emulated CamApp hung `height` metres up,
+/// and the serial backend measuring its walks through the tracker, as
+/// `yamor host --serial` would: the CamApp (keep it alive), where the
+/// camera first saw the robot, and the backend.
+async fn watched(
+    robot: &EmulatedRobot,
+    height: f64,
+) -> (CamApp, yamor_camera::Fix, Arc<dyn Backend>) {
+    let camera = CameraModel {
+        height,
+        ..CameraModel::default()
+    };
+    let camapp = CamApp::serve(
+        std::net::TcpListener::bind("127.0.0.1:0").unwrap(),
+        Box::new(robot.led()),
+        CamAppSettings {
+            model: camera,
+            rate_hz: 50.0,
+            ..CamAppSettings::default()
+        },
+    )
+    .unwrap();
+    let tracker = Arc::new(Tracker::connect(
+        &camapp.address().to_string(),
+        camera,
+        LED_HEIGHT,
+    ));
+    let start = tracker
+        .wait_fresh_async(Instant::now(), Duration::from_secs(10))
+        .await
+        .expect("the camera sees the robot");
+    let backend: Arc<dyn Backend> = Arc::new(
+        SerialBackend::new(
+            SerialSettings {
+                time_scale: SCALE,
+                join_timeout: 2.0,
+                reply_timeout: 1.0,
+                ..SerialSettings::new(robot.path())
+            },
+            Some(tracker as Arc<dyn PositionSource>),
+        )
+        .unwrap(),
+    );
+    (camapp, start, backend)
+}
+
 /// One reset-free session on the emulated quadruped: `evaluations`
 /// random gaits of the repertoire with homing walks between them.
 async fn session(evaluations: usize, knobs: Knobs) -> (Summary, Vec<WalkReport>, usize) {
@@ -162,58 +227,11 @@ async fn session(evaluations: usize, knobs: Knobs) -> (Summary, Vec<WalkReport>,
     assert!(!repertoire.is_empty(), "{repertoire:?}");
 
     // The emulated robot, its camera and the host's backend.
-    let robot = ExampleRobot::named("quadruped").unwrap();
-    let sim = Simulation::new(&robot.morphology().unwrap(), SimSettings::default()).unwrap();
-    let robot = EmulatedRobot::spawn(
-        sim,
-        EmulationSettings {
-            time_scale: SCALE,
-            join_delay: 0.5,
-            message_delay: 0.05,
-            missing_ack: 0.2,
-            seed: knobs.seed,
-            ..EmulationSettings::default()
-        },
-    )
-    .unwrap();
+    let robot = emulated_quadruped(0.2, knobs.seed);
     // A camera hung high enough to see ±2.5 m: a robot that leaves the
     // field is still seen (and the test fails saying so, rather than on a
     // lost fix).
-    let camera = CameraModel {
-        height: 6.0,
-        ..CameraModel::default()
-    };
-    let camapp = CamApp::serve(
-        std::net::TcpListener::bind("127.0.0.1:0").unwrap(),
-        Box::new(robot.led()),
-        CamAppSettings {
-            model: camera,
-            rate_hz: 50.0,
-            ..CamAppSettings::default()
-        },
-    )
-    .unwrap();
-    let tracker = Arc::new(Tracker::connect(
-        &camapp.address().to_string(),
-        camera,
-        LED_HEIGHT,
-    ));
-    let start = tracker
-        .wait_fresh_async(Instant::now(), Duration::from_secs(10))
-        .await
-        .expect("the camera sees the robot");
-    let backend: Arc<dyn Backend> = Arc::new(
-        SerialBackend::new(
-            SerialSettings {
-                time_scale: SCALE,
-                join_timeout: 2.0,
-                reply_timeout: 1.0,
-                ..SerialSettings::new(robot.path())
-            },
-            Some(tracker.clone() as Arc<dyn PositionSource>),
-        )
-        .unwrap(),
-    );
+    let (camapp, start, backend) = watched(&robot, 6.0).await;
 
     // The default camera's field, about 1.1 m either side; walks of up
     // to about 0.75 m.
@@ -339,56 +357,9 @@ async fn homing_keeps_the_emulated_quadruped_inside_the_field() {
 async fn a_motor_broken_while_the_emulated_robot_runs_slows_its_walks() {
     use yamor_core::evaluation::DefectMode;
     use yamor_lifelong::reset_free::WalkingRobot as _;
-    let example = ExampleRobot::named("quadruped").unwrap();
-    let sim = Simulation::new(&example.morphology().unwrap(), SimSettings::default()).unwrap();
-    let robot = EmulatedRobot::spawn(
-        sim,
-        EmulationSettings {
-            time_scale: SCALE,
-            join_delay: 0.5,
-            message_delay: 0.05,
-            missing_ack: 0.0,
-            seed: 1,
-            ..EmulationSettings::default()
-        },
-    )
-    .unwrap();
+    let robot = emulated_quadruped(0.0, 1);
     assert!(robot.damage(99, DefectMode::Stuck).is_err());
-    let camera = CameraModel {
-        height: 12.0,
-        ..CameraModel::default()
-    };
-    let camapp = CamApp::serve(
-        std::net::TcpListener::bind("127.0.0.1:0").unwrap(),
-        Box::new(robot.led()),
-        CamAppSettings {
-            model: camera,
-            rate_hz: 50.0,
-            ..CamAppSettings::default()
-        },
-    )
-    .unwrap();
-    let tracker = Arc::new(Tracker::connect(
-        &camapp.address().to_string(),
-        camera,
-        LED_HEIGHT,
-    ));
-    tracker
-        .wait_fresh_async(Instant::now(), Duration::from_secs(10))
-        .await
-        .expect("the camera sees the robot");
-    let backend: Arc<dyn Backend> = Arc::new(
-        SerialBackend::new(
-            SerialSettings {
-                time_scale: SCALE,
-                join_timeout: 2.0,
-                reply_timeout: 1.0,
-                ..SerialSettings::new(robot.path())
-            },
-            Some(tracker.clone() as Arc<dyn PositionSource>),
-        )
-        .unwrap(),
-    );
+    let (camapp, _, backend) = watched(&robot, 12.0).await;
     let learnt = RobotConfig::from_xml_str(
         "learnt.xml",
         include_str!("../../examples/robots/quadruped/learnt.xml"),
