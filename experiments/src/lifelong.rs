@@ -539,7 +539,6 @@ pub async fn transform(args: ScenarioArgs) -> Result<()> {
         robot_s: s.life.elapsed().await? - change_robot_s,
         gait: s.life.gait().clone(),
     };
-    let adopted_robot_s = adopted.robot_s;
     report(&adaptation);
     print_shortlist(s.life.events());
     let later = s.walk(args.walk).await?;
@@ -586,16 +585,8 @@ pub async fn transform(args: ScenarioArgs) -> Result<()> {
     );
     let out = s.out.clone();
     s.finish("fig7_4").await?;
-    if args.held_out == 0 {
-        println!(
-            "adapted in {} walks on the robot ({:.1} robot minutes); no held-out re-walk (--held-out 0)",
-            adaptation.walks,
-            adopted_robot_s / 60.0
-        );
-        return Ok(());
-    }
     let situation = Rewalk {
-        body: body,
+        body,
         damages: Vec::new(),
         figure: "fig7_4",
         what: "the transformed body",
@@ -643,6 +634,13 @@ async fn recovered(
         candidates,
         walks,
     } = recovery;
+    if args.held_out == 0 {
+        println!(
+            "adapted in {walks} walks on the robot ({:.1} robot minutes); no held-out re-walk (--held-out 0)",
+            adopted.robot_s / 60.0
+        );
+        return Ok(());
+    }
     let rewalk = HeldOutRewalk {
         body: situation.body,
         damages: situation.damages,
@@ -1004,13 +1002,6 @@ pub async fn upside_down(args: ScenarioArgs) -> Result<()> {
     let Some((in_use, adopted, candidates, walks)) = fallen else {
         bail!("the fall was never detected: nothing adapted");
     };
-    if args.held_out == 0 {
-        println!(
-            "adapted in {walks} walks on the robot ({:.1} robot minutes); no held-out re-walk (--held-out 0)",
-            adopted.robot_s / 60.0
-        );
-        return Ok(());
-    }
     let situation = Rewalk {
         body: quadruped()?,
         damages: vec![Damage::UpsideDown],
@@ -1021,7 +1012,7 @@ pub async fn upside_down(args: ScenarioArgs) -> Result<()> {
         in_use,
         adopted,
         candidates,
-        walks: walks,
+        walks,
     };
     recovered(&args, situation, recovery, &out).await
 }
@@ -1098,16 +1089,8 @@ pub async fn damage(args: ScenarioArgs, damage: Damage) -> Result<()> {
     s.walk(args.walk).await?;
     let out = s.out.clone();
     s.finish("damage").await?;
-    if args.held_out == 0 {
-        println!(
-            "adapted in {} walks on the robot ({:.1} robot minutes); no held-out re-walk (--held-out 0)",
-            adaptation.walks,
-            adopted.robot_s / 60.0
-        );
-        return Ok(());
-    }
     let situation = Rewalk {
-        body: body,
+        body,
         damages: vec![damage],
         figure: "damage",
         what: "the damaged quadruped",
