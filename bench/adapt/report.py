@@ -18,6 +18,12 @@ CASES = ["stuck:5", "limp:2", "weak:0", "upside-down", "friction:0.3", "engine:r
 GOAL = 0.9
 
 
+def pct_down(share):
+    """A share as a whole percentage, rounded down: 89.99 % is not 90 %."""
+    import math
+    return f"{math.floor(share * 100 + 1e-9):.0f}"
+
+
 def load():
     runs = {}
     for path in sorted(RUNS.glob("*.json")):
@@ -131,7 +137,7 @@ def main():
             med_aw = f"{statistics.median(aw):g}" if aw else "?"
             met = reach == len(rs) == 5 and med_walks <= 10 and max(walks) <= 20
             sum_rows.append([case, cm(bk), src, method, len(rs), cm(statistics.median(vals)), cm(min(vals)),
-                             f"{statistics.median(pct) * 100:.0f}", f"{min(pct) * 100:.0f}", reach,
+                             pct_down(statistics.median(pct)), pct_down(min(pct)), reach,
                              med_walks, med_aw, "met" if met else "not met"])
             table.append(f"| {case} | {cm(bk)} ({src}) | {method} | {cm(statistics.median(vals))} | "
                          f"{cm(min(vals))} | {statistics.median(pct) * 100:.0f} % ({min(pct) * 100:.0f} %) | "
