@@ -48,8 +48,10 @@ pub enum LifelongCommand {
         #[command(flatten)]
         args: lifelong::ScenarioArgs,
         /// What happens: stuck:M, limp:M, weak:M (module M's motor) or
-        /// friction:F.
-        #[arg(long, default_value = "stuck:5")]
+        /// friction:F. The default, a limp hip, slows the learnt gait by
+        /// half; a stuck knee (stuck:5) or a polished floor (friction:0.3)
+        /// hardly slows it, and no anomaly is raised.
+        #[arg(long, default_value = "limp:2")]
         damage: yamor_core::damage::Damage,
     },
     /// The gaits database of an organizer's SQLite file (thesis 7.8.2).
