@@ -92,6 +92,14 @@ impl Plugin for ItePlugin {
                     1.0,
                     0.9,
                 ),
+                SettingSpec {
+                    name: "confirm".into(),
+                    description: "walks the answer must have before the stop rule ends the run \
+                                  (a single walk of a chaotic gait can mislead)"
+                        .into(),
+                    kind: SettingKind::Integer { min: 1, max: 10 },
+                    default: SettingValue::Int(2),
+                },
                 float(
                     "stop_sd",
                     "the stop rule's best prediction is an elite's mean plus this many \
@@ -159,6 +167,8 @@ pub struct IteConfig {
     /// stop rule: a region no walk has told anything about yet is not
     /// taken as known to be worse.
     pub stop_sd: f64,
+    /// Walks the answer must have before the stop rule ends the run.
+    pub confirm: usize,
 }
 
 impl Default for IteConfig {
@@ -171,6 +181,7 @@ impl Default for IteConfig {
             },
             stop: 0.9,
             stop_sd: 0.1,
+            confirm: 2,
         }
     }
 }
@@ -187,6 +198,7 @@ impl TryFrom<&Settings> for IteConfig {
             },
             stop: s.float("stop")?,
             stop_sd: s.float("stop_sd")?,
+            confirm: usize::try_from(s.int("confirm")?).unwrap_or(1),
         })
     }
 }
@@ -276,10 +288,14 @@ impl Optimizer for Ite {
         if !self.pending.is_empty() {
             return Step::Wait;
         }
-        if matches!(self.progress(), Progress::Stopped { .. }) {
-            return Step::Finished;
-        }
-        let elite = self.next_elite();
+        let elite = if matches!(self.progress(), Progress::Stopped { .. }) {
+            match self.answer() {
+                Some(answer) if self.model.walks_of(answer) < self.config.confirm => answer,
+                _ => return Step::Finished,
+            }
+        } else {
+            self.next_elite()
+        };
         let tag = self.next_tag;
         self.next_tag += 1;
         self.pending.insert(tag, elite);

@@ -130,6 +130,12 @@ impl Model {
         self.observed.len()
     }
 
+    /// Walks told of elite `i`.
+    #[must_use]
+    pub fn walks_of(&self, i: usize) -> usize {
+        self.observed.iter().filter(|(e, _)| *e == i).count()
+    }
+
     /// The posterior mean and standard deviation of every elite (m/s).
     #[must_use]
     pub fn predict(&self) -> Vec<(f64, f64)> {

@@ -172,9 +172,29 @@ fn the_first_walk_is_the_maps_best_and_an_intact_robot_stops_there() {
     assert_eq!(opt.ask(), Step::Wait, "one walk at a time");
     opt.tell(c[0].tag, Fitness::Value(best.value));
     assert!(matches!(opt.progress(), Progress::Stopped { .. }));
+    // The answer is walked once more before the run ends (`confirm` 2):
+    // one walk of a chaotic gait can mislead.
+    let Step::Evaluate(again) = opt.ask() else {
+        panic!("the answer was not confirmed")
+    };
+    assert_eq!(again[0].x, best.x);
+    opt.tell(again[0].tag, Fitness::Value(best.value));
     assert_eq!(opt.ask(), Step::Finished);
     assert_eq!(opt.recommendation(), Some(best.x.clone()));
     assert_eq!(opt.finalists(), Some(vec![best.x.clone()]));
+    // With `confirm` 1, IT&E's own, it ends after the one walk.
+    let mut once = ite(
+        &prior,
+        IteConfig {
+            confirm: 1,
+            ..IteConfig::default()
+        },
+    );
+    let Step::Evaluate(c) = once.ask() else {
+        panic!("no first walk")
+    };
+    once.tell(c[0].tag, Fitness::Value(best.value));
+    assert_eq!(once.ask(), Step::Finished);
 }
 
 #[test]
