@@ -299,6 +299,36 @@ impl Scenario {
         }
     }
 
+    /// What `adaptation` left to judge, read as soon as it is over: the
+    /// gait adopted and when (since `wall` and the change's robot second),
+    /// and its run's best candidates when held-out re-walks are asked.
+    async fn recovery(
+        &mut self,
+        args: &ScenarioArgs,
+        adaptation: &Adaptation,
+        in_use: RobotConfig,
+        wall: std::time::Instant,
+        change_robot_s: f64,
+    ) -> Result<Recovery> {
+        let adopted = Adopted {
+            wall_s: wall.elapsed().as_secs_f64(),
+            robot_s: self.life.elapsed().await? - change_robot_s,
+            gait: self.life.gait().clone(),
+        };
+        let candidates = match adaptation.run.or(adaptation.map) {
+            Some(run) if args.held_out > 0 => {
+                best_relearnt(&self.cluster, run, args.held_out_candidates).await?
+            }
+            _ => Vec::new(),
+        };
+        Ok(Recovery {
+            in_use,
+            adopted,
+            candidates,
+            walks: adaptation.walks,
+        })
+    }
+
     /// Builds a map of gaits on the cluster for `body` lying as
     /// `orientation` says (a change expected ahead), from the gait in use,
     /// with `--map-walks` walks, and has the loop adapt from it once the
@@ -534,11 +564,9 @@ pub async fn transform(args: ScenarioArgs) -> Result<()> {
     let in_use = s.life.gait().clone();
     let change_robot_s = s.changes.last().map_or(0.0, |c| c.0);
     let adaptation = s.life.adapt(Symptom::ModuleInserted).await?;
-    let adopted = Adopted {
-        wall_s: wall.elapsed().as_secs_f64(),
-        robot_s: s.life.elapsed().await? - change_robot_s,
-        gait: s.life.gait().clone(),
-    };
+    let recovery = s
+        .recovery(&args, &adaptation, in_use, wall, change_robot_s)
+        .await?;
     report(&adaptation);
     print_shortlist(s.life.events());
     let later = s.walk(args.walk).await?;
@@ -549,12 +577,6 @@ pub async fn transform(args: ScenarioArgs) -> Result<()> {
             args.walk
         );
     }
-    let candidates = match adaptation.run.or(adaptation.map) {
-        Some(run) if args.held_out > 0 => {
-            best_relearnt(&s.cluster, run, args.held_out_candidates).await?
-        }
-        _ => Vec::new(),
-    };
     let after = s.life.expected().unwrap_or(0.0);
     let events = s.life.events().to_vec();
     let target = 0.9 * before;
@@ -590,12 +612,6 @@ pub async fn transform(args: ScenarioArgs) -> Result<()> {
         damages: Vec::new(),
         figure: "fig7_4",
         what: "the transformed body",
-    };
-    let recovery = Recovery {
-        in_use,
-        adopted,
-        candidates,
-        walks: adaptation.walks,
     };
     recovered(&args, situation, recovery, &out).await
 }
@@ -973,18 +989,7 @@ pub async fn upside_down(args: ScenarioArgs) -> Result<()> {
                 report(&a);
                 print_shortlist(s.life.events());
                 if upside_down {
-                    let adopted = Adopted {
-                        wall_s: wall.elapsed().as_secs_f64(),
-                        robot_s: s.life.elapsed().await? - change_robot_s,
-                        gait: s.life.gait().clone(),
-                    };
-                    let candidates = match a.run.or(a.map) {
-                        Some(run) if args.held_out > 0 => {
-                            best_relearnt(&s.cluster, run, args.held_out_candidates).await?
-                        }
-                        _ => Vec::new(),
-                    };
-                    fallen = Some((in_use, adopted, candidates, a.walks));
+                    fallen = Some(s.recovery(&args, &a, in_use, wall, change_robot_s).await?);
                 }
             }
             None => println!("{stage}: nothing detected"),
@@ -999,7 +1004,7 @@ pub async fn upside_down(args: ScenarioArgs) -> Result<()> {
     }
     let out = s.out.clone();
     s.finish("upside_down").await?;
-    let Some((in_use, adopted, candidates, walks)) = fallen else {
+    let Some(recovery) = fallen else {
         bail!("the fall was never detected: nothing adapted");
     };
     let situation = Rewalk {
@@ -1007,12 +1012,6 @@ pub async fn upside_down(args: ScenarioArgs) -> Result<()> {
         damages: vec![Damage::UpsideDown],
         figure: "fig7_5",
         what: "the quadruped upside down",
-    };
-    let recovery = Recovery {
-        in_use,
-        adopted,
-        candidates,
-        walks,
     };
     recovered(&args, situation, recovery, &out).await
 }
@@ -1073,19 +1072,11 @@ pub async fn damage(args: ScenarioArgs, damage: Damage) -> Result<()> {
         before * 100.0
     );
     let adaptation = s.life.adapt(symptom).await?;
-    let adopted = Adopted {
-        wall_s: wall.elapsed().as_secs_f64(),
-        robot_s: s.life.elapsed().await? - change_robot_s,
-        gait: s.life.gait().clone(),
-    };
+    let recovery = s
+        .recovery(&args, &adaptation, in_use, wall, change_robot_s)
+        .await?;
     report(&adaptation);
     print_shortlist(s.life.events());
-    let candidates = match adaptation.run.or(adaptation.map) {
-        Some(run) if args.held_out > 0 => {
-            best_relearnt(&s.cluster, run, args.held_out_candidates).await?
-        }
-        _ => Vec::new(),
-    };
     s.walk(args.walk).await?;
     let out = s.out.clone();
     s.finish("damage").await?;
@@ -1094,12 +1085,6 @@ pub async fn damage(args: ScenarioArgs, damage: Damage) -> Result<()> {
         damages: vec![damage],
         figure: "damage",
         what: "the damaged quadruped",
-    };
-    let recovery = Recovery {
-        in_use,
-        adopted,
-        candidates,
-        walks: adaptation.walks,
     };
     recovered(&args, situation, recovery, &out).await
 }

@@ -601,7 +601,11 @@ impl Lifelong {
         let current = self.load_and_measure(self.gait.clone()).await?;
         let mut ite = Ite::new(&space, &prior, &self.settings.ite);
         for walk in 0..self.settings.adapt_walks.saturating_sub(1) {
-            let elite = ite.next_elite();
+            // What ask() walks: a confirmation of the answer, once the
+            // search has stopped, is recorded as the walk of that elite.
+            let Some(elite) = ite.next_walk() else {
+                break;
+            };
             let (predicted, sd) = ite.model().predict()[elite];
             let Step::Evaluate(candidates) = ite.ask() else {
                 break;
@@ -625,16 +629,11 @@ impl Lifelong {
                 robot_s,
             });
         }
-        let answer = ite
-            .answer()
-            .ok_or_else(|| LifelongError::Run(format!("no walk of run {map}'s map")))?;
-        let answered = ite
+        let (answer, answered) = ite
             .model()
-            .walked()
-            .filter(|(elite, _)| *elite == answer)
-            .map(|(_, v)| v)
-            .fold((0.0, 0usize), |(sum, n), v| (sum + v, n + 1));
-        if answered.0 / answered.1.max(1) as f64 <= current {
+            .best_mean_walked()
+            .ok_or_else(|| LifelongError::Run(format!("no walk of run {map}'s map")))?;
+        if answered <= current {
             return self
                 .keep_current(symptom, current, (None, Some(map)), began)
                 .await;

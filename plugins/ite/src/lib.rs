@@ -279,7 +279,19 @@ impl Ite {
     /// The elite whose walks were best on average, the answer.
     #[must_use]
     pub fn answer(&self) -> Option<usize> {
-        self.model.best_mean_walked()
+        self.model.best_mean_walked().map(|(elite, _)| elite)
+    }
+
+    /// The elite [`Optimizer::ask`] walks next: the best by UCB while the
+    /// search goes on, then the answer until it has `confirm` walks;
+    /// `None` once the run is over.
+    #[must_use]
+    pub fn next_walk(&self) -> Option<usize> {
+        if !matches!(self.progress(), Progress::Stopped { .. }) {
+            return Some(self.next_elite());
+        }
+        self.answer()
+            .filter(|&answer| self.model.walks_of(answer) < self.config.confirm)
     }
 }
 
@@ -288,13 +300,8 @@ impl Optimizer for Ite {
         if !self.pending.is_empty() {
             return Step::Wait;
         }
-        let elite = if matches!(self.progress(), Progress::Stopped { .. }) {
-            match self.answer() {
-                Some(answer) if self.model.walks_of(answer) < self.config.confirm => answer,
-                _ => return Step::Finished,
-            }
-        } else {
-            self.next_elite()
+        let Some(elite) = self.next_walk() else {
+            return Step::Finished;
         };
         let tag = self.next_tag;
         self.next_tag += 1;

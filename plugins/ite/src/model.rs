@@ -167,9 +167,9 @@ impl Model {
 
 impl Model {
     /// The elite whose walks were best on average (a walk is noisy: an
-    /// elite walked twice is judged on both).
+    /// elite walked twice is judged on both), with that mean (m/s).
     #[must_use]
-    pub fn best_mean_walked(&self) -> Option<usize> {
+    pub fn best_mean_walked(&self) -> Option<(usize, f64)> {
         let mut sums: std::collections::BTreeMap<usize, (f64, usize)> = Default::default();
         for (i, y) in &self.observed {
             let e = sums.entry(*i).or_default();
@@ -179,7 +179,7 @@ impl Model {
         sums.into_iter()
             .map(|(i, (sum, n))| (i, sum / n as f64))
             .max_by(|a, b| a.1.total_cmp(&b.1))
-            .map(|(i, _)| i)
+            .map(|(i, mean)| (i, mean * self.scale))
     }
 
     /// The lowest of 0 (standing still), every map value and every walk.

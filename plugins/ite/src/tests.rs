@@ -173,12 +173,16 @@ fn the_first_walk_is_the_maps_best_and_an_intact_robot_stops_there() {
     opt.tell(c[0].tag, Fitness::Value(best.value));
     assert!(matches!(opt.progress(), Progress::Stopped { .. }));
     // The answer is walked once more before the run ends (`confirm` 2):
-    // one walk of a chaotic gait can mislead.
+    // one walk of a chaotic gait can mislead. `next_walk` says so before
+    // `ask`, for a caller that records which elite each walk is.
+    let best_index = prior.elites.iter().position(|e| e.x == best.x);
+    assert_eq!(opt.next_walk(), best_index);
     let Step::Evaluate(again) = opt.ask() else {
         panic!("the answer was not confirmed")
     };
     assert_eq!(again[0].x, best.x);
     opt.tell(again[0].tag, Fitness::Value(best.value));
+    assert_eq!(opt.next_walk(), None);
     assert_eq!(opt.ask(), Step::Finished);
     assert_eq!(opt.recommendation(), Some(best.x.clone()));
     assert_eq!(opt.finalists(), Some(vec![best.x.clone()]));
