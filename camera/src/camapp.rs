@@ -12,6 +12,13 @@
 //! number a careless client could take for a position. A client knows the
 //! LED is lost by the silence (`wait_fresh` times out).
 //!
+//! A robot may carry a second LED along its long axis, so that the camera
+//! sees which way it faces as well as where it is (one LED's track tells a
+//! heading only from how the robot moved, which a chaotic gait makes a
+//! poor guess). Its frames carry both pixels on one line, the position
+//! LED first: `x y x2 y2\n`. A frame where the second LED is not seen
+//! sends the first alone, as a one-LED CamApp does.
+//!
 //! The pixel is the LED's world position through a [`CameraModel`]
 //! (distortion included), plus seeded Gaussian pixel noise, rounded to the
 //! nearest integer as a blob centroid reported in whole pixels would be.
@@ -31,6 +38,23 @@ use rand_chacha::ChaCha8Rng;
 
 /// Where the LED is now (world metres), or `None` when it is dark.
 pub type LedSource = Box<dyn Fn() -> Option<[f64; 3]> + Send + Sync>;
+
+/// What the camera looks at: the LED whose position is the robot's, and
+/// optionally a second one whose direction from the first is the robot's
+/// heading.
+pub struct Leds {
+    pub position: LedSource,
+    pub heading: Option<LedSource>,
+}
+
+impl From<LedSource> for Leds {
+    fn from(position: LedSource) -> Self {
+        Leds {
+            position,
+            heading: None,
+        }
+    }
+}
 
 /// An LED `radius` m around the origin at [`LED_HEIGHT`], circling at
 /// 0.3 rad/s (a turn in about 21 s) from now.
@@ -141,18 +165,27 @@ impl CamApp {
     /// Binds `address` (port 0: any free port) and [serves](Self::serve) there.
     pub fn bind(
         address: SocketAddr,
-        led: LedSource,
+        leds: Leds,
         settings: CamAppSettings,
     ) -> Result<Self, CamAppError> {
         let listener =
             TcpListener::bind(address).map_err(|error| CamAppError::Bind { address, error })?;
-        Self::serve(listener, led, settings)
+        Self::serve_leds(listener, leds, settings)
     }
 
     /// Serves frames of `led` on `listener` until shut down.
     pub fn serve(
         listener: TcpListener,
         led: LedSource,
+        settings: CamAppSettings,
+    ) -> Result<Self, CamAppError> {
+        Self::serve_leds(listener, led.into(), settings)
+    }
+
+    /// Serves frames of both `leds` on `listener` until shut down.
+    pub fn serve_leds(
+        listener: TcpListener,
+        leds: Leds,
         settings: CamAppSettings,
     ) -> Result<Self, CamAppError> {
         settings.check()?;
@@ -171,7 +204,7 @@ impl CamApp {
             let (stop, clients) = (stop.clone(), clients.clone());
             std::thread::Builder::new()
                 .name("camapp-frames".into())
-                .spawn(move || frame_loop(&led, &settings, &stop, &clients))?
+                .spawn(move || frame_loop(&leds, &settings, &stop, &clients))?
         };
         Ok(CamApp {
             address,
@@ -258,7 +291,7 @@ fn write_loop(mut stream: TcpStream, queue: &Receiver<Arc<str>>) {
 }
 
 fn frame_loop(
-    led: &LedSource,
+    leds: &Leds,
     settings: &CamAppSettings,
     stop: &AtomicBool,
     clients: &Mutex<Vec<Client>>,
@@ -267,7 +300,8 @@ fn frame_loop(
     let period = Duration::from_secs_f64(1.0 / settings.rate_hz);
     let mut next = Instant::now();
     while !stop.load(Ordering::Relaxed) {
-        if let Some(line) = frame(led(), settings, &mut rng) {
+        let second = leds.heading.as_ref().and_then(|led| led());
+        if let Some(line) = frame((leds.position)(), second, settings, &mut rng) {
             let line: Arc<str> = line.into();
             // A full queue is a slow reader: it misses this frame. A
             // disconnected one is a writer that ended: the client left.
@@ -288,15 +322,28 @@ fn frame_loop(
     }
 }
 
-/// The line CamApp sends for an LED at `led`, if it sees it.
-fn frame(led: Option<[f64; 3]>, settings: &CamAppSettings, rng: &mut ChaCha8Rng) -> Option<String> {
-    let p = settings.model.project(led?)?;
-    let pixel = [
-        (p[0] + gaussian(rng) * settings.noise_px).round(),
-        (p[1] + gaussian(rng) * settings.noise_px).round(),
-    ];
-    // The noise may push a point at the edge out: then CamApp has lost it.
-    CameraModel::in_image(pixel).then(|| format!("{} {}\n", pixel[0] as u16, pixel[1] as u16))
+/// The line CamApp sends for an LED at `led` (and a second at `second`),
+/// if it sees it.
+fn frame(
+    led: Option<[f64; 3]>,
+    second: Option<[f64; 3]>,
+    settings: &CamAppSettings,
+    rng: &mut ChaCha8Rng,
+) -> Option<String> {
+    let mut seen = |led: [f64; 3]| {
+        let p = settings.model.project(led)?;
+        let pixel = [
+            (p[0] + gaussian(rng) * settings.noise_px).round(),
+            (p[1] + gaussian(rng) * settings.noise_px).round(),
+        ];
+        // The noise may push a point at the edge out: then CamApp has lost it.
+        CameraModel::in_image(pixel).then_some([pixel[0] as u16, pixel[1] as u16])
+    };
+    let [x, y] = seen(led?)?;
+    Some(match second.and_then(seen) {
+        Some([x2, y2]) => format!("{x} {y} {x2} {y2}\n"),
+        None => format!("{x} {y}\n"),
+    })
 }
 
 /// A standard normal draw (Box–Muller; rand_distr is not a dependency).
@@ -463,7 +510,7 @@ mod tests {
     fn binding_a_taken_address_names_it() {
         let taken = TcpListener::bind("127.0.0.1:0").unwrap();
         let address = taken.local_addr().unwrap();
-        let error = CamApp::bind(address, circling(1.0), CamAppSettings::default())
+        let error = CamApp::bind(address, circling(1.0).into(), CamAppSettings::default())
             .err()
             .unwrap();
         assert!(
@@ -473,7 +520,7 @@ mod tests {
             "{error}"
         );
         let any = "127.0.0.1:0".parse().unwrap();
-        let server = CamApp::bind(any, circling(1.0), CamAppSettings::default()).unwrap();
+        let server = CamApp::bind(any, circling(1.0).into(), CamAppSettings::default()).unwrap();
         assert_ne!(server.address().port(), 0);
     }
 

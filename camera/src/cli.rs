@@ -12,7 +12,7 @@ use std::time::Duration;
 use clap::{Args, Subcommand};
 
 use crate::PositionSource;
-use crate::camapp::{CamApp, CamAppError, CamAppSettings, LedSource, circling};
+use crate::camapp::{CamApp, CamAppError, CamAppSettings, Leds, circling};
 use crate::model::{CAMERA_HEIGHT, CameraModel, LED_HEIGHT, Sample};
 use crate::survey::{self, SurveyError, load_model};
 use crate::tracker::Tracker;
@@ -110,19 +110,14 @@ pub fn position_source(address: &str, model: Option<&Path>) -> Result<Arc<dyn Po
     Ok(Arc::new(Tracker::connect(address, model, LED_HEIGHT)))
 }
 
-/// An emulated CamApp watching `led` through the default camera.
-pub fn emulate_for(
-    address: SocketAddr,
-    led: impl Fn() -> Option<[f64; 3]> + Send + Sync + 'static,
-    noise: f64,
-    seed: u64,
-) -> Result<CamApp> {
+/// An emulated CamApp watching `leds` through the default camera.
+pub fn emulate_for(address: SocketAddr, leds: Leds, noise: f64, seed: u64) -> Result<CamApp> {
     let settings = CamAppSettings::new(CameraModel::default(), noise, seed);
-    serve(address, Box::new(led), settings)
+    serve(address, leds, settings)
 }
 
-fn serve(address: SocketAddr, led: LedSource, settings: CamAppSettings) -> Result<CamApp> {
-    let camapp = CamApp::bind(address, led, settings)?;
+fn serve(address: SocketAddr, leds: Leds, settings: CamAppSettings) -> Result<CamApp> {
+    let camapp = CamApp::bind(address, leds, settings)?;
     eprintln!("emulated CamApp on {}", camapp.address());
     Ok(camapp)
 }
@@ -154,7 +149,7 @@ pub fn camera(
         }
         CameraCommand::Emulate(a) => {
             let settings = CamAppSettings::new(load_model(a.model.as_deref())?, a.noise, 1);
-            let _camapp = serve(a.listen, circling(a.radius), settings)?;
+            let _camapp = serve(a.listen, circling(a.radius).into(), settings)?;
             let radius = a.radius;
             eprintln!(
                 "the LED circles {radius} m around the origin at {LED_HEIGHT} m; Ctrl-C stops"

@@ -31,9 +31,31 @@ use std::time::{Duration, Instant};
 pub use model::{CAMERA_HEIGHT, CameraModel, LED_HEIGHT};
 pub use tracker::{Fix, Tracker, TrackerError};
 
+/// Where the robot is on the floor, and which way it faces when that is
+/// seen.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Pose {
+    pub x: f64,
+    pub y: f64,
+    /// The long axis' direction (rad, counter-clockwise from +x): seen
+    /// only with a second LED on the robot.
+    pub heading: Option<f64>,
+}
+
 /// Where the robot is on the floor: the LED tracker, or a stand-in in tests.
 pub trait PositionSource: Send + Sync {
     /// The first position measured after `after`, waiting up to `timeout`;
     /// (x, y) in metres on the floor.
     fn fix_after(&self, after: Instant, timeout: Duration) -> Result<(f64, f64), TrackerError>;
+
+    /// [`fix_after`](Self::fix_after) with the heading, when the source
+    /// sees it.
+    fn pose_after(&self, after: Instant, timeout: Duration) -> Result<Pose, TrackerError> {
+        let (x, y) = self.fix_after(after, timeout)?;
+        Ok(Pose {
+            x,
+            y,
+            heading: None,
+        })
+    }
 }

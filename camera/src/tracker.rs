@@ -33,7 +33,11 @@ pub struct Fix {
     /// Floor position of the LED (m).
     pub x: f64,
     pub y: f64,
-    /// What CamApp sent.
+    /// Where the robot's long axis points on the floor (rad,
+    /// counter-clockwise from +x): the direction from the LED to the
+    /// robot's second LED, when CamApp sees one.
+    pub heading: Option<f64>,
+    /// What CamApp sent (the first LED's pixel).
     pub pixel: [u16; 2],
     /// When it arrived.
     pub at: Instant,
@@ -233,6 +237,18 @@ impl PositionSource for Tracker {
     fn fix_after(&self, after: Instant, timeout: Duration) -> Result<(f64, f64), TrackerError> {
         self.wait_fresh(after, timeout).map(|f| (f.x, f.y))
     }
+
+    fn pose_after(
+        &self,
+        after: Instant,
+        timeout: Duration,
+    ) -> Result<crate::Pose, TrackerError> {
+        self.wait_fresh(after, timeout).map(|f| crate::Pose {
+            x: f.x,
+            y: f.y,
+            heading: f.heading,
+        })
+    }
 }
 
 impl Drop for Tracker {
@@ -242,6 +258,22 @@ impl Drop for Tracker {
             let _ = t.join();
         }
     }
+}
+
+/// A CamApp line (without its `\n`) as the LED's pixel and, when the line
+/// has four numbers (`x y x2 y2`), the second LED's; `None` for garbage.
+#[must_use]
+pub fn parse_frame(line: &[u8]) -> Option<([u16; 2], Option<[u16; 2]>)> {
+    if let Some(pixel) = parse_line(line) {
+        return Some((pixel, None));
+    }
+    let text = std::str::from_utf8(line).ok()?;
+    let numbers: Vec<&str> = text.split([' ', '\t', '\r']).filter(|t| !t.is_empty()).collect();
+    let [x, y, x2, y2] = numbers.as_slice() else {
+        return None;
+    };
+    let pair = |x: &str, y: &str| parse_line(format!("{x} {y}").as_bytes());
+    Some((pair(x, y)?, Some(pair(x2, y2)?)))
 }
 
 /// A CamApp line (without its `\n`) as a pixel, or `None` for garbage.
@@ -381,8 +413,8 @@ impl Reader {
                     }
                     continue;
                 }
-                match (overlong, parse_line(&line)) {
-                    (false, Some(pixel)) => self.fix(pixel),
+                match (overlong, parse_frame(&line)) {
+                    (false, Some((pixel, second))) => self.fix(pixel, second),
                     _ => self.garbage(&line),
                 }
                 line.clear();
@@ -392,13 +424,22 @@ impl Reader {
         "stopped".into()
     }
 
-    fn fix(&self, pixel: [u16; 2]) {
-        let [x, y] = self
-            .model
-            .unproject([f64::from(pixel[0]), f64::from(pixel[1])], self.led_height);
+    fn fix(&self, pixel: [u16; 2], second: Option<[u16; 2]>) {
+        let floor = |p: [u16; 2]| {
+            self.model
+                .unproject([f64::from(p[0]), f64::from(p[1])], self.led_height)
+        };
+        let [x, y] = floor(pixel);
+        // Both LEDs at the same height: the line between them on the floor
+        // is the robot's long axis.
+        let heading = second.map(|p| {
+            let [x2, y2] = floor(p);
+            (y2 - y).atan2(x2 - x)
+        });
         let fix = Fix {
             x,
             y,
+            heading,
             pixel,
             at: Instant::now(),
         };
@@ -473,6 +514,24 @@ mod tests {
             b"\x003 4",
         ] {
             assert_eq!(parse_line(bad), None, "{:?}", String::from_utf8_lossy(bad));
+        }
+    }
+
+    #[test]
+    fn a_frame_is_one_pixel_pair_or_two() {
+        assert_eq!(parse_frame(b"7 , 8"), Some(([7, 8], None)));
+        assert_eq!(
+            parse_frame(b"320 240 330 238\r"),
+            Some(([320, 240], Some([330, 238])))
+        );
+        for bad in [
+            &b"1 2 3"[..],
+            b"1 2 3 4 5",
+            b"1 2 640 4",
+            b"1,2,3,4",
+            b"1 2 3 x",
+        ] {
+            assert_eq!(parse_frame(bad), None, "{:?}", String::from_utf8_lossy(bad));
         }
     }
 }

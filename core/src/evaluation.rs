@@ -604,6 +604,13 @@ pub mod descriptors {
     /// the robot's front (back) limbs, 0–1.
     pub const FRONT_DUTY: &str = "front_duty";
     pub const BACK_DUTY: &str = "back_duty";
+    /// Where the robot's long axis pointed in the world at the measured
+    /// window's start and end (°, counter-clockwise from +x, in
+    /// (−180, 180]): its pose, not its behaviour, reported by a walker
+    /// that sees it (a real robot carrying a second LED along its long
+    /// axis) so that whoever walks it next knows which way it faces.
+    pub const YAW_START: &str = "yaw_start_deg";
+    pub const YAW_END: &str = "yaw_end_deg";
 }
 
 /// Behaviour descriptors by name: the numbers a quality-diversity archive

@@ -30,6 +30,45 @@ const CONTACT_EVERY_S: f64 = 0.01;
 /// neither group (m).
 const GROUP_MARGIN_M: f32 = 0.02;
 
+/// The robot's long axis as it stands in a simulation (see the module
+/// docs).
+pub(crate) struct LongAxis {
+    /// Each module's ground-plane offset from the central module (m).
+    offsets: Vec<Vector>,
+    /// The axis in the world, in the ground plane.
+    axis: Vector,
+    /// The axis in the central module's body frame.
+    pub(crate) in_body: Vector,
+}
+
+impl LongAxis {
+    pub(crate) fn of(sim: &Simulation) -> Self {
+        let physics = sim.physics();
+        let centre_index = sim
+            .module_index(sim.morphology().central)
+            .expect("the central module always exists");
+        let body = |m: usize| physics.part_state(part_index(m, Part::Body)).pose;
+        let centre = body(centre_index);
+        let offsets: Vec<Vector> = (0..sim.modules().len())
+            .map(|m| {
+                let d = body(m).translation - centre.translation;
+                Vector::new(d.x, d.y, 0.0)
+            })
+            .collect();
+        let mut axis = principal_axis(&offsets);
+        if let Some(first) = offsets.iter().find(|d| d.dot(axis).abs() > GROUP_MARGIN_M)
+            && first.dot(axis) < 0.0
+        {
+            axis = -axis;
+        }
+        LongAxis {
+            in_body: centre.rotation.inverse() * axis,
+            offsets,
+            axis,
+        }
+    }
+}
+
 /// One walk's behaviour, fed the simulation after every step.
 #[derive(Debug, Clone)]
 pub(crate) struct BehaviourMeter {
@@ -49,28 +88,15 @@ pub(crate) struct BehaviourMeter {
 impl BehaviourMeter {
     /// The meter of a walk whose robot stands in `sim` as assembled.
     pub(crate) fn new(sim: &Simulation) -> Self {
-        let physics = sim.physics();
         let modules = sim.modules().len();
-        let centre_index = sim
-            .module_index(sim.morphology().central)
-            .expect("the central module always exists");
-        let body = |m: usize| physics.part_state(part_index(m, Part::Body)).pose;
-        let centre = body(centre_index);
-        let offsets: Vec<Vector> = (0..modules)
-            .map(|m| {
-                let d = body(m).translation - centre.translation;
-                Vector::new(d.x, d.y, 0.0)
-            })
-            .collect();
-        let mut axis = principal_axis(&offsets);
-        if let Some(first) = offsets.iter().find(|d| d.dot(axis).abs() > GROUP_MARGIN_M)
-            && first.dot(axis) < 0.0
-        {
-            axis = -axis;
-        }
+        let LongAxis {
+            offsets,
+            axis,
+            in_body,
+        } = LongAxis::of(sim);
         let along = |m: usize| offsets[m].dot(axis);
         BehaviourMeter {
-            long_axis: centre.rotation.inverse() * axis,
+            long_axis: in_body,
             front: (0..modules)
                 .filter(|&m| along(m) > GROUP_MARGIN_M)
                 .collect(),

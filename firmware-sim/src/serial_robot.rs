@@ -72,6 +72,11 @@ pub struct EmulationSettings {
     /// else the central module.
     #[cfg_attr(feature = "clap", arg(long))]
     pub master: Option<ModuleId>,
+    /// A second LED this far (m) from the first along the robot's long
+    /// axis, so that the camera sees which way the robot faces; 0: one LED,
+    /// as the thesis' robot.
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = 0.0))]
+    pub heading_led: f64,
 }
 
 impl Default for EmulationSettings {
@@ -86,6 +91,7 @@ impl Default for EmulationSettings {
             drop_byte: 0.0,
             seed: 0,
             master: None,
+            heading_led: 0.0,
         }
     }
 }
@@ -97,6 +103,8 @@ pub struct Observed {
     pub time: f64,
     /// The central module's body centre (m), where its LED is.
     pub led: [f64; 3],
+    /// The second LED, along the long axis, when the robot carries one.
+    pub heading_led: Option<[f64; 3]>,
     /// Modules whose servo is powered.
     pub motors_on: Vec<ModuleId>,
     /// Modules reachable over the Bluetooth network, the master included.
@@ -155,6 +163,8 @@ pub enum EmulationError {
     Probability { name: &'static str, value: f64 },
     #[error("module {0} is not in the robot: nothing to damage")]
     UnknownModule(ModuleId),
+    #[error("heading_led is the second LED's distance from the first, 0 to 1 m, got {0}")]
+    HeadingLed(f64),
 }
 
 impl EmulatedRobot {
@@ -163,6 +173,9 @@ impl EmulatedRobot {
     pub fn spawn(sim: Simulation, settings: EmulationSettings) -> Result<Self, EmulationError> {
         if !(settings.time_scale.is_finite() && settings.time_scale > 0.0) {
             return Err(EmulationError::TimeScale(settings.time_scale));
+        }
+        if !(settings.heading_led.is_finite() && (0.0..=1.0).contains(&settings.heading_led)) {
+            return Err(EmulationError::HeadingLed(settings.heading_led));
         }
         for (name, value) in [
             ("missing_ack", settings.missing_ack),
@@ -191,7 +204,9 @@ impl EmulatedRobot {
         let stop = Arc::new(AtomicBool::new(false));
         let damages = Arc::new(Mutex::new(Vec::new()));
         let modules = sim.modules().iter().map(|m| m.id).collect();
+        let long_axis = crate::behaviour::LongAxis::of(&sim).in_body;
         let mut robot = Robot {
+            long_axis,
             sim,
             settings,
             rng: ChaCha8Rng::seed_from_u64(settings.seed),
@@ -246,6 +261,13 @@ impl EmulatedRobot {
         let observed = self.observed.clone();
         move || Some(observed.lock().led)
     }
+
+    /// The second LED's position as a closure, for the emulated camera
+    /// (always dark without [`EmulationSettings::heading_led`]).
+    pub fn heading_led(&self) -> impl Fn() -> Option<[f64; 3]> + Send + Sync + 'static {
+        let observed = self.observed.clone();
+        move || observed.lock().heading_led
+    }
 }
 
 impl Drop for EmulatedRobot {
@@ -259,6 +281,9 @@ impl Drop for EmulatedRobot {
 
 struct Robot {
     sim: Simulation,
+    /// The long axis in the central module's body frame, where the second
+    /// LED sits.
+    long_axis: rapier3d::math::Vector,
     settings: EmulationSettings,
     rng: ChaCha8Rng,
     network: BTreeSet<ModuleId>,
@@ -423,6 +448,20 @@ impl Robot {
         let p = self.sim.robot_position();
         self.observed.time = self.sim.time();
         self.observed.led = [f64::from(p.x), f64::from(p.y), f64::from(p.z)];
+        self.observed.heading_led = (self.settings.heading_led > 0.0).then(|| {
+            let centre = self
+                .sim
+                .module_index(self.sim.morphology().central)
+                .expect("the central module always exists");
+            let pose = self
+                .sim
+                .physics()
+                .part_state(crate::physics::part_index(centre, crate::geometry::Part::Body))
+                .pose;
+            let q = pose.translation
+                + pose.rotation * self.long_axis * self.settings.heading_led as f32;
+            [f64::from(q.x), f64::from(q.y), f64::from(q.z)]
+        });
         self.observed.motors_on = self
             .sim
             .modules()

@@ -243,13 +243,13 @@ impl SerialRobot {
                 .max(Duration::from_secs(2));
             stop.sleep(settings.wall(job.spec.warmup))?;
             let begin = Instant::now();
-            let (x, y) = position
-                .fix_after(begin, fix_timeout)
+            let at_start = position
+                .pose_after(begin, fix_timeout)
                 .map_err(position_lost)?;
             let start = Sample {
                 t: robot_time(begin),
-                x,
-                y,
+                x: at_start.x,
+                y: at_start.y,
                 z: 0.0,
             };
             // The meter says when the next sample or checkpoint is due (a
@@ -272,6 +272,17 @@ impl SerialRobot {
             }
             let mut outcome = meter.finish();
             outcome.simulated = robot_time(Instant::now());
+            // A robot with a second LED says which way it faced: the
+            // heading of the walk against its long axis, as a simulator
+            // measures it, and its pose for whoever walks it next.
+            if let Some(yaw_start) = at_start.heading {
+                let at_end = position
+                    .pose_after(Instant::now(), fix_timeout)
+                    .map_err(position_lost)?;
+                if let Some(yaw_end) = at_end.heading {
+                    outcome.descriptors.extend(seen_heading(&outcome, yaw_start, yaw_end));
+                }
+            }
             Ok(outcome)
         })();
         // Whatever happened, the robot stops walking.
@@ -281,6 +292,22 @@ impl SerialRobot {
         outcome.wall = started.elapsed();
         Ok(outcome)
     }
+}
+
+/// What a walk seen with its heading at the window's start and end
+/// (`yaw_start`, `yaw_end`, rad) adds to its descriptors.
+fn seen_heading(walk: &yamor_core::evaluation::Walk, yaw_start: f64, yaw_end: f64) -> [(String, f64); 3] {
+    use yamor_core::evaluation::descriptors::{HEADING, YAW_END, YAW_START};
+    let degrees = |a: f64| {
+        let d = a.to_degrees().rem_euclid(360.0);
+        if d > 180.0 { d - 360.0 } else { d }
+    };
+    let travel = (walk.end.y - walk.start.y).atan2(walk.end.x - walk.start.x);
+    [
+        (HEADING.to_owned(), degrees(travel - yaw_start)),
+        (YAW_START.to_owned(), degrees(yaw_start)),
+        (YAW_END.to_owned(), degrees(yaw_end)),
+    ]
 }
 
 /// The reasons to give up a wait: the caller's cancel and the robot's halt.

@@ -613,6 +613,76 @@ impl Homing {
         }
     }
 
+    /// The homing gait to walk now from `(x, y)` when the heading `yaw` is
+    /// seen (rad): each gait `moves[i] = (move, sd)` walks its move in a
+    /// direction off by up to two `sd` either way (its spread as seen, or
+    /// a wide one for a gait never walked here), `length_doubt` times as
+    /// far; the gait whose ends, averaged over that spread, lie nearest
+    /// the centre wins, an end outside the field costing ten times the
+    /// way out. Two walks are looked ahead from the mean end when the
+    /// settings' depth allows.
+    pub fn choose_seen_heading(
+        &self,
+        x: f64,
+        y: f64,
+        yaw: f64,
+        moves: &[(Move, f64)],
+        length_doubt: f64,
+    ) -> Result<Choice, HomingError> {
+        if moves
+            .iter()
+            .all(|(m, _)| m.length() < 1e-6 && m.turn.abs() < 1e-6)
+        {
+            return Err(HomingError::EmptyRepertoire);
+        }
+        let centre = self.field.centre();
+        let k = self.settings.hypotheses;
+        // Mean cost and mean end of walking `m` (spread `sd`) from `pose`.
+        let walk = |pose: Pose, (m, sd): &(Move, f64)| -> (f64, Pose) {
+            let mut cost = 0.0;
+            for i in 0..k {
+                let t = if k == 1 {
+                    0.0
+                } else {
+                    i as f64 / (k - 1) as f64 * 2.0 - 1.0
+                };
+                let tilted = Pose {
+                    heading: pose.heading + t * 2.0 * sd,
+                    ..pose
+                };
+                for doubt in [1.0, length_doubt] {
+                    let end = tilted.after(&m.scaled(doubt));
+                    cost += (end.x - centre[0]).hypot(end.y - centre[1])
+                        + 10.0 * self.field.excess(end.x, end.y, 0.0);
+                }
+            }
+            (cost / (2 * k) as f64, pose.after(m))
+        };
+        let start = Pose { x, y, heading: yaw };
+        let mut best: Option<(f64, usize)> = None;
+        for (i, step) in moves.iter().enumerate() {
+            let (mut cost, end) = walk(start, step);
+            if self.settings.depth > 1 {
+                // The best follow-up counts, but never makes a walk that
+                // goes wrong look right.
+                let next = moves
+                    .iter()
+                    .map(|s| walk(end, s).0)
+                    .fold(f64::INFINITY, f64::min);
+                cost = cost.max(next);
+            }
+            if best.is_none_or(|(c, _)| cost < c - 1e-12) {
+                best = Some((cost, i));
+            }
+        }
+        let (distance, gait) = best.expect("a non-empty repertoire");
+        Ok(Choice {
+            gait,
+            plan: vec![gait],
+            distance,
+        })
+    }
+
     /// [`choose`](Self::choose) with what each gait was seen to do on this
     /// floor: `seen[i]`, gait `i`'s recent displacement in world
     /// coordinates and its spread (m), is used where known (a gait that
@@ -738,6 +808,68 @@ impl SeenMoves {
     #[must_use]
     pub fn all(&self) -> &[Option<([f64; 2], f64)>] {
         &self.seen
+    }
+}
+
+/// What each gait was seen to do in the robot's own body frame, when the
+/// camera sees the heading (a second LED): the last few walks' moves,
+/// which replace the repertoire's prediction (made in simulation, on
+/// another body or engine) once a gait has been walked.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct BodyMoves {
+    seen: Vec<std::collections::VecDeque<Move>>,
+}
+
+impl BodyMoves {
+    /// Walks remembered per gait: a gait's walks drift with the robot's
+    /// battery, floor and wear, so the recent ones speak for it.
+    pub const KEEP: usize = 5;
+
+    /// Gait `gait` was seen to do `m`.
+    pub fn observe(&mut self, gait: usize, m: Move) {
+        if ![m.forward, m.left, m.turn].iter().all(|v| v.is_finite()) {
+            return;
+        }
+        if gait >= self.seen.len() {
+            self.seen.resize_with(gait + 1, Default::default);
+        }
+        let walks = &mut self.seen[gait];
+        if walks.len() == Self::KEEP {
+            walks.pop_front();
+        }
+        walks.push_back(m);
+    }
+
+    /// The longest walk gait `gait` was seen to make (m), once seen: a
+    /// chaotic gait now and then walks much farther than its mean.
+    #[must_use]
+    pub fn longest(&self, gait: usize) -> Option<f64> {
+        let walks = self.seen.get(gait).filter(|w| !w.is_empty())?;
+        Some(walks.iter().map(Move::length).fold(0.0, f64::max))
+    }
+
+    /// Gait `gait`'s mean move and the spread of its direction (rad), once
+    /// seen; one walk's spread is `prior_sd`.
+    #[must_use]
+    pub fn of(&self, gait: usize, prior_sd: f64) -> Option<(Move, f64)> {
+        let walks = self.seen.get(gait).filter(|w| !w.is_empty())?;
+        let n = walks.len() as f64;
+        let mean = Move {
+            forward: walks.iter().map(|m| m.forward).sum::<f64>() / n,
+            left: walks.iter().map(|m| m.left).sum::<f64>() / n,
+            turn: walks.iter().map(|m| m.turn).sum::<f64>() / n,
+        };
+        let sd = if walks.len() < 2 {
+            prior_sd
+        } else {
+            (walks
+                .iter()
+                .map(|m| wrap(m.direction() - mean.direction()).powi(2))
+                .sum::<f64>()
+                / (n - 1.0))
+                .sqrt()
+        };
+        Some((mean, sd))
     }
 }
 

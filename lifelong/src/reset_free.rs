@@ -25,8 +25,8 @@ use yamor_optimizer_api::{Candidate, Fitness, Optimizer, Step};
 use yamor_organizer::scheduler::HostClient;
 
 use crate::homing::{
-    Calibration, Field, HeadingEstimate, HeadingFilter, HeadingNoise, Homing, HomingError,
-    HomingSettings, Move, SeenMoves,
+    BodyMoves, Calibration, Field, HeadingEstimate, HeadingFilter, HeadingNoise, Homing,
+    HomingError, HomingSettings, Move, SeenMoves, wrap,
 };
 
 #[derive(Debug, thiserror::Error)]
@@ -173,6 +173,13 @@ pub struct ResetFreeSettings {
     /// same way walk after walk (it turns a little each time), whatever
     /// the heading estimate says. `None`: every homing walk is chosen.
     pub repeat_homing: Option<f64>,
+    /// When the camera sees the heading (a second LED): how far a gait
+    /// never walked here may stray from its predicted direction (rad, one
+    /// standard deviation; an evaluation is safe only if it stays inside
+    /// for two of them either way) ...
+    pub unseen_direction_sd: f64,
+    /// ... and how much longer than predicted or seen any walk may be.
+    pub length_doubt: f64,
 }
 
 impl Default for ResetFreeSettings {
@@ -191,6 +198,8 @@ impl Default for ResetFreeSettings {
             evaluation_reach: None,
             homing_room: None,
             repeat_homing: None,
+            unseen_direction_sd: 0.5,
+            length_doubt: 1.3,
         }
     }
 }
@@ -279,14 +288,37 @@ pub struct ResetFree<R> {
     /// first, in order, then every other gait walked).
     seen: SeenMoves,
     gaits: Vec<String>,
+    /// The heading the camera saw at the last walk's end (rad), when it
+    /// sees headings: then every decision uses it, and what each gait did
+    /// in the body frame (`body`), rather than the estimate from travel.
+    yaw: Option<f64>,
+    body: BodyMoves,
     reports: Vec<WalkReport>,
     evaluations: usize,
+}
+
+/// How far the camera's heading (two LEDs a few centimetres apart, half a
+/// pixel of noise, a body that rocks with its gait) is trusted (rad). A
+/// driver started with a heading this sure or surer takes it as seen.
+pub const MEASURED_HEADING_SD: f64 = 0.05;
+
+/// The least spread of a seen gait's direction (rad): a few walks that
+/// happened to agree do not make a gait exact.
+const MIN_DIRECTION_SD: f64 = 0.1;
+
+/// The heading seen at a walk's window start and end (rad), when seen.
+fn seen_yaw(walk: &Walk) -> Option<(f64, f64)> {
+    use yamor_core::evaluation::descriptors::{YAW_END, YAW_START};
+    let start = walk.descriptors.get(YAW_START)?.to_radians();
+    let end = walk.descriptors.get(YAW_END)?.to_radians();
+    (start.is_finite() && end.is_finite()).then_some((start, end))
 }
 
 impl<R: WalkingRobot> ResetFree<R> {
     /// `position`: where the robot stands now, if known (else the first
     /// walk's measured start stands in); `heading`: what is known of its
-    /// heading (usually [`HeadingEstimate::unknown`]).
+    /// heading ([`HeadingEstimate::unknown`] for a robot with one LED; as
+    /// seen, with [`MEASURED_HEADING_SD`], for one with two).
     pub fn new(
         robot: R,
         field: Field,
@@ -315,6 +347,8 @@ impl<R: WalkingRobot> ResetFree<R> {
             filter: HeadingFilter::new(heading, settings.noise),
             seen: SeenMoves::new(repertoire.len()),
             gaits: repertoire.iter().map(|g| g.gait.to_xml_string()).collect(),
+            yaw: (heading.sd <= MEASURED_HEADING_SD).then_some(heading.mean),
+            body: BodyMoves::default(),
             repertoire,
             settings,
             position,
@@ -343,10 +377,30 @@ impl<R: WalkingRobot> ResetFree<R> {
         self.filter.estimate
     }
 
-    /// The repertoire's moves as this robot walks them.
+    /// The repertoire's moves as this robot walks them: as seen in its
+    /// body frame where the camera sees headings and the gait was walked,
+    /// else as predicted and calibrated.
     fn moves(&self) -> Vec<Move> {
         (0..self.repertoire.len())
-            .map(|i| self.calibration.apply(Some(i), &self.repertoire[i].step))
+            .map(|i| match self.body.of(i, 0.0) {
+                Some((m, _)) if self.yaw.is_some() => m,
+                _ => self.calibration.apply(Some(i), &self.repertoire[i].step),
+            })
+            .collect()
+    }
+
+    /// Each repertoire gait's move with the spread of its direction: as
+    /// seen, or [`ResetFreeSettings::unseen_direction_sd`] for a gait not
+    /// yet walked here.
+    fn spreads(&self, moves: &[Move]) -> Vec<(Move, f64)> {
+        let unseen = self.settings.unseen_direction_sd;
+        moves
+            .iter()
+            .enumerate()
+            .map(|(i, m)| match self.body.of(i, unseen) {
+                Some((_, sd)) => (*m, sd.max(MIN_DIRECTION_SD)),
+                None => (*m, unseen),
+            })
             .collect()
     }
 
@@ -395,6 +449,28 @@ impl<R: WalkingRobot> ResetFree<R> {
             // Nowhere known yet: the first walk tells.
             return true;
         };
+        if let Some(yaw) = self.yaw {
+            let s = &self.settings;
+            let (m, sd) = match self.body.of(key, s.unseen_direction_sd) {
+                // As long as its longest walk, in its mean direction.
+                Some((m, sd)) => {
+                    let longest = self.body.longest(key).unwrap_or(0.0);
+                    let stretch = if m.length() > 1e-6 {
+                        (longest / m.length()).max(1.0)
+                    } else {
+                        1.0
+                    };
+                    (m.scaled(stretch), sd.max(MIN_DIRECTION_SD))
+                }
+                None if known => (*m, s.unseen_direction_sd),
+                None => return self.homing.is_safe_anywhere(x, y, m.length() * s.length_doubt),
+            };
+            // The heading hypotheses span the gait's direction's spread.
+            let heading = HeadingEstimate { mean: yaw, sd };
+            return self
+                .homing
+                .is_safe(x, y, &heading, &m.scaled(s.length_doubt));
+        }
         if let Some(reach) = self.settings.evaluation_reach {
             return self.homing.is_safe_anywhere(x, y, m.length() * reach);
         }
@@ -438,9 +514,16 @@ impl<R: WalkingRobot> ResetFree<R> {
                     let nearer = previous.distance_from_centre - last.distance_from_centre;
                     (length > 0.02 && nearer >= share * length).then_some(gait)
                 });
-                let gait_index = match repeat {
-                    Some(g) => g,
-                    None => {
+                let gait_index = match (self.yaw, repeat) {
+                    // The heading seen: the body-frame moves decide.
+                    (Some(yaw), _) => {
+                        let spread = self.spreads(&moves);
+                        self.homing
+                            .choose_seen_heading(x, y, yaw, &spread, self.settings.length_doubt)?
+                            .gait
+                    }
+                    (None, Some(g)) => g,
+                    (None, None) => {
                         self.homing
                             .choose_seen(x, y, &self.filter.estimate, &moves, seen)?
                             .gait
@@ -558,6 +641,27 @@ impl<R: WalkingRobot> ResetFree<R> {
         let from = self.position.unwrap_or([walk.start.x, walk.start.y]);
         let to = [walk.end.x, walk.end.y];
         let seen = (to[0] - from[0]).hypot(to[1] - from[1]);
+        if let Some((yaw_start, yaw_end)) = seen_yaw(&walk) {
+            // The whole walk (warm-up included) from the pose it began
+            // in, in that pose's frame, as a whole walk would have done.
+            let began = self.yaw.unwrap_or(yaw_start);
+            let (dx, dy) = ((to[0] - from[0]) / share, (to[1] - from[1]) / share);
+            let (sin, cos) = began.sin_cos();
+            let key = self.key(gait, homing_gait.is_none());
+            self.body.observe(
+                key,
+                Move {
+                    forward: cos * dx + sin * dy,
+                    left: -sin * dx + cos * dy,
+                    turn: wrap(yaw_end - began) / share,
+                },
+            );
+            self.yaw = Some(yaw_end);
+            self.filter.estimate = HeadingEstimate {
+                mean: yaw_end,
+                sd: MEASURED_HEADING_SD,
+            };
+        }
         if self.position.is_some() {
             // As a whole walk would have moved it (a shortened walk's
             // displacement scaled up).
@@ -566,6 +670,7 @@ impl<R: WalkingRobot> ResetFree<R> {
                 .observe(key, [(to[0] - from[0]) / share, (to[1] - from[1]) / share]);
         }
         match step {
+            _ if self.yaw.is_some() => {}
             Some(step) => {
                 // A gait of the repertoire (evaluated or homing) is trusted
                 // as far as its walks in simulation agreed.

@@ -5,22 +5,22 @@
 //! the repertoire are evaluated.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
-use yamor_camera::camapp::{CamApp, CamAppSettings};
-use yamor_camera::{CameraModel, LED_HEIGHT, PositionSource, Tracker};
+use yamor_camera::CameraModel;
+use yamor_camera::camapp::CamAppSettings;
 use yamor_core::RobotConfig;
 use yamor_core::evaluation::EvaluationSpec;
 use yamor_core::optimize::OptimizationConfig;
 use yamor_host_agent::Backend;
-use yamor_host_agent::serial::{SerialBackend, SerialSettings};
+use yamor_host_agent::emulated::EmulatedRig;
+use yamor_host_agent::serial::SerialSettings;
 use yamor_lifelong::homing::{Field, HeadingEstimate, HeadingNoise, HomingSettings};
 use yamor_lifelong::reset_free::{
-    Proposal, RandomProposals, ResetFree, ResetFreeSettings, Summary, WalkReport, phase_variants,
-    repertoire_from_walks,
+    MEASURED_HEADING_SD, Proposal, RandomProposals, ResetFree, ResetFreeSettings, Summary,
+    WalkReport, phase_variants, repertoire_from_walks,
 };
 use yamor_sim::robots::ExampleRobot;
-use yamor_sim::serial_robot::{EmulatedRobot, EmulationSettings};
+use yamor_sim::serial_robot::EmulationSettings;
 use yamor_sim::{SimSettings, Simulation};
 
 /// Robot seconds per wall second.
@@ -50,6 +50,7 @@ struct Knobs {
     hypotheses: usize,
     room: Option<f64>,
     repeat: Option<f64>,
+    heading_led: f64,
 }
 
 impl Knobs {
@@ -75,16 +76,25 @@ impl Knobs {
             hypotheses: get("HYP", 7.0) as usize,
             room: Some(get("ROOM", 0.0)).filter(|r| *r > 0.0),
             repeat: Some(get("REPEAT", 0.0)).filter(|r| *r > 0.0),
+            heading_led: get("HEADING_LED", 0.1),
         }
     }
 }
 
 /// The emulated quadruped at [`SCALE`], its acknowledgements lost at
-/// `missing_ack`.
-fn emulated_quadruped(missing_ack: f64, seed: u64) -> EmulatedRobot {
+/// `missing_ack`, seen by an emulated CamApp hung `height` metres up and
+/// measured through the tracker by the serial backend, as `yamor host
+/// --serial` would; with a second LED `heading_led` metres along its long
+/// axis when that is not 0.
+async fn emulated_quadruped(
+    missing_ack: f64,
+    seed: u64,
+    height: f64,
+    heading_led: f64,
+) -> EmulatedRig {
     let example = ExampleRobot::named("quadruped").unwrap();
     let sim = Simulation::new(&example.morphology().unwrap(), SimSettings::default()).unwrap();
-    EmulatedRobot::spawn(
+    EmulatedRig::start(
         sim,
         EmulationSettings {
             time_scale: SCALE,
@@ -92,56 +102,25 @@ fn emulated_quadruped(missing_ack: f64, seed: u64) -> EmulatedRobot {
             message_delay: 0.05,
             missing_ack,
             seed,
+            heading_led,
             ..EmulationSettings::default()
         },
-    )
-    .unwrap()
-}
-
-/// The emulated robot seen by an emulated CamApp hung `height` metres up,
-/// and the serial backend measuring its walks through the tracker, as
-/// `yamor host --serial` would: the CamApp (keep it alive), where the
-/// camera first saw the robot, and the backend.
-async fn watched(
-    robot: &EmulatedRobot,
-    height: f64,
-) -> (CamApp, yamor_camera::Fix, Arc<dyn Backend>) {
-    let camera = CameraModel {
-        height,
-        ..CameraModel::default()
-    };
-    let camapp = CamApp::serve(
-        std::net::TcpListener::bind("127.0.0.1:0").unwrap(),
-        Box::new(robot.led()),
         CamAppSettings {
-            model: camera,
+            model: CameraModel {
+                height,
+                ..CameraModel::default()
+            },
             rate_hz: 50.0,
             ..CamAppSettings::default()
         },
+        SerialSettings {
+            join_timeout: 2.0,
+            reply_timeout: 1.0,
+            ..SerialSettings::new("")
+        },
     )
-    .unwrap();
-    let tracker = Arc::new(Tracker::connect(
-        &camapp.address().to_string(),
-        camera,
-        LED_HEIGHT,
-    ));
-    let start = tracker
-        .wait_fresh_async(Instant::now(), Duration::from_secs(10))
-        .await
-        .expect("the camera sees the robot");
-    let backend: Arc<dyn Backend> = Arc::new(
-        SerialBackend::new(
-            SerialSettings {
-                time_scale: SCALE,
-                join_timeout: 2.0,
-                reply_timeout: 1.0,
-                ..SerialSettings::new(robot.path())
-            },
-            Some(tracker as Arc<dyn PositionSource>),
-        )
-        .unwrap(),
-    );
-    (camapp, start, backend)
+    .await
+    .expect("the camera sees the robot")
 }
 
 /// One reset-free session on the emulated quadruped: `evaluations`
@@ -227,11 +206,20 @@ async fn session(evaluations: usize, knobs: Knobs) -> (Summary, Vec<WalkReport>,
     assert!(!repertoire.is_empty(), "{repertoire:?}");
 
     // The emulated robot, its camera and the host's backend.
-    let robot = emulated_quadruped(0.2, knobs.seed);
+    let rig = emulated_quadruped(0.2, knobs.seed, 6.0, knobs.heading_led).await;
     // A camera hung high enough to see ±2.5 m: a robot that leaves the
     // field is still seen (and the test fails saying so, rather than on a
     // lost fix).
-    let (camapp, start, backend) = watched(&robot, 6.0).await;
+    let start = rig.start;
+    let backend = rig.backend.clone() as Arc<dyn Backend>;
+    // Seen with two LEDs, not estimated from travel.
+    let heading = match start.heading {
+        Some(mean) => HeadingEstimate {
+            mean,
+            sd: MEASURED_HEADING_SD,
+        },
+        None => HeadingEstimate::unknown(),
+    };
 
     // The default camera's field, about 1.1 m either side; walks of up
     // to about 0.75 m.
@@ -272,7 +260,7 @@ async fn session(evaluations: usize, knobs: Knobs) -> (Summary, Vec<WalkReport>,
             ..ResetFreeSettings::default()
         },
         Some([start.x, start.y]),
-        HeadingEstimate::unknown(),
+        heading,
     )
     .unwrap();
     let mut source = RandomProposals::new(proposals, knobs.seed + 7);
@@ -297,7 +285,7 @@ async fn session(evaluations: usize, knobs: Knobs) -> (Summary, Vec<WalkReport>,
     }
     eprintln!("{summary:?}");
     println!("SUMMARY {knobs:?} {summary:?}");
-    drop(camapp);
+    drop(rig);
     (summary, driver.reports().to_vec(), source.told.len())
 }
 
@@ -343,7 +331,8 @@ async fn evaluations_and_homing_walks_on_the_emulated_robot_through_the_camera()
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "the emulated quadruped strays out of the field on 2 or 3 seeds of 5: see the comment"]
 async fn homing_keeps_the_emulated_quadruped_inside_the_field() {
-    let (summary, _, _) = session(24, Knobs::from_env(3)).await;
+    let evaluations = std::env::var("RF_EVALS").map_or(24, |v| v.parse().unwrap());
+    let (summary, _, _) = session(evaluations, Knobs::from_env(3)).await;
     assert!(!summary.ever_left, "{summary:?}");
 }
 
@@ -357,9 +346,9 @@ async fn homing_keeps_the_emulated_quadruped_inside_the_field() {
 async fn a_motor_broken_while_the_emulated_robot_runs_slows_its_walks() {
     use yamor_core::evaluation::DefectMode;
     use yamor_lifelong::reset_free::WalkingRobot as _;
-    let robot = emulated_quadruped(0.0, 1);
+    let rig = emulated_quadruped(0.0, 1, 12.0, 0.0).await;
+    let (robot, backend) = (&rig.robot, rig.backend.clone() as Arc<dyn Backend>);
     assert!(robot.damage(99, DefectMode::Stuck).is_err());
-    let (camapp, _, backend) = watched(&robot, 12.0).await;
     let learnt = RobotConfig::from_xml_str(
         "learnt.xml",
         include_str!("../../examples/robots/quadruped/learnt.xml"),
@@ -381,7 +370,7 @@ async fn a_motor_broken_while_the_emulated_robot_runs_slows_its_walks() {
     for _ in 0..3 {
         broken.push(backend.walk(&learnt, &spec).await.unwrap().velocity);
     }
-    drop(camapp);
+    drop(rig);
     assert!(
         mean(&intact) > 0.06,
         "the learnt gait walks: {intact:?} m/s"

@@ -297,6 +297,74 @@ pub struct SettingSpec {
 }
 
 impl SettingSpec {
+    /// A setting of any kind; the kind's own constructors below say less.
+    #[must_use]
+    pub fn new(name: &str, description: &str, kind: SettingKind, default: SettingValue) -> Self {
+        SettingSpec {
+            name: name.into(),
+            description: description.into(),
+            kind,
+            default,
+        }
+    }
+
+    /// A number in `min ..= max`.
+    #[must_use]
+    pub fn float(name: &str, description: &str, min: f64, max: f64, default: f64) -> Self {
+        Self::new(
+            name,
+            description,
+            SettingKind::Float { min, max },
+            SettingValue::Float(default),
+        )
+    }
+
+    /// An integer in `min ..= max`.
+    #[must_use]
+    pub fn int(name: &str, description: &str, min: i64, max: i64, default: i64) -> Self {
+        Self::new(
+            name,
+            description,
+            SettingKind::Integer { min, max },
+            SettingValue::Int(default),
+        )
+    }
+
+    /// A switch.
+    #[must_use]
+    pub fn bool(name: &str, description: &str, default: bool) -> Self {
+        Self::new(
+            name,
+            description,
+            SettingKind::Bool,
+            SettingValue::Bool(default),
+        )
+    }
+
+    /// A path to a file (`default` may be empty: none).
+    #[must_use]
+    pub fn file(name: &str, description: &str, default: &str) -> Self {
+        Self::new(
+            name,
+            description,
+            SettingKind::File,
+            SettingValue::Text(default.into()),
+        )
+    }
+
+    /// One of `options`.
+    #[must_use]
+    pub fn choice(name: &str, description: &str, options: &[&str], default: &str) -> Self {
+        Self::new(
+            name,
+            description,
+            SettingKind::Choice {
+                options: options.iter().map(|&o| o.to_owned()).collect(),
+            },
+            SettingValue::Text(default.into()),
+        )
+    }
+
     /// Parses a value given as text (command line, batch file) for this setting.
     pub fn parse(&self, text: &str) -> Result<SettingValue, SettingsError> {
         let bad = |why: String| SettingsError::Invalid {

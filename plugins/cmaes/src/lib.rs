@@ -427,19 +427,12 @@ impl CmaesConfig {
 /// The declared settings; the single source of names, ranges and defaults.
 fn specs() -> Vec<SettingSpec> {
     let d = CmaesConfig::default();
-    let spec =
-        |name: &str, description: &str, kind: SettingKind, default: SettingValue| SettingSpec {
-            name: name.to_owned(),
-            description: description.to_owned(),
-            kind,
-            default,
-        };
     let float = |min: f64, max: f64| SettingKind::Float { min, max };
     let choice = |options: &[&str]| SettingKind::Choice {
         options: options.iter().map(|o| (*o).to_owned()).collect(),
     };
     vec![
-        spec(
+        SettingSpec::new(
             "population",
             "candidates per generation of the first run (0: 4 + 3 ln n)",
             SettingKind::Integer {
@@ -448,50 +441,50 @@ fn specs() -> Vec<SettingSpec> {
             },
             SettingValue::Int(d.population as i64),
         ),
-        spec(
+        SettingSpec::new(
             "sigma0",
             "initial step size, as a fraction of each parameter's range",
             float(1e-6, 1.0),
             SettingValue::Float(d.sigma0),
         ),
-        spec(
+        SettingSpec::new(
             "restarts",
             "when a run ends: ipop (larger population), bipop (large and small \
              populations by budget) or none (finish)",
             choice(&["ipop", "bipop", "none"]),
             SettingValue::Text(d.restarts.as_str().to_owned()),
         ),
-        spec(
+        SettingSpec::new(
             "increase_factor",
             "population factor from one large-population run to the next",
             float(1.0, 10.0),
             SettingValue::Float(d.increase_factor),
         ),
-        spec(
+        SettingSpec::new(
             "max_restarts",
             "restarts before finishing when the run has no evaluation budget",
             SettingKind::Integer { min: 0, max: 1000 },
             SettingValue::Int(i64::from(d.max_restarts)),
         ),
-        spec(
+        SettingSpec::new(
             "restart_from",
             "where restarts begin: random (uniform in the box) or start (the gait)",
             choice(&["random", "start"]),
             SettingValue::Text(d.restart_from.as_str().to_owned()),
         ),
-        spec(
+        SettingSpec::new(
             "tolfun",
             "restart when recent best fitnesses and the last generation lie within this",
             float(0.0, 1e6),
             SettingValue::Float(d.tolfun),
         ),
-        spec(
+        SettingSpec::new(
             "tolx",
             "restart when every standard deviation is below this fraction of the range",
             float(0.0, 1.0),
             SettingValue::Float(d.tolx),
         ),
-        spec(
+        SettingSpec::new(
             "tolstagnation",
             "restart when the best and median fitness stop improving over this many \
              generations (0: 100 + 100 n^1.5 / population)",
@@ -501,13 +494,13 @@ fn specs() -> Vec<SettingSpec> {
             },
             SettingValue::Int(d.tolstagnation as i64),
         ),
-        spec(
+        SettingSpec::new(
             "max_condition",
             "restart when the covariance's condition number exceeds this",
             float(1e2, 1e20),
             SettingValue::Float(d.max_condition),
         ),
-        spec(
+        SettingSpec::new(
             "surrogate",
             "none (evaluate every candidate) or lq (lq-CMA-ES: a quadratic model \
              ranks each generation and only as many candidates are evaluated as \
@@ -515,7 +508,7 @@ fn specs() -> Vec<SettingSpec> {
             choice(&["none", "lq"]),
             SettingValue::Text(d.surrogate.as_str().to_owned()),
         ),
-        spec(
+        SettingSpec::new(
             "noise_handling",
             "uh (UH-CMA-ES: re-evaluate about a third of each generation from fresh \
              starts and raise the step size when the ranking is mostly noise; \

@@ -32,7 +32,7 @@ use std::collections::HashMap;
 
 use yamor_optimizer_api::map::Prior;
 use yamor_optimizer_api::{
-    Candidate, Fitness, Optimizer, Plugin, PluginInfo, SettingKind, SettingSpec, SettingValue,
+    Candidate, Fitness, Optimizer, Plugin, PluginInfo, SettingSpec,
     Settings, SettingsError, Space, Step,
 };
 
@@ -44,15 +44,6 @@ pub const NAME: &str = "ite";
 /// The plugin.
 pub struct ItePlugin;
 
-fn float(name: &str, description: &str, min: f64, max: f64, default: f64) -> SettingSpec {
-    SettingSpec {
-        name: name.into(),
-        description: description.into(),
-        kind: SettingKind::Float { min, max },
-        default: SettingValue::Float(default),
-    }
-}
-
 impl Plugin for ItePlugin {
     fn info(&self) -> PluginInfo {
         PluginInfo {
@@ -63,28 +54,28 @@ impl Plugin for ItePlugin {
                           optimization over another run's map of gaits (needs its prior run)"
                 .into(),
             settings: vec![
-                float(
+                SettingSpec::float(
                     "kappa",
                     "exploration: the next elite maximises mean + kappa × standard deviation",
                     0.0,
                     10.0,
                     0.05,
                 ),
-                float(
+                SettingSpec::float(
                     "length",
                     "Matérn 5/2 length scale over descriptors scaled to [0, 1]",
                     0.01,
                     10.0,
                     0.13,
                 ),
-                float(
+                SettingSpec::float(
                     "noise",
                     "standard deviation of one walk, as a share of the map's best value",
                     0.0,
                     1.0,
                     0.03,
                 ),
-                float(
+                SettingSpec::float(
                     "stop",
                     "stop once a walk reaches this share of the best value an elite is \
                      predicted to walk (0: walk the whole budget)",
@@ -92,15 +83,15 @@ impl Plugin for ItePlugin {
                     1.0,
                     0.9,
                 ),
-                SettingSpec {
-                    name: "confirm".into(),
-                    description: "walks the answer must have before the stop rule ends the run \
-                                  (a single walk of a chaotic gait can mislead)"
-                        .into(),
-                    kind: SettingKind::Integer { min: 1, max: 10 },
-                    default: SettingValue::Int(2),
-                },
-                float(
+                SettingSpec::int(
+                    "confirm",
+                    "walks the answer must have before the stop rule ends the run \
+                     (a single walk of a chaotic gait can mislead)",
+                    1,
+                    10,
+                    2,
+                ),
+                SettingSpec::float(
                     "stop_sd",
                     "the stop rule's best prediction is an elite's mean plus this many \
                      standard deviations (0: IT&E's rule, the mean alone)",

@@ -206,18 +206,6 @@ pub struct Powell;
 
 impl Plugin for Powell {
     fn info(&self) -> PluginInfo {
-        let float = |name: &str, description: &str, min: f64, max: f64, default: f64| SettingSpec {
-            name: name.into(),
-            description: description.into(),
-            kind: SettingKind::Float { min, max },
-            default: SettingValue::Float(default),
-        };
-        let int = |name: &str, description: &str, min: i64, max: i64, default: i64| SettingSpec {
-            name: name.into(),
-            description: description.into(),
-            kind: SettingKind::Integer { min, max },
-            default: SettingValue::Int(default),
-        };
         PluginInfo {
             name: "powell".into(),
             author: "the yamor authors".into(),
@@ -232,15 +220,15 @@ impl Plugin for Powell {
                     },
                     default: SettingValue::Text("classic".into()),
                 },
-                float("ftol", "a Powell run restarts when an iteration improves the fitness by less than this, relative to its magnitude", 1e-15, 0.1, 1e-9),
-                float("line_tolerance", "line-search resolution, fraction of the parameter range", 1e-12, 0.1, 1e-8),
-                float("step_tolerance", "line-search resolution as a fraction of the previous Powell iteration's move (line_tolerance is its floor); 0 always searches to line_tolerance, as the thesis' Powell", 0.0, 0.1, DEFAULT_STEP_TOLERANCE),
-                int("max_iterations", "maximum Powell iterations per run (one line search per direction each)", 1, 1_000_000, 10_000),
-                int("restarts", "restarts from the best point with fresh directions when the run has no evaluation budget (with a budget, restarts go on while it remains)", 0, 10_000, 10),
-                int("interval_points", "interval: points at regular intervals over the valid segment of a line", 3, 1_000, 10),
-                int("refine_points", "interval: points per refinement round around the best", 2, 100, 5),
-                float("malus", "stadium: malus per range outside the box, in units of the spread of the values seen", 1e-6, 1e6, 1.0),
-                int("reevaluate", "noisy fitness: before a line search's best point replaces the current point, both are evaluated this many more times (in parallel) and compared by the mean of all their evaluations; 0 accepts on a single value (the thesis' Powell)", 0, 16, i64::from(DEFAULT_REEVALUATE)),
+                SettingSpec::float("ftol", "a Powell run restarts when an iteration improves the fitness by less than this, relative to its magnitude", 1e-15, 0.1, 1e-9),
+                SettingSpec::float("line_tolerance", "line-search resolution, fraction of the parameter range", 1e-12, 0.1, 1e-8),
+                SettingSpec::float("step_tolerance", "line-search resolution as a fraction of the previous Powell iteration's move (line_tolerance is its floor); 0 always searches to line_tolerance, as the thesis' Powell", 0.0, 0.1, DEFAULT_STEP_TOLERANCE),
+                SettingSpec::int("max_iterations", "maximum Powell iterations per run (one line search per direction each)", 1, 1_000_000, 10_000),
+                SettingSpec::int("restarts", "restarts from the best point with fresh directions when the run has no evaluation budget (with a budget, restarts go on while it remains)", 0, 10_000, 10),
+                SettingSpec::int("interval_points", "interval: points at regular intervals over the valid segment of a line", 3, 1_000, 10),
+                SettingSpec::int("refine_points", "interval: points per refinement round around the best", 2, 100, 5),
+                SettingSpec::float("malus", "stadium: malus per range outside the box, in units of the spread of the values seen", 1e-6, 1e6, 1.0),
+                SettingSpec::int("reevaluate", "noisy fitness: before a line search's best point replaces the current point, both are evaluated this many more times (in parallel) and compared by the mean of all their evaluations; 0 accepts on a single value (the thesis' Powell)", 0, 16, i64::from(DEFAULT_REEVALUATE)),
             ],
         }
     }

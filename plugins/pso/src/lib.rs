@@ -359,22 +359,15 @@ impl PsoConfig {
 /// The declared settings; the single source of names, ranges and defaults.
 fn specs() -> Vec<SettingSpec> {
     let d = PsoConfig::default();
-    let spec =
-        |name: &str, description: &str, kind: SettingKind, default: SettingValue| SettingSpec {
-            name: name.to_owned(),
-            description: description.to_owned(),
-            kind,
-            default,
-        };
     let float = |min: f64, max: f64| SettingKind::Float { min, max };
     vec![
-        spec(
+        SettingSpec::new(
             "particles",
             "swarm size: candidates evaluated in parallel per generation",
             SettingKind::Integer { min: 2, max: 1000 },
             SettingValue::Int(d.particles as i64),
         ),
-        spec(
+        SettingSpec::new(
             "iterations",
             "maximum number of generations (the initial one included)",
             SettingKind::Integer {
@@ -383,31 +376,31 @@ fn specs() -> Vec<SettingSpec> {
             },
             SettingValue::Int(d.iterations as i64),
         ),
-        spec(
+        SettingSpec::new(
             "inertia",
             "inertia weight w (0.7298: Clerc's constriction factor)",
             float(0.0, 1.0),
             SettingValue::Float(d.inertia),
         ),
-        spec(
+        SettingSpec::new(
             "cognitive",
             "acceleration c1 towards the particle's own best",
             float(0.0, 4.0),
             SettingValue::Float(d.cognitive),
         ),
-        spec(
+        SettingSpec::new(
             "social",
             "acceleration c2 towards the neighbourhood's best",
             float(0.0, 4.0),
             SettingValue::Float(d.social),
         ),
-        spec(
+        SettingSpec::new(
             "max_velocity",
             "velocity limit per parameter, as a fraction of its range",
             float(0.001, 1.0),
             SettingValue::Float(d.max_velocity),
         ),
-        spec(
+        SettingSpec::new(
             "topology",
             "global: follow the swarm's best; ring: follow the best of self and two neighbours",
             SettingKind::Choice {
@@ -415,13 +408,13 @@ fn specs() -> Vec<SettingSpec> {
             },
             SettingValue::Text(d.topology.as_str().to_owned()),
         ),
-        spec(
+        SettingSpec::new(
             "include_start",
             "start particle 0 at the gait's current parameters (the rest at random)",
             SettingKind::Bool,
             SettingValue::Bool(d.include_start),
         ),
-        spec(
+        SettingSpec::new(
             "reevaluate",
             "noisy fitness: before a particle's best point replaces the swarm's best, it is \
              evaluated this many more times (with the next generation) and compared by the \
