@@ -460,7 +460,7 @@ mod tests {
             let mut rng = ChaCha8Rng::seed_from_u64(seed);
             (0..4000)
                 .map(|_| {
-                    let line = frame(world, &settings, &mut rng).unwrap();
+                    let line = frame(world, None, &settings, &mut rng).unwrap();
                     let (x, y) = line.trim_end().split_once(' ').unwrap();
                     [x.parse::<f64>().unwrap(), y.parse::<f64>().unwrap()]
                 })

@@ -238,11 +238,7 @@ impl PositionSource for Tracker {
         self.wait_fresh(after, timeout).map(|f| (f.x, f.y))
     }
 
-    fn pose_after(
-        &self,
-        after: Instant,
-        timeout: Duration,
-    ) -> Result<crate::Pose, TrackerError> {
+    fn pose_after(&self, after: Instant, timeout: Duration) -> Result<crate::Pose, TrackerError> {
         self.wait_fresh(after, timeout).map(|f| crate::Pose {
             x: f.x,
             y: f.y,
@@ -268,7 +264,10 @@ pub fn parse_frame(line: &[u8]) -> Option<([u16; 2], Option<[u16; 2]>)> {
         return Some((pixel, None));
     }
     let text = std::str::from_utf8(line).ok()?;
-    let numbers: Vec<&str> = text.split([' ', '\t', '\r']).filter(|t| !t.is_empty()).collect();
+    let numbers: Vec<&str> = text
+        .split([' ', '\t', '\r'])
+        .filter(|t| !t.is_empty())
+        .collect();
     let [x, y, x2, y2] = numbers.as_slice() else {
         return None;
     };

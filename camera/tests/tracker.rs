@@ -306,3 +306,44 @@ fn nothing_listening_is_a_timeout_not_a_hang() {
     assert!(error.to_string().contains(&address), "{error}");
     assert_eq!(tracker.connections(), 0);
 }
+
+/// A robot with a second LED along its long axis: the tracker reports the
+/// direction from the first LED to the second as its heading, and none
+/// while the second is out of sight.
+#[test]
+fn a_second_led_gives_the_heading() {
+    use yamor_camera::camapp::Leds;
+    let second = Arc::new(Mutex::new(Some([0.5 - 0.07, 0.2 + 0.07, LED_HEIGHT])));
+    let shown = second.clone();
+    let server = CamApp::serve_leds(
+        TcpListener::bind("127.0.0.1:0").unwrap(),
+        Leds {
+            position: Box::new(|| Some([0.5, 0.2, LED_HEIGHT])),
+            heading: Some(Box::new(move || *shown.lock().unwrap())),
+        },
+        CamAppSettings {
+            rate_hz: 100.0,
+            ..CamAppSettings::default()
+        },
+    )
+    .unwrap();
+    let tracker = tracker(&server.address().to_string());
+    let fix = tracker.wait_fresh(Instant::now(), LONG).unwrap();
+    let heading = fix.heading.expect("two LEDs seen").to_degrees();
+    // 10 cm apart, half a pixel of noise (about 2 mm) on each: a few degrees.
+    assert!((heading - 135.0).abs() < 5.0, "{heading}° for 135°");
+    assert!(
+        (fix.x - 0.5).abs() < 0.02 && (fix.y - 0.2).abs() < 0.02,
+        "{fix:?}"
+    );
+    *second.lock().unwrap() = None;
+    let deadline = Instant::now() + LONG;
+    while tracker
+        .wait_fresh(Instant::now(), LONG)
+        .unwrap()
+        .heading
+        .is_some()
+    {
+        assert!(Instant::now() < deadline, "the heading outlived its LED");
+    }
+}

@@ -18,28 +18,29 @@
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 use clap::Args;
-use yamor_camera::camapp::{CamApp, CamAppSettings};
-use yamor_camera::{CameraModel, LED_HEIGHT, PositionSource, Tracker};
+use yamor_camera::camapp::CamAppSettings;
+use yamor_camera::{CameraModel, LED_HEIGHT};
 use yamor_core::damage::Damage;
 use yamor_core::evaluation::EvaluationSpec;
 use yamor_core::evaluation::descriptors::{HEADING, TURN};
 use yamor_core::optimize::OptimizationConfig;
 use yamor_host_agent::Backend;
-use yamor_host_agent::serial::{SerialBackend, SerialSettings};
+use yamor_host_agent::emulated::EmulatedRig;
+use yamor_host_agent::serial::SerialSettings;
 use yamor_ite::{IteConfig, ItePlugin};
 use yamor_lifelong::homing::{Field, HeadingEstimate, HeadingNoise, HomingSettings, Move};
 use yamor_lifelong::reset_free::{
-    HomingGait, OptimizerProposals, Proposal, RandomProposals, ResetFree, ResetFreeSettings,
-    WalkKind, WalkReport, phase_variants, repertoire_from_walks,
+    HomingGait, MEASURED_HEADING_SD, OptimizerProposals, Proposal, RandomProposals, ResetFree,
+    ResetFreeSettings, WalkKind, WalkReport, phase_variants, repertoire_from_walks,
 };
 use yamor_optimizer_api::map::{Grid, Prior, PriorElite};
 use yamor_optimizer_api::{Bound, Optimizer, Plugin as _, Settings, Space};
 use yamor_sim::robots::ExampleRobot;
-use yamor_sim::serial_robot::{EmulatedRobot, EmulationSettings};
+use yamor_sim::serial_robot::EmulationSettings;
 use yamor_sim::{SimSettings, Simulation};
 
 #[derive(Args)]
@@ -95,6 +96,11 @@ pub struct ResetFreeArgs {
     /// Pixel noise of the emulated camera.
     #[arg(long, default_value_t = 0.5)]
     camera_noise: f64,
+    /// The robot carries a second LED this far (m) along its long axis, so
+    /// the camera sees which way it faces; 0: one LED, as the thesis'
+    /// robot, its heading guessed from how it moved.
+    #[arg(long, default_value_t = 0.1)]
+    heading_led: f64,
     /// Also write every walk to this CSV file.
     #[arg(long)]
     csv: Option<PathBuf>,
@@ -488,46 +494,46 @@ pub async fn reset_free(args: ResetFreeArgs) -> Result<()> {
     // The emulated robot, its camera and the real-robot backend, as
     // `yamor emulate --camapp` and `yamor host --serial` would run them.
     let sim = Simulation::new(&example.morphology()?, SimSettings::default())?;
-    let robot = EmulatedRobot::spawn(
+    let rig = EmulatedRig::start(
         sim,
         EmulationSettings {
             time_scale: args.time_scale,
             message_delay: args.message_delay,
             join_delay: args.join_delay,
             seed: args.seed,
+            heading_led: args.heading_led,
             ..EmulationSettings::default()
         },
-    )?;
-    let camapp = CamApp::serve(
-        std::net::TcpListener::bind("127.0.0.1:0")?,
-        Box::new(robot.led()),
         CamAppSettings::new(model, args.camera_noise, args.seed),
-    )?;
-    let tracker = Arc::new(Tracker::connect(
-        &camapp.address().to_string(),
-        model,
-        LED_HEIGHT,
-    ));
-    let start = tracker
-        .wait_fresh_async(Instant::now(), Duration::from_secs(10))
-        .await
-        .context("the emulated camera does not see the robot")?;
-    let backend: Arc<dyn Backend> = Arc::new(SerialBackend::new(
-        SerialSettings {
-            time_scale: args.time_scale,
-            ..SerialSettings::new(robot.path())
+        SerialSettings::new(""),
+    )
+    .await?;
+    let (start, robot) = (rig.start, &rig.robot);
+    let backend = rig.backend.clone() as Arc<dyn Backend>;
+    // Seen with two LEDs; else to be learnt from how the robot moves.
+    let heading = match start.heading {
+        Some(mean) => HeadingEstimate {
+            mean,
+            sd: MEASURED_HEADING_SD,
         },
-        Some(tracker.clone() as Arc<dyn PositionSource>),
-    )?);
+        None => HeadingEstimate::unknown(),
+    };
     let [hx, hy] = field.half();
     println!(
-        "emulated {} on {} at time scale {}, field ±{hx:.2} × ±{hy:.2} m, margin {} m; starts at ({:+.2}, {:+.2}), heading unknown",
+        "emulated {} on {} at time scale {}, field ±{hx:.2} × ±{hy:.2} m, margin {} m; starts at ({:+.2}, {:+.2}), heading {}",
         args.robot,
         robot.path(),
         args.time_scale,
         args.margin,
         start.x,
-        start.y
+        start.y,
+        start
+            .heading
+            .map_or("unknown (one LED)".to_owned(), |h| format!(
+                "{:+.0}° (seen: two LEDs {} m apart)",
+                h.to_degrees(),
+                args.heading_led
+            ))
     );
     let mut driver = ResetFree::new(
         backend,
@@ -544,7 +550,7 @@ pub async fn reset_free(args: ResetFreeArgs) -> Result<()> {
             ..ResetFreeSettings::default()
         },
         Some([start.x, start.y]),
-        HeadingEstimate::unknown(),
+        heading,
     )?;
     let mut csv = match &args.csv {
         Some(path) => {
@@ -642,7 +648,7 @@ pub async fn reset_free(args: ResetFreeArgs) -> Result<()> {
             (None, false) => "it never left the field".to_owned(),
         }
     );
-    drop(camapp);
+    drop(rig);
     result?;
     Ok(())
 }

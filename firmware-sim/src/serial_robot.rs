@@ -456,7 +456,10 @@ impl Robot {
             let pose = self
                 .sim
                 .physics()
-                .part_state(crate::physics::part_index(centre, crate::geometry::Part::Body))
+                .part_state(crate::physics::part_index(
+                    centre,
+                    crate::geometry::Part::Body,
+                ))
                 .pose;
             let q = pose.translation
                 + pose.rotation * self.long_axis * self.settings.heading_led as f32;

@@ -280,7 +280,9 @@ impl SerialRobot {
                     .pose_after(Instant::now(), fix_timeout)
                     .map_err(position_lost)?;
                 if let Some(yaw_end) = at_end.heading {
-                    outcome.descriptors.extend(seen_heading(&outcome, yaw_start, yaw_end));
+                    outcome
+                        .descriptors
+                        .extend(seen_heading(&outcome, yaw_start, yaw_end));
                 }
             }
             Ok(outcome)
@@ -296,7 +298,11 @@ impl SerialRobot {
 
 /// What a walk seen with its heading at the window's start and end
 /// (`yaw_start`, `yaw_end`, rad) adds to its descriptors.
-fn seen_heading(walk: &yamor_core::evaluation::Walk, yaw_start: f64, yaw_end: f64) -> [(String, f64); 3] {
+fn seen_heading(
+    walk: &yamor_core::evaluation::Walk,
+    yaw_start: f64,
+    yaw_end: f64,
+) -> [(String, f64); 3] {
     use yamor_core::evaluation::descriptors::{HEADING, YAW_END, YAW_START};
     let degrees = |a: f64| {
         let d = a.to_degrees().rem_euclid(360.0);

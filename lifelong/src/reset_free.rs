@@ -463,13 +463,19 @@ impl<R: WalkingRobot> ResetFree<R> {
                     (m.scaled(stretch), sd.max(MIN_DIRECTION_SD))
                 }
                 None if known => (*m, s.unseen_direction_sd),
-                None => return self.homing.is_safe_anywhere(x, y, m.length() * s.length_doubt),
+                None => {
+                    return self
+                        .homing
+                        .is_safe_anywhere(x, y, m.length() * s.length_doubt);
+                }
             };
-            // The heading hypotheses span the gait's direction's spread.
+            // The heading hypotheses span the gait's direction's spread;
+            // the walk may come out as its mirror image (`MIRRORED`).
             let heading = HeadingEstimate { mean: yaw, sd };
-            return self
-                .homing
-                .is_safe(x, y, &heading, &m.scaled(s.length_doubt));
+            let m = m.scaled(s.length_doubt);
+            return [m, m.mirrored()]
+                .iter()
+                .all(|m| self.homing.is_safe(x, y, &heading, m));
         }
         if let Some(reach) = self.settings.evaluation_reach {
             return self.homing.is_safe_anywhere(x, y, m.length() * reach);

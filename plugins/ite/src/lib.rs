@@ -32,8 +32,8 @@ use std::collections::HashMap;
 
 use yamor_optimizer_api::map::Prior;
 use yamor_optimizer_api::{
-    Candidate, Fitness, Optimizer, Plugin, PluginInfo, SettingSpec,
-    Settings, SettingsError, Space, Step,
+    Candidate, Fitness, Optimizer, Plugin, PluginInfo, SettingSpec, Settings, SettingsError, Space,
+    Step,
 };
 
 pub use model::{Hyper, Model};
