@@ -34,8 +34,8 @@ use yamor_host_agent::serial::SerialSettings;
 use yamor_ite::{IteConfig, ItePlugin};
 use yamor_lifelong::homing::{Field, HeadingEstimate, HeadingNoise, HomingSettings, Move};
 use yamor_lifelong::reset_free::{
-    HomingGait, MEASURED_HEADING_SD, OptimizerProposals, Proposal, RandomProposals, ResetFree,
-    ResetFreeSettings, WalkKind, WalkReport, phase_variants, repertoire_from_walks,
+    HomingGait, OptimizerProposals, Proposal, RandomProposals, ResetFree, ResetFreeSettings,
+    WalkKind, WalkReport, phase_variants, repertoire_from_walks,
 };
 use yamor_optimizer_api::map::{Grid, Prior, PriorElite};
 use yamor_optimizer_api::{Bound, Optimizer, Plugin as _, Settings, Space};
@@ -511,13 +511,7 @@ pub async fn reset_free(args: ResetFreeArgs) -> Result<()> {
     let (start, robot) = (rig.start, &rig.robot);
     let backend = rig.backend.clone() as Arc<dyn Backend>;
     // Seen with two LEDs; else to be learnt from how the robot moves.
-    let heading = match start.heading {
-        Some(mean) => HeadingEstimate {
-            mean,
-            sd: MEASURED_HEADING_SD,
-        },
-        None => HeadingEstimate::unknown(),
-    };
+    let heading = HeadingEstimate::from_camera(start.heading);
     let [hx, hy] = field.half();
     println!(
         "emulated {} on {} at time scale {}, field ±{hx:.2} × ±{hy:.2} m, margin {} m; starts at ({:+.2}, {:+.2}), heading {}",

@@ -270,6 +270,21 @@ impl HeadingEstimate {
         HeadingEstimate { mean: 0.0, sd: PI }
     }
 
+    /// How far the camera's heading (two LEDs a few centimetres apart,
+    /// half a pixel of noise, a body that rocks with its gait) is trusted
+    /// (rad). An estimate this sure or surer is taken as seen.
+    pub const SEEN_SD: f64 = 0.05;
+
+    /// What the camera saw of the heading: the direction between a robot's
+    /// two LEDs, or nothing (one LED): unknown.
+    #[must_use]
+    pub fn from_camera(heading: Option<f64>) -> Self {
+        heading.map_or_else(Self::unknown, |mean| HeadingEstimate {
+            mean,
+            sd: Self::SEEN_SD,
+        })
+    }
+
     #[must_use]
     pub fn known(&self) -> bool {
         self.sd < Self::UNKNOWN_SD

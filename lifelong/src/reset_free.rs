@@ -297,11 +297,6 @@ pub struct ResetFree<R> {
     evaluations: usize,
 }
 
-/// How far the camera's heading (two LEDs a few centimetres apart, half a
-/// pixel of noise, a body that rocks with its gait) is trusted (rad). A
-/// driver started with a heading this sure or surer takes it as seen.
-pub const MEASURED_HEADING_SD: f64 = 0.05;
-
 /// The least spread of a seen gait's direction (rad): a few walks that
 /// happened to agree do not make a gait exact.
 const MIN_DIRECTION_SD: f64 = 0.1;
@@ -318,7 +313,7 @@ impl<R: WalkingRobot> ResetFree<R> {
     /// `position`: where the robot stands now, if known (else the first
     /// walk's measured start stands in); `heading`: what is known of its
     /// heading ([`HeadingEstimate::unknown`] for a robot with one LED; as
-    /// seen, with [`MEASURED_HEADING_SD`], for one with two).
+    /// seen, with [`HeadingEstimate::SEEN_SD`], for one with two).
     pub fn new(
         robot: R,
         field: Field,
@@ -347,7 +342,7 @@ impl<R: WalkingRobot> ResetFree<R> {
             filter: HeadingFilter::new(heading, settings.noise),
             seen: SeenMoves::new(repertoire.len()),
             gaits: repertoire.iter().map(|g| g.gait.to_xml_string()).collect(),
-            yaw: (heading.sd <= MEASURED_HEADING_SD).then_some(heading.mean),
+            yaw: (heading.sd <= HeadingEstimate::SEEN_SD).then_some(heading.mean),
             body: BodyMoves::default(),
             repertoire,
             settings,
@@ -665,7 +660,7 @@ impl<R: WalkingRobot> ResetFree<R> {
             self.yaw = Some(yaw_end);
             self.filter.estimate = HeadingEstimate {
                 mean: yaw_end,
-                sd: MEASURED_HEADING_SD,
+                sd: HeadingEstimate::SEEN_SD,
             };
         }
         if self.position.is_some() {

@@ -16,8 +16,8 @@ use yamor_host_agent::emulated::EmulatedRig;
 use yamor_host_agent::serial::SerialSettings;
 use yamor_lifelong::homing::{Field, HeadingEstimate, HeadingNoise, HomingSettings};
 use yamor_lifelong::reset_free::{
-    MEASURED_HEADING_SD, Proposal, RandomProposals, ResetFree, ResetFreeSettings, Summary,
-    WalkReport, phase_variants, repertoire_from_walks,
+    Proposal, RandomProposals, ResetFree, ResetFreeSettings, Summary, WalkReport, phase_variants,
+    repertoire_from_walks,
 };
 use yamor_sim::robots::ExampleRobot;
 use yamor_sim::serial_robot::EmulationSettings;
@@ -132,13 +132,7 @@ async fn emulated_quadruped(
 /// random gaits of the repertoire with homing walks between them.
 async fn session(evaluations: usize, knobs: Knobs) -> (Summary, Vec<WalkReport>, usize) {
     eprintln!("{knobs:?}");
-    // Short walks: 1 s of warm-up and a 3-s window.
-    let spec = EvaluationSpec {
-        warmup: 1.0,
-        measure: 3.0,
-        sample_interval: 0.5,
-        ..EvaluationSpec::default()
-    };
+    let spec = short_walk();
     let homing_spec = EvaluationSpec {
         warmup: knobs.homing_warmup,
         measure: knobs.homing_measure,
@@ -157,12 +151,7 @@ async fn session(evaluations: usize, knobs: Knobs) -> (Summary, Vec<WalkReport>,
     // given (11 cm/s): a fast gait's variants walk much the same way walk
     // after walk on the emulated robot, where the slow one's turn a
     // different way every walk.
-    let learnt = RobotConfig::from_xml_str(
-        "learnt.xml",
-        include_str!("../../examples/robots/quadruped/learnt.xml"),
-    )
-    .unwrap();
-    let problem = OptimizationConfig::new(learnt, problem.rules().to_vec()).unwrap();
+    let problem = OptimizationConfig::new(learnt(), problem.rules().to_vec()).unwrap();
     let simulator: Arc<dyn Backend> =
         Arc::new(yamor_families::sim_backend("quadruped", SimSettings::default()).unwrap());
     let candidates = phase_variants(&problem).unwrap();
@@ -218,13 +207,7 @@ async fn session(evaluations: usize, knobs: Knobs) -> (Summary, Vec<WalkReport>,
     let start = rig.start;
     let backend = rig.backend.clone() as Arc<dyn Backend>;
     // Seen with two LEDs, not estimated from travel.
-    let heading = match start.heading {
-        Some(mean) => HeadingEstimate {
-            mean,
-            sd: MEASURED_HEADING_SD,
-        },
-        None => HeadingEstimate::unknown(),
-    };
+    let heading = HeadingEstimate::from_camera(start.heading);
 
     // The default camera's field, about 1.1 m either side; walks of up
     // to about 0.75 m.
@@ -341,6 +324,25 @@ async fn homing_keeps_the_emulated_quadruped_inside_the_field() {
     assert!(!summary.ever_left, "{summary:?}");
 }
 
+/// The quadruped's learnt gait (20 cm/s, straight).
+fn learnt() -> RobotConfig {
+    RobotConfig::from_xml_str(
+        "learnt.xml",
+        include_str!("../../examples/robots/quadruped/learnt.xml"),
+    )
+    .unwrap()
+}
+
+/// A walk of 1 robot s of warm-up and a 3-s window.
+fn short_walk() -> EvaluationSpec {
+    EvaluationSpec {
+        warmup: 1.0,
+        measure: 3.0,
+        sample_interval: 0.5,
+        ..EvaluationSpec::default()
+    }
+}
+
 /// A motor broken on the emulated robot while it runs (nothing said on the
 /// serial line) is what the host finds by walking: the learnt gait, 9–12
 /// cm/s over these short walks, is slowed by a limp knee to 5–7 cm/s
@@ -355,17 +357,7 @@ async fn a_motor_broken_while_the_emulated_robot_runs_slows_its_walks() {
     let rig = emulated_quadruped(0.0, 1, 12.0, 0.0).await;
     let (robot, backend) = (&rig.robot, rig.backend.clone() as Arc<dyn Backend>);
     assert!(robot.damage(99, DefectMode::Stuck).is_err());
-    let learnt = RobotConfig::from_xml_str(
-        "learnt.xml",
-        include_str!("../../examples/robots/quadruped/learnt.xml"),
-    )
-    .unwrap();
-    let spec = EvaluationSpec {
-        warmup: 1.0,
-        measure: 3.0,
-        sample_interval: 0.5,
-        ..EvaluationSpec::default()
-    };
+    let (learnt, spec) = (learnt(), short_walk());
     let mean = |walks: &[f64]| walks.iter().sum::<f64>() / walks.len() as f64;
     let mut intact = Vec::new();
     for _ in 0..3 {
@@ -409,17 +401,7 @@ async fn a_second_led_shows_which_way_the_robot_faces() {
     let first = rig.start.heading.expect("two LEDs seen give a heading");
     assert!(angle(first.to_degrees(), truly()) < 5.0, "{first} rad");
     let backend = rig.backend.clone() as Arc<dyn Backend>;
-    let learnt = RobotConfig::from_xml_str(
-        "learnt.xml",
-        include_str!("../../examples/robots/quadruped/learnt.xml"),
-    )
-    .unwrap();
-    let spec = EvaluationSpec {
-        warmup: 1.0,
-        measure: 3.0,
-        sample_interval: 0.5,
-        ..EvaluationSpec::default()
-    };
+    let (learnt, spec) = (learnt(), short_walk());
     for _ in 0..2 {
         let walk = backend.walk(&learnt, &spec).await.unwrap();
         let d = &walk.descriptors;
