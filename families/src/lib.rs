@@ -11,6 +11,9 @@
 //! - [`example_backend`]: a host for any built-in family's example robot.
 //! - [`yamor`]: YaMoR's host with robot sessions (`SimLink`: SNP to the
 //!   simulated firmware, the supervisor's commands to the world).
+//! - [`emulated`]: YaMoR's emulated real robot, its CamApp (one or two
+//!   LEDs), the tracker and the serial backend started together in one
+//!   process (`EmulatedRig`), for tests and `yamor lifelong reset-free`.
 //! - [`planning`]: a host that plans Roombot self-reconfigurations
 //!   (`reconfig:` objectives, seed 003) on a blocking thread, cancellable
 //!   between rounds.
@@ -33,6 +36,7 @@ use yamor_roombots::family::RoombotsFamily;
 use yamor_sim::SimSettings;
 use yamor_sim::family::YamorFamily;
 
+pub mod emulated;
 pub mod plan_view;
 pub mod planning;
 pub mod yamor;

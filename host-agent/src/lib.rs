@@ -18,8 +18,6 @@
 //! - [`serial`]: the real robot over a serial port (SNP through
 //!   `serialport`, the 5.2.1 set-up in one call, the 5.5.4 acknowledgement
 //!   bug handled, motors off whenever nothing is being evaluated).
-//! - `emulated` (feature `emulated`): the emulated robot, its CamApp, the
-//!   tracker and the serial backend started together in one process.
 //! - [`session`]: the stateful IYaMoRHost3 surface (open, connect, set
 //!   parameters, flush, sleep, physical changes) over a
 //!   [`session::RobotLink`], so the simulator and the serial robot share it;
@@ -36,8 +34,6 @@
 //!   keeps the host known to its organizer; domain types only.
 
 pub mod backend;
-#[cfg(feature = "emulated")]
-pub mod emulated;
 pub mod expr;
 pub mod family;
 pub mod grpc;

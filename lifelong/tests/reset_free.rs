@@ -11,8 +11,8 @@ use yamor_camera::camapp::CamAppSettings;
 use yamor_core::RobotConfig;
 use yamor_core::evaluation::EvaluationSpec;
 use yamor_core::optimize::OptimizationConfig;
+use yamor_families::emulated::EmulatedRig;
 use yamor_host_agent::Backend;
-use yamor_host_agent::emulated::EmulatedRig;
 use yamor_host_agent::serial::SerialSettings;
 use yamor_lifelong::homing::{Field, HeadingEstimate, HeadingNoise, HomingSettings};
 use yamor_lifelong::reset_free::{

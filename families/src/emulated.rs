@@ -1,4 +1,4 @@
-//! The real-robot path without the robot, in one process: an emulated
+//! YaMoR's real-robot path without the robot, in one process: an emulated
 //! robot behind a pseudo-terminal, an emulated CamApp watching its LEDs,
 //! the tracker, and the serial backend that drives and measures it —
 //! what `yamor emulate --camapp` and `yamor host --serial --camapp` run as
@@ -14,8 +14,8 @@ use yamor_camera::{Fix, LED_HEIGHT, PositionSource, Tracker, TrackerError};
 use yamor_sim::Simulation;
 use yamor_sim::serial_robot::{EmulatedRobot, EmulationError, EmulationSettings};
 
-use crate::HostError;
-use crate::serial::{SerialBackend, SerialSettings};
+use yamor_host_agent::HostError;
+use yamor_host_agent::serial::{SerialBackend, SerialSettings};
 
 /// Why the emulated set-up did not start.
 #[derive(Debug, thiserror::Error)]
