@@ -271,8 +271,7 @@ pub fn parse_frame(line: &[u8]) -> Option<([u16; 2], Option<[u16; 2]>)> {
     let [x, y, x2, y2] = numbers.as_slice() else {
         return None;
     };
-    let pair = |x: &str, y: &str| parse_line(format!("{x} {y}").as_bytes());
-    Some((pair(x, y)?, Some(pair(x2, y2)?)))
+    Some((pixel(x, y)?, Some(pixel(x2, y2)?)))
 }
 
 /// A CamApp line (without its `\n`) as a pixel, or `None` for garbage.
@@ -290,6 +289,12 @@ pub fn parse_line(line: &[u8]) -> Option<[u16; 2]> {
             (x, y.trim_start_matches(BLANK))
         }
     };
+    pixel(x, y)
+}
+
+/// Two numbers of a CamApp line as a pixel inside the image: plain
+/// decimal digits, at most four of them.
+fn pixel(x: &str, y: &str) -> Option<[u16; 2]> {
     let number = |s: &str| -> Option<u16> {
         ((1..=4).contains(&s.len()) && s.bytes().all(|b| b.is_ascii_digit()))
             .then(|| s.parse().ok())

@@ -611,6 +611,14 @@ pub mod descriptors {
     /// axis) so that whoever walks it next knows which way it faces.
     pub const YAW_START: &str = "yaw_start_deg";
     pub const YAW_END: &str = "yaw_end_deg";
+
+    /// [`HEADING`]: the direction of `travel` against the unit `axis`
+    /// (°, (−180, 180], counter-clockwise positive), both in the ground
+    /// plane; what a simulator and a robot seen with two LEDs report.
+    #[must_use]
+    pub fn heading_deg((ax, ay): (f64, f64), (dx, dy): (f64, f64)) -> f64 {
+        (ax * dy - ay * dx).atan2(ax * dx + ay * dy).to_degrees()
+    }
 }
 
 /// Behaviour descriptors by name: the numbers a quality-diversity archive

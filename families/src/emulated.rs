@@ -2,14 +2,14 @@
 //! robot behind a pseudo-terminal, an emulated CamApp watching its LEDs,
 //! the tracker, and the serial backend that drives and measures it —
 //! what `yamor emulate --camapp` and `yamor host --serial --camapp` run as
-//! two processes. Tests, `yamor lifelong reset-free` and benchmarks share
-//! this one set-up.
+//! two processes. Tests and `yamor lifelong reset-free` share this one
+//! set-up.
 
 use std::net::TcpListener;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use yamor_camera::camapp::{CamApp, CamAppError, CamAppSettings, LedSource, Leds};
+use yamor_camera::camapp::{CamApp, CamAppError, CamAppSettings, Leds};
 use yamor_camera::{Fix, LED_HEIGHT, PositionSource, Tracker, TrackerError};
 use yamor_sim::Simulation;
 use yamor_sim::serial_robot::{EmulatedRobot, EmulationError, EmulationSettings};
@@ -32,13 +32,13 @@ pub enum RigError {
     Backend(#[from] HostError),
 }
 
-/// What the camera looks at on `robot`: its LED, and the second one when
-/// it carries it ([`EmulationSettings::heading_led`]).
+/// What the camera looks at on `robot`: its LED, and the second one,
+/// dark unless the robot carries it ([`EmulationSettings::heading_led`]).
 #[must_use]
-pub fn leds(robot: &EmulatedRobot, heading_led: bool) -> Leds {
+pub fn leds(robot: &EmulatedRobot) -> Leds {
     Leds {
         position: Box::new(robot.led()),
-        heading: heading_led.then(|| Box::new(robot.heading_led()) as LedSource),
+        heading: Some(Box::new(robot.heading_led())),
     }
 }
 
@@ -65,11 +65,7 @@ impl EmulatedRig {
         serial: SerialSettings,
     ) -> Result<Self, RigError> {
         let robot = EmulatedRobot::spawn(sim, emulation)?;
-        let camapp = CamApp::serve_leds(
-            TcpListener::bind("127.0.0.1:0")?,
-            leds(&robot, emulation.heading_led > 0.0),
-            camera,
-        )?;
+        let camapp = CamApp::serve_leds(TcpListener::bind("127.0.0.1:0")?, leds(&robot), camera)?;
         let tracker = Arc::new(Tracker::connect(
             &camapp.address().to_string(),
             camera.model,

@@ -11,7 +11,8 @@
 //! when its lowest corner is within [`CONTACT_M`] of it.
 
 use rapier3d::math::Vector;
-use yamor_core::evaluation::{Descriptors, Sample, Walk, descriptors};
+use yamor_core::evaluation::descriptors::{self, heading_deg};
+use yamor_core::evaluation::{Descriptors, Sample, Walk};
 
 use crate::geometry::Part;
 use crate::physics::{lowest_corner, part_index};
@@ -172,12 +173,6 @@ impl BehaviourMeter {
         }
         found
     }
-}
-
-/// The direction of `travel` against the unit `axis` (°, (−180, 180],
-/// counter-clockwise positive): the angle of `travel` in the axis' frame.
-fn heading_deg((ax, ay): (f64, f64), (dx, dy): (f64, f64)) -> f64 {
-    (ax * dy - ay * dx).atan2(ax * dx + ay * dy).to_degrees()
 }
 
 /// The unit direction along which ground-plane `points` spread most (the

@@ -205,8 +205,12 @@ impl EmulatedRobot {
         let damages = Arc::new(Mutex::new(Vec::new()));
         let modules = sim.modules().iter().map(|m| m.id).collect();
         let long_axis = crate::behaviour::LongAxis::of(&sim).in_body;
+        let centre = sim
+            .module_index(sim.morphology().central)
+            .expect("the central module always exists");
         let mut robot = Robot {
             long_axis,
+            centre,
             sim,
             settings,
             rng: ChaCha8Rng::seed_from_u64(settings.seed),
@@ -284,6 +288,8 @@ struct Robot {
     /// The long axis in the central module's body frame, where the second
     /// LED sits.
     long_axis: rapier3d::math::Vector,
+    /// The central module's index, whose body carries both LEDs.
+    centre: usize,
     settings: EmulationSettings,
     rng: ChaCha8Rng,
     network: BTreeSet<ModuleId>,
@@ -449,15 +455,11 @@ impl Robot {
         self.observed.time = self.sim.time();
         self.observed.led = [f64::from(p.x), f64::from(p.y), f64::from(p.z)];
         self.observed.heading_led = (self.settings.heading_led > 0.0).then(|| {
-            let centre = self
-                .sim
-                .module_index(self.sim.morphology().central)
-                .expect("the central module always exists");
             let pose = self
                 .sim
                 .physics()
                 .part_state(crate::physics::part_index(
-                    centre,
+                    self.centre,
                     crate::geometry::Part::Body,
                 ))
                 .pose;

@@ -303,14 +303,15 @@ fn seen_heading(
     yaw_start: f64,
     yaw_end: f64,
 ) -> [(String, f64); 3] {
-    use yamor_core::evaluation::descriptors::{HEADING, YAW_END, YAW_START};
-    let degrees = |a: f64| {
-        let d = a.to_degrees().rem_euclid(360.0);
-        if d > 180.0 { d - 360.0 } else { d }
-    };
-    let travel = (walk.end.y - walk.start.y).atan2(walk.end.x - walk.start.x);
+    use yamor_core::cpg::wrap_angle;
+    use yamor_core::evaluation::descriptors::{HEADING, YAW_END, YAW_START, heading_deg};
+    let degrees = |a: f64| wrap_angle(a).to_degrees();
+    let travel = (walk.end.x - walk.start.x, walk.end.y - walk.start.y);
     [
-        (HEADING.to_owned(), degrees(travel - yaw_start)),
+        (
+            HEADING.to_owned(),
+            heading_deg((yaw_start.cos(), yaw_start.sin()), travel),
+        ),
         (YAW_START.to_owned(), degrees(yaw_start)),
         (YAW_END.to_owned(), degrees(yaw_end)),
     ]

@@ -376,25 +376,21 @@ impl<R: WalkingRobot> ResetFree<R> {
     /// body frame where the camera sees headings and the gait was walked,
     /// else as predicted and calibrated.
     fn moves(&self) -> Vec<Move> {
-        (0..self.repertoire.len())
-            .map(|i| match self.body.of(i, 0.0) {
-                Some((m, _)) if self.yaw.is_some() => m,
-                _ => self.calibration.apply(Some(i), &self.repertoire[i].step),
-            })
-            .collect()
+        self.spreads().into_iter().map(|(m, _)| m).collect()
     }
 
-    /// Each repertoire gait's move with the spread of its direction: as
+    /// [`moves`](Self::moves) with the spread of each one's direction: as
     /// seen, or [`ResetFreeSettings::unseen_direction_sd`] for a gait not
-    /// yet walked here.
-    fn spreads(&self, moves: &[Move]) -> Vec<(Move, f64)> {
+    /// yet walked here (or not seen with a heading).
+    fn spreads(&self) -> Vec<(Move, f64)> {
         let unseen = self.settings.unseen_direction_sd;
-        moves
-            .iter()
-            .enumerate()
-            .map(|(i, m)| match self.body.of(i, unseen) {
-                Some((_, sd)) => (*m, sd.max(MIN_DIRECTION_SD)),
-                None => (*m, unseen),
+        (0..self.repertoire.len())
+            .map(|i| match self.body.of(i, unseen) {
+                Some((m, sd)) if self.yaw.is_some() => (m, sd.max(MIN_DIRECTION_SD)),
+                _ => (
+                    self.calibration.apply(Some(i), &self.repertoire[i].step),
+                    unseen,
+                ),
             })
             .collect()
     }
@@ -504,7 +500,8 @@ impl<R: WalkingRobot> ResetFree<R> {
             let mut homed = 0;
             while !self.safe(key, &expected, known) && homed < self.settings.max_homing {
                 let [x, y] = self.position.expect("safe() is true without a position");
-                let moves = self.moves();
+                let spread = self.spreads();
+                let moves: Vec<Move> = spread.iter().map(|(m, _)| *m).collect();
                 let seen = &self.seen.all()[..moves.len().min(self.seen.all().len())];
                 let repeat = self.settings.repeat_homing.and_then(|share| {
                     let [previous, last] = self.reports.last_chunk::<2>()?;
@@ -518,7 +515,6 @@ impl<R: WalkingRobot> ResetFree<R> {
                 let gait_index = match (self.yaw, repeat) {
                     // The heading seen: the body-frame moves decide.
                     (Some(yaw), _) => {
-                        let spread = self.spreads(&moves);
                         self.homing
                             .choose_seen_heading(x, y, yaw, &spread, self.settings.length_doubt)?
                             .gait
@@ -658,10 +654,7 @@ impl<R: WalkingRobot> ResetFree<R> {
                 },
             );
             self.yaw = Some(yaw_end);
-            self.filter.estimate = HeadingEstimate {
-                mean: yaw_end,
-                sd: HeadingEstimate::SEEN_SD,
-            };
+            self.filter.estimate = HeadingEstimate::from_camera(Some(yaw_end));
         }
         if self.position.is_some() {
             // As a whole walk would have moved it (a shortened walk's

@@ -76,7 +76,7 @@ pub fn emulate(args: EmulateArgs) -> Result<()> {
         .camapp
         .map(|address| {
             let (noise, seed) = (args.camera_noise, args.settings.seed);
-            let leds = yamor_families::emulated::leds(&robot, args.settings.heading_led > 0.0);
+            let leds = yamor_families::emulated::leds(&robot);
             yamor_camera::cli::emulate_for(address, leds, noise, seed)
         })
         .transpose()?;
