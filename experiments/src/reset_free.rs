@@ -4,10 +4,10 @@
 //! ([`yamor_lifelong::reset_free`]), and says how far it strayed from the
 //! camera field's centre and whether it ever left the field.
 //!
-//! The repertoire is a map's cells (`--map`, the `map.json` of `yamor run
-//! ROBOT --optimizer map-elites`) or, without one, the robot's gait with
-//! its phase lags flipped, walked in simulation first. With a map the
-//! evaluations are the adaptation's: `ite` (Intelligent Trial and Error
+//! The homing repertoire is the robot's gait with its phase lags flipped
+//! (and amplitudes halved), walked in simulation first. With a map
+//! (`--map`, the `map.json` of `yamor run ROBOT --optimizer map-elites`)
+//! the evaluations are the adaptation's: `ite` (Intelligent Trial and Error
 //! over the map's elites) proposes every evaluation walk, each expected to
 //! move as its cell says, and once it has adapted the robot walks on with
 //! its answer; `--damage-after K --damage stuck:5` breaks a motor of the
@@ -69,6 +69,11 @@ pub struct ResetFreeArgs {
     /// Most homing walks before an evaluation (then it is walked anyway).
     #[arg(long, default_value_t = 20)]
     max_homing: usize,
+    /// An evaluation that is not safe at full length is walked cut to ¾,
+    /// ½, … of its time (its measured window shortened), down to this
+    /// share, before homing walks are tried; 1: never cut.
+    #[arg(long, default_value_t = 0.5)]
+    shortest_evaluation: f64,
     /// The gait whose phase-lag variants home (without `--map`); default:
     /// the quadruped's learnt gait (examples/robots/quadruped/learnt.xml),
     /// any other robot's gait as given.
@@ -138,17 +143,16 @@ fn parse_field(text: &str) -> Result<Field> {
     Ok(Field::around([0.0, 0.0], number(x)?, number(y)?)?)
 }
 
-/// A map file read for reset-free learning: the homing gaits, every cell
-/// as a gait with its expected move, and the map as an adaptation's prior.
+/// A map file read for reset-free learning: every cell as a gait with its
+/// expected move, and the map as an adaptation's prior.
 struct MapGaits {
-    homing: Vec<HomingGait>,
     cells: Vec<HomingGait>,
     /// Each cell's point in the problem's free parameters, as `cells`.
     points: Vec<Vec<f64>>,
     prior: Prior,
 }
 
-/// The homing gaits, the gaits evaluated and the prior, from a map file.
+/// The gaits evaluated and the prior, from a map file.
 fn from_map(path: &Path, problem: &OptimizationConfig, walk_s: f64) -> Result<MapGaits> {
     let text =
         std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
@@ -241,27 +245,12 @@ fn from_map(path: &Path, problem: &OptimizationConfig, walk_s: f64) -> Result<Ma
     if cells.is_empty() {
         bail!("{}: the map has no cells", path.display());
     }
-    // The fastest cell of every 30° of heading: a repertoire that can
-    // travel any way the body faces.
-    let mut homing: Vec<HomingGait> = Vec::new();
-    for bin in 0..12 {
-        let lo = -180.0 + 30.0 * f64::from(bin);
-        let direction = |c: &HomingGait| c.step.direction().to_degrees();
-        if let Some(best) = cells
-            .iter()
-            .filter(|c| (lo..lo + 30.0).contains(&direction(c)))
-            .max_by(|a, b| a.step.length().total_cmp(&b.step.length()))
-        {
-            homing.push(best.clone());
-        }
-    }
     let prior = Prior {
         run: map["run"].as_u64().unwrap_or(0),
         axes: grid.axes().to_vec(),
         elites,
     };
     Ok(MapGaits {
-        homing,
         cells,
         points,
         prior,
@@ -336,10 +325,15 @@ fn report_adaptation<G, E>(
 fn line(r: &WalkReport) -> String {
     let what = match &r.kind {
         WalkKind::Homing { name, .. } => format!("homing ({name})"),
-        WalkKind::Evaluation { n, safe } => {
+        WalkKind::Evaluation { n, safe, share } => {
             format!(
-                "evaluation {}{}",
+                "evaluation {}{}{}",
                 n + 1,
+                if *share < 1.0 {
+                    format!(" (cut to {:.0} %)", share * 100.0)
+                } else {
+                    String::new()
+                },
                 if *safe { "" } else { " (unsafe)" }
             )
         }
@@ -359,9 +353,73 @@ fn line(r: &WalkReport) -> String {
     )
 }
 
+/// The homing repertoire: the robot's gait (the quadruped's learnt gait,
+/// or `--homing-gait`) with its phase lags flipped and amplitudes halved,
+/// each walked in simulation. With a map too: its cells walk 0.5–0.7 m in
+/// one walk and overshoot as homing gaits; these walk 0.1–0.45 m.
+async fn built_in_repertoire(
+    args: &ResetFreeArgs,
+    problem: &OptimizationConfig,
+    spec: &EvaluationSpec,
+    walk_s: f64,
+) -> Result<Vec<HomingGait>> {
+    let simulator: Arc<dyn Backend> = Arc::new(yamor_families::sim_backend(
+        &args.robot,
+        SimSettings::default(),
+    )?);
+    // Varied from a fast gait: the learnt gait's variants walk much
+    // the same way walk after walk on the emulated robot, where
+    // the slow gait as given turns a different way every walk.
+    let gait = match (&args.homing_gait, args.robot.as_str()) {
+        (Some(path), _) => Some(yamor_core::RobotConfig::from_xml_str(
+            &path.display().to_string(),
+            &std::fs::read_to_string(path)
+                .with_context(|| format!("reading {}", path.display()))?,
+        )?),
+        (None, "quadruped") => Some(yamor_core::RobotConfig::from_xml_str(
+            "examples/robots/quadruped/learnt.xml",
+            include_str!("../../examples/robots/quadruped/learnt.xml"),
+        )?),
+        (None, _) => None,
+    };
+    let varied = match gait {
+        Some(gait) => OptimizationConfig::new(gait, problem.rules().to_vec())?,
+        None => problem.clone(),
+    };
+    let candidates = phase_variants(&varied)?;
+    eprintln!(
+        "walking {} variants of the gait in simulation for the repertoire",
+        candidates.len()
+    );
+    // Walked in simulation after 8 s of warm-up, not the robot's:
+    // on the robot the oscillators run on from walk to walk, and
+    // a short warm-up in simulation measures the transient.
+    repertoire_from_walks(
+        &simulator,
+        candidates,
+        &EvaluationSpec {
+            warmup: 8.0,
+            // Samples close enough together to measure the turn.
+            sample_interval: 0.5,
+            ..spec.clone()
+        },
+        4,
+        walk_s,
+        std::f64::consts::FRAC_PI_4,
+    )
+    .await
+    .map_err(Into::into)
+}
+
 pub async fn reset_free(args: ResetFreeArgs) -> Result<()> {
     if args.walks == 0 {
         bail!("--walks must be at least 1");
+    }
+    if !(args.shortest_evaluation > 0.0 && args.shortest_evaluation <= 1.0) {
+        bail!(
+            "--shortest-evaluation must be a share of a walk's time in (0, 1], got {}",
+            args.shortest_evaluation
+        );
     }
     if !(args.time_scale.is_finite() && args.time_scale > 0.0) {
         bail!("--time-scale must be positive, got {}", args.time_scale);
@@ -405,78 +463,21 @@ pub async fn reset_free(args: ResetFreeArgs) -> Result<()> {
              weak:M); the other damages are the simulator's (yamor run --damage)"
         ),
     };
-    let mut map = None;
-    let (repertoire, proposals) = match &args.map {
-        Some(path) => {
-            let m = from_map(path, &problem, walk_s)?;
-            let proposals = m
-                .cells
-                .iter()
-                .map(|c| Proposal {
-                    gait: c.gait.clone(),
-                    expected: Some(c.step),
-                })
-                .collect();
-            let homing = m.homing.clone();
-            map = Some(m);
-            (homing, proposals)
-        }
-        None => {
-            let simulator: Arc<dyn Backend> = Arc::new(yamor_families::sim_backend(
-                &args.robot,
-                SimSettings::default(),
-            )?);
-            // Varied from a fast gait: the learnt gait's variants walk much
-            // the same way walk after walk on the emulated robot, where
-            // the slow gait as given turns a different way every walk.
-            let gait = match (&args.homing_gait, args.robot.as_str()) {
-                (Some(path), _) => Some(yamor_core::RobotConfig::from_xml_str(
-                    &path.display().to_string(),
-                    &std::fs::read_to_string(path)
-                        .with_context(|| format!("reading {}", path.display()))?,
-                )?),
-                (None, "quadruped") => Some(yamor_core::RobotConfig::from_xml_str(
-                    "examples/robots/quadruped/learnt.xml",
-                    include_str!("../../examples/robots/quadruped/learnt.xml"),
-                )?),
-                (None, _) => None,
-            };
-            let varied = match gait {
-                Some(gait) => OptimizationConfig::new(gait, problem.rules().to_vec())?,
-                None => problem.clone(),
-            };
-            let candidates = phase_variants(&varied)?;
-            eprintln!(
-                "walking {} variants of the gait in simulation for the repertoire",
-                candidates.len()
-            );
-            // Walked in simulation after 8 s of warm-up, not the robot's:
-            // on the robot the oscillators run on from walk to walk, and
-            // a short warm-up in simulation measures the transient.
-            let repertoire = repertoire_from_walks(
-                &simulator,
-                candidates,
-                &EvaluationSpec {
-                    warmup: 8.0,
-                    // Samples close enough together to measure the turn.
-                    sample_interval: 0.5,
-                    ..spec.clone()
-                },
-                4,
-                walk_s,
-                std::f64::consts::FRAC_PI_4,
-            )
-            .await?;
-            let proposals = repertoire
-                .iter()
-                .map(|g| Proposal {
-                    gait: g.gait.clone(),
-                    expected: Some(g.step),
-                })
-                .collect();
-            (repertoire, proposals)
-        }
-    };
+    let repertoire = built_in_repertoire(&args, &problem, &spec, walk_s).await?;
+    let map = args
+        .map
+        .as_deref()
+        .map(|path| from_map(path, &problem, walk_s))
+        .transpose()?;
+    let proposals = map
+        .as_ref()
+        .map_or(&repertoire, |m| &m.cells)
+        .iter()
+        .map(|g| Proposal {
+            gait: g.gait.clone(),
+            expected: Some(g.step),
+        })
+        .collect();
     println!(
         "homing repertoire ({} gaits, one walk of {walk_s} robot s each):",
         repertoire.len()
@@ -541,6 +542,7 @@ pub async fn reset_free(args: ResetFreeArgs) -> Result<()> {
                 ..HomingSettings::default()
             },
             max_homing: args.max_homing,
+            shortest_evaluation: args.shortest_evaluation,
             ..ResetFreeSettings::default()
         },
         Some([start.x, start.y]),

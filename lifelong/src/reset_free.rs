@@ -180,6 +180,12 @@ pub struct ResetFreeSettings {
     pub unseen_direction_sd: f64,
     /// ... and how much longer than predicted or seen any walk may be.
     pub length_doubt: f64,
+    /// An evaluation not safe at full length may be walked cut to as
+    /// little as this share of its time (its measured window shortened,
+    /// the largest of 1, ¾, ½, … that is safe) rather than homing first:
+    /// a map's fast cells walk further in one walk than the field allows
+    /// from anywhere. 1: never cut.
+    pub shortest_evaluation: f64,
 }
 
 impl Default for ResetFreeSettings {
@@ -200,6 +206,7 @@ impl Default for ResetFreeSettings {
             repeat_homing: None,
             unseen_direction_sd: 0.5,
             length_doubt: 1.3,
+            shortest_evaluation: 1.0,
         }
     }
 }
@@ -210,8 +217,9 @@ pub enum WalkKind {
     /// A homing walk of the repertoire's gait `gait`.
     Homing { gait: usize, name: String },
     /// The `n`th evaluation (from 0); `safe`: it was predicted to stay
-    /// inside the field less the margin.
-    Evaluation { n: usize, safe: bool },
+    /// inside the field less the margin; `share`: the share of its time
+    /// it walked (1 unless cut to be safe).
+    Evaluation { n: usize, safe: bool, share: f64 },
 }
 
 /// One walk as it went.
@@ -435,7 +443,7 @@ impl<R: WalkingRobot> ResetFree<R> {
     /// Whether gait `key`, expected to do `m`, is safe from here: by what
     /// it did on this floor when it was seen, else by its move under the
     /// heading estimate (an unknown move in every direction).
-    fn safe(&self, key: usize, m: &Move, known: bool) -> bool {
+    fn safe(&self, key: usize, m: &Move, known: bool, share: f64) -> bool {
         let Some([x, y]) = self.position else {
             // Nowhere known yet: the first walk tells.
             return true;
@@ -455,31 +463,54 @@ impl<R: WalkingRobot> ResetFree<R> {
                 }
                 None if known => (*m, s.unseen_direction_sd),
                 None => {
-                    return self
-                        .homing
-                        .is_safe_anywhere(x, y, m.length() * s.length_doubt);
+                    return self.homing.is_safe_anywhere(
+                        x,
+                        y,
+                        m.length() * share * s.length_doubt,
+                    );
                 }
             };
             // The heading hypotheses span the gait's direction's spread;
             // the walk may come out as its mirror image (`MIRRORED`).
             let heading = HeadingEstimate { mean: yaw, sd };
-            let m = m.scaled(s.length_doubt);
+            let m = m.shortened(share).scaled(s.length_doubt);
             return [m, m.mirrored()]
                 .iter()
                 .all(|m| self.homing.is_safe(x, y, &heading, m));
         }
         if let Some(reach) = self.settings.evaluation_reach {
-            return self.homing.is_safe_anywhere(x, y, m.length() * reach);
+            return self
+                .homing
+                .is_safe_anywhere(x, y, m.length() * share * reach);
         }
         if let Some((d, sd)) = self.seen.all().get(key).copied().flatten() {
-            return self.homing.is_safe_seen(x, y, d, sd);
+            return self
+                .homing
+                .is_safe_seen(x, y, [d[0] * share, d[1] * share], sd * share);
         }
         let heading = if known {
             self.filter.estimate
         } else {
             HeadingEstimate::unknown()
         };
-        self.homing.is_safe(x, y, &heading, m)
+        self.homing.is_safe(x, y, &heading, &m.shortened(share))
+    }
+
+    /// The largest share of its time (1, ¾, ½, … down to
+    /// [`ResetFreeSettings::shortest_evaluation`]) at which an evaluation
+    /// of gait `key`, expected to do `m`, is safe from here.
+    fn evaluation_share(&self, key: usize, m: &Move, known: bool) -> Option<f64> {
+        let shortest = self.settings.shortest_evaluation.clamp(0.05, 1.0);
+        let mut share = 1.0;
+        loop {
+            if self.safe(key, m, known, share) {
+                return Some(share);
+            }
+            if share <= shortest {
+                return None;
+            }
+            share = (share - 0.25).max(shortest);
+        }
     }
 
     /// Walks up to `evaluations` evaluations from `source`, homing between
@@ -498,7 +529,11 @@ impl<R: WalkingRobot> ResetFree<R> {
             let (expected, known) = self.expected(&proposal);
             let key = self.key(&proposal.gait, true);
             let mut homed = 0;
-            while !self.safe(key, &expected, known) && homed < self.settings.max_homing {
+            let share = loop {
+                let share = self.evaluation_share(key, &expected, known);
+                if share.is_some() || homed >= self.settings.max_homing {
+                    break share;
+                }
                 let [x, y] = self.position.expect("safe() is true without a position");
                 let spread = self.spreads();
                 let moves: Vec<Move> = spread.iter().map(|(m, _)| *m).collect();
@@ -549,18 +584,19 @@ impl<R: WalkingRobot> ResetFree<R> {
                 .await?;
                 progress(self.reports.last().expect("just walked"));
                 homed += 1;
-            }
-            let safe = self.safe(key, &expected, known);
+            };
+            let safe = share.is_some();
+            let share = share.unwrap_or(1.0);
             let n = self.evaluations;
-            let spec = self.settings.spec.clone();
+            let spec = cut(&self.settings.spec, share);
             let walk = self
                 .walk_and_track(
                     &proposal.gait,
                     &spec,
-                    1.0,
-                    known.then_some(expected),
+                    share,
+                    known.then_some(expected.shortened(share)),
                     None,
-                    WalkKind::Evaluation { n, safe },
+                    WalkKind::Evaluation { n, safe, share },
                 )
                 .await?;
             self.evaluations += 1;
@@ -594,16 +630,7 @@ impl<R: WalkingRobot> ResetFree<R> {
         }
         // A walk shorter than a second is mostly its motors switching on.
         let share = (room * room_share / length).max(1.0 / total).min(1.0);
-        let walked = total * share;
-        let warmup = spec.warmup.min(walked / 3.0);
-        (
-            EvaluationSpec {
-                warmup,
-                measure: walked - warmup,
-                ..spec
-            },
-            share,
-        )
+        (cut(&spec, share), share)
     }
 
     /// Walks `gait` under `spec` (`share` of its whole walk's time),
@@ -707,6 +734,21 @@ impl<R: WalkingRobot> ResetFree<R> {
             total_robot_s: total,
         });
         Ok(walk)
+    }
+}
+
+/// `spec` cut to `share` of its time: the warm-up kept up to a third of
+/// what is left, the measured window the rest.
+fn cut(spec: &EvaluationSpec, share: f64) -> EvaluationSpec {
+    if share >= 1.0 {
+        return spec.clone();
+    }
+    let walked = (spec.warmup + spec.measure) * share;
+    let warmup = spec.warmup.min(walked / 3.0);
+    EvaluationSpec {
+        warmup,
+        measure: walked - warmup,
+        ..spec.clone()
     }
 }
 
@@ -1121,5 +1163,127 @@ mod tests {
             assert!(h.abs() > 150.0, "walked on with its answer: {walks:?}");
         }
         assert_eq!(expected_asked.len(), walks.len());
+    }
+
+    /// A robot on a plane with no chaos: gait `k` (told apart by its
+    /// module count) walks straight along the body's long axis at
+    /// `speeds[k]` m/s for the whole walk; the camera sees its heading.
+    struct Straight {
+        speeds: Vec<f64>,
+        pose: std::sync::Mutex<[f64; 3]>,
+    }
+
+    impl WalkingRobot for Straight {
+        async fn walk(&self, gait: &RobotConfig, spec: &EvaluationSpec) -> Result<Walk, String> {
+            use yamor_core::evaluation::descriptors::{YAW_END, YAW_START};
+            use yamor_core::evaluation::Sample;
+            let v = self.speeds[gait.modules.len()];
+            let mut pose = self.pose.lock().unwrap();
+            let [x, y, yaw] = *pose;
+            let d = v * (spec.warmup + spec.measure);
+            *pose = [x + d * yaw.cos(), y + d * yaw.sin(), yaw];
+            let mut walk = Walk {
+                velocity: v.abs(),
+                start: Sample { t: 0.0, x, y, z: 0.0 },
+                end: Sample { t: 0.0, x: pose[0], y: pose[1], z: 0.0 },
+                ..Walk::default()
+            };
+            walk.descriptors.insert(YAW_START.into(), yaw.to_degrees());
+            walk.descriptors.insert(YAW_END.into(), yaw.to_degrees());
+            Ok(walk)
+        }
+    }
+
+    fn gait(modules: usize) -> RobotConfig {
+        let mut g = RobotConfig::from_xml_str(
+            "learnt.xml",
+            include_str!("../../examples/robots/quadruped/learnt.xml"),
+        )
+        .unwrap();
+        g.modules.truncate(modules);
+        g
+    }
+
+    struct Again(RobotConfig, Move);
+
+    impl Evaluations for Again {
+        fn next_gait(&mut self) -> Option<Proposal> {
+            Some(Proposal {
+                gait: self.0.clone(),
+                expected: Some(self.1),
+            })
+        }
+        fn told(&mut self, _: &Proposal, _: &Walk) {}
+    }
+
+    /// Six walks of a gait that walks 0.9 m in a whole walk, in a field
+    /// of ±1 m with a 0.3-m margin (1.17 m with the length doubt: too far
+    /// from anywhere), with evaluations cut to as little as `shortest`.
+    async fn fast_gait_session(shortest: f64) -> (Summary, Vec<WalkReport>) {
+        let robot = Straight {
+            // 0: backward homing, 1: forward homing, 2: the fast gait.
+            speeds: vec![-0.05, 0.05, 0.15],
+            pose: std::sync::Mutex::new([0.0; 3]),
+        };
+        let spec = EvaluationSpec {
+            warmup: 2.0,
+            measure: 4.0,
+            ..EvaluationSpec::default()
+        };
+        let homing_gait = |modules: usize, forward: f64| HomingGait {
+            name: format!("{forward:+}"),
+            gait: gait(modules),
+            step: Move { forward, left: 0.0, turn: 0.0 },
+            direction_sd: 0.1,
+        };
+        let mut driver = ResetFree::new(
+            robot,
+            Field::around([0.0, 0.0], 1.0, 1.0).unwrap(),
+            vec![homing_gait(0, -0.3), homing_gait(1, 0.3)],
+            ResetFreeSettings {
+                spec,
+                homing: HomingSettings {
+                    margin: 0.3,
+                    ..HomingSettings::default()
+                },
+                max_homing: 6,
+                shortest_evaluation: shortest,
+                ..ResetFreeSettings::default()
+            },
+            Some([0.0, 0.0]),
+            HeadingEstimate::from_camera(Some(0.0)),
+        )
+        .unwrap();
+        let fast = Move { forward: 0.9, left: 0.0, turn: 0.0 };
+        let summary = driver.run(&mut Again(gait(2), fast), 6, |_| {}).await.unwrap();
+        (summary, driver.reports().to_vec())
+    }
+
+    #[tokio::test]
+    async fn a_gait_too_fast_for_the_field_is_evaluated_on_shorter_walks() {
+        let (summary, reports) = fast_gait_session(0.5).await;
+        assert_eq!(summary.evaluations, 6);
+        assert_eq!(summary.unsafe_evaluations, 0, "{reports:#?}");
+        assert!(!summary.ever_left, "{reports:#?}");
+        let shares: Vec<f64> = reports
+            .iter()
+            .filter_map(|r| match r.kind {
+                WalkKind::Evaluation { share, .. } => Some(share),
+                WalkKind::Homing { .. } => None,
+            })
+            .collect();
+        // Half a walk, 0.45 m (0.59 with the doubt), fits from the
+        // centre; ¾ of one does not fit anywhere.
+        assert!(shares.iter().all(|s| (*s - 0.5).abs() < 1e-9), "{shares:?}");
+        // The robot walked back between them, with the backward gait.
+        assert!(summary.homing_walks >= 5, "{reports:#?}");
+        assert!(reports.iter().any(
+            |r| matches!(&r.kind, WalkKind::Homing { gait: 0, .. })
+        ));
+        // Never cut: nowhere is safe, so every evaluation waits out its
+        // homing walks and is walked whole, unsafe.
+        let (summary, reports) = fast_gait_session(1.0).await;
+        assert_eq!(summary.unsafe_evaluations, 6, "{reports:#?}");
+        assert_eq!(summary.homing_walks, 6 * 6);
     }
 }
