@@ -55,8 +55,8 @@ pub struct ResetFreeArgs {
     #[arg(long, default_value_t = 1.0)]
     time_scale: f64,
     /// A map of gaits (`map.json` of `yamor run ROBOT --optimizer
-    /// map-elites`, on the robot's default problem): the fastest cell of
-    /// every 30° of heading homes, every cell may be evaluated.
+    /// map-elites`, on the robot's default problem): every evaluation is
+    /// ite's, adapting from the map; the built-in repertoire homes.
     #[arg(long)]
     map: Option<PathBuf>,
     /// The field's half width and height (m), centred under the camera;
@@ -644,6 +644,15 @@ pub async fn reset_free(args: ResetFreeArgs) -> Result<()> {
             (None, false) => "it never left the field".to_owned(),
         }
     );
+    if lost.is_some() {
+        // Where the emulated robot really was: out of the image, or its
+        // physics gone wrong, tells a lost LED's cause.
+        let o = robot.observe();
+        println!(
+            "the emulated robot's LED was at ({:+.2}, {:+.2}, {:+.2}) m at robot time {:.1} s",
+            o.led[0], o.led[1], o.led[2], o.time
+        );
+    }
     drop(rig);
     result?;
     Ok(())
