@@ -101,8 +101,7 @@ impl RobotFamily for YamorFamily {
     }
 
     fn example_problem(&self, example: &str) -> Option<&'static str> {
-        (example == "quadruped")
-            .then_some(include_str!("../../examples/robots/quadruped/optimize.xml"))
+        crate::robots::ExampleRobot::named(example)?.problem_xml
     }
 
     fn walker(

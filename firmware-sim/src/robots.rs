@@ -3,12 +3,15 @@
 
 use yamor_core::{Morphology, RobotConfig, XmlError};
 
-/// One example robot: its morphology and its reference gait.
+/// One example robot: its morphology, its reference gait and, where it
+/// has one, the optimization problem made by hand for it (else
+/// `yamor run` derives one from the gait).
 #[derive(Debug, Clone, Copy)]
 pub struct ExampleRobot {
     pub name: &'static str,
     pub world_xml: &'static str,
     pub gait_xml: &'static str,
+    pub problem_xml: Option<&'static str>,
 }
 
 macro_rules! example {
@@ -17,13 +20,24 @@ macro_rules! example {
             name: $name,
             world_xml: include_str!(concat!("../../examples/robots/", $name, "/world.xml")),
             gait_xml: include_str!(concat!("../../examples/robots/", $name, "/gait.xml")),
+            problem_xml: None,
+        }
+    };
+    ($name:literal, optimize) => {
+        ExampleRobot {
+            problem_xml: Some(include_str!(concat!(
+                "../../examples/robots/",
+                $name,
+                "/optimize.xml"
+            ))),
+            ..example!($name)
         }
     };
 }
 
 /// Every embedded example, the default (quadruped) first.
 pub const EXAMPLES: [ExampleRobot; 5] = [
-    example!("quadruped"),
+    example!("quadruped", optimize),
     example!("snake"),
     example!("trebuchet"),
     example!("dog"),

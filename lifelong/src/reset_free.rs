@@ -463,11 +463,9 @@ impl<R: WalkingRobot> ResetFree<R> {
                 }
                 None if known => (*m, s.unseen_direction_sd),
                 None => {
-                    return self.homing.is_safe_anywhere(
-                        x,
-                        y,
-                        m.length() * share * s.length_doubt,
-                    );
+                    return self
+                        .homing
+                        .is_safe_anywhere(x, y, m.length() * share * s.length_doubt);
                 }
             };
             // The heading hypotheses span the gait's direction's spread;
@@ -1175,8 +1173,8 @@ mod tests {
 
     impl WalkingRobot for Straight {
         async fn walk(&self, gait: &RobotConfig, spec: &EvaluationSpec) -> Result<Walk, String> {
-            use yamor_core::evaluation::descriptors::{YAW_END, YAW_START};
             use yamor_core::evaluation::Sample;
+            use yamor_core::evaluation::descriptors::{YAW_END, YAW_START};
             let v = self.speeds[gait.modules.len()];
             let mut pose = self.pose.lock().unwrap();
             let [x, y, yaw] = *pose;
@@ -1184,8 +1182,18 @@ mod tests {
             *pose = [x + d * yaw.cos(), y + d * yaw.sin(), yaw];
             let mut walk = Walk {
                 velocity: v.abs(),
-                start: Sample { t: 0.0, x, y, z: 0.0 },
-                end: Sample { t: 0.0, x: pose[0], y: pose[1], z: 0.0 },
+                start: Sample {
+                    t: 0.0,
+                    x,
+                    y,
+                    z: 0.0,
+                },
+                end: Sample {
+                    t: 0.0,
+                    x: pose[0],
+                    y: pose[1],
+                    z: 0.0,
+                },
                 ..Walk::default()
             };
             walk.descriptors.insert(YAW_START.into(), yaw.to_degrees());
@@ -1233,7 +1241,11 @@ mod tests {
         let homing_gait = |modules: usize, forward: f64| HomingGait {
             name: format!("{forward:+}"),
             gait: gait(modules),
-            step: Move { forward, left: 0.0, turn: 0.0 },
+            step: Move {
+                forward,
+                left: 0.0,
+                turn: 0.0,
+            },
             direction_sd: 0.1,
         };
         let mut driver = ResetFree::new(
@@ -1254,8 +1266,15 @@ mod tests {
             HeadingEstimate::from_camera(Some(0.0)),
         )
         .unwrap();
-        let fast = Move { forward: 0.9, left: 0.0, turn: 0.0 };
-        let summary = driver.run(&mut Again(gait(2), fast), 6, |_| {}).await.unwrap();
+        let fast = Move {
+            forward: 0.9,
+            left: 0.0,
+            turn: 0.0,
+        };
+        let summary = driver
+            .run(&mut Again(gait(2), fast), 6, |_| {})
+            .await
+            .unwrap();
         (summary, driver.reports().to_vec())
     }
 
@@ -1277,9 +1296,11 @@ mod tests {
         assert!(shares.iter().all(|s| (*s - 0.5).abs() < 1e-9), "{shares:?}");
         // The robot walked back between them, with the backward gait.
         assert!(summary.homing_walks >= 5, "{reports:#?}");
-        assert!(reports.iter().any(
-            |r| matches!(&r.kind, WalkKind::Homing { gait: 0, .. })
-        ));
+        assert!(
+            reports
+                .iter()
+                .any(|r| matches!(&r.kind, WalkKind::Homing { gait: 0, .. }))
+        );
         // Never cut: nowhere is safe, so every evaluation waits out its
         // homing walks and is walked whole, unsafe.
         let (summary, reports) = fast_gait_session(1.0).await;
