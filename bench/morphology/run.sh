@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# The bench of morphologies (docs/morphology.md): every robot of `yamor
+# robots` × every optimizer × seeds 1..SEEDS, each a whole `yamor run` at
+# the default budget, judged on the held-out mean it reports. Appends one
+# row per run to $OUT/raw.csv and skips runs already there, so a killed
+# bench resumes; then prints the table (summarise.py).
+#
+#   bash bench/morphology/run.sh                       # everything (hours)
+#   ROBOTS="hexapod dog" OPTIMIZERS="cmaes powell" SEEDS=2 BUDGET=600 \
+#       bash bench/morphology/run.sh
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+YAMOR=${YAMOR:-target/release/yamor}
+[ -x "$YAMOR" ] || cargo build --release -p yamor
+ROBOTS=${ROBOTS:-$("$YAMOR" robots | awk '{print $1}')}
+OPTIMIZERS=${OPTIMIZERS:-cmaes powell pso powell-cmaes}
+SEEDS=${SEEDS:-5}
+BUDGET=${BUDGET:-2400}
+OUT=${OUT:-bench/morphology/results}
+mkdir -p "$OUT"
+RAW="$OUT/raw.csv"
+[ -s "$RAW" ] || echo "robot,optimizer,seed,budget,held_out_cm_s,standard_error_cm_s,walks,wall_s" > "$RAW"
+runs=$(mktemp -d)
+trap 'rm -rf "$runs"' EXIT
+for robot in $ROBOTS; do
+  for optimizer in $OPTIMIZERS; do
+    for seed in $(seq 1 "$SEEDS"); do
+      if grep -q "^$robot,$optimizer,$seed,$BUDGET," "$RAW"; then continue; fi
+      start=$(date +%s.%N)
+      if ! log=$(YAMOR_RUNS="$runs" RUST_BACKTRACE=0 "$YAMOR" run "$robot" \
+          --optimizer "$optimizer" --seed "$seed" --budget "$BUDGET" \
+          --out "$runs/$robot-$optimizer-$seed" 2>&1); then
+        echo "FAILED: $robot $optimizer seed $seed" >&2
+        echo "$log" | tail -5 >&2
+        continue
+      fi
+      wall=$(awk -v a="$(date +%s.%N)" -v b="$start" 'BEGIN { printf "%.1f", a - b }')
+      line=$(echo "$log" | grep '^best gait:')
+      mean=$(echo "$line" | sed -E 's/.*\(([-0-9.]+) ± ([0-9.]+) cm\/s.*/\1/')
+      se=$(echo "$line" | sed -E 's/.*\(([-0-9.]+) ± ([0-9.]+) cm\/s.*/\2/')
+      walks=$(($(wc -l < "$runs/$robot-$optimizer-$seed/evaluations.csv") - 1))
+      echo "$robot,$optimizer,$seed,$BUDGET,$mean,$se,$walks,$wall" | tee -a "$RAW"
+    done
+  done
+done
+python3 bench/morphology/summarise.py "$RAW"
