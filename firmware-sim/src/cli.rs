@@ -56,7 +56,7 @@ macro_rules! say {
 
 #[derive(Args)]
 pub struct RobotArgs {
-    /// An embedded example (quadruped, snake, trebuchet, dog, wheel), a morphology XML file, or a directory holding world.xml and gait.xml.
+    /// An embedded example (`yamor robots` lists them), a morphology XML file, or a directory holding world.xml and gait.xml.
     #[arg(default_value = "quadruped")]
     robot: String,
     /// Gait (yamorconfig XML); defaults to the example's gait or `gait.xml` beside the morphology file.

@@ -36,12 +36,18 @@ macro_rules! example {
 }
 
 /// Every embedded example, the default (quadruped) first.
-pub const EXAMPLES: [ExampleRobot; 5] = [
+pub const EXAMPLES: [ExampleRobot; 10] = [
     example!("quadruped", optimize),
     example!("snake"),
     example!("trebuchet"),
     example!("dog"),
     example!("wheel"),
+    // The bench of morphologies (docs/morphology.md).
+    example!("hexapod", optimize),
+    example!("tripod", optimize),
+    example!("salamander", optimize),
+    example!("long-snake", optimize),
+    example!("mudskipper", optimize),
 ];
 
 impl ExampleRobot {
