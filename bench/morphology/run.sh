@@ -8,6 +8,11 @@
 #   bash bench/morphology/run.sh                       # everything (hours)
 #   ROBOTS="hexapod dog" OPTIMIZERS="cmaes powell" SEEDS=2 BUDGET=600 \
 #       bash bench/morphology/run.sh
+#   DIRECTION=axis ROBOTS="quadruped hexapod" bash bench/morphology/run.sh
+#
+# DIRECTION (any, the default, or axis) is `yamor run --direction`: which
+# way a walk's velocity counts, in what the optimizer is told and in the
+# held-out figure.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 YAMOR=${YAMOR:-target/release/yamor}
@@ -16,19 +21,21 @@ ROBOTS=${ROBOTS:-$("$YAMOR" robots | awk '{print $1}')}
 OPTIMIZERS=${OPTIMIZERS:-cmaes powell pso powell-cmaes}
 SEEDS=${SEEDS:-5}
 BUDGET=${BUDGET:-2400}
+DIRECTION=${DIRECTION:-any}
 OUT=${OUT:-bench/morphology/results}
 mkdir -p "$OUT"
 RAW="$OUT/raw.csv"
-[ -s "$RAW" ] || echo "robot,optimizer,seed,budget,held_out_cm_s,standard_error_cm_s,walks,wall_s" > "$RAW"
+[ -s "$RAW" ] || echo "robot,optimizer,seed,budget,held_out_cm_s,standard_error_cm_s,walks,wall_s,direction" > "$RAW"
 runs=$(mktemp -d)
 trap 'rm -rf "$runs"' EXIT
-for robot in $ROBOTS; do
-  for optimizer in $OPTIMIZERS; do
-    for seed in $(seq 1 "$SEEDS"); do
-      if grep -q "^$robot,$optimizer,$seed,$BUDGET," "$RAW"; then continue; fi
+# Seed-major, so a bench stopped part-way leaves whole seeds of the table.
+for seed in $(seq "${FIRST_SEED:-1}" "$SEEDS"); do
+  for robot in $ROBOTS; do
+    for optimizer in $OPTIMIZERS; do
+      if grep -q "^$robot,$optimizer,$seed,$BUDGET,.*,$DIRECTION\$" "$RAW"; then continue; fi
       start=$(date +%s.%N)
       if ! log=$(YAMOR_RUNS="$runs" RUST_BACKTRACE=0 "$YAMOR" run "$robot" \
-          --optimizer "$optimizer" --seed "$seed" --budget "$BUDGET" \
+          --optimizer "$optimizer" --seed "$seed" --budget "$BUDGET" --direction "$DIRECTION" \
           --out "$runs/$robot-$optimizer-$seed" 2>&1); then
         echo "FAILED: $robot $optimizer seed $seed" >&2
         echo "$log" | tail -5 >&2
@@ -39,7 +46,10 @@ for robot in $ROBOTS; do
       mean=$(echo "$line" | sed -E 's/.*\(([-0-9.]+) ± ([0-9.]+) cm\/s.*/\1/')
       se=$(echo "$line" | sed -E 's/.*\(([-0-9.]+) ± ([0-9.]+) cm\/s.*/\2/')
       walks=$(($(wc -l < "$runs/$robot-$optimizer-$seed/evaluations.csv") - 1))
-      echo "$robot,$optimizer,$seed,$BUDGET,$mean,$se,$walks,$wall" | tee -a "$RAW"
+      # Kept so a figure can be walked again (and along the axis: yamor sim).
+      mkdir -p "$OUT/gaits"
+      cp "$runs/$robot-$optimizer-$seed/best_gait.xml" "$OUT/gaits/$robot-$optimizer-$seed-$DIRECTION.xml"
+      echo "$robot,$optimizer,$seed,$BUDGET,$mean,$se,$walks,$wall,$DIRECTION" | tee -a "$RAW"
     done
   done
 done

@@ -584,6 +584,84 @@ pub struct Walk {
 
 /// The names of the behaviour descriptors yamor's walkers measure, so a
 /// map's settings, the simulator and the dashboard spell them alike.
+/// Which way a walk's velocity counts: what a gait run maximises and
+/// what its figures mean.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Direction {
+    /// The distance the central module covers in any direction over the
+    /// window (thesis 6.2.1): a crab gait counts in full.
+    #[default]
+    Any,
+    /// Only the part of it along the robot's long axis, either end first:
+    /// the velocity times |cos| of the walk's [`descriptors::HEADING`]; a
+    /// gait that walks sideways counts nothing.
+    Axis,
+}
+
+impl Direction {
+    pub const ALL: [Direction; 2] = [Direction::Any, Direction::Axis];
+
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            Direction::Any => "any",
+            Direction::Axis => "axis",
+        }
+    }
+
+    /// The direction named `text` (`""` is any direction).
+    #[must_use]
+    pub fn parse(text: &str) -> Option<Self> {
+        if text.is_empty() {
+            return Some(Direction::Any);
+        }
+        Self::ALL.into_iter().find(|d| d.name() == text)
+    }
+
+    /// How a figure under it is said in a report.
+    #[must_use]
+    pub fn phrase(self) -> &'static str {
+        match self {
+            Direction::Any => "in any direction",
+            Direction::Axis => "along the long axis",
+        }
+    }
+
+    /// `walk`'s velocity counted this way (m/s); `None` when the walk does
+    /// not tell which way it went (a walker that reports no heading: a
+    /// Roombot walk, a real robot seen with one LED).
+    #[must_use]
+    pub fn velocity(self, walk: &Walk) -> Option<f64> {
+        match self {
+            Direction::Any => Some(walk.velocity),
+            Direction::Axis => walk
+                .descriptors
+                .get(descriptors::HEADING)
+                .map(|heading| walk.velocity * heading.to_radians().cos().abs()),
+        }
+    }
+}
+
+/// A direction nobody knows by that name.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown direction {0:?} (known: any, axis)")]
+pub struct UnknownDirection(pub String);
+
+impl std::str::FromStr for Direction {
+    type Err = UnknownDirection;
+
+    fn from_str(text: &str) -> Result<Self, UnknownDirection> {
+        Direction::parse(text).ok_or_else(|| UnknownDirection(text.to_owned()))
+    }
+}
+
+impl std::fmt::Display for Direction {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 pub mod descriptors {
     /// How fast the direction of travel turns (°/s, counter-clockwise
     /// positive): every walk's [`super::Walk::turn_deg_s`].
@@ -824,6 +902,32 @@ impl Walk {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_walk_counts_along_the_axis_by_the_cosine_of_its_heading() {
+        let walk = |heading: Option<f64>| Walk {
+            velocity: 0.2,
+            descriptors: heading
+                .map(|h| [(descriptors::HEADING.to_owned(), h)].into())
+                .unwrap_or_default(),
+            ..Walk::default()
+        };
+        let along = |h| Direction::Axis.velocity(&walk(Some(h))).unwrap();
+        assert!((along(0.0) - 0.2).abs() < 1e-12);
+        assert!((along(180.0) - 0.2).abs() < 1e-12, "either end first");
+        assert!(along(90.0).abs() < 1e-12, "a crab gait counts nothing");
+        assert!((along(-60.0) - 0.1).abs() < 1e-12);
+        assert_eq!(Direction::Any.velocity(&walk(Some(90.0))), Some(0.2));
+        // A walker that reports no heading cannot be counted along an axis.
+        assert_eq!(Direction::Axis.velocity(&walk(None)), None);
+        assert_eq!(Direction::Any.velocity(&walk(None)), Some(0.2));
+        for d in Direction::ALL {
+            assert_eq!(d.name().parse::<Direction>(), Ok(d));
+        }
+        assert_eq!("".parse::<Direction>(), Ok(Direction::Any));
+        let error = "forward".parse::<Direction>().unwrap_err().to_string();
+        assert!(error.contains("unknown direction \"forward\""), "{error}");
+    }
+
     use super::*;
 
     #[test]

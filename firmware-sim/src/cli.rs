@@ -250,6 +250,14 @@ pub fn walk(args: WalkArgs) -> Result<(), CliError> {
         turns.iter().sum::<f64>() / turns.len() as f64,
         turns.iter().copied().fold(0.0, f64::max)
     );
+    // The figure of a `--direction axis` run: a crab gait shows here.
+    let along: Option<Vec<f64>> = walks
+        .iter()
+        .map(|w| yamor_core::evaluation::Direction::Axis.velocity(w))
+        .collect();
+    if let Some(spread) = along.as_deref().and_then(Spread::of) {
+        say!("along the long axis {} (either end first)", spread.cm_s());
+    }
     // Robot seconds over wall seconds of the whole batch, walks side by side
     // counted together: what a user waiting for the figure gets.
     let simulated: f64 = walks.iter().map(|w| w.simulated).sum();

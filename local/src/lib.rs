@@ -166,6 +166,7 @@ pub fn optimizers() -> Vec<Arc<dyn yamor_optimizer_api::Plugin>> {
         Arc::new(yamor_cmaes::Cmaes),
         Arc::new(yamor_powell::Powell),
         Arc::new(yamor_portfolio::PowellCmaes),
+        Arc::new(yamor_portfolio::Portfolio),
         Arc::new(yamor_brute_force::BruteForce),
         Arc::new(yamor_map_elites::MapElitesPlugin),
         Arc::new(yamor_ite::ItePlugin),
@@ -178,7 +179,11 @@ mod tests {
     fn the_gait_population_names_the_cma_es_plugins() {
         assert_eq!(
             yamor_organizer::model::GAIT_POPULATION_OPTIMIZERS,
-            [yamor_cmaes::NAME, yamor_portfolio::NAME]
+            [
+                yamor_cmaes::NAME,
+                yamor_portfolio::NAME,
+                yamor_portfolio::PORTFOLIO
+            ]
         );
     }
 }

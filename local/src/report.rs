@@ -25,6 +25,14 @@ pub struct Evaluation {
 /// (results recorded after it stopped were never told).
 pub fn evaluations(organizer: &Organizer, run_id: u64) -> Result<Vec<Evaluation>, LocalError> {
     let told = organizer.scheduler.store().told_jobs(run_id)?;
+    // A walk's velocity as the run counted it (along the axis, when the
+    // run asked for that).
+    let direction = organizer
+        .scheduler
+        .store()
+        .run(run_id)?
+        .map(|row| row.spec.direction)
+        .unwrap_or_default();
     let jobs = match organizer.runs.get(run_id) {
         Ok(run) => run.learnt(told),
         Err(_) => told,
@@ -36,7 +44,10 @@ pub fn evaluations(organizer: &Organizer, run_id: u64) -> Result<Vec<Evaluation>
             Evaluation {
                 names: parameters.iter().map(|(name, _)| name.clone()).collect(),
                 values: parameters.iter().map(|(_, value)| *value).collect(),
-                velocity: job.fitness(),
+                velocity: job
+                    .ranked(direction)
+                    .map(|(v, _)| v)
+                    .filter(|v| v.is_finite()),
                 job,
             }
         })
@@ -53,9 +64,21 @@ pub struct Walks<'a> {
     pub measure: f64,
     /// The worlds the run walked in.
     pub worlds: yamor_core::world::Worlds,
+    /// Which way its velocities count.
+    pub direction: yamor_core::evaluation::Direction,
 }
 
 impl Walks<'_> {
+    /// Which way the run's figures count, and where `yamor sim` prints the
+    /// same figure.
+    fn direction_said(&self) -> String {
+        use yamor_core::evaluation::Direction;
+        match self.direction {
+            Direction::Any => "velocities count the distance covered in any direction (--direction any; --direction axis counts only what is along the robot's long axis)".to_owned(),
+            Direction::Axis => "velocities count only what is along the robot's long axis, either end first (--direction axis): yamor sim prints it as \"along the long axis\"".to_owned(),
+        }
+    }
+
     /// The `yamor sim` command that walks `gait` as the run did, from the
     /// run's first `starts` held-out starts.
     fn command(&self, gait: &Path, starts: usize) -> String {
@@ -128,6 +151,7 @@ pub fn write_outputs(
             ),
         };
         eprintln!("best gait: {} ({figure})", path.display());
+        eprintln!("{}", walks.direction_said());
         if let Some(reference) = run.reference {
             eprintln!(
                 "the gait as given walks {} over the same starts",
@@ -192,9 +216,10 @@ pub async fn write_map(organizer: &Organizer, run: &Run, out: &Path) -> Result<(
 fn with_provenance(gait_xml: &str, run: &Run, walks: &Walks<'_>) -> String {
     let figure = match run.held_out {
         Some(spread) => format!(
-            "{} over held-out starts {}.. (yamor_core::starts::HELD_OUT_FIRST_SEED onwards)",
+            "{} over held-out starts {}.. (yamor_core::starts::HELD_OUT_FIRST_SEED onwards), counted {}",
             spread.cm_s(),
-            yamor_core::starts::HELD_OUT_FIRST_SEED
+            yamor_core::starts::HELD_OUT_FIRST_SEED,
+            walks.direction.phrase()
         ),
         None => format!(
             "{:.2} cm/s from one walk (provisional: not re-walked from held-out starts)",

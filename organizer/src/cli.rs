@@ -192,6 +192,12 @@ pub struct RunOptions {
     /// reported gait keeps it over the held-out starts when a finalist does.
     #[arg(long, value_name = "DEG_PER_S")]
     pub max_turn: Option<f64>,
+    /// Which way a walk's velocity counts: `any` (the distance the central
+    /// module covers in any direction, the thesis') or `axis` (only along
+    /// the robot's long axis, either end first: a gait that walks sideways
+    /// counts nothing). The reported figure says which.
+    #[arg(long, default_value_t)]
+    pub direction: yamor_core::evaluation::Direction,
     /// Stop hopeless walks early: a walk slower, a quarter or half way
     /// through its measured window, than every walk of the run's best
     /// quarter was at that point ends there (told as its velocity so far).

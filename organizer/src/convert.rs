@@ -7,7 +7,7 @@
 
 use std::time::Duration;
 
-use yamor_core::evaluation::{BackendKind, Objective};
+use yamor_core::evaluation::{BackendKind, Direction, Objective, UnknownDirection};
 use yamor_core::starts::Spread;
 use yamor_core::world::{UnknownWorlds, Worlds};
 use yamor_optimizer_api::{PluginInfo, SettingKind, SettingSpec, SettingValue};
@@ -31,6 +31,8 @@ pub enum ConvertError {
     Missing(&'static str),
     #[error("worlds: {0}")]
     Worlds(#[from] UnknownWorlds),
+    #[error("direction: {0}")]
+    Direction(#[from] UnknownDirection),
     #[error("timeout_s must be a non-negative number, got {0}")]
     BadTimeout(f64),
     #[error("problem: give optimization_xml or space")]
@@ -279,6 +281,7 @@ pub fn run_spec(request: pb::StartRunRequest) -> Result<RunSpec, ConvertError> {
         starts: Starts::fixed_when(request.fixed_start),
         held_out,
         max_turn_deg_s: request.max_turn_deg_s,
+        direction: request.direction.parse()?,
         early_stop: request.early_stop,
         worlds: request.worlds.parse()?,
         prior: request.prior_run,
@@ -458,6 +461,10 @@ pub fn run_spec_to_pb(spec: &RunSpec) -> pb::StartRunRequest {
         objective: spec.objective.to_text(),
         fixed_start: spec.starts == Starts::Fixed,
         max_turn_deg_s: spec.max_turn_deg_s,
+        direction: match spec.direction {
+            Direction::Any => String::new(),
+            other => other.name().to_owned(),
+        },
         early_stop: spec.early_stop,
         worlds: match spec.worlds {
             Worlds::Single => String::new(),

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use yamor_core::evaluation::{
-    BackendKind, EvaluationJob, EvaluationSpec, Objective, Outcome, RobotSource, Walk,
+    BackendKind, Direction, EvaluationJob, EvaluationSpec, Objective, Outcome, RobotSource, Walk,
 };
 use yamor_core::plan::LatticePlan;
 use yamor_core::world::Worlds;
@@ -166,8 +166,8 @@ impl Job {
 
     /// `(fitness, turn rate)` when the job is done ([`ranked`]).
     #[must_use]
-    pub fn ranked(&self) -> Option<(f64, f64)> {
-        self.outcome.as_ref().map(ranked)
+    pub fn ranked(&self, direction: Direction) -> Option<(f64, f64)> {
+        self.outcome.as_ref().map(|o| ranked(o, direction))
     }
 
     /// Without the bulky parts a listing does not need: robot, gait and
@@ -346,6 +346,10 @@ pub struct RunSpec {
     /// (thesis 6.2.1). `None`: any.
     #[serde(default)]
     pub max_turn_deg_s: Option<f64>,
+    /// Which way a walk's velocity counts, in what the optimizer is told
+    /// and in the reported figure ([`Direction::Any`]: the thesis').
+    #[serde(default)]
+    pub direction: Direction,
     /// Stop hopeless walks early (`organizer::runs` sets the bounds from the
     /// run's complete walks). Off for the thesis' figures and by default.
     #[serde(default)]
@@ -385,11 +389,16 @@ pub fn constrained_value(velocity: f64, turn_deg_s: f64, max_turn: Option<f64>) 
 }
 
 /// What a result is ranked by: `(fitness, turn rate)`, a walk's velocity
-/// and how fast it turned (°/s), any other result's fitness and 0.
+/// counted in the run's `direction` (NaN, a failed walk, when the walk
+/// cannot tell it: [`Direction::velocity`]) and how fast it turned (°/s),
+/// any other result's fitness and 0.
 #[must_use]
-pub fn ranked(outcome: &Outcome) -> (f64, f64) {
+pub fn ranked(outcome: &Outcome, direction: Direction) -> (f64, f64) {
     match outcome {
-        Outcome::Walk(walk) => (walk.velocity, walk.turn_deg_s),
+        Outcome::Walk(walk) => (
+            direction.velocity(walk).unwrap_or(f64::NAN),
+            walk.turn_deg_s,
+        ),
         other => (other.fitness(), 0.0),
     }
 }
@@ -398,9 +407,28 @@ pub fn ranked(outcome: &Outcome) -> (f64, f64) {
 /// [`ranked`] by under the run's turn constraint ([`constrained_value`]);
 /// a result that is no walk turns at 0 °/s and keeps any constraint.
 #[must_use]
-pub fn told_value(outcome: &Outcome, max_turn: Option<f64>) -> f64 {
-    let (fitness, turn) = ranked(outcome);
-    constrained_value(fitness, turn, max_turn)
+pub fn told_value(outcome: &Outcome, scoring: Scoring) -> f64 {
+    let (fitness, turn) = ranked(outcome, scoring.direction);
+    constrained_value(fitness, turn, scoring.max_turn_deg_s)
+}
+
+/// How a run values a result ([`told_value`]): its turn constraint and the
+/// direction a walk's velocity counts in.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Scoring {
+    pub max_turn_deg_s: Option<f64>,
+    pub direction: Direction,
+}
+
+impl RunSpec {
+    /// How this run values its results.
+    #[must_use]
+    pub fn scoring(&self) -> Scoring {
+        Scoring {
+            max_turn_deg_s: self.max_turn_deg_s,
+            direction: self.direction,
+        }
+    }
 }
 
 /// Where the walks of a run's candidates start.
@@ -596,6 +624,7 @@ impl RunSpec {
             starts: Starts::Fresh,
             held_out: HeldOut::default_for(&problem, None),
             max_turn_deg_s: None,
+            direction: Direction::Any,
             early_stop: false,
             worlds: Worlds::Single,
             prior: None,
@@ -618,10 +647,10 @@ pub const GAIT_RUN_BUDGET: u64 = 2400;
 /// did from one seed in five.
 pub const GAIT_CMAES_POPULATION: u32 = 24;
 
-/// The optimizers whose `population` a gait run sets: CMA-ES and the
-/// CMA-ES stage of `powell-cmaes` (their plugins' names; a test of
-/// yamor-local holds them to the plugins').
-pub const GAIT_POPULATION_OPTIMIZERS: [&str; 2] = ["cmaes", "powell-cmaes"];
+/// The optimizers whose `population` a gait run sets: CMA-ES, the
+/// CMA-ES stage of `powell-cmaes` and the CMA-ES arm of `portfolio` (their
+/// plugins' names; a test of yamor-local holds them to the plugins').
+pub const GAIT_POPULATION_OPTIMIZERS: [&str; 3] = ["cmaes", "powell-cmaes", "portfolio"];
 
 /// A gait run's default for setting `name` of `optimizer`, where it differs
 /// from the plugin's own.

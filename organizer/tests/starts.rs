@@ -464,3 +464,54 @@ async fn a_run_over_worlds_records_each_walks_world_and_judges_in_held_out_world
         "{body}"
     );
 }
+
+/// `direction: axis`: the optimizer is told, and the answer is judged by,
+/// each walk's velocity along the robot's long axis (its velocity times
+/// |cos| of its heading), never more than the velocity in any direction.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_along_the_axis_is_told_and_judged_by_the_velocity_along_the_long_axis() {
+    use yamor_core::evaluation::{Direction, descriptors::HEADING};
+    let organizer = organizer_with_sim_hosts("starts-axis").await;
+    let plan = HeldOut {
+        candidates: 2,
+        starts: 3,
+    };
+    let mut spec = gait_run(Starts::Fresh, plan);
+    spec.direction = Direction::Axis;
+    let run = run_to_end(&organizer, spec).await;
+    assert_eq!(run.state, RunState::Finished, "{}", run.error);
+    let along = |j: &yamor_organizer::model::Job| {
+        let walk = j.walk().expect("a walk");
+        let heading = walk.descriptors[HEADING];
+        walk.velocity * heading.to_radians().cos().abs()
+    };
+    let store = organizer.scheduler.store();
+    let told = store.told_jobs(run.id).unwrap();
+    let best_told = told.iter().map(along).fold(f64::NEG_INFINITY, f64::max);
+    let best_any = told
+        .iter()
+        .map(|j| j.fitness().unwrap())
+        .fold(f64::NEG_INFINITY, f64::max);
+    assert!(best_told <= best_any + 1e-12);
+    let re_walks: Vec<_> = store
+        .held_out_jobs(run.id)
+        .unwrap()
+        .into_iter()
+        .filter(|j| j.seq < REFERENCE_SEQ)
+        .collect();
+    let spreads: Vec<(Spread, Spread)> = re_walks
+        .chunks(3)
+        .map(|f| {
+            let axis: Vec<f64> = f.iter().map(along).collect();
+            let any: Vec<f64> = f.iter().map(|j| j.fitness().unwrap()).collect();
+            (Spread::of(&axis).unwrap(), Spread::of(&any).unwrap())
+        })
+        .collect();
+    let held_out = run.held_out.expect("a held-out figure");
+    let (winner, any) = spreads
+        .iter()
+        .find(|(axis, _)| *axis == held_out)
+        .expect("the figure is a finalist's mean along the axis");
+    assert!(spreads.iter().all(|(axis, _)| axis.mean <= winner.mean));
+    assert!(winner.mean < any.mean, "{winner:?} against {any:?}");
+}

@@ -117,6 +117,7 @@ pub async fn run(args: RunArgs) -> Result<Option<i32>> {
         warmup: args.spec.warmup,
         measure: args.spec.measure,
         worlds: args.spec.worlds,
+        direction: args.spec.direction,
     };
     write_outputs(&organizer, &final_run, &out, walks)?;
     yamor_local::write_map(&organizer, &final_run, &out).await?;

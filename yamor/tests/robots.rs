@@ -46,3 +46,42 @@ fn every_listed_robot_runs_with_its_defaults_and_the_run_names_it() {
     store.close_view();
     let _ = std::fs::remove_dir_all(&home);
 }
+
+/// `--direction axis` runs, and its report says which way its figure
+/// counts; a direction nobody knows is refused by name.
+#[test]
+fn a_run_along_the_axis_says_so_and_an_unknown_direction_is_refused() {
+    let home = std::env::temp_dir().join(format!("yamor-direction-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&home);
+    let run = |direction: &str| {
+        Command::new(BIN)
+            .args(["run", "hexapod", "--budget", "12", "--hosts", "2"])
+            .args(["--held-out", "2", "--finalists", "1"])
+            .args(["--direction", direction])
+            .env("YAMOR_RUNS", &home)
+            .env("RUST_BACKTRACE", "0")
+            .output()
+            .unwrap()
+    };
+    let out = run("axis");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("velocities count only what is along the robot's long axis"),
+        "{stderr}"
+    );
+    let out = run("any");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("velocities count the distance covered in any direction"),
+        "{stderr}"
+    );
+    let out = run("sideways");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains("unknown direction \"sideways\""),
+        "{stderr}"
+    );
+    let _ = std::fs::remove_dir_all(&home);
+}

@@ -46,7 +46,7 @@ fn sim_walks_the_held_out_starts_and_summarises_them() {
     let csv = TempCsv::new("starts");
     let stdout = sim(&["quadruped", "--starts", "3"], &csv);
     let lines: Vec<&str> = stdout.lines().collect();
-    assert_eq!(lines.len(), 5, "{stdout}");
+    assert_eq!(lines.len(), 6, "{stdout}");
     let first = yamor_core::starts::HELD_OUT_FIRST_SEED;
     let mut values = Vec::new();
     for (i, line) in lines[..3].iter().enumerate() {
@@ -73,8 +73,18 @@ fn sim_walks_the_held_out_starts_and_summarises_them() {
         (mean - printed_mean).abs() <= 0.0101,
         "{mean} vs {values:?}"
     );
-    assert!(lines[4].contains("x real time"), "{}", lines[4]);
-    assert!(lines[4].contains(&format!("trajectory of start {first} in")));
+    // The part along the long axis, never more than the velocity.
+    let along = lines[4];
+    assert!(along.starts_with("along the long axis "), "{along:?}");
+    let along_mean: f64 = along
+        .strip_prefix("along the long axis ")
+        .and_then(|s| s.split(' ').next())
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(along_mean <= mean + 1e-9, "{along_mean} > {mean}");
+    assert!(lines[5].contains("x real time"), "{}", lines[5]);
+    assert!(lines[5].contains(&format!("trajectory of start {first} in")));
     let trajectory = std::fs::read_to_string(&csv.0).unwrap();
     assert!(trajectory.starts_with("t,x,y,z\n"));
 

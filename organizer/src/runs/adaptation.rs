@@ -14,7 +14,7 @@ use super::Runs;
 use super::executor::{told_descriptors, told_velocity};
 use super::map::RunMap;
 use super::prepare::{create, prepare, resolve_settings};
-use crate::model::{HELD_OUT_SEQ, Job, JobState};
+use crate::model::{HELD_OUT_SEQ, Job, JobState, Scoring};
 use crate::scheduler::ScheduleError;
 
 /// One walk of an adaptation.
@@ -114,7 +114,7 @@ pub(super) fn replay(
     space: &Space,
     jobs: &[Job],
     learnt: u64,
-    max_turn: Option<f64>,
+    scoring: Scoring,
 ) -> Replayed {
     let proposals: BTreeMap<u64, &Job> = jobs
         .iter()
@@ -191,7 +191,7 @@ pub(super) fn replay(
         let beliefs = optimizer.beliefs();
         let elite = points.iter().position(|p| *p == bits(&x));
         let outcome = job.outcome.as_ref().filter(|_| job.state == JobState::Done);
-        let value = told_velocity(outcome, max_turn);
+        let value = told_velocity(outcome, scoring);
         trials.push(Trial {
             walk,
             job_id: job.id,
@@ -255,7 +255,7 @@ impl Runs {
                 &space,
                 &jobs,
                 run.evaluations,
-                row.spec.max_turn_deg_s,
+                row.spec.scoring(),
             );
             Ok::<_, ScheduleError>((prior.elites.len(), trials, incomplete))
         })
@@ -383,7 +383,14 @@ mod tests {
         let (mut jobs, space) = walked(4, None);
         // Stored out of order, as a query may give them.
         jobs.reverse();
-        let (trials, incomplete) = replay(ite(&prior, &space), &prior, &space, &jobs, 4, None);
+        let (trials, incomplete) = replay(
+            ite(&prior, &space),
+            &prior,
+            &space,
+            &jobs,
+            4,
+            Scoring::default(),
+        );
         assert_eq!(incomplete, None);
         assert_eq!(trials.len(), 4);
         let mut fresh = yamor_ite::Ite::new(&space, &prior, &yamor_ite::IteConfig::default());
@@ -405,7 +412,14 @@ mod tests {
         assert_eq!(trials[0].elite, Some(8));
         assert_eq!(trials[0].predicted.unwrap().0, 0.0);
         // Only what the run learnt.
-        let (learnt, _) = replay(ite(&prior, &space), &prior, &space, &jobs, 2, None);
+        let (learnt, _) = replay(
+            ite(&prior, &space),
+            &prior,
+            &space,
+            &jobs,
+            2,
+            Scoring::default(),
+        );
         assert_eq!(learnt, trials[..2]);
     }
 
@@ -415,7 +429,14 @@ mod tests {
         // Told as standing still (0), the best any walk here gives: IT&E
         // stops after it, so it is the last walk.
         let (jobs, space) = walked(2, Some(1));
-        let (trials, incomplete) = replay(ite(&prior, &space), &prior, &space, &jobs, 2, None);
+        let (trials, incomplete) = replay(
+            ite(&prior, &space),
+            &prior,
+            &space,
+            &jobs,
+            2,
+            Scoring::default(),
+        );
         assert_eq!(incomplete, None);
         assert_eq!(trials.len(), 2);
         assert_eq!(trials[1].value, None);
@@ -424,7 +445,14 @@ mod tests {
         // proposal is not the one stored.
         let mut changed = prior.clone();
         changed.elites[0].value = 1.0;
-        let (trials, incomplete) = replay(ite(&changed, &space), &changed, &space, &jobs, 3, None);
+        let (trials, incomplete) = replay(
+            ite(&changed, &space),
+            &changed,
+            &space,
+            &jobs,
+            3,
+            Scoring::default(),
+        );
         assert!(trials.is_empty());
         let why = incomplete.unwrap();
         assert!(why.contains("proposal 0 differs"), "{why}");

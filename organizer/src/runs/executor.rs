@@ -16,8 +16,8 @@ use super::early_stop::early_stop_bounds;
 use super::prepare::{Prepared, create, prepare};
 use super::{RunError, Runs, step_lost};
 use crate::model::{
-    HELD_OUT_SEQ, JobRequest, Recommendation, RunEvaluation, RunEvent, RunSpec, RunState, Starts,
-    now_ms, told_value,
+    HELD_OUT_SEQ, JobRequest, Recommendation, RunEvaluation, RunEvent, RunSpec, RunState, Scoring,
+    Starts, now_ms, told_value,
 };
 use crate::scheduler::Completion;
 
@@ -147,10 +147,10 @@ impl Runs {
 /// constraint); `None` for a walk that failed or whose fitness is not
 /// finite, told as [`Fitness::Failed`]. Shared with the replay of an
 /// adaptation (`adaptation`), which must tell exactly what the run told.
-pub(super) fn told_velocity(outcome: Option<&Outcome>, max_turn: Option<f64>) -> Option<f64> {
+pub(super) fn told_velocity(outcome: Option<&Outcome>, scoring: Scoring) -> Option<f64> {
     outcome
-        .filter(|o| o.fitness().is_finite())
-        .map(|o| told_value(o, max_turn))
+        .map(|o| told_value(o, scoring))
+        .filter(|v| v.is_finite())
 }
 
 /// A result's descriptors in the order the optimizer names them; `None`
@@ -347,10 +347,14 @@ impl Executor<'_> {
         let Some((tag, x)) = self.pending.remove(&completion.job_id) else {
             return Err(RunError::ToldBeforeProposed(completion.job_id));
         };
-        let velocity = told_velocity(completion.outcome.as_ref().ok(), self.spec.max_turn_deg_s);
+        let velocity = told_velocity(completion.outcome.as_ref().ok(), self.spec.scoring());
         if velocity.is_none() {
             self.first_error
                 .get_or_insert_with(|| match &completion.outcome {
+                    Ok(Outcome::Walk(w)) if self.spec.direction.velocity(w).is_none() => format!(
+                        "job {}: the walk reports no heading, which direction {} needs (a walker that cannot tell which way the robot faces: a Roombot walk, a robot seen with one LED)",
+                        completion.job_id, self.spec.direction
+                    ),
                     Ok(o) => format!(
                         "job {}: the {}'s fitness {} is not finite",
                         completion.job_id,

@@ -202,7 +202,7 @@ impl Executor<'_> {
                         waiting.insert(job.id, seq);
                     }
                     Some(job) => {
-                        walked.insert(seq, job.ranked());
+                        walked.insert(seq, job.ranked(self.spec.direction));
                     }
                     None => {
                         let mut job = self.prepared.job_for(x).map_err(RunError::Invalid)?;
@@ -236,7 +236,7 @@ impl Executor<'_> {
                     let Some(c) = c else { return Err(RunError::SchedulerGone) };
                     // The completion carries the walk's result: nothing to read back.
                     if let Some(seq) = waiting.remove(&c.job_id) {
-                        walked.insert(seq, c.outcome.ok().map(|o| ranked(&o)));
+                        walked.insert(seq, c.outcome.ok().map(|o| ranked(&o, self.spec.direction)));
                     }
                 }
                 changed = stop.changed() => {

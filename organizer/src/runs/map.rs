@@ -14,7 +14,7 @@ use yamor_optimizer_api::{Settings, Space};
 
 use super::Runs;
 use super::prepare::plugin;
-use crate::model::{HELD_OUT_SEQ, Job, JobState, REFERENCE_SEQ, Run, told_value};
+use crate::model::{HELD_OUT_SEQ, Job, JobState, REFERENCE_SEQ, Run, Scoring, told_value};
 use crate::scheduler::ScheduleError;
 
 /// One filled cell of a run's map.
@@ -54,7 +54,7 @@ impl RunMap {
     /// optimizer did, and reads each elite's spread from `held_out` (the
     /// run's held-out re-walks).
     #[must_use]
-    pub fn build(grid: Grid, told: &[Job], held_out: &[Job], max_turn: Option<f64>) -> Self {
+    pub fn build(grid: Grid, told: &[Job], held_out: &[Job], scoring: Scoring) -> Self {
         let names = grid.names();
         let mut archive: Archive<usize> = Archive::new(grid);
         for (k, job) in told.iter().enumerate() {
@@ -69,7 +69,7 @@ impl RunMap {
                 continue;
             };
             let x = job.request.job.parameters.iter().map(|(_, v)| *v).collect();
-            archive.insert(x, told_value(outcome, max_turn), descriptors, k);
+            archive.insert(x, told_value(outcome, scoring), descriptors, k);
         }
         let mut walks: HashMap<Vec<u64>, Vec<f64>> = HashMap::new();
         for job in held_out
@@ -220,9 +220,9 @@ impl Runs {
             .store()
             .read_async(move |s| s.held_out_jobs(id))
             .await?;
-        let max_turn = row.spec.max_turn_deg_s;
+        let scoring = row.spec.scoring();
         let map =
-            tokio::task::spawn_blocking(move || RunMap::build(grid, &told, &held_out, max_turn))
+            tokio::task::spawn_blocking(move || RunMap::build(grid, &told, &held_out, scoring))
                 .await
                 .map_err(|e| ScheduleError::Invalid(format!("building the map failed: {e}")))?;
         Ok(Some(map))

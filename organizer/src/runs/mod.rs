@@ -171,8 +171,10 @@ impl Runs {
                 .max(recorded.get(&row.id).copied().unwrap_or(0));
             if row.spec.held_out.is_on() {
                 let stored = runs.scheduler.store().held_out_jobs(row.id)?;
-                let walks: Vec<(u64, Option<(f64, f64)>)> =
-                    stored.iter().map(|j| (j.seq, j.ranked())).collect();
+                let walks: Vec<(u64, Option<(f64, f64)>)> = stored
+                    .iter()
+                    .map(|j| (j.seq, j.ranked(row.spec.direction)))
+                    .collect();
                 view.held_out = re_walk_winner(
                     row.spec.held_out.starts,
                     row.spec.max_turn_deg_s,
@@ -189,7 +191,7 @@ impl Runs {
                                 j.seq < REFERENCE_SEQ
                                     && j.request.job.parameters == recommendation.parameters
                             })
-                            .map(|j| (j.seq, j.ranked())),
+                            .map(|j| (j.seq, j.ranked(row.spec.direction))),
                     );
                 }
             }
