@@ -330,6 +330,10 @@ pub fn run_to_pb(run: &Run) -> pb::Run {
             held_out: r.held_out.map(spread_to_pb),
         }),
         prior_run: run.prior,
+        direction: match run.direction {
+            Direction::Any => String::new(),
+            other => other.name().to_owned(),
+        },
     }
 }
 
@@ -406,6 +410,7 @@ pub fn run_from_pb(run: pb::Run) -> Result<Run, ConvertError> {
             held_out: r.held_out.map(spread_from_pb),
         }),
         prior: run.prior_run,
+        direction: run.direction.parse()?,
     })
 }
 

@@ -799,6 +799,8 @@ pub struct Run {
     pub recommendation: Option<Recommendation>,
     /// The run whose map this run adapts from ([`RunSpec::prior`]).
     pub prior: Option<u64>,
+    /// Which way its velocities count ([`RunSpec::direction`]).
+    pub direction: Direction,
 }
 
 /// An optimizer's recommended point, and how it walked when the re-walk

@@ -516,6 +516,7 @@ mod tests {
             reference: None,
             recommendation: None,
             prior: None,
+            direction: Default::default(),
         }
     }
 

@@ -514,4 +514,22 @@ async fn a_run_along_the_axis_is_told_and_judged_by_the_velocity_along_the_long_
         .expect("the figure is a finalist's mean along the axis");
     assert!(spreads.iter().all(|(axis, _)| axis.mean <= winner.mean));
     assert!(winner.mean < any.mean, "{winner:?} against {any:?}");
+    // The run's page says which way its figure counts.
+    use tower::ServiceExt;
+    let page = yamor_organizer::http::router(organizer.clone(), Default::default())
+        .oneshot(
+            axum::http::Request::get(format!("/runs/{}", run.id))
+                .body(axum::body::Body::empty())
+                .unwrap(),
+        )
+        .await
+        .unwrap();
+    let body = axum::body::to_bytes(page.into_body(), 1 << 22)
+        .await
+        .unwrap();
+    let body = String::from_utf8_lossy(&body);
+    assert!(
+        body.contains("<span id=\"direction\">along the long axis</span>"),
+        "{body}"
+    );
 }

@@ -157,6 +157,7 @@ pub(super) async fn run_page(
             " · state " b #state { (r.state.as_str()) }
             " · " span #progress { (progress(&r)) }
             " · best " b #bestvalue { (r.best_text()) }
+            @if r.gait { " " span #direction { (r.direction.phrase()) } }
             " · elapsed " (format!("{:.0} s", r.elapsed_s))
             @if !r.error.is_empty() { " " span.err { (r.error) } }
         }

@@ -617,6 +617,7 @@ fn row_view(row: &RunRow) -> Run {
         }),
         elapsed_s: row.elapsed_s,
         prior: row.spec.prior,
+        direction: row.spec.direction,
     }
 }
 

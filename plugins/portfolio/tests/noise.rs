@@ -3,6 +3,8 @@
 //! chain hands over from it or answers with it, and the re-evaluations keep
 //! the proposals independent of the order results arrive in.
 
+mod common;
+
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex};
 
@@ -72,40 +74,8 @@ fn chain(scripts: Vec<Vec<Vec<Vec<f64>>>>, reevaluate: u32, starts: &Starts) -> 
     Chain::new(space, stages, None).reevaluating(reevaluate)
 }
 
-/// Drives `opt` to the end, each batch told in reverse; the value of a
-/// proposal is `walk(x, n)` for its `n`-th evaluation of `x` in proposal
-/// order (a walk's noise belongs to the proposal, not to the tell order);
-/// NaN stands for a failed walk. Returns every batch as proposed.
 fn drive(opt: &mut dyn Optimizer, walk: &dyn Fn(&[f64], usize) -> f64) -> Vec<Vec<Candidate>> {
-    let mut count: BTreeMap<Vec<u64>, usize> = BTreeMap::new();
-    let mut batches = Vec::new();
-    loop {
-        match opt.ask() {
-            Step::Evaluate(batch) => {
-                let values: Vec<f64> = batch
-                    .iter()
-                    .map(|c| {
-                        let n = count
-                            .entry(c.x.iter().map(|v| v.to_bits()).collect())
-                            .or_default();
-                        *n += 1;
-                        walk(&c.x, *n - 1)
-                    })
-                    .collect();
-                for (c, v) in batch.iter().zip(values).rev() {
-                    let outcome = if v.is_nan() {
-                        Fitness::Failed
-                    } else {
-                        Fitness::Value(v)
-                    };
-                    opt.tell(c.tag, outcome);
-                }
-                batches.push(batch);
-            }
-            Step::Wait => panic!("waits with nothing outstanding"),
-            Step::Finished => return batches,
-        }
-    }
+    common::drive(opt, None, walk)
 }
 
 const HONEST: [f64; 2] = [0.1, 0.1];

@@ -3,7 +3,7 @@
 //! confirmed before it can win, and a winner that finishes hands the rest
 //! of the budget to CMA-ES.
 
-use std::collections::BTreeMap;
+mod common;
 
 use yamor_optimizer_api::{Bound, Candidate, Fitness, Optimizer, Plugin, Settings, Space, Step};
 use yamor_portfolio::{Portfolio, Race, RaceConfig};
@@ -61,40 +61,13 @@ fn line() -> Space {
     Space::new(vec![Bound::new("x", 0.0, 1.0)], vec![0.5]).unwrap()
 }
 
-/// Runs `opt` like the runtime with `budget`: every batch cut at the
-/// budget and told in reverse; the value of a proposal is `walk(x, n)` for
-/// its `n`-th evaluation of `x`. Returns every proposal.
+/// Every proposal of `opt` driven to `budget` (see `common::drive`).
 fn drive(
     opt: &mut dyn Optimizer,
     budget: usize,
     walk: &dyn Fn(&[f64], usize) -> f64,
 ) -> Vec<Candidate> {
-    let mut count: BTreeMap<Vec<u64>, usize> = BTreeMap::new();
-    let mut all = Vec::new();
-    while all.len() < budget {
-        match opt.ask() {
-            Step::Evaluate(mut batch) => {
-                batch.truncate(budget - all.len());
-                let values: Vec<f64> = batch
-                    .iter()
-                    .map(|c| {
-                        let n = count
-                            .entry(c.x.iter().map(|v| v.to_bits()).collect())
-                            .or_default();
-                        *n += 1;
-                        walk(&c.x, *n - 1)
-                    })
-                    .collect();
-                for (c, v) in batch.iter().zip(values).rev() {
-                    opt.tell(c.tag, Fitness::Value(v));
-                }
-                all.extend(batch);
-            }
-            Step::Wait => panic!("waits with nothing outstanding"),
-            Step::Finished => break,
-        }
-    }
-    all
+    common::drive(opt, Some(budget), walk).concat()
 }
 
 /// Arm A's band (x near 0.1) walks `a`, arm B's (near 0.5) walks `b`.
