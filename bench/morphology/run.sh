@@ -9,6 +9,11 @@
 #   ROBOTS="hexapod dog" OPTIMIZERS="cmaes powell" SEEDS=2 BUDGET=600 \
 #       bash bench/morphology/run.sh
 #   DIRECTION=axis ROBOTS="quadruped hexapod" bash bench/morphology/run.sh
+#   OPTIMIZERS="cmaes@surrogate=lq" bash bench/morphology/run.sh
+#
+# An optimizer entry may carry settings after `@` (`name@key=value@...`,
+# each a `yamor run --set`); the whole entry is the row's optimizer, so
+# lq-CMA-ES (`cmaes@surrogate=lq`) is a method of its own in the table.
 #
 # DIRECTION (any, the default, or axis) is `yamor run --direction`: which
 # way a walk's velocity counts, in what the optimizer is told and in the
@@ -32,10 +37,16 @@ trap 'rm -rf "$runs"' EXIT
 for seed in $(seq "${FIRST_SEED:-1}" "$SEEDS"); do
   for robot in $ROBOTS; do
     for optimizer in $OPTIMIZERS; do
+      plugin=${optimizer%%@*}
+      settings=()
+      if [[ "$optimizer" == *@* ]]; then
+        IFS=@ read -ra pairs <<< "${optimizer#*@}"
+        for pair in "${pairs[@]}"; do settings+=(--set "$pair"); done
+      fi
       if grep -q "^$robot,$optimizer,$seed,$BUDGET,.*,$DIRECTION\$" "$RAW"; then continue; fi
       start=$(date +%s.%N)
       if ! log=$(YAMOR_RUNS="$runs" RUST_BACKTRACE=0 "$YAMOR" run "$robot" \
-          --optimizer "$optimizer" --seed "$seed" --budget "$BUDGET" --direction "$DIRECTION" \
+          --optimizer "$plugin" "${settings[@]}" --seed "$seed" --budget "$BUDGET" --direction "$DIRECTION" \
           --out "$runs/$robot-$optimizer-$seed" 2>&1); then
         echo "FAILED: $robot $optimizer seed $seed" >&2
         echo "$log" | tail -5 >&2
