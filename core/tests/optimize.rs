@@ -713,3 +713,38 @@ fn every_parameter_of_the_robot_is_listed() {
     assert!(!ParamName::Phase(0, 8).set(&mut robot, 1.0));
     assert_eq!(robot, gait());
 }
+
+#[test]
+fn a_configuration_may_say_which_way_its_walks_count_and_keeps_it_written_back() {
+    use yamor_core::evaluation::Direction;
+    assert_eq!(
+        quadruped().direction(),
+        None,
+        "the thesis' files say nothing"
+    );
+    let axis = GAIT.replacen("<yamorconfig>", "<yamorconfig direction=\"axis\">", 1);
+    let config = OptimizationConfig::from_xml_str("axis.xml", &axis).unwrap();
+    assert_eq!(config.direction(), Some(Direction::Axis));
+    let again = OptimizationConfig::from_xml_str("again.xml", &config.to_xml_string()).unwrap();
+    assert_eq!(again, config);
+
+    let sideways = GAIT.replacen("<yamorconfig>", "<yamorconfig direction=\"sideways\">", 1);
+    match OptimizationConfig::from_xml_str("sideways.xml", &sideways).unwrap_err() {
+        XmlError::Invalid {
+            file,
+            problem,
+            element,
+            ..
+        } => {
+            assert_eq!(file, "sideways.xml");
+            assert_eq!(element, "yamorconfig");
+            assert!(
+                problem
+                    .to_string()
+                    .contains("`sideways` is not a valid direction (any or axis)"),
+                "{problem}"
+            );
+        }
+        other => panic!("expected the root named, got {other:?}"),
+    }
+}

@@ -12,6 +12,8 @@
 //!   directory they go to ([`new_run_dir`]).
 //! - [`robot`]: [`RunRobot`], the robot `yamor run` walks (an example or
 //!   the user's own files), its default problem and its local cluster.
+//! - [`seeds`]: [`seeds::SeedSpread`], how far the answer depends on the
+//!   seed, over runs that differ only in theirs (`yamor run --seeds K`).
 //! - [`progress`]: a run's progress bar on the terminal.
 //! - [`shared`]: the one database every `yamor run` records into, held
 //!   by one process at a time, and what an ended one left running.
@@ -31,6 +33,7 @@ pub mod problem;
 pub mod progress;
 pub mod report;
 pub mod robot;
+pub mod seeds;
 pub mod shared;
 
 use std::collections::BTreeMap;

@@ -75,7 +75,7 @@ impl Walks<'_> {
         use yamor_core::evaluation::Direction;
         match self.direction {
             Direction::Any => "velocities count the distance covered in any direction (--direction any; --direction axis counts only what is along the robot's long axis)".to_owned(),
-            Direction::Axis => "velocities count only what is along the robot's long axis, either end first (--direction axis): yamor sim prints it as \"along the long axis\"".to_owned(),
+            Direction::Axis => "velocities count only what is along the robot's long axis, either end first (--direction axis, or the robot's optimize.xml declaring it; --direction any counts every direction): yamor sim prints it as \"along the long axis\"".to_owned(),
         }
     }
 

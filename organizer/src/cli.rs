@@ -195,9 +195,11 @@ pub struct RunOptions {
     /// Which way a walk's velocity counts: `any` (the distance the central
     /// module covers in any direction, the thesis') or `axis` (only along
     /// the robot's long axis, either end first: a gait that walks sideways
-    /// counts nothing). The reported figure says which.
-    #[arg(long, default_value_t)]
-    pub direction: yamor_core::evaluation::Direction,
+    /// counts nothing). The reported figure says which. Default: what the
+    /// robot's optimize.xml declares (`<yamorconfig direction="axis">`),
+    /// else `any`.
+    #[arg(long)]
+    pub direction: Option<yamor_core::evaluation::Direction>,
     /// Stop hopeless walks early: a walk slower, a quarter or half way
     /// through its measured window, than every walk of the run's best
     /// quarter was at that point ends there (told as its velocity so far).

@@ -330,10 +330,16 @@ pub fn run_to_pb(run: &Run) -> pb::Run {
             held_out: r.held_out.map(spread_to_pb),
         }),
         prior_run: run.prior,
-        direction: match run.direction {
-            Direction::Any => String::new(),
-            other => other.name().to_owned(),
-        },
+        direction: direction_to_pb(run.direction),
+    }
+}
+
+/// The wire's spelling: empty for the thesis' any direction, so a
+/// request or run from before directions existed reads the same.
+fn direction_to_pb(direction: Direction) -> String {
+    match direction {
+        Direction::Any => String::new(),
+        other => other.name().to_owned(),
     }
 }
 
@@ -466,10 +472,7 @@ pub fn run_spec_to_pb(spec: &RunSpec) -> pb::StartRunRequest {
         objective: spec.objective.to_text(),
         fixed_start: spec.starts == Starts::Fixed,
         max_turn_deg_s: spec.max_turn_deg_s,
-        direction: match spec.direction {
-            Direction::Any => String::new(),
-            other => other.name().to_owned(),
-        },
+        direction: direction_to_pb(spec.direction),
         early_stop: spec.early_stop,
         worlds: match spec.worlds {
             Worlds::Single => String::new(),

@@ -299,6 +299,24 @@ pub enum Problem {
     Space(Vec<ParameterBound>),
 }
 
+impl Problem {
+    /// Which way the problem's file says walks count
+    /// (`<yamorconfig direction="axis">`), for a run that does not say;
+    /// `None` for bare parameters, a file that does not say, or one that
+    /// does not read (the run's start reports why).
+    #[must_use]
+    pub fn declared_direction(&self) -> Option<yamor_core::evaluation::Direction> {
+        match self {
+            Problem::OptimizationXml(xml) => {
+                yamor_core::optimize::OptimizationConfig::from_xml_str("problem", xml)
+                    .ok()?
+                    .direction()
+            }
+            Problem::Space(_) => None,
+        }
+    }
+}
+
 /// A run as requested. Stored as JSON with the run, so a restart resumes
 /// exactly what was asked for.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

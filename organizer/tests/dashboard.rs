@@ -843,6 +843,69 @@ async fn the_start_form_offers_and_starts_what_yamor_run_does() {
         "{}",
         unknown.body
     );
+
+    // Unsaid, which way walks count is the problem's to declare (a robot
+    // whose optimize.xml says `direction="axis"`); the form's field
+    // overrides it, and a direction nobody knows is refused by name.
+    use yamor_core::evaluation::Direction;
+    let forward = problem.replacen("<yamorconfig>", "<yamorconfig direction=\"axis\">", 1);
+    let declares = organizer
+        .runs
+        .start(RunSpec {
+            name: "forward".into(),
+            robot: body.clone(),
+            robot_name: "forward-dir".into(),
+            ..RunSpec::new(
+                "cmaes",
+                yamor_organizer::model::Problem::OptimizationXml(forward),
+            )
+        })
+        .await
+        .unwrap();
+    organizer.runs.stop(declares.id).unwrap();
+    // The form offers a body by its newest run, whose problem each run
+    // started from it carries on.
+    let mut declared_robot = format!("run:{}", declares.id);
+    for (direction, expected) in [("", Direction::Axis), ("any", Direction::Any)] {
+        let form = [
+            ("optimizer", "cmaes"),
+            ("robot", declared_robot.as_str()),
+            ("on", "sim"),
+            ("direction", direction),
+        ];
+        let started = post_form(&address, "/runs", &[], &form).await;
+        assert_eq!(started.status, 303, "{}", started.body);
+        let newest = organizer
+            .runs
+            .list()
+            .into_iter()
+            .map(|r| r.id)
+            .max()
+            .unwrap();
+        let stored = organizer.scheduler.store().run(newest).unwrap().unwrap();
+        assert_eq!(stored.spec.direction, expected, "direction {direction:?}");
+        organizer.runs.stop(newest).unwrap();
+        declared_robot = format!("run:{newest}");
+    }
+    let sideways = post_form(
+        &address,
+        "/runs",
+        &[],
+        &[
+            ("optimizer", "cmaes"),
+            ("robot", declared_robot.as_str()),
+            ("direction", "sideways"),
+        ],
+    )
+    .await;
+    assert_eq!(sideways.status, 400);
+    assert!(
+        sideways
+            .body
+            .contains("direction: unknown direction &quot;sideways&quot;"),
+        "{}",
+        sideways.body
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

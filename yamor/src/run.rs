@@ -9,7 +9,7 @@ use anyhow::{Context, Result, bail};
 use clap::Args;
 use yamor_local::shared::Claim;
 use yamor_local::{RunRobot, write_outputs};
-use yamor_organizer::model::RunState;
+use yamor_organizer::model::{Run, RunSpec, RunState};
 
 use yamor_organizer::cli::{RunOptions, print_run};
 
@@ -22,6 +22,12 @@ pub struct RunArgs {
     robot: String,
     #[command(flatten)]
     spec: RunOptions,
+    /// Runs of the same robot and settings side by side on the hosts,
+    /// seeds --seed, --seed+1, …: each writes its outputs to OUT/seed-N,
+    /// and the report gives the spread of their held-out figures, whether
+    /// one run's answer on this robot depends on its seed.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=MAX_SEEDS))]
+    seeds: u64,
     /// Simulation hosts to start (default: one per core).
     #[arg(long)]
     hosts: Option<usize>,
@@ -37,6 +43,10 @@ pub struct RunArgs {
     db: Option<PathBuf>,
 }
 
+/// The most seeds one `yamor run` takes: each is a live optimizer on the
+/// same hosts.
+const MAX_SEEDS: u64 = 20;
+
 /// What `yamor run` exits with when Ctrl-C stopped the run (128 + SIGINT,
 /// as shells report an interrupted command), after writing what it found.
 pub const EXIT_STOPPED: i32 = 130;
@@ -50,6 +60,14 @@ pub async fn run(args: RunArgs) -> Result<Option<i32>> {
     let robot = RunRobot::load(&args.robot)?;
     let mut spec = yamor_local::cli::run_spec_on(&args.spec, &robot, yamor_local::GAIT_RUN_BUDGET)?;
     yamor_local::check_run(&spec)?;
+    let Some(last_seed) = spec.seed.checked_add(args.seeds - 1) else {
+        bail!(
+            "--seed {} with --seeds {}: the seeds would pass {}",
+            spec.seed,
+            args.seeds,
+            u64::MAX
+        );
+    };
     let out = match &args.out {
         Some(dir) => dir.clone(),
         None => yamor_local::new_run_dir(&args.robot)?,
@@ -60,71 +78,145 @@ pub async fn run(args: RunArgs) -> Result<Option<i32>> {
             .file_name()
             .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
     }
+    let direction = spec.direction;
+    let specs = seeded(spec, last_seed);
     let made_out = !out.exists();
     std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
-    let claim = match hold_database(args.db.as_deref(), &out).await {
-        Ok(claim) => claim,
-        Err(e) => {
-            if made_out {
-                let _ = std::fs::remove_dir_all(&out);
-            }
-            return Err(e);
-        }
-    };
-    let started = start(&robot, hosts, &claim.path, spec).await;
-    let (cluster, run) = match started {
-        Ok(started) => started,
-        Err(e) => {
-            if made_out {
-                let _ = std::fs::remove_dir_all(&out);
-            }
-            return Err(e);
-        }
-    };
-    eprintln!(
-        "run {} ({}) on {hosts} local simulation host(s); Ctrl-C stops and keeps what was found\nwatch it at {}/runs/{}",
-        run.id, run.optimizer, cluster.dashboard, run.id
-    );
-    let organizer = cluster.organizer.clone();
-    let run_id = run.id;
-    let runs = organizer.runs.clone();
-    let (interrupted_tx, interrupted) = tokio::sync::oneshot::channel();
-    let interrupt = tokio::spawn(async move {
-        crate::net::shutdown_signal().await;
-        eprintln!("\nstopping; keeping what was found");
-        let _ = interrupted_tx.send(());
-        let _ = runs.stop(run_id);
-    });
-    let final_run = cluster.follow(run_id).await?;
-    interrupt.abort();
-    print_run(&final_run);
-    let failures = yamor_local::failures(&organizer, run_id).await?;
-    if final_run.state == RunState::Failed {
-        cluster.shutdown().await;
+    let forget_out = || {
         if made_out {
             let _ = std::fs::remove_dir_all(&out);
         }
-        bail!("run {run_id} failed: {}", final_run.error);
+    };
+    let claim = match hold_database(args.db.as_deref(), &out).await {
+        Ok(claim) => claim,
+        Err(e) => {
+            forget_out();
+            return Err(e);
+        }
+    };
+    let (cluster, runs) = match start(&robot, hosts, &claim.path, specs).await {
+        Ok(started) => started,
+        Err(e) => {
+            forget_out();
+            return Err(e);
+        }
+    };
+    let ids: Vec<u64> = runs.iter().map(|r| r.id).collect();
+    let listed: Vec<String> = ids.iter().map(u64::to_string).collect();
+    eprintln!(
+        "run {} ({}) on {hosts} local simulation host(s); Ctrl-C stops and keeps what was found\nwatch it at {}/runs/{}",
+        listed.join(", "),
+        runs[0].optimizer,
+        cluster.dashboard,
+        ids[0]
+    );
+    let organizer = cluster.organizer.clone();
+    let (interrupted_tx, interrupted) = tokio::sync::oneshot::channel();
+    let interrupt = {
+        let runs = organizer.runs.clone();
+        let ids = ids.clone();
+        tokio::spawn(async move {
+            crate::net::shutdown_signal().await;
+            eprintln!("\nstopping; keeping what was found");
+            let _ = interrupted_tx.send(());
+            for id in ids {
+                let _ = runs.stop(id);
+            }
+        })
+    };
+    let mut ended = Vec::with_capacity(ids.len());
+    for &id in &ids {
+        ended.push(cluster.follow(id).await?);
     }
-    if let Some(first) = &failures.first {
-        eprintln!(
-            "{} of {} evaluations failed; the first: {first}",
-            failures.count, final_run.evaluations
-        );
-    }
+    interrupt.abort();
     let walks = yamor_local::Walks {
         robot: &args.robot,
         warmup: args.spec.warmup,
         measure: args.spec.measure,
         worlds: args.spec.worlds,
-        direction: args.spec.direction,
+        direction,
     };
-    write_outputs(&organizer, &final_run, &out, walks)?;
-    yamor_local::write_map(&organizer, &final_run, &out).await?;
+    let mut failed = Vec::new();
+    for run in &ended {
+        // With one seed the outputs are the directory's own, as always.
+        let dir = if ended.len() == 1 {
+            out.clone()
+        } else {
+            out.join(format!("seed-{}", run.seed))
+        };
+        match report(&organizer, run, &dir, walks).await {
+            Ok(()) => {}
+            Err(e) if ended.len() == 1 => {
+                cluster.shutdown().await;
+                forget_out();
+                return Err(e);
+            }
+            Err(e) => {
+                eprintln!("seed {}: {e:#}", run.seed);
+                failed.push(run.seed);
+            }
+        }
+    }
+    if ended.len() > 1 {
+        match yamor_local::seeds::SeedSpread::of(&ended) {
+            Some(spread) => eprintln!("{spread}"),
+            None => eprintln!(
+                "fewer than two seeds earned a held-out figure: nothing to say about how the answer depends on the seed"
+            ),
+        }
+    }
     eprintln!("outputs in {}", out.display());
     cluster.shutdown().await;
-    let stopped = final_run.state == RunState::Stopped && interrupted.await.is_ok();
+    if !failed.is_empty() {
+        bail!(
+            "the runs of seed(s) {failed:?} failed (above); the others' outputs are in {}",
+            out.display()
+        );
+    }
+    let stopped = ended.iter().any(|r| r.state == RunState::Stopped) && interrupted.await.is_ok();
     Ok(stopped.then_some(EXIT_STOPPED))
+}
+
+/// `spec` once per seed from its own up to `last_seed`, each named after
+/// its seed when there are several.
+fn seeded(spec: RunSpec, last_seed: u64) -> Vec<RunSpec> {
+    if spec.seed == last_seed {
+        return vec![spec];
+    }
+    (spec.seed..=last_seed)
+        .map(|seed| {
+            let mut one = spec.clone();
+            one.name = format!("{}-seed-{seed}", spec.name);
+            one.seed = seed;
+            one.spec.seed = seed;
+            one
+        })
+        .collect()
+}
+
+/// One ended run's report and files in `dir`: its row, its failures, its
+/// best gait, evaluations and plot; a failed run is an error.
+async fn report(
+    organizer: &yamor_organizer::Organizer,
+    run: &Run,
+    dir: &std::path::Path,
+    walks: yamor_local::Walks<'_>,
+) -> Result<()> {
+    print_run(run);
+    let failures = yamor_local::failures(organizer, run.id).await?;
+    if run.state == RunState::Failed {
+        bail!("run {} failed: {}", run.id, run.error);
+    }
+    if let Some(first) = &failures.first {
+        eprintln!(
+            "{} of {} evaluations failed; the first: {first}",
+            failures.count, run.evaluations
+        );
+    }
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    write_outputs(organizer, run, dir, walks)?;
+    yamor_local::write_map(organizer, run, dir).await?;
+    Ok(())
 }
 
 /// The database this run records into, held for the run: `--db`, else
@@ -165,19 +257,26 @@ async fn hold_database(db: Option<&std::path::Path>, out: &std::path::Path) -> R
     Ok(claim)
 }
 
-/// The local cluster and the run started on it.
+/// The local cluster and the runs started on it, one per spec.
 async fn start(
     robot: &RunRobot,
     hosts: usize,
     db: &std::path::Path,
-    spec: yamor_organizer::model::RunSpec,
-) -> Result<(yamor_local::LocalCluster, yamor_organizer::model::Run)> {
+    specs: Vec<RunSpec>,
+) -> Result<(yamor_local::LocalCluster, Vec<Run>)> {
     let cluster = robot.start_cluster(hosts, db).await?;
-    match cluster.organizer.runs.start(spec).await {
-        Ok(run) => Ok((cluster, run)),
-        Err(e) => {
-            cluster.shutdown().await;
-            Err(e.into())
+    let mut runs = Vec::with_capacity(specs.len());
+    for spec in specs {
+        match cluster.organizer.runs.start(spec).await {
+            Ok(run) => runs.push(run),
+            Err(e) => {
+                for run in &runs {
+                    let _ = cluster.organizer.runs.stop(run.id);
+                }
+                cluster.shutdown().await;
+                return Err(e.into());
+            }
         }
     }
+    Ok((cluster, runs))
 }

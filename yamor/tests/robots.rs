@@ -48,21 +48,32 @@ fn every_listed_robot_runs_with_its_defaults_and_the_run_names_it() {
 }
 
 /// `--direction axis` runs, and its report says which way its figure
-/// counts; a direction nobody knows is refused by name.
+/// counts; unsaid, the robot's optimize.xml decides (the hexapod's
+/// declares the axis, the quadruped's nothing), and `--direction any`
+/// overrides it; a direction nobody knows is refused by name.
 #[test]
 fn a_run_along_the_axis_says_so_and_an_unknown_direction_is_refused() {
     let home = std::env::temp_dir().join(format!("yamor-direction-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&home);
-    let run = |direction: &str| {
+    let run_robot = |robot: &str, direction: Option<&str>| {
         Command::new(BIN)
-            .args(["run", "hexapod", "--budget", "12", "--hosts", "2"])
+            .args(["run", robot, "--budget", "12", "--hosts", "2"])
             .args(["--held-out", "2", "--finalists", "1"])
-            .args(["--direction", direction])
+            .args(direction.map(|d| ["--direction", d]).into_iter().flatten())
             .env("YAMOR_RUNS", &home)
             .env("RUST_BACKTRACE", "0")
             .output()
             .unwrap()
     };
+    let run = |direction: &str| run_robot("hexapod", Some(direction));
+    let along = "velocities count only what is along the robot's long axis";
+    let any = "velocities count the distance covered in any direction";
+    for (robot, expected) in [("hexapod", along), ("quadruped", any)] {
+        let out = run_robot(robot, None);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{stderr}");
+        assert!(stderr.contains(expected), "{robot}: {stderr}");
+    }
     let out = run("axis");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
@@ -82,6 +93,60 @@ fn a_run_along_the_axis_says_so_and_an_unknown_direction_is_refused() {
     assert!(
         stderr.contains("unknown direction \"sideways\""),
         "{stderr}"
+    );
+    let _ = std::fs::remove_dir_all(&home);
+}
+
+/// `--seeds 2` runs two seeds side by side, writes each one's outputs in
+/// its own directory and reports how far their held-out figures spread
+/// (and what that means for a single run); `--seeds 0` is refused.
+#[test]
+fn runs_of_several_seeds_report_how_far_the_answer_depends_on_the_seed() {
+    let home = std::env::temp_dir().join(format!("yamor-seeds-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&home);
+    let out_dir = home.join("two-seeds");
+    let out = Command::new(BIN)
+        .args([
+            "run", "wheel", "--budget", "12", "--hosts", "2", "--seed", "3",
+        ])
+        .args(["--held-out", "3", "--finalists", "1", "--seeds", "2"])
+        .arg("--out")
+        .arg(&out_dir)
+        .env("YAMOR_RUNS", &home)
+        .env("RUST_BACKTRACE", "0")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    for seed in [3, 4] {
+        let gait = out_dir.join(format!("seed-{seed}")).join("best_gait.xml");
+        assert!(gait.exists(), "{} missing: {stderr}", gait.display());
+    }
+    assert!(!out_dir.join("best_gait.xml").exists(), "{stderr}");
+    let summary = stderr
+        .lines()
+        .find(|l| l.starts_with("2 seeds (3, 4): held-out means "))
+        .unwrap_or_else(|| panic!("no seed summary: {stderr}"));
+    // Each seed's figure is the one its own report gave.
+    for line in stderr.lines().filter(|l| l.starts_with("best gait: ")) {
+        let figure = line.split('(').nth(1).unwrap().split(" ±").next().unwrap();
+        assert!(summary.contains(figure), "{figure} not in {summary}");
+    }
+    assert!(
+        stderr.contains("the answer depends on the seed by more than 10 %")
+            || stderr.contains("the seeds agree within 10 % of the median"),
+        "{stderr}"
+    );
+    let refused = Command::new(BIN)
+        .args(["run", "wheel", "--seeds", "0"])
+        .env("YAMOR_RUNS", &home)
+        .output()
+        .unwrap();
+    assert!(!refused.status.success());
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("--seeds"),
+        "{}",
+        String::from_utf8_lossy(&refused.stderr)
     );
     let _ = std::fs::remove_dir_all(&home);
 }

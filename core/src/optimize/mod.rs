@@ -32,6 +32,15 @@
 //! computed so far already in place. A constrained parameter's value in the
 //! file is therefore only a placeholder: `apply` recomputes it.
 //!
+//! # Which way walks count
+//!
+//! `<yamorconfig direction="axis">` (not in the thesis) says how the
+//! robot's gaits are valued when a run does not say: `axis` counts only
+//! progress along the robot's long axis, `any` the thesis' distance in any
+//! direction ([`Direction`]). A robot whose any-direction gaits walk
+//! sideways declares `axis` in its optimize.xml; absent, a run counts any
+//! direction.
+//!
 //! A configuration is validated when it is made: every rule names a
 //! parameter the robot has, at most one rule per parameter, finite bounds
 //! with the start value (the robot's value) inside, and every constraint
@@ -42,6 +51,7 @@ use std::path::Path;
 use crate::ModuleId;
 use crate::config::{CpgLink, RobotConfig};
 use crate::error::{Problem, XmlError};
+use crate::evaluation::Direction;
 use crate::matheval::{Context, Expr};
 use crate::xml::{Source, number, read_xml_file};
 
@@ -232,6 +242,28 @@ fn check_joint_limits(
 pub struct OptimizationConfig {
     robot: RobotConfig,
     rules: Vec<Rule>,
+    direction: Option<Direction>,
+}
+
+/// The root's `direction`, if it has one; a name nobody knows is an
+/// error at the root's line.
+fn declared_direction(
+    src: &Source<'_>,
+    root: roxmltree::Node<'_, '_>,
+) -> Result<Option<Direction>, XmlError> {
+    let Some(text) = root.attribute("direction") else {
+        return Ok(None);
+    };
+    text.trim().parse().map(Some).map_err(|_| {
+        src.invalid(
+            root,
+            Problem::BadValue {
+                name: "direction",
+                value: text.to_owned(),
+                expected: "direction (any or axis)",
+            },
+        )
+    })
 }
 
 const RULE_ATTRIBUTES: [&str; 4] = ["param", "min", "max", "expr"];
@@ -280,7 +312,11 @@ impl OptimizationConfig {
                     .map_err(|error| fail(index, error))?;
             }
         }
-        let config = OptimizationConfig { robot, rules };
+        let config = OptimizationConfig {
+            robot,
+            rules,
+            direction: None,
+        };
         // A constraint that fails at the start values is a mistake in the
         // file, better reported now, with its line, than mid-run.
         let mut start = config.robot.clone();
@@ -310,15 +346,38 @@ impl OptimizationConfig {
                 nodes.push(node);
             }
         }
-        OptimizationConfig::new(robot, rules)
-            .map_err(|e| src.invalid(nodes[e.index], Problem::Optimize(e.error)))
+        let direction = declared_direction(&src, doc.root_element())?;
+        Ok(OptimizationConfig::new(robot, rules)
+            .map_err(|e| src.invalid(nodes[e.index], Problem::Optimize(e.error)))?
+            .with_direction(direction))
+    }
+
+    /// The same configuration declaring which way its walks count.
+    #[must_use]
+    pub fn with_direction(mut self, direction: Option<Direction>) -> Self {
+        self.direction = direction;
+        self
+    }
+
+    /// Which way the file says its walks count, if it says
+    /// (`<yamorconfig direction="…">`; see the module documentation).
+    #[must_use]
+    pub fn direction(&self) -> Option<Direction> {
+        self.direction
     }
 
     /// Robot and rules as yamorconfig XML that reads back equal. Comments
     /// of the source file are not kept; expressions keep their text.
     #[must_use]
     pub fn to_xml_string(&self) -> String {
-        let robot = self.robot.to_xml_string();
+        let mut robot = self.robot.to_xml_string();
+        if let Some(direction) = self.direction {
+            robot = robot.replacen(
+                "<yamorconfig>",
+                &format!("<yamorconfig direction=\"{}\">", direction.name()),
+                1,
+            );
+        }
         let rules: String = self
             .rules
             .iter()

@@ -50,6 +50,8 @@ enum LaunchError {
     Parameters(#[from] ParameterBoundError),
     #[error("hosts: {0:?} is not a host kind; choose one of {kinds}", kinds = HOST_KINDS.join(", "))]
     HostKind(String),
+    #[error("direction: {0}")]
+    Direction(#[from] yamor_core::evaluation::UnknownDirection),
     #[error(transparent)]
     Seeds(#[from] BatchSeedsError),
     #[error("variant {number}: {source}")]
@@ -293,6 +295,11 @@ fn run_spec(
         )?,
         max_seconds: number(fields, "time", 0.0)?,
         objective: Objective::parse(field(fields, "objective")),
+        // Unsaid, the robot's own optimize.xml decides, as for `yamor run`.
+        direction: match field(fields, "direction") {
+            "" => problem.declared_direction().unwrap_or_default(),
+            named => named.parse()?,
+        },
         ..RunSpec::new(plugin.name.clone(), problem)
     })
 }

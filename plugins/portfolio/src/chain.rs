@@ -133,19 +133,10 @@ fn specs() -> Vec<SettingSpec> {
             kind: SettingKind::Integer { min: 0, max: i64::from(MAX_REEVALUATE) },
             default: SettingValue::Int(i64::from(DEFAULT_REEVALUATE)),
         },
-        SettingSpec {
-            name: "sigma0".into(),
-            description: "CMA-ES: initial step size as a fraction of each parameter's range".into(),
-            kind: SettingKind::Float { min: 1e-6, max: 1.0 },
-            default: SettingValue::Float(d.sigma0),
-        },
-        SettingSpec {
-            name: "population".into(),
-            description: "CMA-ES: population of its first run (0: 4 + 3 ln n); IPOP doubles it at each restart".into(),
-            kind: SettingKind::Integer { min: 0, max: yamor_cmaes::MAX_POPULATION as i64 },
-            default: SettingValue::Int(0),
-        },
     ]
+    .into_iter()
+    .chain(crate::cmaes_settings(d.sigma0))
+    .collect()
 }
 
 /// The plugin's settings as Rust values.

@@ -36,3 +36,25 @@ pub const CHALLENGERS_PER_ROUND: usize = 4;
 /// Rounds of re-evaluation at most before a hand-over or a judgement; then
 /// the best confirmed point is taken.
 pub const MAX_ROUNDS: u32 = 3;
+
+/// The settings both plugins pass to their CMA-ES: its initial step size
+/// (`sigma0` by default) and the population of its first run.
+fn cmaes_settings(sigma0: f64) -> [yamor_optimizer_api::SettingSpec; 2] {
+    use yamor_optimizer_api::SettingSpec;
+    [
+        SettingSpec::float(
+            "sigma0",
+            "CMA-ES: initial step size as a fraction of each parameter's range",
+            1e-6,
+            1.0,
+            sigma0,
+        ),
+        SettingSpec::int(
+            "population",
+            "CMA-ES: population of its first run (0: 4 + 3 ln n); IPOP doubles it at each restart",
+            0,
+            yamor_cmaes::MAX_POPULATION as i64,
+            0,
+        ),
+    ]
+}

@@ -178,21 +178,10 @@ fn specs() -> Vec<SettingSpec> {
             i64::from(crate::chain::MAX_REEVALUATE),
             i64::from(d.reevaluate),
         ),
-        SettingSpec::float(
-            "sigma0",
-            "CMA-ES: initial step size as a fraction of each parameter's range",
-            1e-6,
-            1.0,
-            d.sigma0,
-        ),
-        SettingSpec::int(
-            "population",
-            "CMA-ES: population of its first run (0: 4 + 3 ln n); IPOP doubles it at each restart",
-            0,
-            yamor_cmaes::MAX_POPULATION as i64,
-            0,
-        ),
     ]
+    .into_iter()
+    .chain(crate::cmaes_settings(d.sigma0))
+    .collect()
 }
 
 impl TryFrom<&Settings> for RaceConfig {
