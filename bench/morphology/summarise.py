@@ -4,6 +4,13 @@ spread, walks and wall time; per robot, how far each optimizer's median is
 from the best median, and the worst seed from the best gait any run found.
 
     python3 bench/morphology/summarise.py bench/morphology/results/raw.csv
+    python3 bench/morphology/summarise.py --default cmaes [raw.csv]
+
+With `--default NAME`, one row per robot and direction instead: the
+default's median (worst seed) and spread over its seeds, the best median of
+another optimizer run on at least two seeds, and the goal's two figures
+(median within 5 % of the best median, worst seed within 10 % of the best
+known gait: the best held-out mean any run of any optimizer reached).
 """
 
 import csv
@@ -17,6 +24,59 @@ def known_median(rows, column, spec):
     rows, taken back from the committed table, have no walks or wall time)."""
     values = [float(r[column]) for r in rows if r[column]]
     return format(statistics.median(values), spec) if values else "–"
+
+
+NAMES = {"cmaes": "CMA-ES", "pso": "PSO", "powell": "Powell",
+         "powell-cmaes": "Powell → CMA-ES", "portfolio": "portfolio",
+         "cmaes@surrogate=lq": "lq-CMA-ES"}
+
+
+def read(path):
+    runs = defaultdict(list)
+    with open(path) as f:
+        for row in csv.DictReader(f):
+            runs[(row["robot"], row["optimizer"], row["budget"],
+                  row.get("direction") or "any")].append(row)
+    return runs
+
+
+def default_table(path, default):
+    runs = read(path)
+    robots = sorted({k[0] for k in runs}, key=lambda r: min(
+        i for i, k in enumerate(runs) if k[0] == r))
+    print("| robot | direction | seeds of the default | median (worst seed), cm/s | spread over seeds | "
+          "best median of another (seeds) | median vs best median | worst vs best known |")
+    print("|---|---|---|---|---|---|---|---|")
+    held = {"median": 0, "worst": 0, "robots": 0}
+    for robot in robots:
+        for direction in ("any", "axis"):
+            mine = {k: [float(r["held_out_cm_s"]) for r in v] for k, v in runs.items()
+                    if k[0] == robot and k[3] == direction}
+            own = [v for k, v in mine.items() if k[1] == default]
+            if not own:
+                continue
+            values = own[0]
+            med = statistics.median(values)
+            worst = min(values)
+            others = {k: statistics.median(v) for k, v in mine.items()
+                      if k[1] != default and len(v) >= 2}
+            best_other = max(others.items(), key=lambda kv: kv[1], default=None)
+            best_median = max([med] + list(others.values()))
+            best_known = max(x for v in mine.values() for x in v)
+            spread = (max(values) - worst) / med if med > 0 else float("nan")
+            other = (f"{best_other[1]:.2f} {NAMES.get(best_other[0][1], best_other[0][1])} "
+                     f"({len(mine[best_other[0]])})") if best_other else "–"
+            vs_median = med / best_median - 1
+            vs_known = worst / best_known - 1
+            held["robots"] += 1
+            held["median"] += vs_median >= -0.05
+            held["worst"] += vs_known >= -0.10
+            print(f"| {robot} | {direction} | {len(values)} | {med:.2f} ({worst:.2f}) | {spread:.0%} | "
+                  f"{other} | {vs_median:+.0%} | {vs_known:+.0%} |")
+    print()
+    print(f"{NAMES.get(default, default)}'s median is within 5 % of the best median on "
+          f"{held['median']} of {held['robots']}; its worst seed within 10 % of the best known on "
+          f"{held['worst']} of {held['robots']}.")
 
 
 def main(path):
@@ -51,4 +111,8 @@ def main(path):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1] if len(sys.argv) > 1 else "bench/morphology/results/raw.csv")
+    args = sys.argv[1:]
+    if args[:1] == ["--default"]:
+        default_table(args[2] if len(args) > 2 else "bench/morphology/results/raw.csv", args[1])
+    else:
+        main(args[0] if args else "bench/morphology/results/raw.csv")

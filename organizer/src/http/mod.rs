@@ -56,6 +56,7 @@ mod run;
 mod runs;
 mod status;
 mod trajectory;
+mod trial_query;
 mod trials;
 pub mod views;
 
@@ -194,6 +195,8 @@ pub fn router(organizer: Organizer, options: Options) -> Router {
         .route("/jobs/{id}/replay.json", get(replay::replay_json))
         .route("/jobs/{id}/{view}", get(views::view_page))
         .route("/runs/{id}/trials", get(trials::trials_page))
+        .route("/runs/{id}/trials.csv", get(trials::trials_csv))
+        .route("/runs/{id}/trials.json", get(trials::trials_json))
         .route("/runs/{id}/map", get(map::map_page))
         .route("/runs/{id}/map.json", get(map::map_json))
         .route("/runs/{id}/adaptation", get(adaptation::adaptation_page))

@@ -1,17 +1,22 @@
-//! Every evaluation of a run as a table (`/runs/{id}/trials`: sortable by
-//! any column, filtered by any text), each row linking to its job's whole
+//! Every evaluation of a run as a table (`/runs/{id}/trials`: paged,
+//! sorted and filtered on the server, [`super::trial_query`]; the matching
+//! set exported whole as `trials.csv` or `trials.json`), each row linking to its job's whole
 //! record (`/jobs/{id}`: request, start, what was measured, error, and
 //! links to the views contributed for it, [`super::views`]).
 
 use std::sync::Arc;
 
-use axum::extract::{Path, State};
-use axum::response::Html;
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::http::header::CONTENT_TYPE;
+use axum::response::{Html, IntoResponse, Response};
 use maud::html;
+use serde::{Deserialize, Serialize};
 use yamor_core::evaluation::{Objective, Outcome};
 
+use super::trial_query::{Column, Filter, PAGE_ROWS, QueryError, Row, Sort};
 use super::views::{JobView, usable};
-use super::{App, PageError, Units, internal, page, run_of, script};
+use super::{App, PageError, Units, internal, not_found, page, run_of};
 use crate::model::{HELD_OUT_SEQ, Job, JobFilter, REFERENCE_SEQ};
 
 /// A value as the table shows it: in the run's units, `–` when absent.
@@ -40,24 +45,55 @@ fn seconds(job: &Job) -> String {
     }
 }
 
-/// Sorting by a header's column (numbers as numbers) and filtering rows by
-/// text: a few lines of plain JavaScript, nothing fetched.
-const TABLE_SCRIPT: &str = "\
-const t=document.getElementById('trials');\
-document.getElementById('filter').oninput=e=>{const q=e.target.value.toLowerCase();\
-for(const r of t.tBodies[0].rows)r.hidden=!r.textContent.toLowerCase().includes(q)};\
-t.tHead.querySelectorAll('th').forEach((h,i)=>{h.style.cursor='pointer';h.onclick=()=>{\
-const down=h.dataset.dir!=='down';t.tHead.querySelectorAll('th').forEach(o=>delete o.dataset.dir);h.dataset.dir=down?'down':'up';\
-const key=r=>{const s=r.cells[i].textContent;const n=parseFloat(s);return isNaN(n)?s:n};\
-const rows=[...t.tBodies[0].rows].sort((a,b)=>{const x=key(a),y=key(b);\
-const c=typeof x==='number'&&typeof y==='number'?x-y:String(x).localeCompare(String(y));return down?-c:c});\
-rows.forEach(r=>t.tBodies[0].appendChild(r))}});";
+/// What the trials table was asked: `?q=velocity > 10&sort=value&order=desc&page=2`.
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+pub(super) struct TrialsQuery {
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    q: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    sort: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    order: String,
+    #[serde(default, skip_serializing_if = "is_first")]
+    page: usize,
+}
 
-pub(super) async fn trials_page(
-    State(app): State<App>,
-    Path(id): Path<u64>,
-) -> Result<Html<String>, PageError> {
-    let run = run_of(&app.organizer.runs, id)?;
+fn is_first(page: &usize) -> bool {
+    *page == 0
+}
+
+impl TrialsQuery {
+    /// This query's link with other sort or page.
+    fn link(&self, path: &str, change: impl FnOnce(&mut TrialsQuery)) -> String {
+        let mut other = self.clone();
+        change(&mut other);
+        let query = serde_urlencoded::to_string(&other).unwrap_or_default();
+        if query.is_empty() {
+            path.to_owned()
+        } else {
+            format!("{path}?{query}")
+        }
+    }
+}
+
+/// A run's evaluations as the query leaves them: filtered and sorted, all
+/// of them (a page is cut from it).
+struct Table {
+    units: Units,
+    names: Vec<String>,
+    /// Evaluations the run has, before the filter.
+    total: usize,
+    rows: Vec<(Job, Row)>,
+    sort: Sort,
+}
+
+/// Run `id`'s evaluations as `query` asks; `Err` inside when the query
+/// does not read (the page says why).
+async fn table(
+    app: &App,
+    id: u64,
+    query: &TrialsQuery,
+) -> Result<Result<Table, QueryError>, PageError> {
     let filter = JobFilter {
         run_id: Some(id),
         ..JobFilter::default()
@@ -72,26 +108,148 @@ pub(super) async fn trials_page(
     jobs.sort_by_key(|j| j.seq);
     let units = Units::of(jobs.iter());
     let names = jobs.first().map(Job::parameter_names).unwrap_or_default();
+    let parsed = Filter::parse(&query.q, &names)
+        .and_then(|f| Ok((f, Sort::parse(&query.sort, query.order != "asc", &names)?)));
+    let (filter, sort) = match parsed {
+        Ok(parsed) => parsed,
+        Err(e) => return Ok(Err(e)),
+    };
+    let total = jobs.len();
+    let mut rows: Vec<(Job, Row)> = jobs
+        .into_iter()
+        .map(|job| {
+            let row = row_of(&job, units);
+            (job, row)
+        })
+        .filter(|(_, row)| filter.holds(row))
+        .collect();
+    sort.apply(&mut rows, |(_, row)| row);
+    Ok(Ok(Table {
+        units,
+        names,
+        total,
+        rows,
+        sort,
+    }))
+}
+
+/// A job as the query sees it, in the table's units.
+fn row_of(job: &Job, units: Units) -> Row {
+    let value = job
+        .fitness()
+        .filter(|v| v.is_finite())
+        .map(|v| v * units.factor);
+    let seconds = (job.started_ms > 0 && job.finished_ms >= job.started_ms)
+        .then(|| (job.finished_ms - job.started_ms) as f64 / 1000.0);
+    Row {
+        evaluation: (job.seq + 1) as f64,
+        value,
+        parameters: job.request.job.parameters.iter().map(|p| p.1).collect(),
+        host: job.host.clone(),
+        seconds,
+        state: job.state.as_str().to_owned(),
+        error: job.error.clone(),
+        text: format!(
+            "{} {} {} {} {}",
+            evaluation(job),
+            shown(units, job.fitness()),
+            job.host,
+            job.state.as_str(),
+            job.error
+        ),
+    }
+}
+
+pub(super) async fn trials_page(
+    State(app): State<App>,
+    Path(id): Path<u64>,
+    Query(query): Query<TrialsQuery>,
+) -> Result<Response, PageError> {
+    let run = run_of(&app.organizer.runs, id)?;
+    let path = format!("/runs/{id}/trials");
+    let form = html! {
+        form #query method="get" action=(path) {
+            input name="q" value=(query.q) size="60"
+                placeholder="velocity > 10, amplitude_0 <= 0.5, state = done";
+            @if !query.sort.is_empty() { input type="hidden" name="sort" value=(query.sort); }
+            @if !query.order.is_empty() { input type="hidden" name="order" value=(query.order); }
+            " " button #filter-button { "filter" }
+        }
+        p { small {
+            "Conditions joined by , or and: a column (velocity, a parameter, evaluation, seconds) "
+            "with < <= > >= = != and a number in the units shown; host, state or error with = != or ~ (contains); "
+            "words alone match anywhere in a row."
+        } }
+    };
+    let table = match table(&app, id, &query).await? {
+        Ok(table) => table,
+        Err(e) => {
+            let body = html! {
+                p { a href={ "/runs/" (id) } { "run " (id) } " (" (run.name) ")" }
+                (form)
+                p.err #query-error { (e.to_string()) }
+            };
+            return Ok((
+                StatusCode::BAD_REQUEST,
+                page(&format!("Run {id}: every evaluation"), body),
+            )
+                .into_response());
+        }
+    };
+    let pages = table.rows.len().div_ceil(PAGE_ROWS).max(1);
+    let page_no = query.page.min(pages - 1);
+    let shown_rows = &table.rows[(page_no * PAGE_ROWS).min(table.rows.len())
+        ..((page_no + 1) * PAGE_ROWS).min(table.rows.len())];
+    let export = |format: &str| query.link(&format!("{path}.{format}"), |q| q.page = 0);
+    // A header sorts by its column; again, the other way. The value
+    // starts best first, every other column first to last.
+    let header = |column: Column, label: &str, class: &str| {
+        let name = column.name(&table.names);
+        let current = table.sort.column == column && !query.sort.is_empty();
+        let descending = if current {
+            !table.sort.descending
+        } else {
+            column == Column::Value
+        };
+        let href = query.link(&path, |q| {
+            q.sort = name.clone();
+            q.order = if descending { "desc" } else { "asc" }.into();
+            q.page = 0;
+        });
+        let mark = match (current, table.sort.descending) {
+            (false, _) => "",
+            (true, true) => " ▼",
+            (true, false) => " ▲",
+        };
+        html! { th class=(class) data-column=(name) { a href=(href) { (label) (mark) } } }
+    };
     let body = html! {
         p {
-            a href={ "/runs/" (id) } { "run " (id) } " (" (run.name) "): " (jobs.len())
-            " evaluations, held-out re-walks marked. Click a column to sort; type to filter."
+            a href={ "/runs/" (id) } { "run " (id) } " (" (run.name) "): "
+            span #matching { (table.rows.len()) } " of " (table.total)
+            " evaluations" @if !query.q.is_empty() { " match" } ", held-out re-walks marked; page "
+            span #page { (page_no + 1) } " of " (pages) " (" (PAGE_ROWS) " rows a page). "
+            "Export what matches: " a #export-csv href=(export("csv")) { "CSV" } " · "
+            a #export-json href=(export("json")) { "JSON" }
         }
-        p { input #filter placeholder="filter rows" size="40"; }
+        (form)
         table #trials {
             thead {
                 tr {
-                    th { "evaluation" }
-                    th.num { (units.title) }
-                    @for name in &names { th.num { (name) } }
-                    th { "host" } th.num { "seconds" } th { "state" } th { "error" }
+                    (header(Column::Evaluation, "evaluation", ""))
+                    (header(Column::Value, table.units.title, "num"))
+                    @for (i, name) in table.names.iter().enumerate() { (header(Column::Parameter(i), name, "num")) }
+                    (header(Column::Host, "host", ""))
+                    (header(Column::Seconds, "seconds", "num"))
+                    (header(Column::State, "state", ""))
+                    (header(Column::Error, "error", ""))
                 }
             }
             tbody {
-                @for job in &jobs {
+                @for (job, _) in shown_rows {
                     tr data-job=(job.id) {
                         td { a href={ "/jobs/" (job.id) } { (evaluation(job)) } }
-                        td.num { (shown(units, job.fitness())) }
+                        td.num { (shown(table.units, job.fitness())) }
                         @for (_, v) in &job.request.job.parameters { td.num { (format!("{v:.4}")) } }
                         td { (job.host) }
                         td.num { (seconds(job)) }
@@ -101,9 +259,103 @@ pub(super) async fn trials_page(
                 }
             }
         }
-        (script(TABLE_SCRIPT))
+        p {
+            @if page_no > 0 {
+                a #prev href=(query.link(&path, |q| q.page = page_no - 1)) { "← previous" } " "
+            }
+            @if page_no + 1 < pages {
+                a #next href=(query.link(&path, |q| q.page = page_no + 1)) { "next →" }
+            }
+        }
     };
-    Ok(page(&format!("Run {id}: every evaluation"), body))
+    Ok(page(&format!("Run {id}: every evaluation"), body).into_response())
+}
+
+/// The evaluations a query leaves, whole: `/runs/{id}/trials.csv` or
+/// `.json` (the same `q`, `sort` and `order` as the table's).
+pub(super) async fn trials_csv(
+    State(app): State<App>,
+    Path(id): Path<u64>,
+    Query(query): Query<TrialsQuery>,
+) -> Result<Response, PageError> {
+    trials_export(app, id, query, "trials.csv").await
+}
+
+pub(super) async fn trials_json(
+    State(app): State<App>,
+    Path(id): Path<u64>,
+    Query(query): Query<TrialsQuery>,
+) -> Result<Response, PageError> {
+    trials_export(app, id, query, "trials.json").await
+}
+
+async fn trials_export(
+    app: App,
+    id: u64,
+    query: TrialsQuery,
+    format: &str,
+) -> Result<Response, PageError> {
+    run_of(&app.organizer.runs, id)?;
+    let table = table(&app, id, &query)
+        .await?
+        .map_err(|e| PageError(StatusCode::BAD_REQUEST, e.to_string()))?;
+    match format {
+        "trials.csv" => {
+            let mut out = csv::Writer::from_writer(Vec::new());
+            let mut header: Vec<String> =
+                vec!["evaluation".into(), "job".into(), table.units.title.into()];
+            header.extend(table.names.iter().cloned());
+            header.extend(["host", "seconds", "state", "error"].map(String::from));
+            out.write_record(&header).map_err(internal)?;
+            for (job, row) in &table.rows {
+                let number = |v: Option<f64>| v.map_or(String::new(), |v| v.to_string());
+                let mut record = vec![evaluation(job), job.id.to_string(), number(row.value)];
+                record.extend(row.parameters.iter().map(f64::to_string));
+                record.extend([
+                    row.host.clone(),
+                    number(row.seconds),
+                    row.state.clone(),
+                    row.error.clone(),
+                ]);
+                out.write_record(&record).map_err(internal)?;
+            }
+            let bytes = out.into_inner().map_err(internal)?;
+            Ok(([(CONTENT_TYPE, "text/csv; charset=utf-8")], bytes).into_response())
+        }
+        "trials.json" => {
+            let rows: Vec<serde_json::Value> = table
+                .rows
+                .iter()
+                .map(|(job, row)| {
+                    let parameters: serde_json::Map<String, serde_json::Value> = table
+                        .names
+                        .iter()
+                        .cloned()
+                        .zip(row.parameters.iter().map(|v| serde_json::json!(v)))
+                        .collect();
+                    serde_json::json!({
+                        "evaluation": evaluation(job),
+                        "job": job.id,
+                        "value": row.value,
+                        "parameters": parameters,
+                        "host": row.host,
+                        "seconds": row.seconds,
+                        "state": row.state,
+                        "error": row.error,
+                    })
+                })
+                .collect();
+            let body = serde_json::json!({
+                "run": id,
+                "units": table.units.title,
+                "matching": table.rows.len(),
+                "total": table.total,
+                "trials": rows,
+            });
+            Ok(([(CONTENT_TYPE, "application/json")], body.to_string()).into_response())
+        }
+        other => Err(not_found(format!("{other} of run {id}"))),
+    }
 }
 
 /// An objective as a job's page names it: as a view names a task of its
