@@ -371,11 +371,8 @@ async fn built_in_repertoire(
     // the same way walk after walk on the emulated robot, where
     // the slow gait as given turns a different way every walk.
     let gait = match (&args.homing_gait, args.robot.as_str()) {
-        (Some(path), _) => Some(yamor_core::RobotConfig::from_xml_str(
-            &path.display().to_string(),
-            &std::fs::read_to_string(path)
-                .with_context(|| format!("reading {}", path.display()))?,
-        )?),
+        // In the file's declared encoding, as every gait file is read.
+        (Some(path), _) => Some(yamor_core::RobotConfig::from_file(path)?),
         (None, "quadruped") => Some(yamor_core::RobotConfig::from_xml_str(
             "examples/robots/quadruped/learnt.xml",
             include_str!("../../examples/robots/quadruped/learnt.xml"),
