@@ -80,11 +80,7 @@ def default_table(path, default):
 
 
 def main(path):
-    runs = defaultdict(list)
-    with open(path) as f:
-        for row in csv.DictReader(f):
-            runs[(row["robot"], row["optimizer"], row["budget"],
-                  row.get("direction") or "any")].append(row)
+    runs = read(path)
     robots = sorted({k[0] for k in runs}, key=lambda r: min(
         i for i, k in enumerate(runs) if k[0] == r))
     print("| robot | optimizer | direction | budget | seeds | median cm/s | worst seed | spread (max−min)/median | "

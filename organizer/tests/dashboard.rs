@@ -157,6 +157,17 @@ fn run_spec(budget: u64) -> RunSpec {
     }
 }
 
+/// The id of the run started last.
+fn newest_run(organizer: &Organizer) -> u64 {
+    organizer
+        .runs
+        .list()
+        .into_iter()
+        .map(|r| r.id)
+        .max()
+        .unwrap()
+}
+
 /// Every job of run `id`, briefly (without their trajectories).
 async fn run_jobs(organizer: &Organizer, id: u64) -> Vec<yamor_organizer::model::Job> {
     let filter = JobFilter {
@@ -818,13 +829,7 @@ async fn the_start_form_offers_and_starts_what_yamor_run_does() {
     ];
     let started = post_form(&address, "/runs", &[], &again).await;
     assert_eq!(started.status, 303, "{}", started.body);
-    let newest = organizer
-        .runs
-        .list()
-        .into_iter()
-        .map(|r| r.id)
-        .max()
-        .unwrap();
+    let newest = newest_run(&organizer);
     let stored = organizer.scheduler.store().run(newest).unwrap().unwrap();
     assert_eq!(stored.spec.robot, body);
     assert_eq!(stored.spec.robot_name, "snake-dir");
@@ -875,13 +880,7 @@ async fn the_start_form_offers_and_starts_what_yamor_run_does() {
         ];
         let started = post_form(&address, "/runs", &[], &form).await;
         assert_eq!(started.status, 303, "{}", started.body);
-        let newest = organizer
-            .runs
-            .list()
-            .into_iter()
-            .map(|r| r.id)
-            .max()
-            .unwrap();
+        let newest = newest_run(&organizer);
         let stored = organizer.scheduler.store().run(newest).unwrap().unwrap();
         assert_eq!(stored.spec.direction, expected, "direction {direction:?}");
         organizer.runs.stop(newest).unwrap();
