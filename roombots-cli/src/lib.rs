@@ -34,48 +34,51 @@ use clap::Subcommand;
 
 #[derive(Subcommand)]
 pub enum RoombotsCommand {
-    /// 002 §5.3: a meta-module on a floor of connectors reaches the plane
-    /// around it with each IK variant the seed tried and with ours.
+    /// Compare inverse-kinematics solvers: a meta-module on a floor of
+    /// connectors reaches targets on the plane around it with each solver
+    /// the seed tried and with ours [002 §5.3].
     IkTargets(ik::IkTargetsArgs),
-    /// Play supervisor command files (002 App. B), one per meta-module
-    /// standing on a floor of connectors (perhaps beside a structure),
-    /// simulated (servos, bounding trial, locks), and report each command.
+    /// Play supervisor command files, one per meta-module standing on a
+    /// floor of connectors (perhaps beside a structure), in simulation
+    /// (servos, bounding trial, locks), and report each command [002 App. B].
     Play(play::PlayArgs),
-    /// The acrobat (002 §5.3.2): a meta-module hands one of its modules
-    /// over to a lone module, simulated; optionally drawn.
+    /// The acrobat: a meta-module hands one of its modules over to a lone
+    /// module, simulated; optionally drawn [002 §5.3.2].
     Acrobat(scene::AcrobatArgs),
-    /// The chair (002 §5.4): two meta-modules climb from the floor over a
-    /// stool's side and top edge to stand on its back, planned and
-    /// simulated; prints each one's plan as supervisor lines (or writes
-    /// them as command files); optionally drawn.
+    /// The chair: two meta-modules climb from the floor over a stool's side
+    /// and top edge to stand on its back, planned and simulated; prints each
+    /// one's plan as supervisor lines (or writes them as command files);
+    /// optionally drawn [002 §5.4].
     Chair(scene::ChairArgs),
-    /// 003 §2.6-2.7: meta-modules build a structure (XML of §2.7) by
-    /// themselves, each following the gradient to the open seeds; one
-    /// build reported move by move (and drawn), or many from random starts
-    /// tallied.
+    /// Build a structure from a structure file: meta-modules move by
+    /// themselves, each following the gradient to the open places; one
+    /// build reported move by move (and drawn or replayed in physics), or
+    /// many from random starts tallied [003 §2.6–2.7].
     Build(build::BuildArgs),
-    /// 003's builds as cluster jobs: one planning job per random start,
+    /// Plan many builds on a cluster: one planning job per random start,
     /// queued on an organizer's planning hosts (`yamor host --plan`) or a
     /// local cluster's, stored (plan, moves, rounds, collisions, time) and
-    /// resumed when run again; a table and a summary.
+    /// resumed when run again; a table and a summary [003].
     Plan(plan::PlanArgs),
-    /// The decentralised build against the fewest moves (A* over the
-    /// configurations of all the meta-modules at once): moves and rounds,
-    /// over random starts of a small structure.
+    /// How many moves the decentralised build wastes: its moves and rounds
+    /// against the fewest possible (A* over the configurations of all the
+    /// meta-modules at once), over random starts of a small structure [003].
     Fewest(build::FewestArgs),
-    /// 003 Fig 3.5: two meta-modules, each yielding to the other under the
-    /// seed's canMove, and what the seed's remedy and ours do there.
+    /// A deadlock: two meta-modules, each yielding to the other under the
+    /// seed's canMove rule, and what the seed's remedy and ours do there
+    /// [003 Fig 3.5].
     Deadlock(build::DeadlockArgs),
-    /// 003 §2.4 and §3.1: the Servo Rotation Database (5,184 poses, the
-    /// configurations and shapes per connection type, its build time) and
-    /// the level 1–3 searches for intermediate configurations at the
-    /// seed's rotation steps, live and from a table of every pair swept.
+    /// Which poses a meta-module can take and pass through: the Servo
+    /// Rotation Database (5,184 poses, the configurations and shapes per
+    /// connection type, its build time) and the level 1–3 searches for
+    /// intermediate configurations, live and from a table of every pair
+    /// swept [003 §2.4, §3.1].
     Srdb(srdb::SrdbArgs),
     /// Walk a Roombot robot's gait from held-out starts and print its
     /// velocity's spread (what `yamor run roombots-…` reports).
     Walk(walk::WalkArgs),
-    /// Serve a simulated meta-module to a supervisor over TCP: one App. B
-    /// command per line, one answer per line (`ok …` or `error …`).
+    /// Serve a simulated meta-module to a supervisor over TCP: one command
+    /// per line, one answer per line (`ok …` or `error …`) [002 App. B].
     Bridge(walk::BridgeArgs),
 }
 

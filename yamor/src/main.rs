@@ -41,7 +41,8 @@ enum Command {
     /// Reproduce thesis experiments on this machine.
     #[command(subcommand)]
     Experiment(yamor_experiments::cli::ExperimentCommand),
-    /// Roombot modules (seeds 002 and 003): kinematics experiments.
+    /// Roombot modules: walk their robots, solve their kinematics, build
+    /// structures by self-reconfiguration [seeds 002 and 003].
     #[command(subcommand)]
     Roombots(yamor_roombots_cli::RoombotsCommand),
     /// Measure the scheduler: throughput and PSO speed-up with expression hosts.
