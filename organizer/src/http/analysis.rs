@@ -4,14 +4,17 @@
 //! best evaluations in parallel coordinates, and an estimate of which
 //! parameters matter.
 //!
-//! The importance estimate is each parameter's first-order share of the
-//! value's variance: the correlation ratio η² of the value over ten
-//! equal-count bins of the parameter (the between-bin variance of the bin
-//! means over the total variance). It is what fANOVA calls a main effect,
-//! estimated by binning rather than by a random forest; interactions
-//! between parameters are not counted, so the shares need not sum to 1. On
-//! an optimizer's samples, which crowd near its optimum, it says which
-//! parameters moved the value over what the run tried, not over the box.
+//! The importance estimate is PED-ANOVA's (Watanabe et al., IJCAI 2023;
+//! Optuna's `PedAnovaImportanceEvaluator` with its defaults): per
+//! parameter, the Pearson divergence between the kernel density of the
+//! best [`TOP_QUANTILE`] of the evaluations along it and that of all the
+//! evaluations, Σ p_top² / p_all − 1 on a grid over its range; the
+//! divergences are then normalised to sum to 1. Comparing the best with
+//! everything the run tried accounts for where an optimizer chose to look
+//! (its samples crowd near its optimum), which the correlation ratio used
+//! before did not; what the run never tried it cannot see, and a parameter
+//! matters here when the best evaluations gather in part of what was
+//! tried.
 
 use maud::{Markup, html};
 use yamor_optimizer_api::Bound;
@@ -23,8 +26,12 @@ use crate::model::Job;
 /// Evaluations drawn in the parallel-coordinates view: the best ones.
 pub(super) const PARALLEL_BEST: usize = 20;
 
-/// Bins of the importance estimate, and the evaluations it needs at least.
-const BINS: usize = 10;
+/// The best fraction of the evaluations PED-ANOVA compares with all of
+/// them (Optuna's `target_quantile`).
+const TOP_QUANTILE: f64 = 0.1;
+/// Grid points each density is evaluated on, and the evaluations the
+/// estimate needs at least.
+const GRID: usize = 100;
 const MIN_FOR_IMPORTANCE: usize = 30;
 
 /// A parameter's range on the page: its bounds when the run has them,
@@ -135,35 +142,83 @@ fn slice(name: &str, xs: &[f64], values: &[f64], (lo, hi): (f64, f64), units: Un
     }
 }
 
-/// The first-order share of the variance of `values` that `xs` explains:
-/// η² over [`BINS`] equal-count bins. `None` with too few evaluations or
-/// no variance.
-pub(super) fn importance(xs: &[f64], values: &[f64]) -> Option<f64> {
-    let mut pairs: Vec<(f64, f64)> = xs
-        .iter()
-        .zip(values)
-        .filter(|(x, v)| x.is_finite() && v.is_finite())
-        .map(|(&x, &v)| (x, v))
+/// PED-ANOVA's importance of each parameter (`columns[k]` over the
+/// evaluations, inside `ranges[k]`) for `values` (larger is better),
+/// normalised to sum to 1; `None` for every parameter with too few
+/// evaluations or values that do not vary.
+pub(super) fn importance(
+    columns: &[Vec<f64>],
+    ranges: &[(f64, f64)],
+    values: &[f64],
+) -> Vec<Option<f64>> {
+    let none = vec![None; columns.len()];
+    let finite: Vec<usize> = (0..values.len())
+        .filter(|&i| values[i].is_finite() && columns.iter().all(|c| c[i].is_finite()))
         .collect();
-    if pairs.len() < MIN_FOR_IMPORTANCE {
-        return None;
+    if finite.len() < MIN_FOR_IMPORTANCE {
+        return none;
     }
-    pairs.sort_by(|a, b| a.0.total_cmp(&b.0));
-    let n = pairs.len() as f64;
-    let mean = pairs.iter().map(|p| p.1).sum::<f64>() / n;
-    let total: f64 = pairs.iter().map(|p| (p.1 - mean).powi(2)).sum();
-    if total <= 0.0 {
-        return None;
+    let mut ranked = finite.clone();
+    ranked.sort_by(|&a, &b| values[b].total_cmp(&values[a]));
+    let top_count = ((finite.len() as f64 * TOP_QUANTILE).ceil() as usize).max(2);
+    if values[ranked[0]] == values[ranked[finite.len() - 1]] {
+        return none;
     }
-    let per_bin = pairs.len().div_ceil(BINS);
-    let between: f64 = pairs
-        .chunks(per_bin)
-        .map(|bin| {
-            let m = bin.iter().map(|p| p.1).sum::<f64>() / bin.len() as f64;
-            bin.len() as f64 * (m - mean).powi(2)
+    let top = &ranked[..top_count];
+    let divergences: Vec<f64> = columns
+        .iter()
+        .zip(ranges)
+        .map(|(xs, &(lo, hi))| {
+            let unit = |i: &usize| {
+                if hi > lo {
+                    (xs[*i] - lo) / (hi - lo)
+                } else {
+                    0.5
+                }
+            };
+            let all: Vec<f64> = finite.iter().map(unit).collect();
+            let best: Vec<f64> = top.iter().map(unit).collect();
+            pearson_divergence(&density(&best), &density(&all))
         })
+        .collect();
+    let total: f64 = divergences.iter().sum();
+    if total.is_nan() || total <= 0.0 {
+        return none;
+    }
+    divergences.iter().map(|d| Some(d / total)).collect()
+}
+
+/// A Gaussian kernel density of `xs` (in [0, 1]) on [`GRID`] points over
+/// [0, 1], summing to 1; bandwidth by Scott's rule, at least 1/[`GRID`]
+/// so that equal values still spread over a grid cell.
+fn density(xs: &[f64]) -> Vec<f64> {
+    let n = xs.len() as f64;
+    let mean = xs.iter().sum::<f64>() / n;
+    let sd = (xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0).max(1.0)).sqrt();
+    let h = (1.06 * sd * n.powf(-0.2)).max(1.0 / GRID as f64);
+    let mut p: Vec<f64> = (0..GRID)
+        .map(|g| {
+            let at = (g as f64 + 0.5) / GRID as f64;
+            xs.iter()
+                .map(|x| (-0.5 * ((at - x) / h).powi(2)).exp())
+                .sum::<f64>()
+        })
+        .collect();
+    let sum: f64 = p.iter().sum();
+    p.iter_mut().for_each(|v| *v /= sum);
+    p
+}
+
+/// Σ p² / q − 1: how far `p` is from `q` (both summing to 1, `q` > 0
+/// wherever `p` is, as a kernel density of a superset is).
+fn pearson_divergence(p: &[f64], q: &[f64]) -> f64 {
+    let sum: f64 = p
+        .iter()
+        .zip(q)
+        .filter(|(_, q)| **q > 0.0)
+        .map(|(p, q)| p * p / q)
         .sum();
-    Some((between / total).clamp(0.0, 1.0))
+    (sum - 1.0).max(0.0)
 }
 
 /// The best [`PARALLEL_BEST`] evaluations, one line each across the
@@ -258,8 +313,7 @@ pub(super) fn panel(jobs: &[(Job, f64)], bounds: &[Bound], units: Units) -> Mark
         .collect();
     let mut shares: Vec<(&String, Option<f64>)> = names
         .iter()
-        .zip(&columns)
-        .map(|(name, xs)| (name, importance(xs, &values)))
+        .zip(importance(&columns, &ranges, &values))
         .collect();
     shares.sort_by(|a, b| b.1.unwrap_or(-1.0).total_cmp(&a.1.unwrap_or(-1.0)));
     html! {
@@ -283,9 +337,13 @@ pub(super) fn panel(jobs: &[(Job, f64)], bounds: &[Bound], units: Units) -> Mark
         }
         h2 { "Best " (PARALLEL_BEST) " in parallel coordinates" }
         (parallel(&names, &columns, &values, &ranges, units))
-        h2 { "Which parameters matter" }
+        h2 { "Which parameters matter (PED-ANOVA)" }
         p { small {
-            "Each parameter's first-order share of the value's variance over the evaluations              (correlation ratio η² over ten equal-count bins, fANOVA's main effect estimated              by binning); interactions are not counted."
+            "PED-ANOVA (Watanabe et al. 2023, as Optuna computes it): how differently the best 10 % of the "
+            "evaluations lie along each parameter than all of them (the Pearson divergence of their kernel "
+            "densities), normalised so the shares sum to 1. It compares the best with what the run tried, "
+            "so where the optimizer chose to look is accounted for; what it never tried is not, and "
+            "interactions show only through where the best gather."
         } }
         table #importance {
             tr { th { "parameter" } th.num { "share" } th {} }
@@ -310,18 +368,31 @@ mod tests {
     use super::*;
 
     #[test]
-    fn importance_sees_the_parameter_that_drives_the_value_and_not_the_other() {
-        // v depends on x alone; y is noise-free but irrelevant.
+    fn importance_sees_the_parameter_that_drives_the_value_and_shares_sum_to_one() {
+        // v depends on x alone; y and z are irrelevant.
         let xs: Vec<f64> = (0..200).map(|i| (i as f64 * 0.37).sin()).collect();
         let ys: Vec<f64> = (0..200).map(|i| (i as f64 * 1.91).cos()).collect();
+        let zs: Vec<f64> = (0..200).map(|i| (i as f64 * 2.71).sin()).collect();
         let values: Vec<f64> = xs.iter().map(|x| -x * x).collect();
-        let x = importance(&xs, &values).unwrap();
-        let y = importance(&ys, &values).unwrap();
-        assert!(x > 0.9, "{x}");
-        assert!(y < 0.2, "{y}");
+        let ranges = [(-1.0, 1.0); 3];
+        let columns = vec![xs.clone(), ys, zs];
+        let shares: Vec<f64> = importance(&columns, &ranges, &values)
+            .into_iter()
+            .map(Option::unwrap)
+            .collect();
+        assert!(shares[0] > 0.8, "{shares:?}");
+        assert!(shares[1] < 0.1 && shares[2] < 0.1, "{shares:?}");
+        assert!(
+            (shares.iter().sum::<f64>() - 1.0).abs() < 1e-9,
+            "{shares:?}"
+        );
         // Too few results, or no variance: no estimate.
-        assert_eq!(importance(&xs[..10], &values[..10]), None);
-        assert_eq!(importance(&xs, &vec![1.0; 200]), None);
+        let few: Vec<Vec<f64>> = columns.iter().map(|c| c[..10].to_vec()).collect();
+        assert_eq!(importance(&few, &ranges, &values[..10]), vec![None; 3]);
+        assert_eq!(
+            importance(&columns, &ranges, &vec![1.0; 200]),
+            vec![None; 3]
+        );
     }
 
     #[test]
