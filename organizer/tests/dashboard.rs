@@ -1010,6 +1010,21 @@ async fn chosen_runs_are_compared_curve_by_curve_and_setting_by_setting() {
         "{}",
         page.body
     );
+    // What they were asked differently is said; the seeds (equal here) and
+    // the outcomes are shown, never marked as a difference.
+    assert!(
+        page.body.contains(
+            "<p id=\"differences\">These runs differ in what they were asked by: budget, particles (seeds aside).</p>"
+        ),
+        "{}",
+        page.body
+    );
+    assert!(page.body.contains("<tr class=\"seed\"><th>seed</th>"));
+    assert!(
+        page.body.contains("<tr><th>evaluations</th>"),
+        "{}",
+        page.body
+    );
     let bad = get(&address, "/compare?run=abc").await;
     assert_eq!(bad.status, 400, "{}", bad.body);
 }

@@ -519,6 +519,11 @@ async fn the_dashboard_in_a_browser_starts_and_follows_runs_and_sees_hosts_die()
         differs.as_str().unwrap().contains("population"),
         "marked: {differs}"
     );
+    // The batch counted its seeds up: shown, not a difference of intent.
+    assert!(
+        !differs.as_str().unwrap().split('|').any(|d| d == "seed"),
+        "marked: {differs}"
+    );
     shoot(&c, "compare").await;
 
     // A finished run's page: its chart marks the gait as given (walked from

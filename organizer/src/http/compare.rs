@@ -1,8 +1,9 @@
 //! `/compare?run=1&run=2`: chosen runs side by side. Their best-so-far
 //! curves overlaid against evaluations and against wall time (which tells
 //! a run that is cheap per evaluation from one that is quick to a good
-//! gait), and their settings in one table, a row per setting, differences
-//! marked.
+//! gait), and their settings in one table, a row per setting: what they
+//! were asked differently is marked and said in a sentence; seeds and
+//! outcomes are shown, never counted as a difference of intent.
 
 use std::collections::BTreeSet;
 
@@ -145,15 +146,56 @@ fn overlay(id: &str, series: &[(&str, &[(f64, f64)])], x_title: &str, y_title: &
     }
 }
 
-/// One row of the settings table: a setting and each run's value of it;
-/// the row is marked when the runs differ.
-fn setting_row(name: &str, values: &[String]) -> Markup {
-    let differs = values.windows(2).any(|w| w[0] != w[1]);
+/// What a row of the settings table says about the runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Row {
+    /// What was asked (robot, optimizer, budget, settings): a difference
+    /// is a difference of intent, marked and listed.
+    Intent,
+    /// The seed: shown, never counted as a difference of intent (a batch
+    /// counts seeds up).
+    Seed,
+    /// What happened (state, evaluations, figures): shown, not marked.
+    Outcome,
+}
+
+/// Whether runs differ in what they were asked: among the runs that have
+/// the value at all (a setting of another optimizer is not a difference).
+fn differs(values: &[Option<String>]) -> bool {
+    let had: BTreeSet<&String> = values.iter().flatten().collect();
+    had.len() > 1
+}
+
+/// One row of the settings table: a name and each run's value (`–` where
+/// a run has none); an intent row whose runs differ is marked.
+fn setting_row(name: &str, values: &[Option<String>], row: Row) -> Markup {
+    let class = match row {
+        Row::Intent if differs(values) => Some("differs"),
+        Row::Seed => Some("seed"),
+        Row::Intent | Row::Outcome => None,
+    };
     html! {
-        tr class=[differs.then_some("differs")] {
+        tr class=[class] {
             th { (name) }
-            @for v in values { td { (v) } }
+            @for v in values { td { (v.as_deref().unwrap_or("–")) } }
         }
+    }
+}
+
+/// The rows of intent the runs differ in, said in a sentence.
+fn differences(rows: &[(String, Vec<Option<String>>)]) -> String {
+    let differing: Vec<&str> = rows
+        .iter()
+        .filter(|(_, values)| differs(values))
+        .map(|(name, _)| name.as_str())
+        .collect();
+    if differing.is_empty() {
+        "These runs were asked the same, seeds aside: how far their figures differ is the seed's doing.".to_owned()
+    } else {
+        format!(
+            "These runs differ in what they were asked by: {} (seeds aside).",
+            differing.join(", ")
+        )
     }
 }
 
@@ -198,13 +240,39 @@ pub(super) async fn compare_page(
         .map(|(id, c)| (id.as_str(), c.by_time.as_slice()))
         .collect();
     let title = format!("best so far, {}", units.title);
-    let each = |f: &dyn Fn(&Run) -> String| -> Vec<String> {
+    let each = |f: &dyn Fn(&Run) -> Option<String>| -> Vec<Option<String>> {
         chosen_runs.iter().map(|(run, _)| f(run)).collect()
     };
     let names: BTreeSet<&String> = chosen_runs
         .iter()
         .flat_map(|(run, _)| run.settings.keys())
         .collect();
+    let mut intent: Vec<(String, Vec<Option<String>>)> = vec![
+        (
+            "robot".into(),
+            each(&|r| (!r.robot.is_empty()).then(|| r.robot.clone())),
+        ),
+        ("optimizer".into(), each(&|r| Some(r.optimizer.clone()))),
+        (
+            "budget".into(),
+            each(&|r| Some(r.max_evaluations.to_string())),
+        ),
+        (
+            "direction".into(),
+            each(&|r| r.gait.then(|| r.direction.name().to_owned())),
+        ),
+    ];
+    for name in names {
+        intent.push((name.clone(), each(&|r| r.settings.get(name).cloned())));
+    }
+    let outcome: Vec<(&str, Vec<Option<String>>)> = vec![
+        ("name", each(&|r| Some(r.name.clone()))),
+        ("state", each(&|r| Some(r.state.as_str().to_owned()))),
+        ("evaluations", each(&|r| Some(r.evaluations.to_string()))),
+        ("best", each(&|r| Some(r.best_text()))),
+        ("the given gait", each(&|r| r.reference.map(|s| s.cm_s()))),
+        ("elapsed", each(&|r| Some(format!("{:.0} s", r.elapsed_s)))),
+    ];
     let body = html! {
         p #legend {
             @for (k, (run, _)) in chosen_runs.iter().enumerate() {
@@ -222,25 +290,20 @@ pub(super) async fn compare_page(
         h2 { "Against wall time" }
         (overlay("by-time", &by_time, "seconds since the run started", &title))
         h2 { "Settings" }
+        p #differences { (differences(&intent)) }
         table #settings {
             tr {
                 th {}
                 @for (run, _) in &chosen_runs { th { "run " (run.id) } }
             }
-            (setting_row("name", &each(&|r| r.name.clone())))
-            (setting_row("robot", &each(&|r| if r.robot.is_empty() { "–".into() } else { r.robot.clone() })))
-            (setting_row("optimizer", &each(&|r| r.optimizer.clone())))
-            (setting_row("seed", &each(&|r| r.seed.to_string())))
-            (setting_row("state", &each(&|r| r.state.as_str().to_owned())))
-            (setting_row("evaluations", &each(&|r| format!("{} of {}", r.evaluations, r.max_evaluations))))
-            (setting_row("best", &each(&|r| r.best_text())))
-            (setting_row("the given gait", &each(&|r| r.reference.map_or("–".into(), |s| s.cm_s()))))
-            (setting_row("elapsed", &each(&|r| format!("{:.0} s", r.elapsed_s))))
-            @for name in names {
-                (setting_row(name, &each(&|r| r.settings.get(name).cloned().unwrap_or_else(|| "–".into()))))
-            }
+            @for (name, values) in &intent { (setting_row(name, values, Row::Intent)) }
+            (setting_row("seed", &each(&|r| Some(r.seed.to_string())), Row::Seed))
+            @for (name, values) in &outcome { (setting_row(name, values, Row::Outcome)) }
         }
-        p { small { "Rows where the runs differ are marked." } }
+        p { small {
+            "Marked: what the runs were asked differently (a setting only some runs' optimizer has "
+            "is not a difference). Seeds and what happened are shown, not marked."
+        } }
     };
     Ok(page("Compare runs", body))
 }
@@ -248,6 +311,28 @@ pub(super) async fn compare_page(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_what_runs_were_asked_differently_is_a_difference() {
+        let some = |v: &str| Some(v.to_owned());
+        // A setting only one run's optimizer has is not a difference.
+        assert!(!differs(&[some("24"), None]));
+        assert!(differs(&[some("10"), some("20")]));
+        assert!(!differs(&[some("pso"), some("pso")]));
+        let rows = vec![
+            ("optimizer".to_owned(), vec![some("cmaes"), some("pso")]),
+            ("population".to_owned(), vec![some("24"), None]),
+            ("particles".to_owned(), vec![None, some("10")]),
+        ];
+        assert_eq!(
+            differences(&rows),
+            "These runs differ in what they were asked by: optimizer (seeds aside)."
+        );
+        let same = vec![("particles".to_owned(), vec![some("10"), some("10")])];
+        assert!(differences(&same).contains("asked the same, seeds aside"));
+        let row = setting_row("seed", &[some("1"), some("2")], Row::Seed).into_string();
+        assert!(row.starts_with("<tr class=\"seed\">"), "{row}");
+    }
 
     #[test]
     fn a_query_names_each_run_once_and_at_most_ten() {
