@@ -224,7 +224,8 @@ async fn pages_show_hosts_runs_jobs_and_a_runs_evaluations() {
         "one point per evaluation"
     );
     assert!(page.body.contains("id=\"best\""));
-    assert!(page.body.contains("EventSource"));
+    // Kept live by its script (`scripts_are_files_served_with_cache_headers`).
+    assert!(page.body.contains("<script src=\"/assets/run.js\""));
 
     let csv = get(&address, &format!("/runs/{}/evaluations.csv", run.id)).await;
     assert_eq!(csv.status, 200);
@@ -1194,6 +1195,34 @@ async fn the_trials_table_is_paged_filtered_and_sorted_on_the_server() {
     .await;
     assert_eq!(bad.status, 400);
     assert!(bad.body.contains("`fast` is not a number"), "{}", bad.body);
+}
+
+/// The run page's script is a file served with cache headers, and the
+/// page links it; an asset nobody has is not found.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scripts_are_files_served_with_cache_headers() {
+    let (organizer, address) = dashboard("dash-assets", 1, None).await;
+    let run = organizer.runs.start(run_spec(4)).await.unwrap();
+    until_ended(&organizer, run.id).await;
+    let page = get(&address, &format!("/runs/{}", run.id)).await;
+    assert!(
+        page.body.contains(&format!(
+            "<script src=\"/assets/run.js\" data-run=\"{}\">",
+            run.id
+        )),
+        "{}",
+        page.body
+    );
+    assert!(page.body.contains("<span id=\"elapsed\">"), "{}", page.body);
+    let script = get(&address, "/assets/run.js").await;
+    assert_eq!(script.status, 200);
+    assert!(script.body.contains("EventSource"), "{}", script.body);
+    assert!(
+        script.head.contains("cache-control: public, max-age=3600"),
+        "{}",
+        script.head
+    );
+    assert_eq!(get(&address, "/assets/nothing.js").await.status, 404);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

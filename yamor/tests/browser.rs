@@ -310,6 +310,25 @@ async fn the_dashboard_in_a_browser_starts_and_follows_runs_and_sees_hosts_die()
         v.as_u64().is_some_and(|n| n > first)
     })
     .await;
+    // Everything the page shows stays live: the elapsed time advances
+    // without a reload, and the best parameters fill in.
+    let elapsed = text_of(&c, "elapsed").await;
+    until(
+        &c,
+        "the elapsed time to advance",
+        false,
+        "return document.getElementById('elapsed').textContent",
+        |v| v.as_str().is_some_and(|now| now != elapsed),
+    )
+    .await;
+    until(
+        &c,
+        "the best parameters to fill in",
+        false,
+        "return [document.querySelectorAll('#best-parameters tr').length, window.yamorSwapped||0, window.yamorLiveError||'']",
+        |v| v[0].as_u64().is_some_and(|n| n > 1),
+    )
+    .await;
     shoot(&c, "run-live").await;
 
     // A host killed mid-run turns down on the hosts page.

@@ -47,6 +47,7 @@
 mod access;
 mod adaptation;
 mod analysis;
+mod assets;
 mod compare;
 mod launch;
 mod map;
@@ -206,6 +207,7 @@ pub fn router(organizer: Organizer, options: Options) -> Router {
         )
         .route("/gaits", get(status::gaits_page))
         .route("/metrics", get(status::metrics))
+        .route("/assets/{name}", get(assets::asset))
         .layer(middleware::from_fn_with_state(
             app.clone(),
             access::read_body,

@@ -11,10 +11,10 @@ use axum::http::{StatusCode, header};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{Html, IntoResponse, Redirect, Response};
 use futures_util::stream::Stream;
-use maud::{Markup, PreEscaped, html};
+use maud::{Markup, html};
 
 use super::{
-    App, PageError, Units, analysis, best_so_far, internal, page, plot, progress, run_of,
+    App, PageError, Units, analysis, assets, best_so_far, internal, page, plot, progress, run_of,
     run_values,
 };
 use crate::model::{Run, RunState};
@@ -95,18 +95,6 @@ pub(super) async fn run_chart(
         .into_response())
 }
 
-/// Rerenders the chart when the run changes (at most every 300 ms) and
-/// keeps the summary line live, from the run's event stream.
-const RUN_PAGE_SCRIPT: &str = "const id=document.currentScript.dataset.run;\
-const es=new EventSource('/runs/'+id+'/events');let due=false;\
-es.onmessage=e=>{const d=JSON.parse(e.data);\
-document.getElementById('state').textContent=d.state;\
-document.getElementById('progress').textContent=d.progress;\
-document.getElementById('bestvalue').textContent=d.best;\
-if(!due){due=true;setTimeout(()=>{due=false;fetch('/runs/'+id+'/chart.svg').then(r=>r.text())\
-.then(t=>document.getElementById('chartbox').innerHTML=t)},300)}\
-if(d.state!=='running')es.close()};";
-
 /// A run's page: its summary, live chart, best parameters, their analysis
 /// and the best gait's path.
 pub(super) async fn run_page(
@@ -158,7 +146,7 @@ pub(super) async fn run_page(
             " · " span #progress { (progress(&r)) }
             " · best " b #bestvalue { (r.best_text()) }
             @if r.gait { " " span #direction { (r.direction.phrase()) } }
-            " · elapsed " (format!("{:.0} s", r.elapsed_s))
+            " · elapsed " span #elapsed { (format!("{:.0} s", r.elapsed_s)) }
             @if !r.error.is_empty() { " " span.err { (r.error) } }
         }
         p #setup {
@@ -200,13 +188,13 @@ pub(super) async fn run_page(
         }
         div #chartbox { (chart(&values, units, r.reference.map(|s| s.mean))) }
         h2 { "Best parameters" }
-        table #best {
+        table #best-parameters {
             tr { th { "parameter" } th.num { "value" } }
             @for (name, v) in &r.best_parameters {
                 tr { td { (name) } td.num { (format!("{v:.6}")) } }
             }
         }
-        (analysis::panel(&jobs, &bounds, units))
+        div #analysis { (analysis::panel(&jobs, &bounds, units)) }
         @if let Some((best, _)) = best_walk {
             p { a #replay-best href={ "/jobs/" (best.id) "/replay" } { "see the best walk in 3-D" } }
         }
@@ -224,7 +212,7 @@ pub(super) async fn run_page(
                 }
             }
         }
-        script data-run=(id) { (PreEscaped(RUN_PAGE_SCRIPT)) }
+        script src=(assets::path("run.js")) data-run=(id) {}
     };
     Ok(page(&format!("Run {id}: {}", r.name), body))
 }
@@ -235,6 +223,7 @@ fn run_event_json(r: &Run) -> String {
         "evaluations": r.evaluations,
         "progress": progress(r),
         "best": r.best_text(),
+        "elapsed_s": r.elapsed_s,
     })
     .to_string()
 }
