@@ -459,6 +459,21 @@ async fn the_dashboard_in_a_browser_starts_and_follows_runs_and_sees_hosts_die()
     )
     .await;
     assert!(frames.as_u64().is_some_and(|n| n > 20), "replay: {frames}");
+    // It plays by itself, without a click, at the speed chosen.
+    until(
+        &c,
+        "the replay to play by itself",
+        false,
+        "return [window.yamorReplayShown||0, document.getElementById('play').textContent]",
+        |v| v[0].as_u64().is_some_and(|n| n >= 3) && v[1] == "pause",
+    )
+    .await;
+    c.execute(
+        "const s=document.getElementById('speed');s.value='4';document.getElementById('play').click()",
+        vec![],
+    )
+    .await
+    .unwrap();
     c.execute(
         "const s=document.getElementById('time');s.value=Math.floor(s.max/2);s.dispatchEvent(new Event('input'))",
         vec![],

@@ -1,4 +1,4 @@
-//! The dashboard's scripts as files (`assets/*.js`), compiled in and
+//! The dashboard's scripts and style as files (`assets/*.js`, `style.css`), compiled in and
 //! served at `/assets/{name}` with cache headers, rather than strings in
 //! the Rust that writes the pages.
 
@@ -9,7 +9,15 @@ use axum::response::{IntoResponse, Response};
 use super::{PageError, not_found};
 
 /// Every asset: its name under `/assets/` and its text.
-const ASSETS: [(&str, &str); 1] = [("run.js", include_str!("assets/run.js"))];
+const ASSETS: [(&str, &str); 7] = [
+    ("style.css", include_str!("assets/style.css")),
+    ("run.js", include_str!("assets/run.js")),
+    ("replay.js", include_str!("assets/replay.js")),
+    ("robot-files.js", include_str!("assets/robot-files.js")),
+    ("settings.js", include_str!("assets/settings.js")),
+    ("runs.js", include_str!("assets/runs.js")),
+    ("reload.js", include_str!("assets/reload.js")),
+];
 
 /// How long a browser keeps an asset: an hour, since a new build may
 /// change one under the same name.
@@ -30,12 +38,10 @@ pub(super) async fn asset(Path(name): Path<String>) -> Result<Response, PageErro
         .iter()
         .find(|(known, _)| *known == name)
         .ok_or_else(|| not_found(format!("asset {name}")))?;
-    Ok((
-        [
-            (CONTENT_TYPE, "text/javascript; charset=utf-8"),
-            (CACHE_CONTROL, CACHE),
-        ],
-        *text,
-    )
-        .into_response())
+    let kind = if name.ends_with(".css") {
+        "text/css; charset=utf-8"
+    } else {
+        "text/javascript; charset=utf-8"
+    };
+    Ok(([(CONTENT_TYPE, kind), (CACHE_CONTROL, CACHE)], *text).into_response())
 }

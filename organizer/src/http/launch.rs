@@ -390,19 +390,6 @@ fn select(name: &str, options: &[&str], chosen: &str) -> Markup {
     }
 }
 
-/// Reads the chosen robot files in the browser into the form's hidden
-/// fields, which post with it: no upload endpoint, no multipart.
-const OWN_ROBOT_SCRIPT: &str = "for(const[f,n]of[['world','world_xml'],['gait','gait_xml'],['optimize','optimize_xml']])\
-document.getElementById(f).onchange=e=>{const file=e.target.files[0];if(!file)return;\
-file.text().then(t=>document.querySelector('textarea[name='+n+']').value=t)};";
-
-/// Shows the chosen optimizer's settings only (the others are disabled, so
-/// they do not post).
-const SETTINGS_SCRIPT: &str = "const pick=document.querySelector('select[name=optimizer]');\
-const show=()=>document.querySelectorAll('fieldset.settings').forEach(f=>{\
-const on=f.dataset.optimizer===pick.value;f.hidden=!on;f.disabled=!on});\
-pick.addEventListener('change',show);show();";
-
 /// The form, filled with `fields` (defaults where empty), and `error`.
 fn render(app: &App, used: &[UsedRobot], fields: &Fields, error: Option<&str>) -> Html<String> {
     let plugins = app.organizer.runs.optimizers();
@@ -442,7 +429,7 @@ fn render(app: &App, used: &[UsedRobot], fields: &Fields, error: Option<&str>) -
             textarea name="world_xml" hidden { (value("world_xml", "")) }
             textarea name="gait_xml" hidden { (value("gait_xml", "")) }
             textarea name="optimize_xml" hidden { (value("optimize_xml", "")) }
-            (script(OWN_ROBOT_SCRIPT))
+            (script("robot-files.js"))
         }
     };
     let body = html! {
@@ -500,7 +487,7 @@ fn render(app: &App, used: &[UsedRobot], fields: &Fields, error: Option<&str>) -
             }
             button #launch { "start" }
         }
-        (script(SETTINGS_SCRIPT))
+        (script("settings.js"))
     };
     page("Start runs", body)
 }

@@ -76,7 +76,7 @@ use axum::routing::{get, post};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
-use maud::{DOCTYPE, Markup, PreEscaped, html};
+use maud::{DOCTYPE, Markup, html};
 use tokio::net::TcpListener;
 use yamor_proto::transport::Token;
 
@@ -327,12 +327,6 @@ fn internal(e: impl std::fmt::Display) -> PageError {
     PageError(StatusCode::INTERNAL_SERVER_ERROR, e.to_string())
 }
 
-const STYLE: &str = "body{font:14px system-ui,sans-serif;margin:0;color:#222}\
-nav{background:#234;padding:8px 16px}nav a{color:#fff;margin-right:18px;text-decoration:none}\
-main{padding:12px 16px}table{border-collapse:collapse}td,th{padding:3px 10px;border-bottom:1px solid #ddd;text-align:left}\
-th{background:#f3f3f3}.differs th,.differs td{background:#fff3cd}.free{color:#080}.busy{color:#a60}.down{color:#c00;font-weight:bold}\
-.err{color:#c00}.num{text-align:right;font-variant-numeric:tabular-nums}svg{background:#fafafa}";
-
 /// A dashboard page: the navigation, `title` as its heading, then `body`.
 fn page(title: &str, body: Markup) -> Html<String> {
     Html(
@@ -342,7 +336,7 @@ fn page(title: &str, body: Markup) -> Html<String> {
                 head {
                     meta charset="utf-8";
                     title { "yamor · " (title) }
-                    style { (PreEscaped(STYLE)) }
+                    link rel="stylesheet" href=(assets::path("style.css"));
                 }
                 body {
                     nav {
@@ -363,9 +357,9 @@ fn page(title: &str, body: Markup) -> Html<String> {
     )
 }
 
-/// A script of the page's own (its text is ours, not a user's).
-fn script(code: &str) -> Markup {
-    html! { script { (PreEscaped(code)) } }
+/// A script of the dashboard's own, by its asset name ([`assets`]).
+fn script(name: &str) -> Markup {
+    html! { script src=(assets::path(name)) {} }
 }
 
 fn ago(ms: i64) -> String {

@@ -120,7 +120,7 @@ pub(super) async fn runs_page(
             p { a #older href={ "/runs?before=" (list.last().map_or(0, |r| r.id)) } { "older runs" } }
         }
         // Reloads to follow the runs, but not while runs are being ticked.
-        (script("setTimeout(()=>{if(!document.querySelector('input[name=run]:checked'))location.reload()},3000)"))
+        (script("runs.js"))
     };
     Ok(page("Runs", body))
 }

@@ -59,7 +59,7 @@ pub(super) async fn hosts_page(State(app): State<App>) -> Html<String> {
                     }
                 }
             }
-            (script("setTimeout(()=>location.reload(),2000)"))
+            (script("reload.js"))
         },
     )
 }
