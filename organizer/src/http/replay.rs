@@ -69,8 +69,8 @@ pub(super) async fn replay_page(
             a href={ "/jobs/" (id) } { "job " (id) }
             ", walked again here from its own start with this dashboard's simulator (its default \
              engine and step): the velocity measured here beside the job's recorded one says \
-             whether it is the walk its host saw. Drag the slider or play; the camera follows \
-             the robot."
+             whether it is the walk its host saw. It plays by itself once loaded (pause, \
+             speed and the slider below)."
         }
         p {
             button #play { "play" } " "
