@@ -223,6 +223,10 @@ async fn pages_show_hosts_runs_jobs_and_a_runs_evaluations() {
         24,
         "one point per evaluation"
     );
+    // Each names its evaluation when hovered and opens its job.
+    let first = page.body.split("class=\"eval\"").nth(1).unwrap();
+    assert!(first.contains("<title>evaluation "), "{first}");
+    assert!(page.body.contains("<a href=\"/jobs/"), "{}", page.body);
     assert!(page.body.contains("id=\"best\""));
     // Kept live by its script (`scripts_are_files_served_with_cache_headers`).
     assert!(page.body.contains("<script src=\"/assets/run.js\""));
@@ -996,8 +1000,17 @@ async fn chosen_runs_are_compared_curve_by_curve_and_setting_by_setting() {
         assert_eq!(svg.matches("class=\"curve\"").count(), 2, "{svg}");
         assert!(svg.contains(&format!("data-run=\"{}\"", six.id)), "{svg}");
     }
-    // The evaluation axis reaches the longer run's 18 evaluations.
-    assert!(page.body.contains(">18</text>"), "{}", page.body);
+    // The evaluation axis reaches the longer run's 18 evaluations, with
+    // round ticks along it.
+    let by_evaluation = page.body.split("<svg id=\"by-evaluation\"").nth(1).unwrap();
+    let by_evaluation = by_evaluation.split("</svg>").next().unwrap();
+    for tick in ["0", "5", "10", "15"] {
+        assert!(
+            by_evaluation.contains(&format!("class=\"tick-label\" x="))
+                && by_evaluation.contains(&format!(">{tick}</text>")),
+            "{by_evaluation}"
+        );
+    }
     // Settings side by side, the differing one marked, the same one not.
     assert!(
         page.body

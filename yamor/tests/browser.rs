@@ -329,6 +329,22 @@ async fn the_dashboard_in_a_browser_starts_and_follows_runs_and_sees_hosts_die()
         |v| v[0].as_u64().is_some_and(|n| n > 1),
     )
     .await;
+    // Hovering a point names its evaluation (its SVG title), and the axes
+    // carry round tick labels.
+    let hover = c
+        .execute(
+            "const t=document.querySelector('#chart circle.eval title');return [t?t.textContent:'', document.querySelectorAll('#chart .tick-label').length]",
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert!(
+        hover[0]
+            .as_str()
+            .is_some_and(|t| t.starts_with("evaluation 1: ")),
+        "{hover}"
+    );
+    assert!(hover[1].as_u64().is_some_and(|n| n >= 4), "{hover}");
     shoot(&c, "run-live").await;
 
     // A host killed mid-run turns down on the hosts page.

@@ -67,9 +67,8 @@ fn prediction_chart(trials: &[Trial], units: Units) -> Markup {
         width: w,
         height: h,
         pad,
-        y_lo: format!("{lo:.4}{}", units.suffix),
-        y_hi: format!("{hi:.4}{}", units.suffix),
-        x_end: trials.len().to_string(),
+        x: (1.0, n),
+        y: (lo, lo + span),
         x_title: "walk; blue: predicted before the walk (± one sd), red dots: walked",
         y_title: units.title,
     };

@@ -120,14 +120,8 @@ fn overlay(id: &str, series: &[(&str, &[(f64, f64)])], x_title: &str, y_title: &
         width: w,
         height: h,
         pad,
-        y_lo: format!("{y_lo:.4}"),
-        y_hi: format!("{y_hi:.4}"),
-        // Seconds of a short run would all read 0.
-        x_end: if x_max < 10.0 {
-            format!("{x_max:.1}")
-        } else {
-            format!("{x_max:.0}")
-        },
+        x: (0.0, x_max.max(1e-12)),
+        y: (y_lo, y_lo + span),
         x_title,
         y_title,
     };

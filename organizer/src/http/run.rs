@@ -19,10 +19,12 @@ use super::{
 };
 use crate::model::{Run, RunState};
 
-/// Best-so-far curve over every evaluation as a point, with axis titles,
-/// and the reference gait's held-out velocity as a dashed line when known.
-fn chart(values: &[f64], units: Units, reference: Option<f64>) -> Markup {
-    let values: Vec<f64> = values.iter().map(|v| v * units.factor).collect();
+/// Best-so-far curve over every evaluation as a point, with axes and their
+/// titles, and the reference gait's held-out velocity as a dashed line when
+/// known. Each point names its evaluation when hovered and opens its job
+/// when clicked; `jobs` are (job id, value) in the order the run learnt them.
+fn chart(jobs: &[(u64, f64)], units: Units, reference: Option<f64>) -> Markup {
+    let values: Vec<f64> = jobs.iter().map(|(_, v)| v * units.factor).collect();
     let reference = reference.map(|v| v * units.factor);
     let (w, h, pad) = (720.0, 300.0, 44.0);
     let finite: Vec<(usize, f64)> = values
@@ -44,9 +46,9 @@ fn chart(values: &[f64], units: Units, reference: Option<f64>) -> Markup {
         width: w,
         height: h,
         pad,
-        y_lo: format!("{lo:.4}{}", units.suffix),
-        y_hi: format!("{hi:.4}{}", units.suffix),
-        x_end: values.len().to_string(),
+        // Evaluation i + 1 is drawn at x(i).
+        x: (1.0, n + 1.0),
+        y: (lo, lo + span),
         x_title: "evaluation; dots: each result, red: best so far",
         y_title: units.title,
     };
@@ -65,7 +67,11 @@ fn chart(values: &[f64], units: Units, reference: Option<f64>) -> Markup {
             } @else {
                 (axes.draw())
                 @for &(i, v) in &finite {
-                    circle.eval cx=(plot::px(x(i))) cy=(plot::px(y(v))) r="2" fill="#9ab" {}
+                    a href={ "/jobs/" (jobs[i].0) } {
+                        circle.eval cx=(plot::px(x(i))) cy=(plot::px(y(v))) r="2" fill="#9ab" {
+                            title { (format!("evaluation {}: {v:.4}{} (job {})", i + 1, units.suffix, jobs[i].0)) }
+                        }
+                    }
                 }
                 polyline #best fill="none" stroke="#c33" stroke-width="2" points=(best) {}
                 @if let Some(v) = reference {
@@ -87,10 +93,10 @@ pub(super) async fn run_chart(
     let run = run_of(&app.organizer.runs, id)?;
     let jobs = run_values(&app.organizer.runs, &run).await?;
     let units = Units::of(jobs.iter().map(|(j, _)| j));
-    let values: Vec<f64> = jobs.into_iter().map(|(_, v)| v).collect();
+    let points: Vec<(u64, f64)> = jobs.iter().map(|(j, v)| (j.id, *v)).collect();
     Ok((
         [(header::CONTENT_TYPE, "image/svg+xml")],
-        chart(&values, units, run.reference.map(|s| s.mean)).into_string(),
+        chart(&points, units, run.reference.map(|s| s.mean)).into_string(),
     )
         .into_response())
 }
@@ -104,7 +110,7 @@ pub(super) async fn run_page(
     let runs = &app.organizer.runs;
     let r = run_of(runs, id)?;
     let jobs = run_values(runs, &r).await?;
-    let values: Vec<f64> = jobs.iter().map(|(_, v)| *v).collect();
+    let points: Vec<(u64, f64)> = jobs.iter().map(|(j, v)| (j.id, *v)).collect();
     let units = Units::of(jobs.iter().map(|(j, _)| j));
     let settings: Vec<String> = r.settings.iter().map(|(k, v)| format!("{k}={v}")).collect();
     // A run whose problem no longer reads (a stored older format) is still
@@ -186,7 +192,7 @@ pub(super) async fn run_page(
                 }
             }
         }
-        div #chartbox { (chart(&values, units, r.reference.map(|s| s.mean))) }
+        div #chartbox { (chart(&points, units, r.reference.map(|s| s.mean))) }
         h2 { "Best parameters" }
         table #best-parameters {
             tr { th { "parameter" } th.num { "value" } }
