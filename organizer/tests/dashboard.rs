@@ -1006,7 +1006,7 @@ async fn chosen_runs_are_compared_curve_by_curve_and_setting_by_setting() {
     let by_evaluation = by_evaluation.split("</svg>").next().unwrap();
     for tick in ["0", "5", "10", "15"] {
         assert!(
-            by_evaluation.contains(&format!("class=\"tick-label\" x="))
+            by_evaluation.contains("class=\"tick-label\" x=")
                 && by_evaluation.contains(&format!(">{tick}</text>")),
             "{by_evaluation}"
         );
