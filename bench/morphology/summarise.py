@@ -40,10 +40,15 @@ def read(path):
     return runs
 
 
+def in_file_order(runs):
+    """The robots of `runs` in the order raw.csv first names them."""
+    return sorted({k[0] for k in runs}, key=lambda r: min(
+        i for i, k in enumerate(runs) if k[0] == r))
+
+
 def default_table(path, default):
     runs = read(path)
-    robots = sorted({k[0] for k in runs}, key=lambda r: min(
-        i for i, k in enumerate(runs) if k[0] == r))
+    robots = in_file_order(runs)
     print("| robot | direction | seeds of the default | median (worst seed), cm/s | spread over seeds | "
           "best median of another (seeds) | median vs best median | worst vs best known |")
     print("|---|---|---|---|---|---|---|---|")
@@ -81,8 +86,7 @@ def default_table(path, default):
 
 def main(path):
     runs = read(path)
-    robots = sorted({k[0] for k in runs}, key=lambda r: min(
-        i for i, k in enumerate(runs) if k[0] == r))
+    robots = in_file_order(runs)
     print("| robot | optimizer | direction | budget | seeds | median cm/s | worst seed | spread (max−min)/median | "
           "median vs best median | worst vs best known | walks | wall s (median) |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
