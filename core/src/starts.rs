@@ -176,8 +176,9 @@ impl Spread {
     }
 }
 
-/// The `q`-quantile of non-empty ascending `sorted`, numpy's "linear".
-fn percentile_linear(sorted: &[f64], q: f64) -> f64 {
+/// The `q`-quantile of non-empty ascending `sorted`, numpy's "linear"
+/// (`q` = 0.5 is the median, the mean of the middle two of an even count).
+pub fn percentile_linear(sorted: &[f64], q: f64) -> f64 {
     let rank = q * (sorted.len() - 1) as f64;
     let below = rank.floor() as usize;
     let above = (below + 1).min(sorted.len() - 1);

@@ -46,10 +46,7 @@ pub fn run_spec_on(options: &RunOptions, robot: &RunRobot, budget: u64) -> Resul
         starts: Starts::fixed_when(options.fixed_start),
         held_out: HeldOut::asked(options.finalists, options.held_out, &problem, options.on),
         max_turn_deg_s: options.max_turn,
-        direction: options
-            .direction
-            .or_else(|| problem.declared_direction())
-            .unwrap_or_default(),
+        direction: problem.direction(options.direction),
         early_stop: options.early_stop,
         worlds: options.worlds,
         prior: options.prior,

@@ -43,12 +43,7 @@ impl SeedSpread {
     pub fn median(&self) -> f64 {
         let mut values: Vec<f64> = self.figures.iter().map(|f| f.1).collect();
         values.sort_by(f64::total_cmp);
-        let middle = values.len() / 2;
-        if values.len() % 2 == 1 {
-            values[middle]
-        } else {
-            (values[middle - 1] + values[middle]) / 2.0
-        }
+        yamor_core::starts::percentile_linear(&values, 0.5)
     }
 
     /// The seed whose run found the best figure, and that figure.

@@ -300,6 +300,19 @@ pub enum Problem {
 }
 
 impl Problem {
+    /// Which way a run of this problem counts walks: as `asked`, else as
+    /// the problem's file declares ([`Problem::declared_direction`]), else
+    /// in any direction (the thesis').
+    #[must_use]
+    pub fn direction(
+        &self,
+        asked: Option<yamor_core::evaluation::Direction>,
+    ) -> yamor_core::evaluation::Direction {
+        asked
+            .or_else(|| self.declared_direction())
+            .unwrap_or_default()
+    }
+
     /// Which way the problem's file says walks count
     /// (`<yamorconfig direction="axis">`), for a run that does not say;
     /// `None` for bare parameters, a file that does not say, or one that

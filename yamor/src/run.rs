@@ -60,14 +60,10 @@ pub async fn run(args: RunArgs) -> Result<Option<i32>> {
     let robot = RunRobot::load(&args.robot)?;
     let mut spec = yamor_local::cli::run_spec_on(&args.spec, &robot, yamor_local::GAIT_RUN_BUDGET)?;
     yamor_local::check_run(&spec)?;
-    let Some(last_seed) = spec.seed.checked_add(args.seeds - 1) else {
-        bail!(
-            "--seed {} with --seeds {}: the seeds would pass {}",
-            spec.seed,
-            args.seeds,
-            u64::MAX
-        );
-    };
+    // The seeds count up as a batch's do, and are refused as a batch's are.
+    let seeds: Vec<u64> = yamor_organizer::model::batch_seeds(spec.seed, args.seeds as usize)
+        .with_context(|| format!("--seeds {}", args.seeds))?
+        .collect();
     let out = match &args.out {
         Some(dir) => dir.clone(),
         None => yamor_local::new_run_dir(&args.robot)?,
@@ -79,7 +75,7 @@ pub async fn run(args: RunArgs) -> Result<Option<i32>> {
             .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
     }
     let direction = spec.direction;
-    let specs = seeded(spec, last_seed);
+    let specs = seeded(spec, &seeds);
     let made_out = !out.exists();
     std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
     let forget_out = || {
@@ -177,14 +173,15 @@ pub async fn run(args: RunArgs) -> Result<Option<i32>> {
     Ok(stopped.then_some(EXIT_STOPPED))
 }
 
-/// `spec` once per seed from its own up to `last_seed`, each named after
-/// its seed when there are several.
-fn seeded(spec: RunSpec, last_seed: u64) -> Vec<RunSpec> {
-    if spec.seed == last_seed {
+/// `spec` once per seed of `seeds` (its own first), each named after its
+/// seed when there are several.
+fn seeded(spec: RunSpec, seeds: &[u64]) -> Vec<RunSpec> {
+    if seeds.len() == 1 {
         return vec![spec];
     }
-    (spec.seed..=last_seed)
-        .map(|seed| {
+    seeds
+        .iter()
+        .map(|&seed| {
             let mut one = spec.clone();
             one.name = format!("{}-seed-{seed}", spec.name);
             one.seed = seed;

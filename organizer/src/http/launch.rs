@@ -296,10 +296,10 @@ fn run_spec(
         max_seconds: number(fields, "time", 0.0)?,
         objective: Objective::parse(field(fields, "objective")),
         // Unsaid, the robot's own optimize.xml decides, as for `yamor run`.
-        direction: match field(fields, "direction") {
-            "" => problem.declared_direction().unwrap_or_default(),
-            named => named.parse()?,
-        },
+        direction: problem.direction(match field(fields, "direction") {
+            "" => None,
+            named => Some(named.parse()?),
+        }),
         ..RunSpec::new(plugin.name.clone(), problem)
     })
 }

@@ -16,7 +16,7 @@ use yamor_core::evaluation::{Objective, Outcome};
 
 use super::trial_query::{Column, Filter, PAGE_ROWS, QueryError, Row, Sort};
 use super::views::{JobView, usable};
-use super::{App, PageError, Units, internal, not_found, page, run_of};
+use super::{App, PageError, Units, internal, page, run_of};
 use crate::model::{HELD_OUT_SEQ, Job, JobFilter, REFERENCE_SEQ};
 
 /// A value as the table shows it: in the run's units, `–` when absent.
@@ -37,12 +37,14 @@ fn evaluation(job: &Job) -> String {
     }
 }
 
+/// Seconds the job took on its host, once it has started and ended.
+fn job_seconds(job: &Job) -> Option<f64> {
+    (job.started_ms > 0 && job.finished_ms >= job.started_ms)
+        .then(|| (job.finished_ms - job.started_ms) as f64 / 1000.0)
+}
+
 fn seconds(job: &Job) -> String {
-    if job.started_ms > 0 && job.finished_ms >= job.started_ms {
-        format!("{:.2}", (job.finished_ms - job.started_ms) as f64 / 1000.0)
-    } else {
-        "–".into()
-    }
+    job_seconds(job).map_or("–".into(), |s| format!("{s:.2}"))
 }
 
 /// What the trials table was asked: `?q=velocity > 10&sort=value&order=desc&page=2`.
@@ -139,14 +141,12 @@ fn row_of(job: &Job, units: Units) -> Row {
         .fitness()
         .filter(|v| v.is_finite())
         .map(|v| v * units.factor);
-    let seconds = (job.started_ms > 0 && job.finished_ms >= job.started_ms)
-        .then(|| (job.finished_ms - job.started_ms) as f64 / 1000.0);
     Row {
         evaluation: (job.seq + 1) as f64,
         value,
         parameters: job.request.job.parameters.iter().map(|p| p.1).collect(),
         host: job.host.clone(),
-        seconds,
+        seconds: job_seconds(job),
         state: job.state.as_str().to_owned(),
         error: job.error.clone(),
         text: format!(
@@ -271,91 +271,81 @@ pub(super) async fn trials_page(
     Ok(page(&format!("Run {id}: every evaluation"), body).into_response())
 }
 
-/// The evaluations a query leaves, whole: `/runs/{id}/trials.csv` or
-/// `.json` (the same `q`, `sort` and `order` as the table's).
+/// The evaluations a query leaves, whole, for an export; a query that
+/// does not read is answered 400 with why.
+async fn matching(app: &App, id: u64, query: &TrialsQuery) -> Result<Table, PageError> {
+    run_of(&app.organizer.runs, id)?;
+    table(app, id, query)
+        .await?
+        .map_err(|e| PageError(StatusCode::BAD_REQUEST, e.to_string()))
+}
+
+/// `/runs/{id}/trials.csv`: what the table's `q`, `sort` and `order` leave,
+/// every page.
 pub(super) async fn trials_csv(
     State(app): State<App>,
     Path(id): Path<u64>,
     Query(query): Query<TrialsQuery>,
 ) -> Result<Response, PageError> {
-    trials_export(app, id, query, "trials.csv").await
+    let table = matching(&app, id, &query).await?;
+    let mut out = csv::Writer::from_writer(Vec::new());
+    let mut header: Vec<String> = vec!["evaluation".into(), "job".into(), table.units.title.into()];
+    header.extend(table.names.iter().cloned());
+    header.extend(["host", "seconds", "state", "error"].map(String::from));
+    out.write_record(&header).map_err(internal)?;
+    for (job, row) in &table.rows {
+        let number = |v: Option<f64>| v.map_or(String::new(), |v| v.to_string());
+        let mut record = vec![evaluation(job), job.id.to_string(), number(row.value)];
+        record.extend(row.parameters.iter().map(f64::to_string));
+        record.extend([
+            row.host.clone(),
+            number(row.seconds),
+            row.state.clone(),
+            row.error.clone(),
+        ]);
+        out.write_record(&record).map_err(internal)?;
+    }
+    let bytes = out.into_inner().map_err(internal)?;
+    Ok(([(CONTENT_TYPE, "text/csv; charset=utf-8")], bytes).into_response())
 }
 
+/// `/runs/{id}/trials.json`: the same as [`trials_csv`], as JSON.
 pub(super) async fn trials_json(
     State(app): State<App>,
     Path(id): Path<u64>,
     Query(query): Query<TrialsQuery>,
 ) -> Result<Response, PageError> {
-    trials_export(app, id, query, "trials.json").await
-}
-
-async fn trials_export(
-    app: App,
-    id: u64,
-    query: TrialsQuery,
-    format: &str,
-) -> Result<Response, PageError> {
-    run_of(&app.organizer.runs, id)?;
-    let table = table(&app, id, &query)
-        .await?
-        .map_err(|e| PageError(StatusCode::BAD_REQUEST, e.to_string()))?;
-    match format {
-        "trials.csv" => {
-            let mut out = csv::Writer::from_writer(Vec::new());
-            let mut header: Vec<String> =
-                vec!["evaluation".into(), "job".into(), table.units.title.into()];
-            header.extend(table.names.iter().cloned());
-            header.extend(["host", "seconds", "state", "error"].map(String::from));
-            out.write_record(&header).map_err(internal)?;
-            for (job, row) in &table.rows {
-                let number = |v: Option<f64>| v.map_or(String::new(), |v| v.to_string());
-                let mut record = vec![evaluation(job), job.id.to_string(), number(row.value)];
-                record.extend(row.parameters.iter().map(f64::to_string));
-                record.extend([
-                    row.host.clone(),
-                    number(row.seconds),
-                    row.state.clone(),
-                    row.error.clone(),
-                ]);
-                out.write_record(&record).map_err(internal)?;
-            }
-            let bytes = out.into_inner().map_err(internal)?;
-            Ok(([(CONTENT_TYPE, "text/csv; charset=utf-8")], bytes).into_response())
-        }
-        "trials.json" => {
-            let rows: Vec<serde_json::Value> = table
-                .rows
+    let table = matching(&app, id, &query).await?;
+    let rows: Vec<serde_json::Value> = table
+        .rows
+        .iter()
+        .map(|(job, row)| {
+            let parameters: serde_json::Map<String, serde_json::Value> = table
+                .names
                 .iter()
-                .map(|(job, row)| {
-                    let parameters: serde_json::Map<String, serde_json::Value> = table
-                        .names
-                        .iter()
-                        .cloned()
-                        .zip(row.parameters.iter().map(|v| serde_json::json!(v)))
-                        .collect();
-                    serde_json::json!({
-                        "evaluation": evaluation(job),
-                        "job": job.id,
-                        "value": row.value,
-                        "parameters": parameters,
-                        "host": row.host,
-                        "seconds": row.seconds,
-                        "state": row.state,
-                        "error": row.error,
-                    })
-                })
+                .cloned()
+                .zip(row.parameters.iter().map(|v| serde_json::json!(v)))
                 .collect();
-            let body = serde_json::json!({
-                "run": id,
-                "units": table.units.title,
-                "matching": table.rows.len(),
-                "total": table.total,
-                "trials": rows,
-            });
-            Ok(([(CONTENT_TYPE, "application/json")], body.to_string()).into_response())
-        }
-        other => Err(not_found(format!("{other} of run {id}"))),
-    }
+            serde_json::json!({
+                "evaluation": evaluation(job),
+                "job": job.id,
+                "value": row.value,
+                "parameters": parameters,
+                "host": row.host,
+                "seconds": row.seconds,
+                "state": row.state,
+                "error": row.error,
+            })
+        })
+        .collect();
+    let body = serde_json::json!({
+        "run": id,
+        "units": table.units.title,
+        "matching": table.rows.len(),
+        "total": table.total,
+        "trials": rows,
+    });
+    Ok(([(CONTENT_TYPE, "application/json")], body.to_string()).into_response())
 }
 
 /// An objective as a job's page names it: as a view names a task of its
